@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: GPL-2.0
+/* CUDA driver API attribution: uprobes on libcuda entry points, counted per
+ * workload (cgroup) in per-CPU maps. Userspace reads the maps; only rare events
+ * (a new workload, a process starting or ending its CUDA life) go through the
+ * ring buffer, so the hot path never talks to userspace.
+ *
+ * One program per handler shape; the attach cookie tells it which entry point
+ * it sits on (see gpuledger_abi.h). */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "core_fixes.h"
+#include "gpuledger_abi.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the agent before load. */
+const volatile __u64 cgroup_v2_root_id = 1;
+const volatile __u32 v1_fallback_subsys = 0xffffffff; /* css_set.subsys index, or none */
+const volatile bool exact_threads_legacy = false;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(max_entries, 16384); /* resized by the agent (--max-workloads) */
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u64);
+  __type(value, struct gl_counters);
+} workload_counters SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct gl_error_key);
+  __type(value, __u64);
+} call_errors SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 262144);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct gl_alloc_key);
+  __type(value, struct gl_alloc_value);
+} live_allocations SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);
+  __type(value, struct gl_proc_state);
+} processes SEC(".maps");
+
+/* Arguments kept from a call's entry until its return, per thread. LRU so a
+ * thread that dies inside a call cannot leak an entry. */
+struct gl_stash {
+  __u64 cookie;
+  __u64 start_ns;
+  __u64 a0, a1, a2;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u64);
+  __type(value, struct gl_stash);
+} stash SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, GL_STAT_COUNT);
+  __type(key, __u32);
+  __type(value, __u64);
+} stats SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+static const struct gl_counters zero_counters;
+
+static __always_inline void count_stat(__u32 which) {
+  __u64 *v = bpf_map_lookup_elem(&stats, &which);
+  if (v) __sync_fetch_and_add(v, 1);
+}
+
+static __always_inline struct kernfs_node *v1_cgroup_kn(struct task_struct *task) {
+  struct cgroup_subsys_state *css;
+  __u32 idx = v1_fallback_subsys;
+  if (idx >= bpf_core_field_size(task->cgroups->subsys) / sizeof(void *)) return NULL;
+  css = BPF_CORE_READ(task, cgroups, subsys[idx]);
+  return css ? BPF_CORE_READ(css, cgroup, kn) : NULL;
+}
+
+/* The workload key of the calling task: its cgroup v2 id, unless it sits in the
+ * v2 root on a host whose workloads live in cgroup v1 only. */
+static __always_inline __u64 current_cgroup_key(void) {
+  __u64 id = bpf_get_current_cgroup_id();
+  if (id != cgroup_v2_root_id || v1_fallback_subsys == 0xffffffff) return id;
+  struct kernfs_node *kn = v1_cgroup_kn((struct task_struct *)bpf_get_current_task());
+  if (!kn) return id;
+  return BPF_CORE_READ(kn, id) | GL_CGROUP_V1_BIT;
+}
+
+/* Rare: the first call of a new workload. Capture its cgroup path now, while
+ * the cgroup surely exists, so even a short-lived pod can be named later. */
+static __noinline void emit_new_workload(__u64 key) {
+  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+  struct kernfs_node *kn;
+  struct gl_new_workload_event *ev;
+
+  ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+  if (!ev) {
+    count_stat(GL_STAT_EVENTS_DROPPED);
+    return;
+  }
+  ev->h.type = GL_EV_NEW_WORKLOAD;
+  ev->h.tgid = bpf_get_current_pid_tgid() >> 32;
+  ev->h.cgroup_key = key;
+  ev->depth = 0;
+  ev->truncated = 0;
+  if (key & GL_CGROUP_V1_BIT)
+    kn = v1_cgroup_kn(task);
+  else
+    kn = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn);
+  for (int i = 0; i < GL_PATH_DEPTH; i++) {
+    if (!kn) break;
+    struct kernfs_node *parent = gl_kernfs_parent(kn);
+    if (!parent) break; /* the root's own name is not part of the path */
+    bpf_probe_read_kernel_str(ev->components[i], GL_NAME_LEN, BPF_CORE_READ(kn, name));
+    ev->depth = i + 1;
+    kn = parent;
+  }
+  if (kn && gl_kernfs_parent(kn)) ev->truncated = 1;
+  bpf_ringbuf_submit(ev, 0);
+}
+
+static __always_inline struct gl_counters *counters_for(__u64 key) {
+  struct gl_counters *c = bpf_map_lookup_elem(&workload_counters, &key);
+  if (c) return c;
+  long err = bpf_map_update_elem(&workload_counters, &key, &zero_counters, BPF_NOEXIST);
+  if (err == 0) {
+    emit_new_workload(key);
+  } else if (err != -17 /* EEXIST: another CPU won the race */) {
+    count_stat(GL_STAT_WORKLOADS_FULL);
+    key = 0; /* the overflow bucket, created by the agent before attach */
+  }
+  return bpf_map_lookup_elem(&workload_counters, &key);
+}
+
+/* Counters of a workload other than the caller's (an allocation's owner, an
+ * exiting process's): never created here, as the path would be the caller's. */
+static __always_inline struct gl_counters *counters_of(__u64 key) {
+  struct gl_counters *c = bpf_map_lookup_elem(&workload_counters, &key);
+  if (c) return c;
+  key = 0;
+  return bpf_map_lookup_elem(&workload_counters, &key);
+}
+
+static __always_inline __u64 task_start_ns(void) {
+  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+  return BPF_CORE_READ(task, group_leader, start_time);
+}
+
+static __always_inline struct gl_proc_state *process_for(__u32 tgid, __u64 key) {
+  struct gl_proc_state *p = bpf_map_lookup_elem(&processes, &tgid);
+  if (p) return p;
+
+  struct gl_proc_state fresh = {.start_ns = task_start_ns(), .cgroup_key = key};
+  if (bpf_map_update_elem(&processes, &tgid, &fresh, BPF_NOEXIST) == 0) {
+    struct gl_proc_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+    if (ev) {
+      ev->h.type = GL_EV_PROC_START;
+      ev->h.tgid = tgid;
+      ev->h.cgroup_key = key;
+      ev->start_ns = fresh.start_ns;
+      ev->released_bytes = 0;
+      bpf_ringbuf_submit(ev, 0);
+    } else {
+      count_stat(GL_STAT_EVENTS_DROPPED);
+    }
+  }
+  p = bpf_map_lookup_elem(&processes, &tgid);
+  if (!p) count_stat(GL_STAT_PROCS_FULL);
+  return p;
+}
+
+/* The n-th integer argument. Each register is read at a fixed context offset:
+ * the verifier rejects a context pointer moved by a variable amount, which is
+ * what a switch over the offset compiles to. */
+static __always_inline __u64 arg_n(struct pt_regs *ctx, __u32 n) {
+  __u64 args[6] = {PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+                   PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx)};
+  return n < 6 ? args[n] : 0;
+}
+
+/* grid x block of a launch. cuLaunchKernel passes gridDim and blockDimX/Y in
+ * registers and blockDimZ on the stack (the 7th integer argument on x86-64,
+ * just above the return address at entry). cuLaunchKernelEx passes a
+ * CUlaunchConfig whose first six fields are the dimensions. */
+static __always_inline __u64 launch_threads(struct pt_regs *ctx, __u32 kind) {
+  __u32 dim[6] = {};
+  if (kind == GL_KIND_LAUNCH_EX) {
+    bpf_probe_read_user(dim, sizeof(dim), (void *)PT_REGS_PARM1(ctx));
+  } else {
+    dim[0] = PT_REGS_PARM2(ctx);
+    dim[1] = PT_REGS_PARM3(ctx);
+    dim[2] = PT_REGS_PARM4(ctx);
+    dim[3] = PT_REGS_PARM5(ctx);
+    dim[4] = PT_REGS_PARM6(ctx);
+    bpf_probe_read_user(&dim[5], sizeof(dim[5]), (void *)(PT_REGS_SP(ctx) + 8));
+  }
+  return (__u64)dim[0] * dim[1] * dim[2] * dim[3] * dim[4] * dim[5];
+}
+
+static __always_inline void add_launch(struct gl_counters *c, __u32 kind, __u64 threads) {
+  if (kind == GL_KIND_GRAPH) {
+    __sync_fetch_and_add(&c->graph_launches, 1);
+    return;
+  }
+  __sync_fetch_and_add(&c->launches, 1);
+  __sync_fetch_and_add(&c->launched_threads, threads);
+}
+
+/* Launches, entry only: the cheapest form, for the hottest calls. Counts
+ * launches attempted; --launch-returns moves them to gl_call_entry/return. */
+SEC("uprobe")
+int gl_launch(struct pt_regs *ctx) {
+  __u32 kind = GL_COOKIE_KIND(bpf_get_attach_cookie(ctx));
+  __u64 threads = kind == GL_KIND_GRAPH ? 0 : launch_threads(ctx, kind);
+  struct gl_counters *c = counters_for(current_cgroup_key());
+  if (c) add_launch(c, kind, threads);
+  return 0;
+}
+
+SEC("uprobe")
+int gl_call_entry(struct pt_regs *ctx) {
+  __u64 cookie = bpf_get_attach_cookie(ctx);
+  __u32 kind = GL_COOKIE_KIND(cookie);
+  __u64 mask = GL_COOKIE_LEGACY(cookie) ? 0xffffffffULL : ~0ULL;
+  struct gl_stash s = {.cookie = cookie};
+
+  switch (kind) {
+    case GL_KIND_LAUNCH:
+    case GL_KIND_LAUNCH_EX:
+      s.a0 = launch_threads(ctx, kind);
+      break;
+    case GL_KIND_MEMCPY:
+      s.a0 = arg_n(ctx, GL_COOKIE_SIZE_ARG(cookie)) & mask;
+      break;
+    case GL_KIND_ALLOC:
+      s.a0 = PT_REGS_PARM1(ctx);
+      s.a1 = PT_REGS_PARM2(ctx) & mask;
+      break;
+    case GL_KIND_ALLOC_PITCH:
+      s.a0 = PT_REGS_PARM1(ctx);
+      s.a1 = PT_REGS_PARM2(ctx); /* size_t *pPitch, written by the call */
+      s.a2 = PT_REGS_PARM4(ctx) & mask;
+      break;
+    case GL_KIND_FREE:
+      s.a0 = PT_REGS_PARM1(ctx) & mask;
+      break;
+    case GL_KIND_SYNC:
+      s.start_ns = bpf_ktime_get_ns();
+      break;
+  }
+  __u64 tid = bpf_get_current_pid_tgid();
+  bpf_map_update_elem(&stash, &tid, &s, BPF_ANY);
+  return 0;
+}
+
+static __always_inline void record_alloc(struct gl_counters *c, struct gl_proc_state *p, __u32 tgid,
+                                         __u64 key, __u64 ptr, __u64 bytes) {
+  __sync_fetch_and_add(&c->allocations, 1);
+  __sync_fetch_and_add(&c->allocated_bytes, bytes);
+  if (!p) return;
+  struct gl_alloc_key ak = {.tgid = tgid, .ptr = ptr};
+  struct gl_alloc_value av = {.bytes = bytes, .cgroup_key = key, .proc_start_ns = p->start_ns};
+  if (bpf_map_update_elem(&live_allocations, &ak, &av, BPF_ANY) == 0)
+    __sync_fetch_and_add(&p->live_bytes, bytes);
+  else
+    count_stat(GL_STAT_ALLOCS_UNTRACKED);
+}
+
+static __always_inline void record_free(struct gl_counters *c, struct gl_proc_state *p, __u32 tgid,
+                                        __u64 ptr) {
+  struct gl_alloc_key ak = {.tgid = tgid, .ptr = ptr};
+  struct gl_alloc_value *av = bpf_map_lookup_elem(&live_allocations, &ak);
+  if (!av || !p || av->proc_start_ns != p->start_ns) {
+    /* Allocated before we attached (or by a previous owner of this PID):
+     * its size is unknown, so it cannot be counted as freed bytes. */
+    __sync_fetch_and_add(&c->untracked_frees, 1);
+    return;
+  }
+  __u64 bytes = av->bytes;
+  __u64 owner = av->cgroup_key;
+  bpf_map_delete_elem(&live_allocations, &ak);
+  __sync_fetch_and_add(&p->live_bytes, -bytes);
+  struct gl_counters *oc = owner == p->cgroup_key ? c : counters_of(owner);
+  if (oc) __sync_fetch_and_add(&oc->freed_bytes, bytes);
+}
+
+static __always_inline void count_error(__u64 key, __u32 call_id) {
+  struct gl_error_key ek = {.cgroup_key = key, .call_id = call_id};
+  __u64 *n = bpf_map_lookup_elem(&call_errors, &ek);
+  if (n) {
+    __sync_fetch_and_add(n, 1);
+    return;
+  }
+  __u64 one = 1;
+  if (bpf_map_update_elem(&call_errors, &ek, &one, BPF_NOEXIST) != 0) {
+    n = bpf_map_lookup_elem(&call_errors, &ek);
+    if (n) __sync_fetch_and_add(n, 1);
+  }
+}
+
+SEC("uretprobe")
+int gl_call_return(struct pt_regs *ctx) {
+  __u64 tid = bpf_get_current_pid_tgid();
+  __u64 cookie = bpf_get_attach_cookie(ctx);
+  struct gl_stash *sp = bpf_map_lookup_elem(&stash, &tid);
+  if (!sp || sp->cookie != cookie) {
+    count_stat(GL_STAT_STASH_MISSING);
+    return 0;
+  }
+  struct gl_stash s = *sp;
+  bpf_map_delete_elem(&stash, &tid);
+
+  __u32 kind = GL_COOKIE_KIND(cookie);
+  __u64 key = current_cgroup_key();
+  int rc = (int)PT_REGS_RC(ctx);
+  if (rc != 0) {
+    count_error(key, GL_COOKIE_CALL(cookie));
+    return 0;
+  }
+  struct gl_counters *c = counters_for(key);
+  if (!c) return 0;
+  if (kind == GL_KIND_LAUNCH || kind == GL_KIND_LAUNCH_EX || kind == GL_KIND_GRAPH) {
+    add_launch(c, kind, s.a0);
+    return 0;
+  }
+
+  __u32 tgid = tid >> 32;
+  struct gl_proc_state *p = process_for(tgid, key);
+  __u64 ptr = 0, bytes = 0, dir;
+
+  switch (kind) {
+    case GL_KIND_MEMCPY:
+      dir = GL_COOKIE_DIR(cookie);
+      if (dir < GL_DIR_COUNT) {
+        __sync_fetch_and_add(&c->memcpy_bytes[dir], s.a0);
+        __sync_fetch_and_add(&c->memcpy_calls[dir], 1);
+      }
+      break;
+    case GL_KIND_ALLOC:
+    case GL_KIND_ALLOC_PITCH:
+      if (GL_COOKIE_LEGACY(cookie)) {
+        __u32 p32 = 0;
+        bpf_probe_read_user(&p32, sizeof(p32), (void *)s.a0);
+        ptr = p32;
+      } else {
+        bpf_probe_read_user(&ptr, sizeof(ptr), (void *)s.a0);
+      }
+      bytes = s.a1;
+      if (kind == GL_KIND_ALLOC_PITCH) {
+        __u64 pitch = 0;
+        bpf_probe_read_user(&pitch, sizeof(pitch), (void *)s.a1);
+        bytes = pitch * s.a2;
+      }
+      record_alloc(c, p, tgid, key, ptr, bytes);
+      break;
+    case GL_KIND_FREE:
+      record_free(c, p, tgid, s.a0);
+      break;
+    case GL_KIND_SYNC:
+      __sync_fetch_and_add(&c->syncs, 1);
+      __sync_fetch_and_add(&c->sync_ns, bpf_ktime_get_ns() - s.start_ns);
+      break;
+  }
+  return 0;
+}
+
+/* A process that ends its life frees everything it still held: the driver
+ * tears its contexts down. Every thread exit passes here; only the last thread
+ * of a process we know (live == 0) does work. */
+SEC("tp_btf/sched_process_exit") /* BTF raw tracepoint: needs no tracefs mount */
+int BPF_PROG(gl_process_exit, struct task_struct *task) {
+  __u64 tid = bpf_get_current_pid_tgid();
+  __u32 tgid = tid >> 32;
+  struct gl_proc_state *p = bpf_map_lookup_elem(&processes, &tgid);
+  if (!p) return 0;
+  if (BPF_CORE_READ(task, signal, live.counter) != 0) return 0;
+
+  struct gl_proc_state st = *p;
+  bpf_map_delete_elem(&processes, &tgid);
+  if (st.live_bytes) {
+    struct gl_counters *c = counters_of(st.cgroup_key);
+    if (c) __sync_fetch_and_add(&c->freed_bytes, st.live_bytes);
+  }
+  struct gl_proc_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+  if (!ev) {
+    count_stat(GL_STAT_EVENTS_DROPPED);
+    return 0;
+  }
+  ev->h.type = GL_EV_PROC_EXIT;
+  ev->h.tgid = tgid;
+  ev->h.cgroup_key = st.cgroup_key;
+  ev->start_ns = st.start_ns;
+  ev->released_bytes = st.live_bytes;
+  bpf_ringbuf_submit(ev, 0);
+  return 0;
+}

@@ -1,0 +1,158 @@
+/* The contract between the BPF programs and the agent: fixed-width C types that
+ * both sides include. Units are in the field names or comments. Keep this file
+ * free of kernel or libc headers so C++ can include it as-is. */
+#ifndef GPULEDGER_ABI_H
+#define GPULEDGER_ABI_H
+
+#ifdef __cplusplus
+#include <cstdint>
+typedef std::uint8_t gl_u8;
+typedef std::uint32_t gl_u32;
+typedef std::uint64_t gl_u64;
+#else
+typedef __u8 gl_u8;
+typedef __u32 gl_u32;
+typedef __u64 gl_u64;
+#endif
+
+/* Memcpy direction, the index into the per-direction counter arrays. */
+enum gl_direction {
+  GL_DIR_HTOD = 0,
+  GL_DIR_DTOH = 1,
+  GL_DIR_DTOD = 2,
+  GL_DIR_PEER = 3,
+  GL_DIR_UNKNOWN = 4, /* cuMemcpy on unified addresses: the driver decides */
+  GL_DIR_COUNT = 5,
+};
+
+/* What a probed entry point does, which decides how its arguments are read. */
+enum gl_call_kind {
+  GL_KIND_OTHER = 0,       /* cuInit, context calls: only errors and process registration */
+  GL_KIND_LAUNCH = 1,      /* cuLaunchKernel(f, gx, gy, gz, bx, by, bz(stack), ...) */
+  GL_KIND_LAUNCH_EX = 2,   /* cuLaunchKernelEx(const CUlaunchConfig *config, ...) */
+  GL_KIND_GRAPH = 3,       /* cuGraphLaunch(exec, stream) */
+  GL_KIND_ALLOC = 4,       /* (CUdeviceptr *out, size_t bytes, ...) */
+  GL_KIND_ALLOC_PITCH = 5, /* (CUdeviceptr *out, size_t *pitch, size_t width, size_t height, ...) */
+  GL_KIND_FREE = 6,        /* (CUdeviceptr ptr, ...) or a cuMemCreate handle */
+  GL_KIND_MEMCPY = 7,      /* bytes in the argument named by the cookie */
+  GL_KIND_SYNC = 8,        /* time between entry and return is time blocked */
+};
+
+/* A probe's BPF cookie packs everything the handler needs to know about the
+ * entry point it sits on, so one program serves every entry point of a kind:
+ *   bits  0..7  kind (enum gl_call_kind)
+ *   bits  8..15 call id: index of the entry point name in the agent's table
+ *   bits 16..19 argument index holding the byte count (memcpy)
+ *   bits 20..23 direction (enum gl_direction, memcpy)
+ *   bit  24     legacy form: 32-bit pointers and sizes (cuMemAlloc, cuMemcpyHtoD, ...) */
+#define GL_COOKIE_KIND(c) ((gl_u32)((c)&0xff))
+#define GL_COOKIE_CALL(c) ((gl_u32)(((c) >> 8) & 0xff))
+#define GL_COOKIE_SIZE_ARG(c) ((gl_u32)(((c) >> 16) & 0xf))
+#define GL_COOKIE_DIR(c) ((gl_u32)(((c) >> 20) & 0xf))
+#define GL_COOKIE_LEGACY(c) ((gl_u32)(((c) >> 24) & 0x1))
+#define GL_MAKE_COOKIE(kind, call, size_arg, dir, legacy)                                 \
+  ((gl_u64)(kind) | ((gl_u64)(call) << 8) | ((gl_u64)(size_arg) << 16) | ((gl_u64)(dir) << 20) | \
+   ((gl_u64)(legacy) << 24))
+#define GL_MAX_CALLS 256
+
+/* Workload key: the cgroup v2 id, or - on hosts whose processes sit in the v2
+ * root (cgroup v1 only) - the id of the process's v1 cgroup with this bit set. */
+#define GL_CGROUP_V1_BIT (1ULL << 63)
+
+/* Per-workload counters, one copy per CPU (summed by the agent). Monotonic. */
+struct gl_counters {
+  gl_u64 launches;
+  gl_u64 launched_threads;
+  gl_u64 graph_launches;
+  gl_u64 allocations;
+  gl_u64 allocated_bytes;
+  gl_u64 freed_bytes; /* explicit frees plus what a process held when it exited */
+  gl_u64 memcpy_bytes[GL_DIR_COUNT];
+  gl_u64 memcpy_calls[GL_DIR_COUNT];
+  gl_u64 syncs;
+  gl_u64 sync_ns; /* nanoseconds blocked in synchronisation calls */
+  gl_u64 untracked_frees; /* frees of pointers allocated before the agent attached */
+};
+
+struct gl_error_key {
+  gl_u64 cgroup_key;
+  gl_u32 call_id;
+  gl_u32 pad;
+};
+
+/* One live allocation, keyed by process and device pointer (or VMM handle). */
+struct gl_alloc_key {
+  gl_u32 tgid;
+  gl_u32 pad;
+  gl_u64 ptr;
+};
+struct gl_alloc_value {
+  gl_u64 bytes;
+  gl_u64 cgroup_key;
+  gl_u64 proc_start_ns; /* tells a reused PID's pointers from its predecessor's */
+};
+
+/* A process seen making CUDA calls. */
+struct gl_proc_state {
+  gl_u64 start_ns; /* task start time (boot-based ns) */
+  gl_u64 cgroup_key;
+  gl_u64 live_bytes;
+};
+
+/* Self-accounting, a per-CPU array indexed by these. */
+enum gl_stat {
+  GL_STAT_EVENTS_DROPPED = 0,     /* ring buffer full */
+  GL_STAT_WORKLOADS_FULL = 1,     /* workload map full: counted under the overflow key 0 */
+  GL_STAT_ALLOCS_UNTRACKED = 2,   /* allocation map full: its free cannot be paired */
+  GL_STAT_PROCS_FULL = 3,         /* process map full */
+  GL_STAT_STASH_MISSING = 4,      /* return without its entry (attached mid-call) */
+  GL_STAT_COUNT = 5,
+};
+
+/* Events to userspace: rare by construction (a new workload, a process that
+ * starts or exits its CUDA life, a driver library being opened). */
+enum gl_event_type {
+  GL_EV_NEW_WORKLOAD = 1,
+  GL_EV_PROC_START = 2,
+  GL_EV_PROC_EXIT = 3,
+  GL_EV_LIB_OPEN = 4,
+};
+
+#define GL_PATH_DEPTH 12
+#define GL_NAME_LEN 128
+#define GL_LIB_PATH_LEN 512
+
+struct gl_event_header {
+  gl_u32 type;
+  gl_u32 tgid;
+  gl_u64 cgroup_key;
+};
+
+/* The cgroup's path, captured in the kernel so a cgroup that is gone before
+ * the agent looks can still be named. components[0] is the leaf. */
+struct gl_new_workload_event {
+  struct gl_event_header h;
+  gl_u32 depth;     /* number of components filled */
+  gl_u32 truncated; /* deeper than GL_PATH_DEPTH */
+  char components[GL_PATH_DEPTH][GL_NAME_LEN];
+};
+
+struct gl_proc_event {
+  struct gl_event_header h;
+  gl_u64 start_ns;
+  gl_u64 released_bytes; /* exit: what the process still held */
+};
+
+/* Kernel dev_t encoding (major << 20 | minor). */
+struct gl_file_id {
+  gl_u64 dev;
+  gl_u64 ino;
+};
+
+struct gl_lib_open_event {
+  struct gl_event_header h;
+  struct gl_file_id file;
+  char name[GL_LIB_PATH_LEN]; /* the file's name (no directory) */
+};
+
+#endif

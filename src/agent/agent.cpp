@@ -1,0 +1,227 @@
+#include "agent/agent.h"
+
+#include <bpf/bpf.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "probes/map_reader.h"
+
+namespace gpuledger::agent {
+namespace {
+
+identity::CgroupMounts require_mounts(const AgentOptions& options) {
+  auto mounts = identity::discover_cgroup_mounts("/proc/self/mountinfo", "/proc/cgroups", options.v1_controller);
+  if (mounts.v2.empty()) spdlog::warn("no cgroup2 mount found: workloads are keyed by the v1 fallback only");
+  return mounts;
+}
+
+probes::ProbeProgramConfig program_config(const AgentOptions& options, const identity::CgroupMounts& mounts) {
+  probes::ProbeProgramConfig config;
+  if (!mounts.v2.empty()) config.cgroup_v2_root_id = identity::cgroup_id_of(mounts.v2).value_or(1);
+  config.v1_subsys_index = mounts.v1_subsys_index;
+  config.max_workloads = options.max_workloads;
+  return config;
+}
+
+std::string joined_path(const gl_new_workload_event& ev) {
+  std::string path;
+  for (int i = static_cast<int>(std::min<uint32_t>(ev.depth, GL_PATH_DEPTH)) - 1; i >= 0; --i)
+    path += "/" + std::string(ev.components[i], strnlen(ev.components[i], GL_NAME_LEN));
+  return path.empty() ? "/" : path;
+}
+
+std::string read_comm(const std::string& proc_root, uint32_t pid) {
+  std::ifstream in(proc_root + "/" + std::to_string(pid) + "/comm");
+  std::string comm;
+  std::getline(in, comm);
+  return comm;
+}
+
+}  // namespace
+
+Agent::Agent(AgentOptions options)
+    : options_(std::move(options)),
+      mounts_(require_mounts(options_)),
+      program_(std::make_unique<probes::CudaProbeProgram>(program_config(options_, mounts_))),
+      directory_(mounts_) {
+  if (options_.discover) {
+    try {
+      watcher_ = std::make_unique<probes::LibOpenWatcher>();
+    } catch (const Error& e) {
+      spdlog::warn("{}; libraries are found by the periodic scan only", e.what());
+    }
+  }
+  probes::ProbePlanOptions plan;
+  plan.launch_returns = options_.launch_returns;
+  attacher_ = std::make_unique<probes::LibraryAttacher>(*program_, plan, watcher_.get());
+
+  auto on_event = [](void* ctx, void* data, size_t size) {
+    static_cast<Agent*>(ctx)->handle_event(data, size);
+    return 0;
+  };
+  events_.reset(ring_buffer__new(program_->maps().events, on_event, this, nullptr));
+  if (!events_) throw Error("cannot open the probe event ring buffer");
+  if (watcher_ && ring_buffer__add(events_.get(), watcher_->events_fd(), on_event, this) != 0)
+    throw Error("cannot open the library watcher's ring buffer");
+
+  for (const auto& path : options_.cuda_libs) attacher_->offer(path, "cli");
+  if (options_.discover) {
+    for (const auto& path : probes::default_driver_library_paths()) attacher_->offer(path, "host");
+    scan_for_libraries();
+  }
+}
+
+Agent::~Agent() { stop(); }
+
+void Agent::start() {
+  if (running_.exchange(true)) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Agent::stop() {
+  if (!running_.exchange(false)) return;
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string Agent::call_name(uint32_t call_id) const { return attacher_->call_name(call_id); }
+
+void Agent::run() {
+  using clock = std::chrono::steady_clock;
+  auto next_scan = clock::now() + options_.scan_interval;
+  auto next_gc = clock::now() + options_.gc_interval;
+  while (running_) {
+    // Wakes on the first event: a library must be covered within ~100 ms of being opened.
+    ring_buffer__poll(events_.get(), 100);
+    auto now = clock::now();
+    if (options_.discover && now >= next_scan) {
+      scan_for_libraries();
+      attacher_->recheck_named_paths();
+      next_scan = now + options_.scan_interval;
+    }
+    if (now >= next_gc) {
+      retire_gone_workloads();
+      next_gc = now + options_.gc_interval;
+    }
+  }
+}
+
+void Agent::scan_for_libraries() {
+  for (const auto& candidate : probes::scan_process_maps(options_.proc_root))
+    attacher_->offer(candidate.path, candidate.origin);
+}
+
+void Agent::handle_event(const void* data, size_t size) {
+  if (size < sizeof(gl_event_header)) return;
+  const auto* h = static_cast<const gl_event_header*>(data);
+  switch (h->type) {
+    case GL_EV_NEW_WORKLOAD:
+      if (size >= sizeof(gl_new_workload_event)) {
+        const auto& ev = *static_cast<const gl_new_workload_event*>(data);
+        if (!ev.truncated) directory_.learn(h->cgroup_key, joined_path(ev));
+        spdlog::debug("new workload key {} path {}", h->cgroup_key, joined_path(ev));
+      }
+      break;
+    case GL_EV_PROC_START:
+    case GL_EV_PROC_EXIT:
+      spdlog::debug("process {} {} CUDA activity", h->tgid, h->type == GL_EV_PROC_START ? "began" : "ended");
+      break;
+    case GL_EV_LIB_OPEN:
+      if (size >= sizeof(gl_lib_open_event)) handle_library_open(*static_cast<const gl_lib_open_event*>(data));
+      break;
+    default:
+      break;
+  }
+}
+
+void Agent::handle_library_open(const gl_lib_open_event& ev) {
+  probes::FileId id{ev.file.dev, ev.file.ino};
+  // Reached through the process's root, so a copy inside a container resolves.
+  auto path = probes::find_process_file(options_.proc_root, ev.h.tgid, id);
+  if (path && attacher_->offer(*path, "open")) return;
+  spdlog::debug("opened {} (pid {}) could not be resolved yet", ev.name, ev.h.tgid);
+  if (watcher_) watcher_->forget(id);  // hear about it again at its next open
+}
+
+void Agent::refresh_locked() {
+  auto fds = program_->maps();
+  totals_.absorb(probes::read_workload_counters(fds.workload_counters), probes::read_call_errors(fds.call_errors),
+                 *this);
+}
+
+void Agent::retire_gone_workloads() {
+  std::lock_guard lock(refresh_mu_);
+  auto fds = program_->maps();
+  auto processes = probes::read_processes(fds.processes);
+  probes::prune_orphan_allocations(fds.live_allocations, processes);
+
+  std::map<uint64_t, bool> has_process;
+  for (const auto& [pid, st] : processes) has_process[st.cgroup_key] = true;
+  auto counters = probes::read_workload_counters(fds.workload_counters);
+  std::vector<uint64_t> gone;
+  for (const auto& [key, c] : counters)
+    if (key != 0 && !has_process[key] && !directory_.still_exists(key)) gone.push_back(key);
+  if (gone.empty()) return;
+  // Their cgroups are removed, so nothing can count into them any more: take
+  // the last reading, then drop the kernel entries.
+  refresh_locked();
+  auto errors = probes::read_call_errors(fds.call_errors);
+  for (uint64_t key : gone) {
+    bpf_map_delete_elem(fds.workload_counters, &key);
+    for (const auto& [ekey, n] : errors) {
+      if (ekey.first != key) continue;
+      gl_error_key k{ekey.first, ekey.second, 0};
+      bpf_map_delete_elem(fds.call_errors, &k);
+    }
+    totals_.forget_entries(key);
+    ++workloads_retired_;
+  }
+}
+
+AgentSnapshot Agent::snapshot() {
+  AgentSnapshot snap;
+  std::map<uint32_t, gl_proc_state> processes;
+  {
+    std::lock_guard lock(refresh_mu_);
+    refresh_locked();
+    processes = probes::read_processes(program_->maps().processes);
+  }
+  std::map<std::string, WorkloadView> by_id;
+  std::map<uint64_t, std::string> id_of_key;
+  for (const auto& [key, usage] : totals_.totals()) {
+    identity::Workload w = directory_.resolve(key);
+    auto& view = by_id[w.id];
+    if (view.workload.id.empty()) view.workload = w;
+    if (!w.cgroup_path.empty()) view.cgroup_paths.push_back(w.cgroup_path);
+    view.usage += usage;
+    id_of_key[key] = w.id;
+  }
+  for (const auto& [pid, st] : processes) {
+    auto it = id_of_key.find(st.cgroup_key);
+    if (it == id_of_key.end()) continue;
+    by_id[it->second].processes.push_back({pid, read_comm(options_.proc_root, pid), st.live_bytes});
+  }
+  for (auto& [id, view] : by_id) snap.workloads.push_back(std::move(view));
+
+  auto fds = program_->maps();
+  SelfView& self = snap.self;
+  self.probes_attached = attacher_->probes_attached();
+  self.probe_attach_failures = attacher_->probe_attach_failures();
+  self.libraries = attacher_->attached();
+  self.rejected_libraries = attacher_->rejected();
+  self.kernel_stats = probes::read_stats(fds.stats);
+  self.library_watcher = watcher_ != nullptr;
+  self.library_events_dropped = watcher_ ? watcher_->events_dropped() : 0;
+  self.workloads_retired = workloads_retired_;
+  self.maps = {
+      {"workload_counters", probes::count_entries(fds.workload_counters), program_->max_workloads()},
+      {"call_errors", probes::count_entries(fds.call_errors), program_->max_workloads()},
+      {"processes", processes.size(), 65536},
+  };
+  return snap;
+}
+
+}  // namespace gpuledger::agent

@@ -1,0 +1,68 @@
+#pragma once
+// The node agent: loads the probes, keeps every libcuda on the node covered,
+// names the workloads behind the kernel's counters, and hands out snapshots.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/snapshot.h"
+#include "identity/cgroup_fs.h"
+#include "identity/workload_directory.h"
+#include "ledger/usage_totals.h"
+#include "probes/bpf_handles.h"
+#include "probes/cuda_probe_program.h"
+#include "probes/library_attacher.h"
+#include "probes/library_discovery.h"
+
+namespace gpuledger::agent {
+
+struct AgentOptions {
+  std::vector<std::string> cuda_libs;     // --cuda-lib, attached first
+  bool discover = true;                   // host paths, opens, process maps
+  bool launch_returns = false;            // count launches at return (errors too)
+  uint32_t max_workloads = 16384;
+  std::string v1_controller = "memory";   // fallback hierarchy on cgroup v1 hosts
+  std::chrono::milliseconds scan_interval{5000};  // backstop scan of process maps
+  std::chrono::milliseconds gc_interval{10000};
+  std::string proc_root = "/proc";
+};
+
+class Agent : public ledger::CallNameLookup {
+ public:
+  explicit Agent(AgentOptions options);  // throws Error when BPF cannot be loaded
+  ~Agent() override;
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  void start();
+  void stop();
+  AgentSnapshot snapshot();
+  std::string call_name(uint32_t call_id) const override;
+
+ private:
+  void run();
+  void handle_event(const void* data, size_t size);
+  void handle_library_open(const struct gl_lib_open_event& ev);
+  void refresh_locked();
+  void retire_gone_workloads();
+  void scan_for_libraries();
+
+  AgentOptions options_;
+  identity::CgroupMounts mounts_;
+  std::unique_ptr<probes::CudaProbeProgram> program_;
+  std::unique_ptr<probes::LibOpenWatcher> watcher_;
+  std::unique_ptr<probes::LibraryAttacher> attacher_;
+  probes::RingBufferHandle events_;
+  identity::WorkloadDirectory directory_;
+  ledger::UsageTotals totals_;
+  std::mutex refresh_mu_;  // a map reading and the deletes that follow it are one step
+  std::atomic<bool> running_{false};
+  std::atomic<uint64_t> workloads_retired_{0};
+  std::thread thread_;
+};
+
+}  // namespace gpuledger::agent

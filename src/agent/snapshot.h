@@ -1,0 +1,51 @@
+#pragma once
+// A consistent view of everything the agent knows, handed to the exporters.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpuledger_abi.h"
+#include "identity/workload.h"
+#include "ledger/usage.h"
+#include "probes/library_attacher.h"
+
+namespace gpuledger::agent {
+
+struct ProcessView {
+  uint32_t pid = 0;
+  std::string comm;
+  uint64_t live_bytes = 0;
+};
+
+struct WorkloadView {
+  identity::Workload workload;
+  std::vector<std::string> cgroup_paths;  // several when nested cgroups fold into one workload
+  ledger::Usage usage;
+  std::vector<ProcessView> processes;
+};
+
+struct MapUsage {
+  std::string name;
+  size_t entries = 0;
+  size_t capacity = 0;
+};
+
+struct SelfView {
+  size_t probes_attached = 0;
+  size_t probe_attach_failures = 0;
+  std::vector<probes::LibraryRecord> libraries;
+  std::vector<probes::LibraryRecord> rejected_libraries;
+  std::vector<MapUsage> maps;
+  std::array<uint64_t, GL_STAT_COUNT> kernel_stats{};
+  uint64_t library_events_dropped = 0;
+  bool library_watcher = false;  // event-driven discovery is on
+  uint64_t workloads_retired = 0;
+};
+
+struct AgentSnapshot {
+  std::vector<WorkloadView> workloads;  // sorted by workload id
+  SelfView self;
+};
+
+}  // namespace gpuledger::agent

@@ -1,0 +1,144 @@
+#include "export/metrics_page.h"
+
+#include <array>
+#include <functional>
+
+#include "export/prometheus_text.h"
+
+namespace gpuledger::exporter {
+namespace {
+
+using agent::WorkloadView;
+
+// The workload labels every attribution series carries. namespace/pod/container
+// stay empty until Kubernetes metadata is wired in: the labels exist so that
+// queries and joins written today keep working.
+Labels workload_labels(const WorkloadView& w) {
+  return {{"workload", w.workload.id},   {"pod_uid", w.workload.pod_uid}, {"container_id", w.workload.container_id},
+          {"namespace", ""},             {"pod", ""},                     {"container", ""}};
+}
+
+struct CounterFamily {
+  const char* name;
+  MetricType type;
+  const char* help;
+  std::function<uint64_t(const WorkloadView&)> value;
+};
+
+const std::vector<CounterFamily>& plain_families() {
+  static const std::vector<CounterFamily> families = {
+      {"gpuledger_cuda_kernel_launches_total", MetricType::kCounter,
+       "CUDA kernel launches (cuLaunchKernel, _ptsz, Ex, cooperative).",
+       [](const WorkloadView& w) { return w.usage.counters.launches; }},
+      {"gpuledger_cuda_launched_threads_total", MetricType::kCounter,
+       "Threads launched: grid size times block size, summed over launches.",
+       [](const WorkloadView& w) { return w.usage.counters.launched_threads; }},
+      {"gpuledger_cuda_graph_launches_total", MetricType::kCounter, "CUDA graph launches.",
+       [](const WorkloadView& w) { return w.usage.counters.graph_launches; }},
+      {"gpuledger_cuda_memory_allocations_total", MetricType::kCounter, "Successful device memory allocations.",
+       [](const WorkloadView& w) { return w.usage.counters.allocations; }},
+      {"gpuledger_cuda_memory_allocated_bytes_total", MetricType::kCounter, "Bytes of device memory allocated.",
+       [](const WorkloadView& w) { return w.usage.counters.allocated_bytes; }},
+      {"gpuledger_cuda_memory_freed_bytes_total", MetricType::kCounter,
+       "Bytes of device memory freed, including what a process held when it exited.",
+       [](const WorkloadView& w) { return w.usage.counters.freed_bytes; }},
+      {"gpuledger_cuda_memory_live_bytes", MetricType::kGauge,
+       "Device memory allocated and not yet freed (allocations seen by the agent).",
+       [](const WorkloadView& w) { return w.usage.live_bytes(); }},
+      {"gpuledger_cuda_memory_untracked_frees_total", MetricType::kCounter,
+       "Frees of allocations made before the agent attached (their size is unknown).",
+       [](const WorkloadView& w) { return w.usage.counters.untracked_frees; }},
+      {"gpuledger_cuda_syncs_total", MetricType::kCounter,
+       "Synchronisation calls (stream, context, event) that returned.",
+       [](const WorkloadView& w) { return w.usage.counters.syncs; }},
+  };
+  return families;
+}
+
+constexpr std::array<const char*, GL_DIR_COUNT> kDirections = {"htod", "dtoh", "dtod", "peer", "unknown"};
+
+void write_workload_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap) {
+  for (const auto& family : plain_families()) {
+    out.family(family.name, family.type, family.help);
+    for (const auto& w : snap.workloads) out.sample(workload_labels(w), family.value(w));
+  }
+  out.family("gpuledger_cuda_sync_seconds_total", MetricType::kCounter,
+             "Seconds spent blocked in synchronisation calls.");
+  for (const auto& w : snap.workloads) out.sample(workload_labels(w), w.usage.counters.sync_ns / 1e9);
+
+  auto per_direction = [&](const uint64_t (&values)[GL_DIR_COUNT], const WorkloadView& w) {
+    for (size_t d = 0; d < GL_DIR_COUNT; ++d) {
+      auto labels = workload_labels(w);
+      labels.emplace_back("direction", kDirections[d]);
+      out.sample(labels, values[d]);
+    }
+  };
+  out.family("gpuledger_cuda_memcpy_bytes_total", MetricType::kCounter, "Bytes copied by memcpy, by direction.");
+  for (const auto& w : snap.workloads) per_direction(w.usage.counters.memcpy_bytes, w);
+  out.family("gpuledger_cuda_memcpy_total", MetricType::kCounter, "Memcpy calls, by direction.");
+  for (const auto& w : snap.workloads) per_direction(w.usage.counters.memcpy_calls, w);
+
+  out.family("gpuledger_cuda_api_errors_total", MetricType::kCounter,
+             "CUDA driver calls that returned an error, by entry point.");
+  for (const auto& w : snap.workloads) {
+    for (const auto& [call, n] : w.usage.errors_by_call) {
+      auto labels = workload_labels(w);
+      labels.emplace_back("call", call);
+      out.sample(labels, n);
+    }
+  }
+  out.family("gpuledger_workload_processes", MetricType::kGauge, "Live processes of the workload seen making CUDA calls.");
+  for (const auto& w : snap.workloads) out.sample(workload_labels(w), static_cast<uint64_t>(w.processes.size()));
+}
+
+void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap, double last_scrape_seconds) {
+  const auto& self = snap.self;
+  out.family("gpuledger_probes_attached", MetricType::kGauge, "Uprobes attached to CUDA driver libraries.");
+  out.sample({}, static_cast<uint64_t>(self.probes_attached));
+  out.family("gpuledger_probe_attach_failures", MetricType::kGauge, "Uprobes that could not be attached.");
+  out.sample({}, static_cast<uint64_t>(self.probe_attach_failures));
+  out.family("gpuledger_cuda_libraries_attached", MetricType::kGauge,
+             "Distinct CUDA driver library files (device and inode) with probes attached.");
+  out.sample({}, static_cast<uint64_t>(self.libraries.size()));
+  out.family("gpuledger_cuda_library_info", MetricType::kGauge, "One series per attached CUDA driver library.");
+  for (const auto& lib : self.libraries)
+    out.sample({{"path", lib.path}, {"origin", lib.origin}, {"inode", std::to_string(lib.file.ino)}}, uint64_t{1});
+  out.family("gpuledger_cuda_libraries_rejected", MetricType::kGauge,
+             "Library paths offered or found that could not be attached (see the log and /api/v1/workloads).");
+  out.sample({}, static_cast<uint64_t>(self.rejected_libraries.size()));
+  out.family("gpuledger_library_watcher_enabled", MetricType::kGauge,
+             "1 when libraries are discovered as they are opened, 0 when only the periodic scan runs.");
+  out.sample({}, uint64_t{self.library_watcher ? 1u : 0u});
+
+  out.family("gpuledger_bpf_map_entries", MetricType::kGauge, "Entries in use in a BPF map.");
+  for (const auto& m : self.maps) out.sample({{"map", m.name}}, static_cast<uint64_t>(m.entries));
+  out.family("gpuledger_bpf_map_capacity", MetricType::kGauge, "Capacity of a BPF map.");
+  for (const auto& m : self.maps) out.sample({{"map", m.name}}, static_cast<uint64_t>(m.capacity));
+
+  out.family("gpuledger_events_dropped_total", MetricType::kCounter,
+             "Kernel-to-agent events lost because a ring buffer was full.");
+  out.sample({{"source", "probes"}}, self.kernel_stats[GL_STAT_EVENTS_DROPPED]);
+  out.sample({{"source", "library_watcher"}}, self.library_events_dropped);
+  out.family("gpuledger_bpf_overflow_total", MetricType::kCounter,
+             "Kernel-side degradations: a full map or a return seen without its entry.");
+  out.sample({{"reason", "workload_map_full"}}, self.kernel_stats[GL_STAT_WORKLOADS_FULL]);
+  out.sample({{"reason", "allocation_map_full"}}, self.kernel_stats[GL_STAT_ALLOCS_UNTRACKED]);
+  out.sample({{"reason", "process_map_full"}}, self.kernel_stats[GL_STAT_PROCS_FULL]);
+  out.sample({{"reason", "return_without_entry"}}, self.kernel_stats[GL_STAT_STASH_MISSING]);
+  out.family("gpuledger_workloads_retired_total", MetricType::kCounter,
+             "Workloads whose cgroup was removed and whose kernel entries were folded into the totals.");
+  out.sample({}, self.workloads_retired);
+  out.family("gpuledger_scrape_duration_seconds", MetricType::kGauge, "Time taken to produce the previous scrape.");
+  out.sample({}, last_scrape_seconds);
+}
+
+}  // namespace
+
+std::string render_metrics(const agent::AgentSnapshot& snapshot, double last_scrape_seconds) {
+  ExpositionWriter out;
+  write_workload_metrics(out, snapshot);
+  write_self_metrics(out, snapshot, last_scrape_seconds);
+  return out.text();
+}
+
+}  // namespace gpuledger::exporter

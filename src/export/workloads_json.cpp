@@ -1,0 +1,77 @@
+#include "export/workloads_json.h"
+
+#include "identity/workload.h"
+
+namespace gpuledger::exporter {
+namespace {
+
+nlohmann::json by_direction(const uint64_t (&values)[GL_DIR_COUNT]) {
+  return {{"htod", values[GL_DIR_HTOD]},
+          {"dtoh", values[GL_DIR_DTOH]},
+          {"dtod", values[GL_DIR_DTOD]},
+          {"peer", values[GL_DIR_PEER]},
+          {"unknown", values[GL_DIR_UNKNOWN]}};
+}
+
+nlohmann::json identity_json(const identity::Workload& w) {
+  return {{"kind", std::string(identity::to_string(w.kind))},
+          {"pod_uid", w.pod_uid},
+          {"container_id", w.container_id},
+          {"container_runtime", w.container_runtime},
+          {"qos_class", w.qos_class},
+          {"systemd_unit", w.systemd_unit},
+          {"slurm_job", w.slurm_job},
+          {"slurm_step", w.slurm_step},
+          {"namespace", ""},
+          {"pod", ""},
+          {"container", ""}};
+}
+
+nlohmann::json counters_json(const ledger::Usage& u) {
+  const auto& c = u.counters;
+  return {{"kernel_launches", c.launches},
+          {"launched_threads", c.launched_threads},
+          {"graph_launches", c.graph_launches},
+          {"memory_allocations", c.allocations},
+          {"memory_allocated_bytes", c.allocated_bytes},
+          {"memory_freed_bytes", c.freed_bytes},
+          {"memory_live_bytes", u.live_bytes()},
+          {"memory_untracked_frees", c.untracked_frees},
+          {"memcpy_bytes", by_direction(c.memcpy_bytes)},
+          {"memcpy_calls", by_direction(c.memcpy_calls)},
+          {"syncs", c.syncs},
+          {"sync_seconds", c.sync_ns / 1e9},
+          {"api_errors", u.errors_by_call}};
+}
+
+nlohmann::json library_json(const probes::LibraryRecord& lib) {
+  nlohmann::json j = {{"path", lib.path}, {"origin", lib.origin}, {"device", lib.file.dev}, {"inode", lib.file.ino},
+                      {"probes", lib.probes}, {"probe_failures", lib.probe_failures}};
+  if (!lib.error.empty()) j["error"] = lib.error;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json workloads_json(const agent::AgentSnapshot& snap) {
+  nlohmann::json workloads = nlohmann::json::array();
+  for (const auto& w : snap.workloads) {
+    nlohmann::json processes = nlohmann::json::array();
+    for (const auto& p : w.processes)
+      processes.push_back({{"pid", p.pid}, {"comm", p.comm}, {"live_bytes", p.live_bytes}});
+    workloads.push_back({{"workload", w.workload.id},
+                         {"identity", identity_json(w.workload)},
+                         {"cgroup_paths", w.cgroup_paths},
+                         {"processes", processes},
+                         {"counters", counters_json(w.usage)}});
+  }
+  nlohmann::json libraries = nlohmann::json::array(), rejected = nlohmann::json::array();
+  for (const auto& lib : snap.self.libraries) libraries.push_back(library_json(lib));
+  for (const auto& lib : snap.self.rejected_libraries) rejected.push_back(library_json(lib));
+  return {{"workloads", workloads},
+          {"libraries", libraries},
+          {"rejected_libraries", rejected},
+          {"probes_attached", snap.self.probes_attached}};
+}
+
+}  // namespace gpuledger::exporter

@@ -1,0 +1,24 @@
+#pragma once
+// What gpuledger has counted for one workload: the kernel counters, summed over
+// CPUs and over time, plus errors by entry-point name.
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "gpuledger_abi.h"
+
+namespace gpuledger::ledger {
+
+struct Usage {
+  gl_counters counters{};
+  std::map<std::string, uint64_t> errors_by_call;
+
+  // Device memory held now. Allocations made before the agent attached are not
+  // known, so neither are their frees (counted apart as untracked).
+  uint64_t live_bytes() const {
+    return counters.allocated_bytes > counters.freed_bytes ? counters.allocated_bytes - counters.freed_bytes : 0;
+  }
+  Usage& operator+=(const Usage& other);
+};
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,50 @@
+#include "ledger/usage_totals.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+constexpr size_t kFields = sizeof(gl_counters) / sizeof(uint64_t);
+
+uint64_t* fields(gl_counters& c) { return reinterpret_cast<uint64_t*>(&c); }
+const uint64_t* fields(const gl_counters& c) { return reinterpret_cast<const uint64_t*>(&c); }
+
+// A value below the last reading means the entry was re-created: all of it is new.
+uint64_t delta(uint64_t now, uint64_t last) { return now >= last ? now - last : now; }
+
+}  // namespace
+
+Usage& Usage::operator+=(const Usage& other) {
+  for (size_t i = 0; i < kFields; ++i) fields(counters)[i] += fields(other.counters)[i];
+  for (const auto& [call, n] : other.errors_by_call) errors_by_call[call] += n;
+  return *this;
+}
+
+void UsageTotals::absorb(const std::map<uint64_t, gl_counters>& counters,
+                         const std::map<probes::ErrorKey, uint64_t>& errors, const CallNameLookup& names) {
+  std::lock_guard lock(mu_);
+  for (const auto& [key, now] : counters) {
+    gl_counters& last = last_counters_[key];
+    gl_counters& total = totals_[key].counters;
+    for (size_t i = 0; i < kFields; ++i) fields(total)[i] += delta(fields(now)[i], fields(last)[i]);
+    last = now;
+  }
+  for (const auto& [ekey, now] : errors) {
+    uint64_t& last = last_errors_[ekey];
+    totals_[ekey.first].errors_by_call[names.call_name(ekey.second)] += delta(now, last);
+    last = now;
+  }
+}
+
+void UsageTotals::forget_entries(uint64_t key) {
+  std::lock_guard lock(mu_);
+  last_counters_.erase(key);
+  for (auto it = last_errors_.begin(); it != last_errors_.end();)
+    it = it->first.first == key ? last_errors_.erase(it) : std::next(it);
+}
+
+std::map<uint64_t, Usage> UsageTotals::totals() const {
+  std::lock_guard lock(mu_);
+  return totals_;
+}
+
+}  // namespace gpuledger::ledger

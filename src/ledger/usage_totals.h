@@ -1,0 +1,37 @@
+#pragma once
+// Turns readings of the kernel maps into totals that never go backwards. A map
+// entry is monotonic while it lives; the agent deletes entries of workloads
+// that are gone, and the map may hand out a fresh entry for the same key later.
+// Totals are built from deltas, so neither loses or repeats a count.
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "ledger/usage.h"
+#include "probes/map_reader.h"
+
+namespace gpuledger::ledger {
+
+class CallNameLookup {
+ public:
+  virtual ~CallNameLookup() = default;
+  virtual std::string call_name(uint32_t call_id) const = 0;
+};
+
+class UsageTotals {
+ public:
+  // Folds a reading of the whole maps.
+  void absorb(const std::map<uint64_t, gl_counters>& counters,
+              const std::map<probes::ErrorKey, uint64_t>& errors, const CallNameLookup& names);
+  // The map entries of `key` were deleted after their last reading: start over.
+  void forget_entries(uint64_t key);
+  std::map<uint64_t, Usage> totals() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<uint64_t, Usage> totals_;
+  std::map<uint64_t, gl_counters> last_counters_;
+  std::map<probes::ErrorKey, uint64_t> last_errors_;
+};
+
+}  // namespace gpuledger::ledger

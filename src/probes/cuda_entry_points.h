@@ -1,0 +1,65 @@
+#pragma once
+// The CUDA driver entry points gpuledger probes, as data: which family, how its
+// arguments are read, and whether its result is needed. Turning a library's
+// symbols into concrete probes is plan_probes(); nothing here touches BPF.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuledger_abi.h"
+#include "probes/elf_symbols.h"
+
+namespace gpuledger::probes {
+
+struct EntryPointFamily {
+  std::string_view base;   // the unversioned name, e.g. "cuMemcpyHtoD"
+  gl_call_kind kind;
+  uint8_t size_arg = 0;    // memcpy: argument index of the byte count
+  gl_direction direction = GL_DIR_UNKNOWN;
+  // The unsuffixed (v1) form predates 64-bit device pointers: cuMemAlloc and
+  // friends take 32-bit pointers and sizes there.
+  bool v1_is_32bit = false;
+};
+
+// Every family gpuledger knows, in a fixed order.
+const std::vector<EntryPointFamily>& entry_point_families();
+
+// Gives each exact entry-point name (cuMemFree_v2, cuLaunchKernel_ptsz, ...) a
+// small stable id: errors are counted in the kernel per id and named back here.
+class CallNames {
+ public:
+  // Returns the id of `name`, assigning the next one; throws when ids run out.
+  uint32_t id_of(const std::string& name);
+  const std::string* name_of(uint32_t id) const;
+  size_t size() const { return names_.size(); }
+
+ private:
+  std::map<std::string, uint32_t, std::less<>> ids_;
+  std::vector<std::string> names_;
+};
+
+enum class ProbeProgram { kLaunch, kCallEntry };
+
+// One uprobe to attach: where, which program, with which cookie, and whether
+// the return probe goes with it.
+struct ProbeSpec {
+  std::string name;
+  uint64_t file_offset = 0;
+  ProbeProgram program = ProbeProgram::kCallEntry;
+  bool with_return = false;
+  uint64_t cookie = 0;
+};
+
+struct ProbePlanOptions {
+  // Launches are the hottest calls: by default they get one entry probe and
+  // count attempts; with this, they are counted at return, errors included.
+  bool launch_returns = false;
+};
+
+// The probes for one library, one per distinct address (aliases share one).
+std::vector<ProbeSpec> plan_probes(const std::vector<ElfFunction>& functions, CallNames& call_names,
+                                   const ProbePlanOptions& options);
+
+}  // namespace gpuledger::probes

@@ -1,0 +1,58 @@
+#pragma once
+// Owns the loaded CUDA attribution program (bpf/cuda_probes.bpf.c) and attaches
+// it, one set of uprobes per library file. One loaded program serves every
+// library: the per-probe cookie tells the handlers which entry point fired.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probes/bpf_handles.h"
+#include "probes/cuda_entry_points.h"
+
+struct cuda_probes;
+
+namespace gpuledger::probes {
+
+struct ProbeProgramConfig {
+  uint64_t cgroup_v2_root_id = 1;
+  // css_set.subsys index of the v1 controller to key workloads by when a task
+  // sits in the v2 root (cgroup v1 hosts); none disables the fallback.
+  std::optional<uint32_t> v1_subsys_index;
+  uint32_t max_workloads = 16384;
+  uint32_t max_live_allocations = 262144;
+};
+
+// The uprobes on one library file; detached when destroyed.
+struct AttachedLibrary {
+  std::string path;
+  std::vector<LinkHandle> links;
+  std::vector<std::string> failures;  // "name: reason"
+};
+
+struct BpfMapFds {
+  int workload_counters = -1;
+  int call_errors = -1;
+  int live_allocations = -1;
+  int processes = -1;
+  int stats = -1;
+  int events = -1;
+};
+
+class CudaProbeProgram {
+ public:
+  explicit CudaProbeProgram(const ProbeProgramConfig& config);  // loads; throws Error
+  ~CudaProbeProgram();
+  CudaProbeProgram(const CudaProbeProgram&) = delete;
+  CudaProbeProgram& operator=(const CudaProbeProgram&) = delete;
+
+  AttachedLibrary attach(const std::string& path, const std::vector<ProbeSpec>& specs);
+  BpfMapFds maps() const;
+  uint32_t max_workloads() const { return config_.max_workloads; }
+
+ private:
+  ProbeProgramConfig config_;
+  cuda_probes* skel_ = nullptr;
+};
+
+}  // namespace gpuledger::probes

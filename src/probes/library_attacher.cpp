@@ -1,0 +1,100 @@
+#include "probes/library_attacher.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "probes/elf_symbols.h"
+
+namespace gpuledger::probes {
+
+LibraryAttacher::LibraryAttacher(CudaProbeProgram& program, ProbePlanOptions options, LibOpenWatcher* watcher)
+    : program_(program), options_(options), watcher_(watcher) {}
+
+void LibraryAttacher::reject(const std::string& path, const std::string& origin, const std::string& why) {
+  auto [it, fresh] = rejected_.try_emplace(path);
+  if (fresh || it->second.error != why) spdlog::warn("CUDA library {} ({}) not attached: {}", path, origin, why);
+  it->second.path = path;
+  it->second.origin = origin;
+  it->second.error = why;
+}
+
+bool LibraryAttacher::offer(const std::string& path, const std::string& origin) {
+  std::lock_guard lock(mu_);
+  if (origin == "cli" || origin == "host") named_paths_.emplace(path, origin);
+  auto id = file_id_of(path);
+  if (!id) {
+    if (origin != "host") reject(path, origin, "no such file (or not a regular file)");
+    return false;
+  }
+  if (attached_.contains(*id)) return true;
+
+  std::vector<ProbeSpec> specs;
+  try {
+    specs = plan_probes(read_dynamic_functions(path), call_names_, options_);
+  } catch (const Error& e) {
+    reject(path, origin, e.what());
+    return false;
+  }
+  if (specs.empty()) {
+    reject(path, origin, "no CUDA driver entry points among its dynamic symbols");
+    return false;
+  }
+  Entry entry;
+  entry.links = program_.attach(path, specs);
+  entry.record = LibraryRecord{path, origin, *id, entry.links.links.size(), entry.links.failures, ""};
+  if (entry.links.links.empty()) {
+    reject(path, origin, "every probe failed to attach: " + entry.links.failures.front());
+    return false;
+  }
+  spdlog::info("attached {} probes to {} ({}; dev {} inode {}){}", entry.record.probes, path, origin, id->dev,
+               id->ino, entry.links.failures.empty() ? "" : ", some failed");
+  for (const auto& f : entry.links.failures) spdlog::warn("probe on {} failed: {}", path, f);
+  rejected_.erase(path);
+  attached_.emplace(*id, std::move(entry));
+  if (watcher_) watcher_->remember(*id);
+  return true;
+}
+
+void LibraryAttacher::recheck_named_paths() {
+  std::map<std::string, std::string> named;
+  {
+    std::lock_guard lock(mu_);
+    named = named_paths_;
+  }
+  for (const auto& [path, origin] : named) offer(path, origin);
+}
+
+std::vector<LibraryRecord> LibraryAttacher::attached() const {
+  std::lock_guard lock(mu_);
+  std::vector<LibraryRecord> out;
+  for (const auto& [id, entry] : attached_) out.push_back(entry.record);
+  return out;
+}
+
+std::vector<LibraryRecord> LibraryAttacher::rejected() const {
+  std::lock_guard lock(mu_);
+  std::vector<LibraryRecord> out;
+  for (const auto& [path, record] : rejected_) out.push_back(record);
+  return out;
+}
+
+size_t LibraryAttacher::probes_attached() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, entry] : attached_) n += entry.record.probes;
+  return n;
+}
+
+size_t LibraryAttacher::probe_attach_failures() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, entry] : attached_) n += entry.record.probe_failures.size();
+  return n;
+}
+
+std::string LibraryAttacher::call_name(uint32_t id) const {
+  std::lock_guard lock(mu_);
+  const std::string* name = call_names_.name_of(id);
+  return name ? *name : "call-" + std::to_string(id);
+}
+
+}  // namespace gpuledger::probes

@@ -1,0 +1,106 @@
+#include "probes/map_reader.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <vector>
+
+namespace gpuledger::probes {
+namespace {
+
+int possible_cpus() {
+  static const int n = libbpf_num_possible_cpus();
+  return n > 0 ? n : 1;
+}
+
+// Calls fn(key) for every key of a hash map. Keys deleted meanwhile are
+// skipped by the lookups that follow; that is all a scrape needs.
+template <typename Key, typename Fn>
+void for_each_key(int fd, Fn&& fn) {
+  Key key{}, next{};
+  const Key* prev = nullptr;
+  std::vector<Key> keys;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    keys.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  for (const auto& k : keys) fn(k);
+}
+
+}  // namespace
+
+std::map<uint64_t, gl_counters> read_workload_counters(int fd) {
+  constexpr size_t kFields = sizeof(gl_counters) / sizeof(uint64_t);
+  std::map<uint64_t, gl_counters> out;
+  std::vector<gl_counters> per_cpu(possible_cpus());
+  for_each_key<uint64_t>(fd, [&](uint64_t key) {
+    if (bpf_map_lookup_elem(fd, &key, per_cpu.data()) != 0) return;
+    gl_counters sum{};
+    auto* dst = reinterpret_cast<uint64_t*>(&sum);
+    for (const auto& c : per_cpu) {
+      const auto* src = reinterpret_cast<const uint64_t*>(&c);
+      for (size_t i = 0; i < kFields; ++i) dst[i] += src[i];
+    }
+    out[key] = sum;
+  });
+  return out;
+}
+
+std::map<ErrorKey, uint64_t> read_call_errors(int fd) {
+  std::map<ErrorKey, uint64_t> out;
+  for_each_key<gl_error_key>(fd, [&](const gl_error_key& key) {
+    uint64_t n = 0;
+    if (bpf_map_lookup_elem(fd, &key, &n) == 0) out[{key.cgroup_key, key.call_id}] = n;
+  });
+  return out;
+}
+
+std::map<uint32_t, gl_proc_state> read_processes(int fd) {
+  std::map<uint32_t, gl_proc_state> out;
+  for_each_key<uint32_t>(fd, [&](uint32_t tgid) {
+    gl_proc_state st{};
+    if (bpf_map_lookup_elem(fd, &tgid, &st) == 0) out[tgid] = st;
+  });
+  return out;
+}
+
+uint64_t read_percpu_u64_sum(int fd, uint32_t index) {
+  std::vector<uint64_t> values(possible_cpus());
+  if (bpf_map_lookup_elem(fd, &index, values.data()) != 0) return 0;
+  uint64_t sum = 0;
+  for (auto v : values) sum += v;
+  return sum;
+}
+
+std::array<uint64_t, GL_STAT_COUNT> read_stats(int fd) {
+  std::array<uint64_t, GL_STAT_COUNT> out{};
+  for (uint32_t i = 0; i < GL_STAT_COUNT; ++i) out[i] = read_percpu_u64_sum(fd, i);
+  return out;
+}
+
+size_t count_entries(int fd) {
+  size_t n = 0;
+  std::vector<char> key(256), next(256);
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, next.data()) == 0) {
+    ++n;
+    key.swap(next);
+    prev = key.data();
+  }
+  return n;
+}
+
+size_t prune_orphan_allocations(int fd, const std::map<uint32_t, gl_proc_state>& processes) {
+  size_t removed = 0;
+  for_each_key<gl_alloc_key>(fd, [&](const gl_alloc_key& key) {
+    gl_alloc_value value{};
+    if (bpf_map_lookup_elem(fd, &key, &value) != 0) return;
+    auto it = processes.find(key.tgid);
+    if (it != processes.end() && it->second.start_ns == value.proc_start_ns) return;
+    if (bpf_map_delete_elem(fd, &key) == 0) ++removed;
+  });
+  return removed;
+}
+
+}  // namespace gpuledger::probes

@@ -1,0 +1,27 @@
+#pragma once
+// Reads the CUDA probe program's maps into plain C++ values. Per-CPU values are
+// summed here; nothing else in the agent knows maps are per-CPU.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <utility>
+
+#include "gpuledger_abi.h"
+
+namespace gpuledger::probes {
+
+using ErrorKey = std::pair<uint64_t, uint32_t>;  // (cgroup key, call id)
+
+std::map<uint64_t, gl_counters> read_workload_counters(int fd);
+std::map<ErrorKey, uint64_t> read_call_errors(int fd);
+std::map<uint32_t, gl_proc_state> read_processes(int fd);
+std::array<uint64_t, GL_STAT_COUNT> read_stats(int fd);
+uint64_t read_percpu_u64_sum(int fd, uint32_t index);
+size_t count_entries(int fd);
+
+// Deletes the live-allocation entries whose process is gone or was replaced by
+// a new process with the same PID; returns how many were removed.
+size_t prune_orphan_allocations(int live_allocations_fd, const std::map<uint32_t, gl_proc_state>& processes);
+
+}  // namespace gpuledger::probes
