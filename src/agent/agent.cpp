@@ -192,6 +192,7 @@ AgentSnapshot Agent::snapshot() {
   std::map<std::string, WorkloadView> by_id;
   std::map<uint64_t, std::string> id_of_key;
   for (const auto& [key, usage] : totals_.totals()) {
+    if (key == 0 && usage == ledger::Usage{}) continue;  // the overflow bucket, unused
     identity::Workload w = directory_.resolve(key);
     auto& view = by_id[w.id];
     if (view.workload.id.empty()) view.workload = w;
@@ -204,7 +205,10 @@ AgentSnapshot Agent::snapshot() {
     if (it == id_of_key.end()) continue;
     by_id[it->second].processes.push_back({pid, read_comm(options_.proc_root, pid), st.live_bytes});
   }
-  for (auto& [id, view] : by_id) snap.workloads.push_back(std::move(view));
+  for (auto& [id, view] : by_id) {
+    if (options_.namer) view.names = options_.namer->names_for(view.workload);
+    snap.workloads.push_back(std::move(view));
+  }
 
   auto fds = program_->maps();
   SelfView& self = snap.self;

@@ -12,6 +12,7 @@
 #include "agent/snapshot.h"
 #include "identity/cgroup_fs.h"
 #include "identity/workload_directory.h"
+#include "identity/workload_names.h"
 #include "ledger/usage_totals.h"
 #include "probes/bpf_handles.h"
 #include "probes/cuda_probe_program.h"
@@ -29,6 +30,8 @@ struct AgentOptions {
   std::chrono::milliseconds scan_interval{5000};  // backstop scan of process maps
   std::chrono::milliseconds gc_interval{10000};
   std::string proc_root = "/proc";
+  // Names workloads (Kubernetes metadata, team rules); none leaves names empty.
+  std::shared_ptr<const identity::WorkloadNamer> namer;
 };
 
 class Agent : public ledger::CallNameLookup {

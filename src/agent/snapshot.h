@@ -7,6 +7,7 @@
 
 #include "gpuledger_abi.h"
 #include "identity/workload.h"
+#include "identity/workload_names.h"
 #include "ledger/usage.h"
 #include "probes/library_attacher.h"
 
@@ -20,6 +21,7 @@ struct ProcessView {
 
 struct WorkloadView {
   identity::Workload workload;
+  identity::WorkloadNames names;  // empty where no namer knows them
   std::vector<std::string> cgroup_paths;  // several when nested cgroups fold into one workload
   ledger::Usage usage;
   std::vector<ProcessView> processes;

@@ -16,6 +16,11 @@ HttpServer::HttpServer(agent::Agent& agent) : agent_(agent), server_(std::make_u
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     auto started = std::chrono::steady_clock::now();
     std::string body = render_metrics(agent_.snapshot(), last_scrape_seconds_.load());
+    for (const auto* contributor : contributors_) {
+      ExpositionWriter extra;
+      contributor->write_metrics(extra);
+      body += extra.text();
+    }
     res.set_content(body, std::string(kPrometheusContentType).c_str());
     last_scrape_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   });
@@ -28,6 +33,8 @@ HttpServer::HttpServer(agent::Agent& agent) : agent_(agent), server_(std::make_u
 }
 
 HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::add_contributor(const MetricsContributor* contributor) { contributors_.push_back(contributor); }
 
 int HttpServer::start(const std::string& host, int port) {
   int bound = port;

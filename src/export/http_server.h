@@ -4,6 +4,9 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include "export/metrics_contributor.h"
 
 namespace httplib {
 class Server;
@@ -18,6 +21,8 @@ namespace gpuledger::exporter {
 class HttpServer {
  public:
   explicit HttpServer(agent::Agent& agent);
+  // Adds series to /metrics; the contributor must outlive the server.
+  void add_contributor(const MetricsContributor* contributor);
   ~HttpServer();
   // Binds host:port (port 0 picks one) and serves in a background thread;
   // returns the bound port. Throws Error when it cannot bind.
@@ -29,6 +34,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::atomic<double> last_scrape_seconds_{0.0};
+  std::vector<const MetricsContributor*> contributors_;
 };
 
 // Splits "HOST:PORT" (IPv6 as "[::1]:9400"); throws Error on a malformed value.

@@ -10,12 +10,18 @@ namespace {
 
 using agent::WorkloadView;
 
-// The workload labels every attribution series carries. namespace/pod/container
-// stay empty until Kubernetes metadata is wired in: the labels exist so that
-// queries and joins written today keep working.
+// The workload labels every attribution series carries. namespace, pod,
+// container and team come from the configured namer (Kubernetes metadata, team
+// rules) and are empty where none knows them: the labels always exist, so
+// queries and joins written against them keep working.
 Labels workload_labels(const WorkloadView& w) {
-  return {{"workload", w.workload.id},   {"pod_uid", w.workload.pod_uid}, {"container_id", w.workload.container_id},
-          {"namespace", ""},             {"pod", ""},                     {"container", ""}};
+  return {{"workload", w.workload.id},
+          {"pod_uid", w.workload.pod_uid},
+          {"container_id", w.workload.container_id},
+          {"namespace", w.names.namespace_name},
+          {"pod", w.names.pod},
+          {"container", w.names.container},
+          {"team", w.names.team}};
 }
 
 struct CounterFamily {

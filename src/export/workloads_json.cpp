@@ -13,7 +13,7 @@ nlohmann::json by_direction(const uint64_t (&values)[GL_DIR_COUNT]) {
           {"unknown", values[GL_DIR_UNKNOWN]}};
 }
 
-nlohmann::json identity_json(const identity::Workload& w) {
+nlohmann::json identity_json(const identity::Workload& w, const identity::WorkloadNames& names) {
   return {{"kind", std::string(identity::to_string(w.kind))},
           {"pod_uid", w.pod_uid},
           {"container_id", w.container_id},
@@ -22,9 +22,10 @@ nlohmann::json identity_json(const identity::Workload& w) {
           {"systemd_unit", w.systemd_unit},
           {"slurm_job", w.slurm_job},
           {"slurm_step", w.slurm_step},
-          {"namespace", ""},
-          {"pod", ""},
-          {"container", ""}};
+          {"namespace", names.namespace_name},
+          {"pod", names.pod},
+          {"container", names.container},
+          {"team", names.team}};
 }
 
 nlohmann::json counters_json(const ledger::Usage& u) {
@@ -60,7 +61,7 @@ nlohmann::json workloads_json(const agent::AgentSnapshot& snap) {
     for (const auto& p : w.processes)
       processes.push_back({{"pid", p.pid}, {"comm", p.comm}, {"live_bytes", p.live_bytes}});
     workloads.push_back({{"workload", w.workload.id},
-                         {"identity", identity_json(w.workload)},
+                         {"identity", identity_json(w.workload, w.names)},
                          {"cgroup_paths", w.cgroup_paths},
                          {"processes", processes},
                          {"counters", counters_json(w.usage)}});

@@ -19,6 +19,7 @@ struct Usage {
     return counters.allocated_bytes > counters.freed_bytes ? counters.allocated_bytes - counters.freed_bytes : 0;
   }
   Usage& operator+=(const Usage& other);
+  bool operator==(const Usage& other) const;
 };
 
 }  // namespace gpuledger::ledger

@@ -1,5 +1,7 @@
 #include "ledger/usage_totals.h"
 
+#include <algorithm>
+
 namespace gpuledger::ledger {
 namespace {
 
@@ -17,6 +19,11 @@ Usage& Usage::operator+=(const Usage& other) {
   for (size_t i = 0; i < kFields; ++i) fields(counters)[i] += fields(other.counters)[i];
   for (const auto& [call, n] : other.errors_by_call) errors_by_call[call] += n;
   return *this;
+}
+
+bool Usage::operator==(const Usage& other) const {
+  return std::equal(fields(counters), fields(counters) + kFields, fields(other.counters)) &&
+         errors_by_call == other.errors_by_call;
 }
 
 void UsageTotals::absorb(const std::map<uint64_t, gl_counters>& counters,

@@ -9,12 +9,14 @@ namespace gpuledger::probes {
 LibraryAttacher::LibraryAttacher(CudaProbeProgram& program, ProbePlanOptions options, LibOpenWatcher* watcher)
     : program_(program), options_(options), watcher_(watcher) {}
 
-void LibraryAttacher::reject(const std::string& path, const std::string& origin, const std::string& why) {
+void LibraryAttacher::reject(const std::string& path, const std::string& origin, const std::string& why,
+                             const FileId& file) {
   auto [it, fresh] = rejected_.try_emplace(path);
   if (fresh || it->second.error != why) spdlog::warn("CUDA library {} ({}) not attached: {}", path, origin, why);
   it->second.path = path;
   it->second.origin = origin;
   it->second.error = why;
+  it->second.file = file;
 }
 
 bool LibraryAttacher::offer(const std::string& path, const std::string& origin) {
@@ -31,24 +33,27 @@ bool LibraryAttacher::offer(const std::string& path, const std::string& origin) 
   try {
     specs = plan_probes(read_dynamic_functions(path), call_names_, options_);
   } catch (const Error& e) {
-    reject(path, origin, e.what());
+    reject(path, origin, e.what(), *id);
     return false;
   }
   if (specs.empty()) {
-    reject(path, origin, "no CUDA driver entry points among its dynamic symbols");
+    reject(path, origin, "no CUDA driver entry points among its dynamic symbols", *id);
     return false;
   }
   Entry entry;
   entry.links = program_.attach(path, specs);
   entry.record = LibraryRecord{path, origin, *id, entry.links.links.size(), entry.links.failures, ""};
   if (entry.links.links.empty()) {
-    reject(path, origin, "every probe failed to attach: " + entry.links.failures.front());
+    reject(path, origin, "every probe failed to attach: " + entry.links.failures.front(), *id);
     return false;
   }
   spdlog::info("attached {} probes to {} ({}; dev {} inode {}){}", entry.record.probes, path, origin, id->dev,
                id->ino, entry.links.failures.empty() ? "" : ", some failed");
   for (const auto& f : entry.links.failures) spdlog::warn("probe on {} failed: {}", path, f);
-  rejected_.erase(path);
+  // The file is covered now, whichever path earlier attempts used (an open
+  // seen while it was still being written, say): forget their complaints.
+  for (auto it = rejected_.begin(); it != rejected_.end();)
+    it = it->second.file == *id ? rejected_.erase(it) : std::next(it);
   attached_.emplace(*id, std::move(entry));
   if (watcher_) watcher_->remember(*id);
   return true;

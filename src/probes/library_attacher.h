@@ -47,7 +47,7 @@ class LibraryAttacher {
     LibraryRecord record;
     AttachedLibrary links;
   };
-  void reject(const std::string& path, const std::string& origin, const std::string& why);
+  void reject(const std::string& path, const std::string& origin, const std::string& why, const FileId& file = {});
 
   CudaProbeProgram& program_;
   ProbePlanOptions options_;

@@ -1,0 +1,44 @@
+#include "report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace gpuledger::bench {
+
+std::string MarkdownTable::render() const {
+  std::vector<size_t> width(header_.size(), 3);
+  auto widen = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  };
+  widen(header_);
+  for (const auto& row : rows_) widen(row);
+
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string out = "|";
+    for (size_t i = 0; i < width.size(); ++i) {
+      std::string cell = i < row.size() ? row[i] : "";
+      out += " " + cell + std::string(width[i] - cell.size(), ' ') + " |";
+    }
+    return out + "\n";
+  };
+  std::string out = line(header_) + "|";
+  for (size_t w : width) out += std::string(w + 2, '-') + "|";
+  out += "\n";
+  for (const auto& row : rows_) out += line(row);
+  return out;
+}
+
+std::string fixed(double value, int decimals) {
+  if (std::isnan(value)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, value);
+  return buf;
+}
+
+std::string ratio(double numerator, double denominator) {
+  if (std::isnan(numerator) || std::isnan(denominator) || denominator <= 0) return "-";
+  return fixed(numerator / denominator, 2) + "x";
+}
+
+}  // namespace gpuledger::bench

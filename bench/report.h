@@ -1,0 +1,23 @@
+#pragma once
+// A markdown table, built row by row and printed with aligned columns.
+#include <string>
+#include <vector>
+
+namespace gpuledger::bench {
+
+class MarkdownTable {
+ public:
+  explicit MarkdownTable(std::vector<std::string> header) : header_(std::move(header)) {}
+  void add_row(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  std::string render() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// Number formatting shared by every section: fixed decimals, "-" for none.
+std::string fixed(double value, int decimals);
+std::string ratio(double numerator, double denominator);  // "1.23x", "-" when undefined
+
+}  // namespace gpuledger::bench

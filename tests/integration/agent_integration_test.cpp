@@ -1,0 +1,371 @@
+// End-to-end tests of the attribution plane, as root, with the real BPF
+// programs, real cgroups and real processes running the CUDA driver simulator.
+// Each expected value is worked out by hand from the tenant's script.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/agent.h"
+#include "bpf_requirement.h"
+#include "export/http_server.h"
+#include "exposition_parser.h"
+#include "probes/library_discovery.h"
+#include "tenant_harness.h"
+
+namespace gpuledger::testing {
+namespace {
+namespace fs = std::filesystem;
+using simulation::ScopedCgroup;
+
+constexpr char kUidA[] = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+constexpr char kUidB[] = "11112222-3333-4444-9555-666677778888";
+constexpr char kUidC[] = "aaaabbbb-cccc-4ddd-8eee-ffff00001111";
+const std::string kHexA(64, 'a');
+const std::string kHexB = std::string(32, 'b') + std::string(32, '1');
+const std::string kHexC = std::string(32, 'c') + std::string(32, '2');
+
+std::string underscored(std::string uid) {
+  for (char& c : uid)
+    if (c == '-') c = '_';
+  return uid;
+}
+
+agent::AgentOptions sim_options(bool discover) {
+  agent::AgentOptions options;
+  options.cuda_libs = {kSimLib};
+  options.discover = discover;
+  options.scan_interval = std::chrono::milliseconds(1000);
+  return options;
+}
+
+// One agent for the suite, with discovery on (it must find copies by itself),
+// served over HTTP on a free port.
+class AgentIntegration : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!bpf_unavailable_reason().empty()) return;
+    agent_ = new agent::Agent(sim_options(true));
+    agent_->start();
+    server_ = new exporter::HttpServer(*agent_);
+    port_ = server_->start("127.0.0.1", 0);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete agent_;
+    server_ = nullptr;
+    agent_ = nullptr;
+    std::error_code ec;
+    fs::remove(mounts().v2 + test_cgroup(""), ec);
+  }
+  void SetUp() override { GL_REQUIRE_BPF(); }
+
+  static std::string get(const std::string& path, std::string* content_type = nullptr) {
+    httplib::Client client("127.0.0.1", port_);
+    auto res = client.Get(path.c_str());
+    if (!res || res->status != 200) return "";
+    if (content_type) *content_type = res->get_header_value("Content-Type");
+    return res->body;
+  }
+
+  static inline agent::Agent* agent_ = nullptr;
+  static inline exporter::HttpServer* server_ = nullptr;
+  static inline int port_ = 0;
+};
+
+TEST_F(AgentIntegration, TenantsInPodShapedCgroupsGetExactCounts) {
+  // Three Kubernetes shapes (cgroupfs burstable, systemd guaranteed with
+  // containerd, systemd besteffort with CRI-O) and a systemd service.
+  ScopedCgroup a(mounts().v2, test_cgroup("/kubepods/burstable/pod" + std::string(kUidA) + "/" + kHexA));
+  ScopedCgroup b(mounts().v2, test_cgroup("/kubepods.slice/kubepods-pod" + underscored(kUidB) +
+                                          ".slice/cri-containerd-" + kHexB + ".scope"));
+  ScopedCgroup c(mounts().v2, test_cgroup("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" +
+                                          underscored(kUidC) + ".slice/crio-" + kHexC + ".scope"));
+  ScopedCgroup d(mounts().v2, test_cgroup("/system.slice/trainer.service"));
+
+  auto ta = run_tenant({a.dir()}, "init; alloc 1048576; htod 4096 x3; launch 2 3 4 8 8 2 x5; sync x2; dtoh 1000; free",
+                       {}, {"--sync-us", "20000"});
+  auto tb = run_tenant({b.dir()},
+                       "init; alloc 4096; alloc-async 8192; memcpy 777; peer 555 x2; dtod 64 async ptds; "
+                       "launch 1 1 1 32 1 1 ex x4; launch 10 1 1 1 1 1 ptsz x6; graph x3; sync-ctx; sync-event; "
+                       "free; free; free-invalid");
+  auto tc = run_tenant({c.dir()},
+                       "init; alloc-pitch 1000 3; alloc-managed 65536; mem-create 2097152; alloc-legacy 4096; "
+                       "htod 100 legacy; free-all; sync-ptsz");
+  auto td = run_tenant({d.dir()}, "init; alloc 1000; launch 1 1 1 1 1 1 x7; exit 0");
+  for (const auto* t : {&ta, &tb, &tc, &td}) ASSERT_EQ(t->exit_code, 0);
+
+  const std::string ida = std::string("k8s/") + kUidA + "/" + kHexA;
+  const std::string idb = std::string("k8s/") + kUidB + "/" + kHexB;
+  const std::string idc = std::string("k8s/") + kUidC + "/" + kHexC;
+  const std::string idd = "systemd/trainer.service";
+
+  std::string content_type;
+  auto samples = parse_exposition(get("/metrics", &content_type));
+  EXPECT_EQ(content_type, "text/plain; version=0.0.4; charset=utf-8");
+  auto value = [&](const std::string& name, const std::string& id, std::map<std::string, std::string> extra = {}) {
+    extra["workload"] = id;
+    return sample_value(samples, name, extra).value_or(-1);
+  };
+
+  // Tenant A: 5 launches of (2*3*4) x (8*8*2) threads; 3 x 4096 up, 1000 down.
+  EXPECT_EQ(value("gpuledger_cuda_kernel_launches_total", ida), 5);
+  EXPECT_EQ(value("gpuledger_cuda_launched_threads_total", ida), 5 * 24 * 128);
+  EXPECT_EQ(value("gpuledger_cuda_memory_allocations_total", ida), 1);
+  EXPECT_EQ(value("gpuledger_cuda_memory_allocated_bytes_total", ida), 1048576);
+  EXPECT_EQ(value("gpuledger_cuda_memory_freed_bytes_total", ida), 1048576);
+  EXPECT_EQ(value("gpuledger_cuda_memory_live_bytes", ida), 0);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", ida, {{"direction", "htod"}}), 12288);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_total", ida, {{"direction", "htod"}}), 3);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", ida, {{"direction", "dtoh"}}), 1000);
+  EXPECT_EQ(value("gpuledger_cuda_syncs_total", ida), 2);
+  // Two syncs that each block 20 ms in the simulator.
+  EXPECT_GE(value("gpuledger_cuda_sync_seconds_total", ida), 0.040);
+  EXPECT_LT(value("gpuledger_cuda_sync_seconds_total", ida), 1.0);
+  EXPECT_EQ(sample_value(samples, "gpuledger_cuda_kernel_launches_total", {{"workload", ida}, {"pod_uid", kUidA},
+                                                                           {"container_id", kHexA}, {"namespace", ""},
+                                                                           {"pod", ""}, {"container", ""}}),
+            5);
+
+  // Tenant B: Ex (4 x 32 threads) and _ptsz (6 x 10) launches, graphs, every copy direction but htod/dtoh.
+  EXPECT_EQ(value("gpuledger_cuda_kernel_launches_total", idb), 10);
+  EXPECT_EQ(value("gpuledger_cuda_launched_threads_total", idb), 4 * 32 + 6 * 10);
+  EXPECT_EQ(value("gpuledger_cuda_graph_launches_total", idb), 3);
+  EXPECT_EQ(value("gpuledger_cuda_memory_allocations_total", idb), 2);
+  EXPECT_EQ(value("gpuledger_cuda_memory_allocated_bytes_total", idb), 12288);
+  EXPECT_EQ(value("gpuledger_cuda_memory_freed_bytes_total", idb), 12288);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", idb, {{"direction", "unknown"}}), 777);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", idb, {{"direction", "peer"}}), 1110);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_total", idb, {{"direction", "peer"}}), 2);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", idb, {{"direction", "dtod"}}), 64);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_total", idb, {{"direction", "htod"}}), 0);
+  EXPECT_EQ(value("gpuledger_cuda_syncs_total", idb), 2);
+  EXPECT_EQ(value("gpuledger_cuda_api_errors_total", idb, {{"call", "cuMemFree_v2"}}), 1);
+
+  // Tenant C: pitch 1000 -> 1024 x 3 rows, managed, VMM, and a legacy 32-bit allocation and copy.
+  EXPECT_EQ(value("gpuledger_cuda_memory_allocations_total", idc), 4);
+  EXPECT_EQ(value("gpuledger_cuda_memory_allocated_bytes_total", idc), 3072 + 65536 + 2097152 + 4096);
+  EXPECT_EQ(value("gpuledger_cuda_memory_freed_bytes_total", idc), 3072 + 65536 + 2097152 + 4096);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", idc, {{"direction", "htod"}}), 100);
+  EXPECT_EQ(value("gpuledger_cuda_syncs_total", idc), 1);
+
+  // Tenant D: exits holding its allocation; the exit frees it.
+  EXPECT_EQ(value("gpuledger_cuda_kernel_launches_total", idd), 7);
+  EXPECT_EQ(value("gpuledger_cuda_memory_freed_bytes_total", idd), 1000);
+  EXPECT_EQ(value("gpuledger_cuda_memory_live_bytes", idd), 0);
+
+  // The generator's own account agrees where both count the same thing.
+  for (const auto& [t, id] : {std::pair{&ta, ida}, {&tb, idb}, {&tc, idc}}) {
+    EXPECT_EQ(value("gpuledger_cuda_kernel_launches_total", id), t->truth["launches"].get<double>()) << id;
+    EXPECT_EQ(value("gpuledger_cuda_launched_threads_total", id), t->truth["launched_threads"].get<double>()) << id;
+    EXPECT_EQ(value("gpuledger_cuda_memory_allocated_bytes_total", id), t->truth["allocated_bytes"].get<double>())
+        << id;
+    EXPECT_EQ(value("gpuledger_cuda_syncs_total", id), t->truth["syncs"].get<double>()) << id;
+    for (const char* dir : {"htod", "dtoh", "dtod", "peer", "unknown"})
+      EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", id, {{"direction", dir}}),
+                t->truth["memcpy_bytes"][dir].get<double>())
+          << id << " " << dir;
+  }
+
+  // The JSON view carries the same counters and the identity.
+  auto doc = nlohmann::json::parse(get("/api/v1/workloads"));
+  const nlohmann::json* wb = nullptr;
+  for (const auto& w : doc["workloads"])
+    if (w["workload"] == idb) wb = &w;
+  ASSERT_NE(wb, nullptr);
+  EXPECT_EQ((*wb)["identity"]["kind"], "kubernetes");
+  EXPECT_EQ((*wb)["identity"]["pod_uid"], kUidB);
+  EXPECT_EQ((*wb)["identity"]["container_id"], kHexB);
+  EXPECT_EQ((*wb)["identity"]["container_runtime"], "containerd");
+  EXPECT_EQ((*wb)["identity"]["qos_class"], "guaranteed");
+  EXPECT_EQ((*wb)["cgroup_paths"][0], b.path());
+  EXPECT_EQ((*wb)["counters"]["kernel_launches"], 10);
+  EXPECT_EQ((*wb)["counters"]["launched_threads"], 188);
+  EXPECT_EQ((*wb)["counters"]["graph_launches"], 3);
+  EXPECT_EQ((*wb)["counters"]["memcpy_bytes"]["peer"], 1110);
+  EXPECT_EQ((*wb)["counters"]["api_errors"]["cuMemFree_v2"], 1);
+  EXPECT_EQ((*wb)["processes"].size(), 0u);
+  EXPECT_EQ(get("/healthz"), "ok\n");
+}
+
+TEST_F(AgentIntegration, HundredShortLivedProcessesAreAllCounted) {
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/batch.service"));
+  for (int i = 0; i < 100; ++i)
+    ASSERT_EQ(run_tenant({cg.dir()}, "init; alloc 4096; launch 1 1 1 2 1 1; htod 10; free", {}, {"--quiet"}).exit_code,
+              0);
+  auto snap = agent_->snapshot();
+  const auto* w = find_workload(snap, "systemd/batch.service");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->usage.counters.launches, 100u);
+  EXPECT_EQ(w->usage.counters.launched_threads, 200u);
+  EXPECT_EQ(w->usage.counters.allocations, 100u);
+  EXPECT_EQ(w->usage.counters.allocated_bytes, 409600u);
+  EXPECT_EQ(w->usage.counters.freed_bytes, 409600u);
+  EXPECT_EQ(w->usage.counters.memcpy_bytes[GL_DIR_HTOD], 1000u);
+  EXPECT_TRUE(w->processes.empty());
+}
+
+TEST_F(AgentIntegration, LiveBytesReturnToZeroWhenAProcessExits) {
+  ScopedCgroup cg(mounts().v2, test_cgroup("/kubepods/besteffort/pod" + std::string(kUidC) + "/" + kHexB));
+  const std::string id = std::string("k8s/") + kUidC + "/" + kHexB;
+  auto child = start_interactive_tenant({cg.dir()}, "init; alloc 1048576; alloc 2048; print-ready; wait-stdin; exit 0");
+  await_ready(*child);
+
+  auto snap = agent_->snapshot();
+  const auto* w = find_workload(snap, id);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->usage.live_bytes(), 1050624u);
+  ASSERT_EQ(w->processes.size(), 1u);
+  EXPECT_EQ(w->processes[0].pid, static_cast<uint32_t>(child->pid()));
+  EXPECT_EQ(w->processes[0].live_bytes, 1050624u);
+
+  finish_interactive_tenant(*child);
+  snap = agent_->snapshot();
+  w = find_workload(snap, id);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->usage.live_bytes(), 0u);
+  EXPECT_EQ(w->usage.counters.freed_bytes, 1050624u);
+  EXPECT_TRUE(w->processes.empty());
+}
+
+TEST_F(AgentIntegration, SecondLibraryCopyIsFoundWithoutBeingNamed) {
+  auto dir = fs::temp_directory_path() / ("gpuledger-copy-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(kSimLib, dir / "libcuda.so.1", fs::copy_options::overwrite_existing);
+  auto copy_id = probes::file_id_of((dir / "libcuda.so.1").string());
+  ASSERT_TRUE(copy_id);
+  ASSERT_NE(copy_id, probes::file_id_of(kSimLib));
+
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/copy.service"));
+  auto child = start_interactive_tenant({cg.dir()}, "init; print-ready; wait-stdin; launch 1 1 1 3 1 1 x4; alloc 100; free",
+                                        {"LD_LIBRARY_PATH=" + dir.string()});
+  await_ready(*child);
+  auto covered = [&] {
+    for (const auto& lib : agent_->snapshot().self.libraries)
+      if (lib.file == *copy_id) return true;
+    return false;
+  };
+  // Opening the library is the trigger; the periodic scan is only a backstop
+  // (1 s here), so coverage well within it shows the event path worked.
+  auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually(covered, std::chrono::milliseconds(3000)));
+  auto waited = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(waited, std::chrono::milliseconds(900));
+  RecordProperty("coverage_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()));
+  EXPECT_TRUE(agent_->snapshot().self.rejected_libraries.empty());
+  finish_interactive_tenant(*child);
+
+  auto snap = agent_->snapshot();
+  const auto* w = find_workload(snap, "systemd/copy.service");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->usage.counters.launches, 4u);
+  EXPECT_EQ(w->usage.counters.launched_threads, 12u);
+  EXPECT_EQ(w->usage.counters.allocated_bytes, 100u);
+  EXPECT_EQ(w->usage.counters.freed_bytes, 100u);
+  fs::remove_all(dir);
+}
+
+TEST_F(AgentIntegration, CountersOfAnExitedProcessStayWithItsWorkload) {
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/stays.service"));
+  ASSERT_EQ(run_tenant({cg.dir()}, "init; launch 1 1 1 1 1 1 x3", {}, {"--quiet"}).exit_code, 0);
+  auto before = find_workload(agent_->snapshot(), "systemd/stays.service")->usage.counters.launches;
+  // A new process (likely with a new PID, possibly a reused one) elsewhere.
+  ScopedCgroup other(mounts().v2, test_cgroup("/system.slice/other.service"));
+  ASSERT_EQ(run_tenant({other.dir()}, "init; launch 1 1 1 1 1 1 x2", {}, {"--quiet"}).exit_code, 0);
+  auto snap = agent_->snapshot();
+  EXPECT_EQ(before, 3u);
+  EXPECT_EQ(find_workload(snap, "systemd/stays.service")->usage.counters.launches, 3u);
+  EXPECT_EQ(find_workload(snap, "systemd/other.service")->usage.counters.launches, 2u);
+}
+
+// A process in the v2 root on a host whose workloads live in cgroup v1: the
+// kernel side keys it by its v1 (memory) cgroup instead.
+TEST_F(AgentIntegration, CgroupV1FallbackNamesTheWorkload) {
+  if (mounts().v1.empty() || !mounts().v1_subsys_index) GTEST_SKIP() << "no cgroup v1 memory hierarchy here";
+  ScopedCgroup v1(mounts().v1, test_cgroup("/kubepods/burstable/pod" + std::string(kUidA) + "/" + kHexC));
+  ScopedCgroup v2root(mounts().v2, "/");
+  ASSERT_EQ(run_tenant({v2root.dir(), v1.dir()}, "init; alloc 512; launch 2 1 1 2 1 1 x2; free", {}, {"--quiet"}).exit_code,
+            0);
+  auto snap = agent_->snapshot();
+  const auto* w = find_workload(snap, std::string("k8s/") + kUidA + "/" + kHexC);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->usage.counters.launches, 2u);
+  EXPECT_EQ(w->usage.counters.launched_threads, 8u);
+  EXPECT_EQ(w->usage.counters.allocated_bytes, 512u);
+}
+
+// Agents of their own, for what needs a fresh start or other options.
+class AgentOwnInstance : public ::testing::Test {
+ protected:
+  void SetUp() override { GL_REQUIRE_BPF(); }
+};
+
+TEST_F(AgentOwnInstance, ProcessRunningBeforeTheAgentIsCountedFromThenOn) {
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/early.service"));
+  auto child = start_interactive_tenant(
+      {cg.dir()}, "init; alloc 1000; launch 1 1 1 1 1 1 x3; print-ready; wait-stdin; launch 1 1 1 2 1 1 x5; alloc 2000; "
+                  "free; sync; exit 0");
+  await_ready(*child);
+  agent::Agent agent(sim_options(false));
+  finish_interactive_tenant(*child);
+
+  auto snap = agent.snapshot();
+  const auto* w = find_workload(snap, "systemd/early.service");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->usage.counters.launches, 5u);
+  EXPECT_EQ(w->usage.counters.launched_threads, 10u);
+  EXPECT_EQ(w->usage.counters.allocations, 1u);
+  EXPECT_EQ(w->usage.counters.allocated_bytes, 2000u);
+  // The 1000 bytes allocated before the agent are unknown to it: not counted
+  // as freed at exit either, so live bytes stay exact.
+  EXPECT_EQ(w->usage.counters.freed_bytes, 2000u);
+  EXPECT_EQ(w->usage.live_bytes(), 0u);
+  EXPECT_EQ(w->usage.counters.syncs, 1u);
+}
+
+TEST_F(AgentOwnInstance, BadLibrariesAreReportedAndTheAgentKeepsRunning) {
+  auto text = fs::temp_directory_path() / ("gpuledger-not-elf-" + std::to_string(::getpid()));
+  std::ofstream(text) << "not a library\n";
+  agent::AgentOptions options = sim_options(false);
+  options.cuda_libs = {"/nonexistent/libcuda.so.1", text.string(), "/lib/x86_64-linux-gnu/libm.so.6", kSimLib};
+  agent::Agent agent(options);
+
+  auto self = agent.snapshot().self;
+  ASSERT_EQ(self.libraries.size(), 1u);
+  EXPECT_EQ(self.libraries[0].path, kSimLib);
+  ASSERT_EQ(self.rejected_libraries.size(), 3u);
+  std::map<std::string, std::string> why;
+  for (const auto& r : self.rejected_libraries) why[r.path] = r.error;
+  EXPECT_NE(why["/nonexistent/libcuda.so.1"].find("no such file"), std::string::npos);
+  EXPECT_NE(why[text.string()].find("not an ELF file"), std::string::npos);
+  EXPECT_NE(why["/lib/x86_64-linux-gnu/libm.so.6"].find("no CUDA driver entry points"), std::string::npos);
+
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/after-bad.service"));
+  ASSERT_EQ(run_tenant({cg.dir()}, "init; launch 1 1 1 1 1 1 x2", {}, {"--quiet"}).exit_code, 0);
+  auto snap = agent.snapshot();
+  const auto* w = find_workload(snap, "systemd/after-bad.service");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->usage.counters.launches, 2u);
+  fs::remove(text);
+}
+
+TEST_F(AgentOwnInstance, LaunchReturnsCountOnlySuccessfulLaunchesAndTheirErrors) {
+  agent::AgentOptions options = sim_options(false);
+  options.launch_returns = true;
+  agent::Agent agent(options);
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/launch-errors.service"));
+  ASSERT_EQ(run_tenant({cg.dir()}, "init; launch 1 1 1 4 1 1 x3; launch-invalid; free-invalid", {}, {"--quiet"}).exit_code,
+            0);
+  auto snap = agent.snapshot();
+  const auto* w = find_workload(snap, "systemd/launch-errors.service");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->usage.counters.launches, 3u);
+  EXPECT_EQ(w->usage.counters.launched_threads, 12u);
+  EXPECT_EQ(w->usage.errors_by_call.at("cuLaunchKernel"), 1u);
+  EXPECT_EQ(w->usage.errors_by_call.at("cuMemFree_v2"), 1u);
+}
+
+}  // namespace
+}  // namespace gpuledger::testing

@@ -1,0 +1,338 @@
+// Tests for probes/cuda_entry_points.h: the probe plan for the project's CUDA
+// driver simulator library and for hand-made symbol lists.
+#include "probes/cuda_entry_points.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "gpuledger_abi.h"
+#include "probes/elf_symbols.h"
+
+#ifndef GPULEDGER_SIM_LIB
+#error "GPULEDGER_SIM_LIB must name build/sim/lib/libcuda.so.1"
+#endif
+
+namespace gpuledger::probes {
+namespace {
+
+struct Expect {
+  gl_call_kind kind;
+  gl_direction dir = GL_DIR_UNKNOWN;
+  uint32_t size_arg = 0;
+  uint32_t legacy = 0;
+};
+
+bool is_launch_kind(uint32_t kind) {
+  return kind == GL_KIND_LAUNCH || kind == GL_KIND_LAUNCH_EX || kind == GL_KIND_GRAPH;
+}
+
+// Every entry point the simulator exports that gpuledger probes.
+const std::map<std::string, Expect>& sim_expected() {
+  static const std::map<std::string, Expect> e = {
+      {"cuLaunchKernel", {GL_KIND_LAUNCH}},
+      {"cuLaunchKernel_ptsz", {GL_KIND_LAUNCH}},
+      {"cuLaunchKernelEx", {GL_KIND_LAUNCH_EX}},
+      {"cuLaunchKernelEx_ptsz", {GL_KIND_LAUNCH_EX}},
+      {"cuGraphLaunch", {GL_KIND_GRAPH}},
+      {"cuGraphLaunch_ptsz", {GL_KIND_GRAPH}},
+      {"cuMemAlloc", {GL_KIND_ALLOC, GL_DIR_UNKNOWN, 0, 1}},
+      {"cuMemAlloc_v2", {GL_KIND_ALLOC}},
+      {"cuMemAllocManaged", {GL_KIND_ALLOC}},
+      {"cuMemAllocAsync", {GL_KIND_ALLOC}},
+      {"cuMemAllocAsync_ptsz", {GL_KIND_ALLOC}},
+      {"cuMemAllocFromPoolAsync", {GL_KIND_ALLOC}},
+      {"cuMemCreate", {GL_KIND_ALLOC}},
+      {"cuMemAllocPitch_v2", {GL_KIND_ALLOC_PITCH}},
+      {"cuMemFree", {GL_KIND_FREE, GL_DIR_UNKNOWN, 0, 1}},
+      {"cuMemFree_v2", {GL_KIND_FREE}},
+      {"cuMemFreeAsync", {GL_KIND_FREE}},
+      {"cuMemFreeAsync_ptsz", {GL_KIND_FREE}},
+      {"cuMemRelease", {GL_KIND_FREE}},
+      {"cuMemcpyHtoD", {GL_KIND_MEMCPY, GL_DIR_HTOD, 2, 1}},
+      {"cuMemcpyHtoD_v2", {GL_KIND_MEMCPY, GL_DIR_HTOD, 2, 0}},
+      {"cuMemcpyHtoD_v2_ptds", {GL_KIND_MEMCPY, GL_DIR_HTOD, 2, 0}},
+      {"cuMemcpyDtoH_v2", {GL_KIND_MEMCPY, GL_DIR_DTOH, 2, 0}},
+      {"cuMemcpyDtoH_v2_ptds", {GL_KIND_MEMCPY, GL_DIR_DTOH, 2, 0}},
+      {"cuMemcpyDtoD_v2", {GL_KIND_MEMCPY, GL_DIR_DTOD, 2, 0}},
+      {"cuMemcpyDtoD_v2_ptds", {GL_KIND_MEMCPY, GL_DIR_DTOD, 2, 0}},
+      {"cuMemcpyHtoDAsync_v2", {GL_KIND_MEMCPY, GL_DIR_HTOD, 2, 0}},
+      {"cuMemcpyHtoDAsync_v2_ptsz", {GL_KIND_MEMCPY, GL_DIR_HTOD, 2, 0}},
+      {"cuMemcpyDtoHAsync_v2", {GL_KIND_MEMCPY, GL_DIR_DTOH, 2, 0}},
+      {"cuMemcpyDtoHAsync_v2_ptsz", {GL_KIND_MEMCPY, GL_DIR_DTOH, 2, 0}},
+      {"cuMemcpyDtoDAsync_v2", {GL_KIND_MEMCPY, GL_DIR_DTOD, 2, 0}},
+      {"cuMemcpyDtoDAsync_v2_ptsz", {GL_KIND_MEMCPY, GL_DIR_DTOD, 2, 0}},
+      {"cuMemcpy", {GL_KIND_MEMCPY, GL_DIR_UNKNOWN, 2, 0}},
+      {"cuMemcpy_ptds", {GL_KIND_MEMCPY, GL_DIR_UNKNOWN, 2, 0}},
+      {"cuMemcpyAsync", {GL_KIND_MEMCPY, GL_DIR_UNKNOWN, 2, 0}},
+      {"cuMemcpyAsync_ptsz", {GL_KIND_MEMCPY, GL_DIR_UNKNOWN, 2, 0}},
+      {"cuMemcpyPeer", {GL_KIND_MEMCPY, GL_DIR_PEER, 4, 0}},
+      {"cuMemcpyPeer_ptds", {GL_KIND_MEMCPY, GL_DIR_PEER, 4, 0}},
+      {"cuMemcpyPeerAsync", {GL_KIND_MEMCPY, GL_DIR_PEER, 4, 0}},
+      {"cuMemcpyPeerAsync_ptsz", {GL_KIND_MEMCPY, GL_DIR_PEER, 4, 0}},
+      {"cuStreamSynchronize", {GL_KIND_SYNC}},
+      {"cuStreamSynchronize_ptsz", {GL_KIND_SYNC}},
+      {"cuCtxSynchronize", {GL_KIND_SYNC}},
+      {"cuEventSynchronize", {GL_KIND_SYNC}},
+      {"cuInit", {GL_KIND_OTHER}},
+      {"cuCtxCreate_v2", {GL_KIND_OTHER}},
+      {"cuCtxCreate_v3", {GL_KIND_OTHER}},
+      {"cuCtxCreate_v4", {GL_KIND_OTHER}},
+      {"cuDevicePrimaryCtxRetain", {GL_KIND_OTHER}},
+      {"cuCtxSetCurrent", {GL_KIND_OTHER}},
+  };
+  return e;
+}
+
+class SimPlan : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { functions_ = new std::vector<ElfFunction>(read_dynamic_functions(GPULEDGER_SIM_LIB)); }
+  static void TearDownTestSuite() {
+    delete functions_;
+    functions_ = nullptr;
+  }
+  static std::vector<ElfFunction>* functions_;
+
+  static std::map<std::string, ProbeSpec> by_name(const std::vector<ProbeSpec>& plan) {
+    std::map<std::string, ProbeSpec> out;
+    for (const auto& p : plan) EXPECT_TRUE(out.emplace(p.name, p).second) << p.name << " planned twice";
+    return out;
+  }
+  const ElfFunction* function(const std::string& name) const {
+    for (const auto& f : *functions_)
+      if (f.name == name) return &f;
+    return nullptr;
+  }
+};
+std::vector<ElfFunction>* SimPlan::functions_ = nullptr;
+
+TEST_F(SimPlan, PlansExactlyTheExpectedNames) {
+  CallNames names;
+  auto plan = plan_probes(*functions_, names, {});
+  std::set<std::string> planned;
+  for (const auto& p : plan) planned.insert(p.name);
+  std::set<std::string> expected;
+  for (const auto& [n, e] : sim_expected()) expected.insert(n);
+  EXPECT_EQ(planned, expected);
+  EXPECT_EQ(plan.size(), expected.size()) << "a name was planned twice";
+}
+
+TEST_F(SimPlan, CookiesDecodeToKindDirectionSizeArgAndLegacy) {
+  CallNames names;
+  auto plan = by_name(plan_probes(*functions_, names, {}));
+  for (const auto& [name, e] : sim_expected()) {
+    SCOPED_TRACE(name);
+    auto it = plan.find(name);
+    ASSERT_NE(it, plan.end());
+    const uint64_t cookie = it->second.cookie;
+    EXPECT_EQ(GL_COOKIE_KIND(cookie), static_cast<uint32_t>(e.kind));
+    EXPECT_EQ(GL_COOKIE_DIR(cookie), static_cast<uint32_t>(e.dir));
+    EXPECT_EQ(GL_COOKIE_SIZE_ARG(cookie), e.size_arg);
+    EXPECT_EQ(GL_COOKIE_LEGACY(cookie), e.legacy);
+    EXPECT_EQ(cookie >> 25, 0u) << "bits above the legacy bit must be clear";
+    // The call id names the entry point back.
+    const std::string* back = names.name_of(GL_COOKIE_CALL(cookie));
+    ASSERT_NE(back, nullptr);
+    EXPECT_EQ(*back, name);
+  }
+}
+
+TEST_F(SimPlan, OffsetsMatchTheElfSymbols) {
+  CallNames names;
+  for (const auto& p : plan_probes(*functions_, names, {})) {
+    const ElfFunction* f = function(p.name);
+    ASSERT_NE(f, nullptr) << p.name;
+    EXPECT_EQ(p.file_offset, f->file_offset) << p.name;
+    EXPECT_NE(p.file_offset, 0u) << p.name;
+  }
+}
+
+TEST_F(SimPlan, LaunchesGetTheLaunchProgramWithoutReturnByDefault) {
+  CallNames names;
+  for (const auto& p : plan_probes(*functions_, names, {})) {
+    SCOPED_TRACE(p.name);
+    if (is_launch_kind(GL_COOKIE_KIND(p.cookie))) {
+      EXPECT_EQ(p.program, ProbeProgram::kLaunch);
+      EXPECT_FALSE(p.with_return);
+    } else {
+      EXPECT_EQ(p.program, ProbeProgram::kCallEntry);
+      EXPECT_TRUE(p.with_return);
+    }
+  }
+  auto plan = by_name(plan_probes(*functions_, names, {}));
+  for (const char* n : {"cuLaunchKernel", "cuLaunchKernel_ptsz"}) {
+    ASSERT_TRUE(plan.count(n)) << n;
+    EXPECT_EQ(GL_COOKIE_KIND(plan[n].cookie), uint32_t{GL_KIND_LAUNCH}) << n;
+    EXPECT_EQ(plan[n].program, ProbeProgram::kLaunch) << n;
+    EXPECT_FALSE(plan[n].with_return) << n;
+  }
+}
+
+TEST_F(SimPlan, LaunchReturnsOptionProbesLaunchesAtReturn) {
+  CallNames names;
+  auto plan = plan_probes(*functions_, names, ProbePlanOptions{.launch_returns = true});
+  EXPECT_EQ(plan.size(), sim_expected().size());
+  for (const auto& p : plan) {
+    SCOPED_TRACE(p.name);
+    EXPECT_EQ(p.program, ProbeProgram::kCallEntry);
+    EXPECT_TRUE(p.with_return);
+  }
+  auto m = by_name(plan);
+  EXPECT_EQ(GL_COOKIE_KIND(m["cuLaunchKernel"].cookie), uint32_t{GL_KIND_LAUNCH});
+  EXPECT_EQ(GL_COOKIE_KIND(m["cuLaunchKernelEx"].cookie), uint32_t{GL_KIND_LAUNCH_EX});
+  EXPECT_EQ(GL_COOKIE_KIND(m["cuGraphLaunch_ptsz"].cookie), uint32_t{GL_KIND_GRAPH});
+}
+
+TEST_F(SimPlan, SimilarNamesAreNotConfused) {
+  CallNames names;
+  auto plan = by_name(plan_probes(*functions_, names, {}));
+  // Exported by the simulator but not a form of any probed family.
+  for (const char* n : {"cuDevicePrimaryCtxRelease_v2", "cuCtxDestroy_v2", "cuStreamCreate", "cuEventRecord",
+                        "cuGetProcAddress", "cuDriverGetVersion", "cudasimLiveBytes"}) {
+    EXPECT_FALSE(plan.count(n)) << n;
+    EXPECT_NE(function(n), nullptr) << n << " should exist in the simulator";
+  }
+}
+
+TEST_F(SimPlan, CallIdsAreDistinctAndRoundTrip) {
+  CallNames names;
+  auto plan = plan_probes(*functions_, names, {});
+  EXPECT_EQ(names.size(), plan.size());
+  std::set<uint32_t> ids;
+  for (const auto& p : plan) {
+    uint32_t id = GL_COOKIE_CALL(p.cookie);
+    EXPECT_TRUE(ids.insert(id).second) << p.name;
+    EXPECT_LT(id, uint32_t{GL_MAX_CALLS});
+    ASSERT_NE(names.name_of(id), nullptr);
+    EXPECT_EQ(*names.name_of(id), p.name);
+    EXPECT_EQ(names.id_of(p.name), id);
+  }
+  EXPECT_EQ(names.name_of(static_cast<uint32_t>(plan.size())), nullptr);
+}
+
+TEST_F(SimPlan, ReplanningWithTheSameCallNamesKeepsIds) {
+  CallNames names;
+  auto first = plan_probes(*functions_, names, {});
+  size_t n = names.size();
+  auto second = plan_probes(*functions_, names, {});
+  EXPECT_EQ(names.size(), n);
+  ASSERT_EQ(first.size(), second.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    EXPECT_EQ(first[i].name, second[i].name);
+    EXPECT_EQ(first[i].cookie, second[i].cookie);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Hand-made symbol lists.
+
+ElfFunction fn(std::string name, uint64_t offset) {
+  ElfFunction f;
+  f.name = std::move(name);
+  f.address = offset + 0x1000;
+  f.file_offset = offset;
+  f.size = 16;
+  return f;
+}
+
+TEST(SyntheticPlan, NoCudaNamesGivesAnEmptyPlan) {
+  CallNames names;
+  std::vector<ElfFunction> fns = {fn("malloc", 0x100), fn("cudaMalloc", 0x200), fn("cuMemAllocX", 0x300),
+                                  fn("cuLaunch", 0x400), fn("xcuInit", 0x500), fn("cuMemcpy_v", 0x600)};
+  EXPECT_TRUE(plan_probes(fns, names, {}).empty());
+  EXPECT_TRUE(plan_probes({}, names, {}).empty());
+  EXPECT_EQ(names.size(), 0u);
+}
+
+TEST(SyntheticPlan, AnAliasGetsOneProbe) {
+  CallNames names;
+  // cuMemAlloc_v2 and cuMemAllocManaged at the same offset; cuLaunchKernel and
+  // cuLaunchKernel_ptsz at another.
+  std::vector<ElfFunction> fns = {fn("cuMemAlloc_v2", 0x100), fn("cuMemAllocManaged", 0x100),
+                                  fn("cuLaunchKernel", 0x200), fn("cuLaunchKernel_ptsz", 0x200),
+                                  fn("cuMemFree_v2", 0x300)};
+  auto plan = plan_probes(fns, names, {});
+  ASSERT_EQ(plan.size(), 3u);
+  std::set<uint64_t> offsets;
+  std::map<std::string, ProbeSpec> m;
+  for (const auto& p : plan) {
+    EXPECT_TRUE(offsets.insert(p.file_offset).second) << p.name;
+    m[p.name] = p;
+  }
+  // First family, then smallest name within a family, wins.
+  ASSERT_TRUE(m.count("cuLaunchKernel"));
+  ASSERT_TRUE(m.count("cuMemAlloc_v2"));
+  ASSERT_TRUE(m.count("cuMemFree_v2"));
+  EXPECT_EQ(m["cuLaunchKernel"].file_offset, 0x200u);
+  EXPECT_EQ(m["cuMemAlloc_v2"].file_offset, 0x100u);
+  EXPECT_EQ(GL_COOKIE_KIND(m["cuMemFree_v2"].cookie), uint32_t{GL_KIND_FREE});
+  // Skipped aliases are not given ids.
+  EXPECT_EQ(names.size(), 3u);
+}
+
+TEST(SyntheticPlan, SameNameTwiceIsPlannedOnce) {
+  CallNames names;
+  ElfFunction hidden = fn("cuMemAlloc_v2", 0x100);
+  hidden.version = "libcuda.so.1";
+  hidden.is_default_version = false;
+  ElfFunction dflt = fn("cuMemAlloc_v2", 0x200);
+  dflt.version = "libcuda.so.2";
+  auto plan = plan_probes({hidden, dflt}, names, {});
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].file_offset, 0x200u);  // the default version wins
+}
+
+TEST(SyntheticPlan, LegacyFormsOfEveryThirtyTwoBitFamily) {
+  CallNames names;
+  std::vector<ElfFunction> fns = {
+      fn("cuMemAllocPitch", 0x10),  fn("cuMemAllocPitch_v2", 0x20), fn("cuMemcpyHtoDAsync", 0x30),
+      fn("cuMemcpyDtoH", 0x40),     fn("cuMemcpyDtoD", 0x50),       fn("cuMemcpyDtoHAsync", 0x60),
+      fn("cuMemcpyDtoDAsync", 0x70), fn("cuMemAllocManaged", 0x80),  fn("cuMemcpy", 0x90),
+      fn("cuMemcpyPeer", 0xa0),     fn("cuMemcpyHtoD_v3", 0xb0),    fn("cuMemFree_ptds", 0xc0),
+  };
+  std::map<std::string, ProbeSpec> m;
+  for (const auto& p : plan_probes(fns, names, {})) m[p.name] = p;
+  ASSERT_EQ(m.size(), fns.size());
+  const std::map<std::string, uint32_t> legacy = {
+      {"cuMemAllocPitch", 1},   {"cuMemAllocPitch_v2", 0}, {"cuMemcpyHtoDAsync", 1}, {"cuMemcpyDtoH", 1},
+      {"cuMemcpyDtoD", 1},      {"cuMemcpyDtoHAsync", 1},  {"cuMemcpyDtoDAsync", 1}, {"cuMemAllocManaged", 0},
+      {"cuMemcpy", 0},          {"cuMemcpyPeer", 0},       {"cuMemcpyHtoD_v3", 0},   {"cuMemFree_ptds", 1},
+  };
+  for (const auto& [name, bit] : legacy) EXPECT_EQ(GL_COOKIE_LEGACY(m[name].cookie), bit) << name;
+  EXPECT_EQ(GL_COOKIE_KIND(m["cuMemAllocPitch"].cookie), uint32_t{GL_KIND_ALLOC_PITCH});
+  EXPECT_EQ(GL_COOKIE_DIR(m["cuMemcpyDtoDAsync"].cookie), uint32_t{GL_DIR_DTOD});
+  EXPECT_EQ(GL_COOKIE_SIZE_ARG(m["cuMemcpyPeer"].cookie), 4u);
+}
+
+TEST(CallNames, AssignsIdsInOrderAndLooksThemUp) {
+  CallNames names;
+  EXPECT_EQ(names.size(), 0u);
+  EXPECT_EQ(names.name_of(0), nullptr);
+  EXPECT_EQ(names.id_of("cuInit"), 0u);
+  EXPECT_EQ(names.id_of("cuMemAlloc_v2"), 1u);
+  EXPECT_EQ(names.id_of("cuInit"), 0u);
+  EXPECT_EQ(names.size(), 2u);
+  ASSERT_NE(names.name_of(1), nullptr);
+  EXPECT_EQ(*names.name_of(1), "cuMemAlloc_v2");
+  EXPECT_EQ(names.name_of(2), nullptr);
+}
+
+TEST(CallNames, ThrowsWhenIdsRunOut) {
+  CallNames names;
+  for (int i = 0; i < GL_MAX_CALLS; ++i) EXPECT_EQ(names.id_of("f" + std::to_string(i)), static_cast<uint32_t>(i));
+  EXPECT_THROW(names.id_of("one_too_many"), gpuledger::Error);
+  EXPECT_EQ(names.id_of("f255"), 255u);  // existing names still resolve
+  EXPECT_EQ(names.size(), static_cast<size_t>(GL_MAX_CALLS));
+}
+
+TEST(EntryPointFamilies, BasesAreUnique) {
+  std::set<std::string_view> bases;
+  for (const auto& f : entry_point_families()) EXPECT_TRUE(bases.insert(f.base).second) << f.base;
+}
+
+}  // namespace
+}  // namespace gpuledger::probes
