@@ -39,7 +39,7 @@ struct Sizes {
   int workloads;
 };
 Sizes sizes_for(bool quick) {
-  if (quick) return {{.rounds = 3, .calls_per_round = 20000}, 1, 200};
+  if (quick) return {{.rounds = 1, .calls_per_round = 5000}, 1, 200};
   return {{.rounds = 5, .calls_per_round = 200000}, 5, 10000};
 }
 

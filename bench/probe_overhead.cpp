@@ -30,15 +30,24 @@ namespace {
 struct HotCall {
   const char* symbol;
   CUresult (CudaSession::*invoke)() const;
+  // Share of calls_per_round this call makes. A synchronisation, even one
+  // with nothing to wait for, sleeps on a timer that has already expired: a
+  // timer interrupt and a context switch, tens of microseconds on a VM, so it
+  // gets a tenth of the calls to keep a round within seconds.
+  double call_share = 1.0;
 };
 
 const std::vector<HotCall>& hot_calls() {
   static const std::vector<HotCall> calls = {
       {"cuLaunchKernel", &CudaSession::launch},
       {"cuMemcpyHtoD_v2", &CudaSession::copy},
-      {"cuStreamSynchronize", &CudaSession::sync},
+      {"cuStreamSynchronize", &CudaSession::sync, 0.1},
   };
   return calls;
+}
+
+size_t calls_for(const HotCall& call, const ProbeOverheadOptions& options) {
+  return static_cast<size_t>(static_cast<double>(options.calls_per_round) * call.call_share);
 }
 
 // Nanoseconds per call over `n` back-to-back calls. A short warm-up first, so
@@ -214,14 +223,23 @@ std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cg
   // loop, so slow drift on the VM spreads over every configuration alike.
   std::map<Config, std::map<std::string, std::vector<double>>> samples;
   std::vector<std::string> warnings;
+  std::map<Config, std::vector<double>> detach_seconds;  // not part of the figures, but worth knowing
   for (int round = 0; round < options.rounds; ++round) {
     std::fprintf(stderr, "probe overhead: round %d/%d\n", round + 1, options.rounds);
     for (const auto& config : configurations) {
+      auto started = std::chrono::steady_clock::now();
       auto attached = config.attach();
       for (const auto& call : hot_calls())
-        samples[config.id][call.symbol].push_back(ns_per_call(session, call, options.calls_per_round));
-      uint64_t launches = (1000 + options.calls_per_round) * (round + 1);
-      if (auto w = attached->check(launches); !w.empty() && round == 0) warnings.push_back(config.label + (": " + w));
+        samples[config.id][call.symbol].push_back(ns_per_call(session, call, calls_for(call, options)));
+      // Each agent configuration is a fresh agent: it saw the warm-up and the timed launches.
+      if (auto w = attached->check(1000 + options.calls_per_round); !w.empty())
+        warnings.push_back(config.label + (": " + w));
+      auto detaching = std::chrono::steady_clock::now();
+      attached.reset();
+      std::chrono::duration<double> took = detaching - started, detach = std::chrono::steady_clock::now() - detaching;
+      detach_seconds[config.id].push_back(detach.count());
+      std::fprintf(stderr, "  %-40s %5.1f s attached, %5.1f s to detach\n", config.label, took.count(),
+                   detach.count());
     }
   }
 
@@ -235,7 +253,7 @@ std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cg
     return median(diffs);
   };
 
-  MarkdownTable table({"Call", "Configuration", "Probes", "ns/call (median)", "min-max", "added ns vs (a)",
+  MarkdownTable table({"Call", "Calls/round", "Configuration", "Probes", "ns/call (median)", "min-max", "added ns vs (a)",
                        "added / matching floor's added"});
   for (const auto& call : hot_calls()) {
     for (const auto& config : configurations) {
@@ -251,17 +269,22 @@ std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cg
                    (floor == Config::kFloorPair ? " of (b')" : " of (b)");
       }
       if (config.id != Config::kNone) added_ns = fixed(added(config.id, call.symbol), 1);
-      table.add_row({call.symbol, config.label, probes, fixed(median(v), 1), fixed(*lo, 1) + "-" + fixed(*hi, 1),
+      table.add_row({call.symbol, std::to_string(calls_for(call, options)), config.label, probes, fixed(median(v), 1), fixed(*lo, 1) + "-" + fixed(*hi, 1),
                      added_ns, vs_floor});
     }
   }
 
   std::string out = "## 1. Added cost per CUDA call\n\n";
-  out += std::to_string(options.rounds) + " rounds x " + std::to_string(options.calls_per_round) +
-         " calls per configuration and call, rounds interleaved; calling thread pinned to one CPU, in a "
-         "non-root cgroup v2 (" + cgroups.parent() + "/probe-overhead). The goal is an agent whose added "
-         "cost is within 10% of the matching floor's (ratio <= 1.10x).\n\n";
+  out += std::to_string(options.rounds) +
+         " rounds, each timing every call under every configuration in turn; medians over rounds. The "
+         "calling thread is pinned to one CPU, in a non-root cgroup v2 (" + cgroups.parent() +
+         "/probe-overhead). The goal is an agent whose added cost is within 10% of the matching floor's "
+         "(ratio <= 1.10x).\n\n";
   out += table.render();
+  out += "\nDetaching (median over rounds): empty uprobes " + fixed(median(detach_seconds[Config::kFloor]), 2) +
+         " s for " + std::to_string(offsets.size()) + " probes; the agent " +
+         fixed(median(detach_seconds[Config::kAgent]), 1) + " s, with --launch-returns " +
+         fixed(median(detach_seconds[Config::kAgentLaunchReturns]), 1) + " s.\n";
   for (const auto& w : warnings) out += "\nWARNING: " + w + "\n";
   BenchCgroups::move_self_to(cgroups.mount());
   return out;

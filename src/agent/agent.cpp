@@ -111,7 +111,7 @@ void Agent::run() {
 
 void Agent::scan_for_libraries() {
   for (const auto& candidate : probes::scan_process_maps(options_.proc_root))
-    attacher_->offer(candidate.path, candidate.origin);
+    attacher_->offer(candidate);
 }
 
 void Agent::handle_event(const void* data, size_t size) {
@@ -140,8 +140,8 @@ void Agent::handle_event(const void* data, size_t size) {
 void Agent::handle_library_open(const gl_lib_open_event& ev) {
   probes::FileId id{ev.file.dev, ev.file.ino};
   // Reached through the process's root, so a copy inside a container resolves.
-  auto path = probes::find_process_file(options_.proc_root, ev.h.tgid, id);
-  if (path && attacher_->offer(*path, "open")) return;
+  auto candidate = probes::find_process_file(options_.proc_root, ev.h.tgid, id);
+  if (candidate && attacher_->offer(*candidate)) return;
   spdlog::debug("opened {} (pid {}) could not be resolved yet", ev.name, ev.h.tgid);
   if (watcher_) watcher_->forget(id);  // hear about it again at its next open
 }

@@ -13,8 +13,26 @@ struct AgentCommand {
   unsigned max_workloads = 16384;
   unsigned scan_interval_ms = 5000;
   std::string log_level = "info";
+  // Device plane (src/device): NVML is dlopen'd at run time; DCGM comes from dcgm-exporter.
+  std::string nvml_lib = "libnvidia-ml.so.1";
+  bool no_nvml = false;
+  unsigned nvml_interval_ms = 5000;
+  std::string dcgm_exporter;  // URL of dcgm-exporter's /metrics; empty: no DCGM
+  unsigned dcgm_interval_ms = 15000;
+  unsigned dcgm_timeout_ms = 3000;
+  std::string nvidia_proc_root = "/proc/driver/nvidia";
 };
 int run_agent(const AgentCommand& cmd);
+
+// `gpuledger doctor`: which planes work on this node, and why not.
+struct DoctorCommand {
+  std::string nvml_lib = "libnvidia-ml.so.1";
+  std::string dcgm_exporter;
+  std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  std::string nvidia_proc_root = "/proc/driver/nvidia";
+  std::string btf = "/sys/kernel/btf/vmlinux";
+};
+int run_doctor(const DoctorCommand& cmd);
 
 struct DemoCommand {
   std::string listen = "127.0.0.1:9400";

@@ -45,7 +45,7 @@ const TenantSpec kTenants[] = {
      "/gpuledger-demo/kubepods.slice/kubepods-besteffort.slice/"
      "kubepods-besteffort-pod0b1c2d3e_4f5a_4b6c_9d7e_8f9a0b1c2d3e.slice/"
      "cri-containerd-fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210.scope",
-     "init; alloc-managed 1073741824; launch-invalid; sleep-ms 400; free", "0"},
+     "init; alloc-managed 1073741824; launch 64 1 1 64 1 1; free-invalid; sleep-ms 400; free", "0"},
     {"render job (slurm step)", "/gpuledger-demo/system.slice/slurmstepd.scope/job_4242/step_0",
      "init; alloc 536870912; launch 1024 1 1 512 1 1 ex x10; graph x2; sync-ctx; exit 0", "5000"},
 };
@@ -69,18 +69,27 @@ std::string human_bytes(uint64_t b) {
   return buf;
 }
 
+// The demo's label for a workload, from the cgroup its tenant runs in.
+std::string tenant_label(const agent::WorkloadView& w) {
+  for (const auto& t : kTenants)
+    for (const auto& path : w.cgroup_paths)
+      if (path == t.cgroup) return t.label;
+  return "";
+}
+
 void print_table(const agent::AgentSnapshot& snap, double elapsed) {
   std::printf("\n-- gpuledger demo: SIMULATED tenants, real probes -- t=%.0fs, %zu probes on %zu librar%s\n",
               elapsed, snap.self.probes_attached, snap.self.libraries.size(),
               snap.self.libraries.size() == 1 ? "y" : "ies");
-  std::printf("%-44s %5s %9s %12s %10s %10s %10s %6s %8s %6s\n", "WORKLOAD", "PROCS", "LAUNCHES", "THREADS",
+  std::printf("%-27s %-34s %5s %9s %13s %10s %10s %10s %6s %8s %6s\n", "TENANT", "WORKLOAD", "PROCS", "LAUNCHES", "THREADS",
               "ALLOCATED", "LIVE", "H2D", "SYNCS", "SYNC s", "ERRORS");
   for (const auto& w : snap.workloads) {
     const auto& c = w.usage.counters;
     uint64_t errors = 0;
     for (const auto& [call, n] : w.usage.errors_by_call) errors += n;
-    std::string id = w.workload.id.size() > 44 ? w.workload.id.substr(0, 41) + "..." : w.workload.id;
-    std::printf("%-44s %5zu %9lu %12lu %10s %10s %10s %6lu %8.2f %6lu\n", id.c_str(), w.processes.size(),
+    std::string id = w.workload.id.size() > 34 ? w.workload.id.substr(0, 31) + "..." : w.workload.id;
+    std::printf("%-27s %-34s %5zu %9lu %13lu %10s %10s %10s %6lu %8.2f %6lu\n", tenant_label(w).c_str(), id.c_str(),
+                w.processes.size(),
                 c.launches, c.launched_threads, human_bytes(c.allocated_bytes).c_str(),
                 human_bytes(w.usage.live_bytes()).c_str(), human_bytes(c.memcpy_bytes[GL_DIR_HTOD]).c_str(),
                 c.syncs, c.sync_ns / 1e9, errors);

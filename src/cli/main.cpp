@@ -28,6 +28,31 @@ int main(int argc, char** argv) {
                         "Backstop scan of process maps for libcuda copies")
       ->capture_default_str();
   agent_cmd->add_option("--log-level", agent.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  agent_cmd->add_option("--nvml-lib", agent.nvml_lib, "NVML library to dlopen for device and per-process readings")
+      ->capture_default_str();
+  agent_cmd->add_flag("--no-nvml", agent.no_nvml, "Do not load NVML");
+  agent_cmd->add_option("--nvml-interval-ms", agent.nvml_interval_ms, "NVML poll interval")->capture_default_str();
+  agent_cmd->add_option("--dcgm-exporter", agent.dcgm_exporter,
+                        "dcgm-exporter metrics URL to scrape for DCGM readings, e.g. http://127.0.0.1:9400/metrics");
+  agent_cmd->add_option("--dcgm-interval-ms", agent.dcgm_interval_ms, "dcgm-exporter scrape interval")
+      ->capture_default_str();
+  agent_cmd->add_option("--dcgm-timeout-ms", agent.dcgm_timeout_ms, "dcgm-exporter connect/read timeout")
+      ->capture_default_str();
+  agent_cmd->add_option("--nvidia-proc-root", agent.nvidia_proc_root,
+                        "The NVIDIA driver's procfs directory (GPU inventory)")
+      ->capture_default_str();
+
+  DoctorCommand doctor;
+  auto* doctor_cmd = app.add_subcommand(
+      "doctor", "Check which planes work on this node (eBPF attribution, NVML, dcgm-exporter, Kubernetes) "
+                "and why not; exits 0 when the attribution plane works");
+  doctor_cmd->add_option("--nvml-lib", doctor.nvml_lib, "NVML library to try")->capture_default_str();
+  doctor_cmd->add_option("--dcgm-exporter", doctor.dcgm_exporter, "dcgm-exporter metrics URL to try");
+  doctor_cmd->add_option("--pod-resources-socket", doctor.pod_resources_socket, "kubelet pod-resources socket")
+      ->capture_default_str();
+  doctor_cmd->add_option("--nvidia-proc-root", doctor.nvidia_proc_root, "The NVIDIA driver's procfs directory")
+      ->capture_default_str();
+  doctor_cmd->add_option("--btf", doctor.btf, "Kernel BTF file")->capture_default_str();
 
   DemoCommand demo;
   auto* demo_cmd = app.add_subcommand(
@@ -43,6 +68,10 @@ int main(int argc, char** argv) {
     if (*agent_cmd) {
       gpuledger::log::set_level(agent.log_level);
       return run_agent(agent);
+    }
+    if (*doctor_cmd) {
+      gpuledger::log::set_level("warn");
+      return run_doctor(doctor);
     }
     return run_demo(demo);
   } catch (const gpuledger::Error& e) {

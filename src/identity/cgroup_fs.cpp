@@ -1,9 +1,9 @@
 #include "identity/cgroup_fs.h"
 
+#include "common/mountinfo.h"
+
 #include <sys/stat.h>
 
-#include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,24 +12,6 @@
 namespace gpuledger::identity {
 namespace fs = std::filesystem;
 
-namespace {
-
-// mountinfo escapes spaces and a few others as \ooo.
-std::string unescape_octal(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1]))) {
-      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8)));
-      i += 3;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 CgroupMounts discover_cgroup_mounts(const std::string& mountinfo, const std::string& proc_cgroups,
                                     const std::string& v1_controller) {
   CgroupMounts mounts;
@@ -37,21 +19,14 @@ CgroupMounts discover_cgroup_mounts(const std::string& mountinfo, const std::str
   std::ifstream in(mountinfo);
   std::string line;
   while (std::getline(in, line)) {
-    // id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-    std::istringstream fields(line);
-    std::vector<std::string> f;
-    for (std::string w; fields >> w;) f.push_back(w);
-    auto dash = std::find(f.begin(), f.end(), "-");
-    if (f.size() < 5 || dash == f.end() || dash + 3 > f.end()) continue;
-    const std::string& fstype = *(dash + 1);
-    const std::string& super_options = *(dash + 3);
-    std::string mount_point = unescape_octal(f[4]);
-    if (fstype == "cgroup2" && mounts.v2.empty()) {
-      mounts.v2 = mount_point;
-    } else if (fstype == "cgroup" && mounts.v1.empty()) {
-      std::istringstream opts(super_options);
+    auto m = parse_mountinfo_line(line);
+    if (!m) continue;
+    if (m->fstype == "cgroup2" && mounts.v2.empty()) {
+      mounts.v2 = m->mount_point;
+    } else if (m->fstype == "cgroup" && mounts.v1.empty()) {
+      std::istringstream opts(m->super_options);
       for (std::string opt; std::getline(opts, opt, ',');)
-        if (opt == v1_controller) mounts.v1 = mount_point;
+        if (opt == v1_controller) mounts.v1 = m->mount_point;
     }
   }
   // /proc/cgroups lists the compiled-in controllers in subsystem-id order.

@@ -20,13 +20,31 @@ void LibraryAttacher::reject(const std::string& path, const std::string& origin,
 }
 
 bool LibraryAttacher::offer(const std::string& path, const std::string& origin) {
+  return offer(LibraryCandidate{path, origin, 0, std::nullopt});
+}
+
+std::optional<FileId> LibraryAttacher::probed_file(const LibraryCandidate& candidate) {
+  if (candidate.probed_file) return candidate.probed_file;
+  // An overlay inode is not what the kernel probes: attaching by it could
+  // probe one file twice. Without its backing file, leave it alone.
+  if (on_overlayfs(candidate.path)) {
+    reject(candidate.path, candidate.origin, "on overlayfs, and its backing layer file was not found");
+    return std::nullopt;
+  }
+  return file_id_of(candidate.path);
+}
+
+bool LibraryAttacher::offer(const LibraryCandidate& candidate) {
+  const std::string& path = candidate.path;
+  const std::string& origin = candidate.origin;
   std::lock_guard lock(mu_);
   if (origin == "cli" || origin == "host") named_paths_.emplace(path, origin);
-  auto id = file_id_of(path);
-  if (!id) {
+  if (!file_id_of(path)) {
     if (origin != "host") reject(path, origin, "no such file (or not a regular file)");
     return false;
   }
+  auto id = probed_file(candidate);
+  if (!id) return false;
   if (attached_.contains(*id)) return true;
 
   std::vector<ProbeSpec> specs;

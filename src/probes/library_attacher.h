@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ class LibraryAttacher {
   // Attaches to the file at `path` unless that file is already covered.
   // Returns true if the file is covered afterwards.
   bool offer(const std::string& path, const std::string& origin);
+  bool offer(const LibraryCandidate& candidate);
   // Paths named on the command line or found at the driver's usual places are
   // watched: a file replaced there (a driver upgrade) is attached anew.
   void recheck_named_paths();
@@ -47,6 +49,7 @@ class LibraryAttacher {
     LibraryRecord record;
     AttachedLibrary links;
   };
+  std::optional<FileId> probed_file(const LibraryCandidate& candidate);
   void reject(const std::string& path, const std::string& origin, const std::string& why, const FileId& file = {});
 
   CudaProbeProgram& program_;

@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 
 #include <cerrno>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "lib_discovery.skel.h"
 #include "probes/bpf_handles.h"
 #include "probes/map_reader.h"
+#include "probes/overlay_backing.h"
 
 namespace gpuledger::probes {
 namespace fs = std::filesystem;
@@ -50,6 +52,12 @@ bool is_cuda_library_name(const std::string& path) {
 
 }  // namespace
 
+bool on_overlayfs(const std::string& path) {
+  constexpr long kOverlayfsMagic = 0x794c7630;
+  struct statfs sfs {};
+  return ::statfs(path.c_str(), &sfs) == 0 && sfs.f_type == kOverlayfsMagic;
+}
+
 namespace {
 
 // The file paths a process maps, as its /proc/PID/maps names them.
@@ -68,7 +76,25 @@ std::vector<std::string> mapped_paths(const std::string& proc, const std::string
   return out;
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 }  // namespace
+
+LibraryCandidate candidate_in_process(const std::string& proc, uint32_t pid, const std::string& path,
+                                      const std::string& origin) {
+  const std::string base = proc + "/" + std::to_string(pid);
+  LibraryCandidate c{base + "/root" + path, origin, pid, std::nullopt};
+  if (auto backing = overlay_backing_file(read_file(base + "/mountinfo"), path, {proc + "/1/root", ""})) {
+    c.path = *backing;
+    c.probed_file = file_id_of(*backing);
+  }
+  return c;
+}
 
 std::vector<LibraryCandidate> scan_process_maps(const std::string& proc) {
   std::vector<LibraryCandidate> out;
@@ -79,15 +105,14 @@ std::vector<LibraryCandidate> scan_process_maps(const std::string& proc) {
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
     for (const auto& path : mapped_paths(proc, pid)) {
       if (!is_cuda_library_name(path)) continue;
-      std::string reachable = proc + "/" + pid + "/root" + path;
-      if (seen.insert(reachable).second)
-        out.push_back({reachable, "maps", static_cast<uint32_t>(std::stoul(pid))});
+      if (seen.insert(pid + path).second)
+        out.push_back(candidate_in_process(proc, static_cast<uint32_t>(std::stoul(pid)), path, "maps"));
     }
   }
   return out;
 }
 
-std::optional<std::string> find_process_file(const std::string& proc, uint32_t pid, const FileId& id) {
+std::optional<LibraryCandidate> find_process_file(const std::string& proc, uint32_t pid, const FileId& id) {
   const std::string base = proc + "/" + std::to_string(pid);
   std::vector<std::string> paths = mapped_paths(proc, std::to_string(pid));
   std::error_code ec;
@@ -97,7 +122,7 @@ std::optional<std::string> find_process_file(const std::string& proc, uint32_t p
   }
   for (const auto& path : paths) {
     std::string reachable = base + "/root" + path;
-    if (file_id_of(reachable) == id) return reachable;
+    if (file_id_of(reachable) == id) return candidate_in_process(proc, pid, path, "open");
   }
   return std::nullopt;
 }

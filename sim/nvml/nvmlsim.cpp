@@ -1,0 +1,344 @@
+// gpuledger NVML simulator: a stand-in libnvidia-ml.so.1 with scripted
+// devices and processes, for tests and demos on machines without a GPU. It is
+// NOT NVIDIA's library; it exports the marker symbol gpuledger_nvml_simulator
+// so the agent can say which one it loaded.
+//
+// The script is a JSON file named by GPULEDGER_NVML_SIM_CONFIG, read at
+// nvmlInit_v2 and re-read whenever its modification time changes (so a test
+// can change the processes under a running agent):
+// {
+//   "driver_version": "550.90.07",
+//   "init_error": 9,                      // optional: nvmlInit_v2 returns this
+//   "devices": [{
+//     "uuid": "GPU-...", "name": "NVIDIA A100-SXM4-80GB",
+//     "pci_bus_id": "00000000:07:00.0", "minor": 0,
+//     "mig_mode": 0 | 1 | "not_supported",
+//     "utilization": {"gpu": 97, "memory": 41} | "not_supported",
+//     "memory": {"total": 85899345920, "used": 42949672960},
+//     "power_mw": 312614,                 // absent: NOT_SUPPORTED
+//     "compute_processes": [{"pid": 4242, "used_bytes": 1073741824 | null,
+//                            "gpu_instance_id": 1, "compute_instance_id": 0}],
+//     "mps_processes": [ ...same... ],
+//     "process_utilization": [{"pid": 4242, "sm": 55, "mem": 20}] | "not_supported",
+//     "lost": false                       // true: handle lookups return GPU_IS_LOST
+//   }]
+// }
+// Per-process utilisation on a MIG-enabled device is NOT_SUPPORTED, as on
+// real hardware.
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "device/nvml_abi.h"
+
+#define SIM_EXPORT extern "C" __attribute__((visibility("default")))
+
+// The opaque handle type of nvml.h; here, an index into the scripted devices.
+struct nvmlDevice_st {
+  unsigned index;
+};
+
+namespace {
+
+struct SimProcess {
+  unsigned pid = 0;
+  unsigned long long used = 0;
+  unsigned gi = 0xFFFFFFFFu, ci = 0xFFFFFFFFu;
+};
+struct SimUtil {
+  unsigned pid = 0, sm = 0, mem = 0, enc = 0, dec = 0;
+};
+struct SimDevice {
+  std::string uuid, name, bus_id;
+  unsigned minor = 0;
+  int mig = 0;  // -1 not supported
+  bool util_supported = true;
+  unsigned util_gpu = 0, util_mem = 0;
+  unsigned long long mem_total = 0, mem_used = 0;
+  long long power_mw = -1;
+  std::vector<SimProcess> compute, mps;
+  bool proc_util_supported = true;
+  std::vector<SimUtil> proc_util;
+  bool lost = false;
+};
+
+constexpr size_t kMaxDevices = 64;
+
+std::mutex g_mu;
+bool g_initialised = false;
+std::vector<SimDevice> g_devices;
+std::string g_driver = "0.0.0-gpuledger-sim";
+int g_init_error = 0;
+struct timespec g_mtime {};
+nvmlDevice_st g_handles[kMaxDevices];
+
+std::vector<SimProcess> parse_processes(const nlohmann::json& j) {
+  std::vector<SimProcess> out;
+  if (!j.is_array()) return out;
+  for (const auto& p : j) {
+    SimProcess sp;
+    sp.pid = p.value("pid", 0u);
+    if (p.contains("used_bytes") && p["used_bytes"].is_null()) sp.used = ~0ULL;  // NVML_VALUE_NOT_AVAILABLE
+    else sp.used = p.value("used_bytes", 0ULL);
+    sp.gi = p.value("gpu_instance_id", 0xFFFFFFFFu);
+    sp.ci = p.value("compute_instance_id", 0xFFFFFFFFu);
+    out.push_back(sp);
+  }
+  return out;
+}
+
+// Loads (or reloads) the script; false when it cannot be read.
+bool load_locked(bool force) {
+  const char* path = std::getenv("GPULEDGER_NVML_SIM_CONFIG");
+  if (!path || !*path) return false;
+  struct stat st {};
+  if (::stat(path, &st) != 0) return false;
+  if (!force && st.st_mtim.tv_sec == g_mtime.tv_sec && st.st_mtim.tv_nsec == g_mtime.tv_nsec) return true;
+  try {
+    std::ifstream in(path);
+    nlohmann::json j = nlohmann::json::parse(in);
+    std::vector<SimDevice> devices;
+    for (const auto& d : j.value("devices", nlohmann::json::array())) {
+      if (devices.size() == kMaxDevices) break;
+      SimDevice sd;
+      sd.uuid = d.value("uuid", "GPU-00000000-0000-0000-0000-" + std::to_string(devices.size()));
+      sd.name = d.value("name", "gpuledger simulated GPU");
+      sd.bus_id = d.value("pci_bus_id", "00000000:00:00.0");
+      sd.minor = d.value("minor", static_cast<unsigned>(devices.size()));
+      if (d.contains("mig_mode") && d["mig_mode"].is_string()) sd.mig = -1;
+      else sd.mig = d.value("mig_mode", 0);
+      if (d.contains("utilization") && d["utilization"].is_object()) {
+        sd.util_gpu = d["utilization"].value("gpu", 0u);
+        sd.util_mem = d["utilization"].value("memory", 0u);
+      } else if (d.contains("utilization")) {
+        sd.util_supported = false;
+      }
+      if (d.contains("memory")) {
+        sd.mem_total = d["memory"].value("total", 0ULL);
+        sd.mem_used = d["memory"].value("used", 0ULL);
+      }
+      sd.power_mw = d.value("power_mw", -1LL);
+      sd.compute = parse_processes(d.value("compute_processes", nlohmann::json::array()));
+      sd.mps = parse_processes(d.value("mps_processes", nlohmann::json::array()));
+      if (d.contains("process_utilization") && d["process_utilization"].is_array()) {
+        for (const auto& u : d["process_utilization"])
+          sd.proc_util.push_back({u.value("pid", 0u), u.value("sm", 0u), u.value("mem", 0u), u.value("enc", 0u),
+                                  u.value("dec", 0u)});
+      } else if (d.contains("process_utilization")) {
+        sd.proc_util_supported = false;
+      }
+      sd.lost = d.value("lost", false);
+      devices.push_back(std::move(sd));
+    }
+    g_devices = std::move(devices);
+    g_driver = j.value("driver_version", std::string("0.0.0-gpuledger-sim"));
+    g_init_error = j.value("init_error", 0);
+    g_mtime = st.st_mtim;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+SimDevice* device_locked(nvmlDevice_t dev) {
+  if (!g_initialised || !dev) return nullptr;
+  load_locked(false);
+  if (dev->index >= g_devices.size()) return nullptr;
+  return &g_devices[dev->index];
+}
+
+nvmlReturn_t copy_string(const std::string& s, char* buf, unsigned int length) {
+  if (!buf) return NVML_ERROR_INVALID_ARGUMENT;
+  if (s.size() + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(buf, s.c_str(), s.size() + 1);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t processes(const std::vector<SimProcess>& list, unsigned int* count, nvmlProcessInfo_t* infos) {
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  if (list.empty()) {
+    *count = 0;
+    return NVML_SUCCESS;
+  }
+  if (!infos || *count < list.size()) {
+    *count = static_cast<unsigned>(list.size());
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  for (size_t i = 0; i < list.size(); ++i) infos[i] = {list[i].pid, list[i].used, list[i].gi, list[i].ci};
+  *count = static_cast<unsigned>(list.size());
+  return NVML_SUCCESS;
+}
+
+}  // namespace
+
+SIM_EXPORT const char gpuledger_nvml_simulator[] = "gpuledger NVML simulator 1";
+
+SIM_EXPORT nvmlReturn_t nvmlInit_v2(void) {
+  std::lock_guard lock(g_mu);
+  if (!load_locked(true)) return NVML_ERROR_DRIVER_NOT_LOADED;
+  if (g_init_error != 0) return static_cast<nvmlReturn_t>(g_init_error);
+  for (unsigned i = 0; i < kMaxDevices; ++i) g_handles[i].index = i;
+  g_initialised = true;
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlShutdown(void) {
+  std::lock_guard lock(g_mu);
+  if (!g_initialised) return NVML_ERROR_UNINITIALIZED;
+  g_initialised = false;
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT const char* nvmlErrorString(nvmlReturn_t r) {
+  switch (r) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded (gpuledger NVML simulator: GPULEDGER_NVML_SIM_CONFIG unset or unreadable)";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    default: return "Unknown Error";
+  }
+}
+
+SIM_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  std::lock_guard lock(g_mu);
+  if (!g_initialised) return NVML_ERROR_UNINITIALIZED;
+  return copy_string(g_driver, version, length);
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
+  std::lock_guard lock(g_mu);
+  if (!g_initialised) return NVML_ERROR_UNINITIALIZED;
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  load_locked(false);
+  *count = static_cast<unsigned>(g_devices.size());
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  std::lock_guard lock(g_mu);
+  if (!g_initialised) return NVML_ERROR_UNINITIALIZED;
+  if (!device || index >= g_devices.size()) return NVML_ERROR_INVALID_ARGUMENT;
+  if (g_devices[index].lost) return NVML_ERROR_GPU_IS_LOST;
+  *device = &g_handles[index];
+  return NVML_SUCCESS;
+}
+
+#define SIM_DEVICE()                                  \
+  std::lock_guard lock(g_mu);                         \
+  SimDevice* d = device_locked(device);               \
+  if (!g_initialised) return NVML_ERROR_UNINITIALIZED; \
+  if (!d) return NVML_ERROR_INVALID_ARGUMENT
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
+  SIM_DEVICE();
+  return copy_string(d->uuid, uuid, length);
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
+  SIM_DEVICE();
+  return copy_string(d->name, name, length);
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  SIM_DEVICE();
+  if (!pci) return NVML_ERROR_INVALID_ARGUMENT;
+  std::memset(pci, 0, sizeof(*pci));
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  std::sscanf(d->bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn);
+  pci->domain = domain;
+  pci->bus = bus;
+  pci->device = dev;
+  pci->pciDeviceId = 0x20B510DE;
+  std::snprintf(pci->busId, sizeof(pci->busId), "%08X:%02X:%02X.%X", domain, bus, dev, fn);
+  std::snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%04X:%02X:%02X.%X", domain & 0xFFFF, bus, dev, fn);
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
+  SIM_DEVICE();
+  if (!minor) return NVML_ERROR_INVALID_ARGUMENT;
+  *minor = d->minor;
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending) {
+  SIM_DEVICE();
+  if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
+  if (d->mig < 0) return NVML_ERROR_NOT_SUPPORTED;
+  *current = *pending = static_cast<unsigned>(d->mig);
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
+  SIM_DEVICE();
+  if (!utilization) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!d->util_supported) return NVML_ERROR_NOT_SUPPORTED;
+  utilization->gpu = d->util_gpu;
+  utilization->memory = d->util_mem;
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  SIM_DEVICE();
+  if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+  memory->total = d->mem_total;
+  memory->used = d->mem_used;
+  memory->free = d->mem_total > d->mem_used ? d->mem_total - d->mem_used : 0;
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
+  SIM_DEVICE();
+  if (!power) return NVML_ERROR_INVALID_ARGUMENT;
+  if (d->power_mw < 0) return NVML_ERROR_NOT_SUPPORTED;
+  *power = static_cast<unsigned>(d->power_mw);
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                                nvmlProcessInfo_t* infos) {
+  SIM_DEVICE();
+  return processes(d->compute, infoCount, infos);
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                                   nvmlProcessInfo_t* infos) {
+  SIM_DEVICE();
+  return processes(d->mps, infoCount, infos);
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
+                                                        unsigned int* processSamplesCount,
+                                                        unsigned long long lastSeenTimeStamp) {
+  SIM_DEVICE();
+  if (!processSamplesCount) return NVML_ERROR_INVALID_ARGUMENT;
+  if (d->mig == 1 || !d->proc_util_supported) return NVML_ERROR_NOT_SUPPORTED;
+  // One fresh sample per scripted process, stamped now (CPU time, microseconds).
+  unsigned long long now = static_cast<unsigned long long>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  if (now <= lastSeenTimeStamp || d->proc_util.empty()) {
+    *processSamplesCount = 0;
+    return NVML_ERROR_NOT_FOUND;
+  }
+  if (!utilization || *processSamplesCount < d->proc_util.size()) {
+    *processSamplesCount = static_cast<unsigned>(d->proc_util.size());
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  for (size_t i = 0; i < d->proc_util.size(); ++i) {
+    const auto& u = d->proc_util[i];
+    utilization[i] = {u.pid, now, u.sm, u.mem, u.enc, u.dec};
+  }
+  *processSamplesCount = static_cast<unsigned>(d->proc_util.size());
+  return NVML_SUCCESS;
+}

@@ -1,0 +1,194 @@
+#include "config/agent_config.h"
+
+#include <fnmatch.h>
+#include <pwd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "common/error.h"
+
+namespace gpuledger::config {
+namespace {
+
+[[noreturn]] void fail(const std::string& source, const YAML::Node& node, const std::string& what) {
+  auto mark = node.Mark();
+  if (mark.is_null()) throw Error("config " + source + ": " + what);
+  throw Error("config " + source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) +
+              ": " + what);
+}
+
+std::string scalar(const std::string& source, const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar()) fail(source, node, key + " must be a string");
+  return node.Scalar();
+}
+
+long long integer(const std::string& source, const YAML::Node& node, const std::string& key, long long min) {
+  if (!node.IsScalar()) fail(source, node, key + " must be a number");
+  try {
+    size_t used = 0;
+    long long v = std::stoll(node.Scalar(), &used);
+    if (used != node.Scalar().size() || v < min) throw std::invalid_argument("range");
+    return v;
+  } catch (const std::exception&) {
+    fail(source, node, key + " must be an integer >= " + std::to_string(min) + ", not '" + node.Scalar() + "'");
+  }
+}
+
+std::vector<std::string> string_list(const std::string& source, const YAML::Node& node, const std::string& key) {
+  if (!node.IsSequence()) fail(source, node, key + " must be a list of strings");
+  std::vector<std::string> out;
+  for (const auto& item : node) out.push_back(scalar(source, item, key + " entry"));
+  return out;
+}
+
+void check_keys(const std::string& source, const YAML::Node& map, const std::string& where,
+                std::initializer_list<const char*> allowed) {
+  for (const auto& kv : map) {
+    std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || key == a;
+    if (!ok) {
+      std::string list;
+      for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+      fail(source, kv.first, "unknown key '" + key + "' in " + where + " (expected: " + list + ")");
+    }
+  }
+}
+
+MatchKind match_kind(const std::string& source, const YAML::Node& node) {
+  std::string v = scalar(source, node, "match");
+  if (v == "systemd_unit") return MatchKind::kSystemdUnit;
+  if (v == "slurm_job") return MatchKind::kSlurmJob;
+  if (v == "slurm_user") return MatchKind::kSlurmUser;
+  if (v == "cgroup_prefix") return MatchKind::kCgroupPrefix;
+  fail(source, node, "match must be one of systemd_unit, slurm_job, slurm_user, cgroup_prefix; not '" + v + "'");
+}
+
+bool glob(const std::string& pattern, const std::string& value) {
+  return !value.empty() && ::fnmatch(pattern.c_str(), value.c_str(), 0) == 0;
+}
+
+bool path_prefix(std::string prefix, const std::string& path) {
+  while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
+  if (prefix.empty() || prefix == "/") return true;
+  if (path.compare(0, prefix.size(), prefix) != 0) return false;
+  return path.size() == prefix.size() || path[prefix.size()] == '/';
+}
+
+std::string user_name(unsigned uid) {
+  static std::mutex mu;
+  static std::unordered_map<unsigned, std::string> cache;
+  std::lock_guard lock(mu);
+  if (auto it = cache.find(uid); it != cache.end()) return it->second;
+  struct passwd pw {};
+  struct passwd* result = nullptr;
+  char buf[4096];
+  std::string name;
+  if (::getpwuid_r(uid, &pw, buf, sizeof buf, &result) == 0 && result) name = result->pw_name;
+  cache.emplace(uid, name);
+  return name;
+}
+
+}  // namespace
+
+AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw Error("config " + source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                ": not valid YAML: " + e.msg);
+  }
+  AgentConfig config;
+  if (root.IsNull()) return config;
+  if (!root.IsMap()) fail(source, root, "the top level must be a mapping");
+  check_keys(source, root, "the top level", {"team", "kubernetes", "teams"});
+
+  if (auto team = root["team"]; team && !team.IsNull()) {
+    if (!team.IsMap()) fail(source, team, "team must be a mapping");
+    check_keys(source, team, "team", {"pod_label_key", "namespace_label_key"});
+    if (auto n = team["pod_label_key"]; n && !n.IsNull())
+      config.team_rule.pod_label_key = scalar(source, n, "team.pod_label_key");
+    else if (n)
+      config.team_rule.pod_label_key.clear();
+    if (auto n = team["namespace_label_key"]; n && !n.IsNull())
+      config.team_rule.namespace_label_key = scalar(source, n, "team.namespace_label_key");
+    else if (n)
+      config.team_rule.namespace_label_key.clear();
+  }
+  if (auto k8s = root["kubernetes"]; k8s && !k8s.IsNull()) {
+    if (!k8s.IsMap()) fail(source, k8s, "kubernetes must be a mapping");
+    check_keys(source, k8s, "kubernetes",
+               {"pod_grace_period_seconds", "extra_gpu_resources", "dra_drivers", "pod_resources_interval_seconds"});
+    if (auto n = k8s["pod_grace_period_seconds"])
+      config.pod_grace_period = std::chrono::seconds(integer(source, n, "kubernetes.pod_grace_period_seconds", 0));
+    if (auto n = k8s["pod_resources_interval_seconds"])
+      config.pod_resources_interval =
+          std::chrono::seconds(integer(source, n, "kubernetes.pod_resources_interval_seconds", 1));
+    if (auto n = k8s["extra_gpu_resources"])
+      config.extra_gpu_resources = string_list(source, n, "kubernetes.extra_gpu_resources");
+    if (auto n = k8s["dra_drivers"]) config.dra_drivers = string_list(source, n, "kubernetes.dra_drivers");
+  }
+  if (auto teams = root["teams"]; teams && !teams.IsNull()) {
+    if (!teams.IsSequence()) fail(source, teams, "teams must be a list of {match, pattern, team}");
+    for (const auto& entry : teams) {
+      if (!entry.IsMap()) fail(source, entry, "each teams entry must be a mapping {match, pattern, team}");
+      check_keys(source, entry, "a teams entry", {"match", "pattern", "team"});
+      for (const char* key : {"match", "pattern", "team"})
+        if (!entry[key]) fail(source, entry, std::string("teams entry is missing '") + key + "'");
+      TeamMapping m;
+      m.match = match_kind(source, entry["match"]);
+      m.pattern = scalar(source, entry["pattern"], "pattern");
+      m.team = scalar(source, entry["team"], "team");
+      if (m.pattern.empty()) fail(source, entry["pattern"], "pattern must not be empty");
+      if (m.team.empty()) fail(source, entry["team"], "team must not be empty");
+      config.teams.push_back(std::move(m));
+    }
+  }
+  return config;
+}
+
+AgentConfig load_agent_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("config " + path + ": cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_agent_config(text.str(), path);
+}
+
+std::optional<unsigned> slurm_uid_from_path(const std::string& cgroup_path) {
+  size_t pos = 0;
+  while ((pos = cgroup_path.find("/uid_", pos)) != std::string::npos) {
+    pos += 5;
+    size_t end = pos;
+    while (end < cgroup_path.size() && std::isdigit(static_cast<unsigned char>(cgroup_path[end]))) ++end;
+    if (end > pos && end - pos < 10 && (end == cgroup_path.size() || cgroup_path[end] == '/'))
+      return static_cast<unsigned>(std::stoul(cgroup_path.substr(pos, end - pos)));
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> team_from_mappings(const identity::Workload& w, const std::vector<TeamMapping>& mappings) {
+  for (const auto& m : mappings) {
+    bool hit = false;
+    switch (m.match) {
+      case MatchKind::kSystemdUnit: hit = glob(m.pattern, w.systemd_unit); break;
+      case MatchKind::kSlurmJob: hit = glob(m.pattern, w.slurm_job); break;
+      case MatchKind::kSlurmUser:
+        if (w.kind == identity::WorkloadKind::kSlurm) {
+          if (auto uid = slurm_uid_from_path(w.cgroup_path))
+            hit = glob(m.pattern, std::to_string(*uid)) || glob(m.pattern, user_name(*uid));
+        }
+        break;
+      case MatchKind::kCgroupPrefix: hit = path_prefix(m.pattern, w.cgroup_path); break;
+    }
+    if (hit) return m.team;
+  }
+  return std::nullopt;
+}
+
+}  // namespace gpuledger::config

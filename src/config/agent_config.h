@@ -1,0 +1,73 @@
+#pragma once
+// The agent's YAML configuration file (--config): how workloads are charged to
+// teams, inside and outside Kubernetes, and which extended resources are GPUs.
+//
+//   team:
+//     pod_label_key: team            # a pod label naming the team ("" to skip)
+//     namespace_label_key: team      # else a label of the pod's namespace ("" to skip)
+//                                    # else the namespace name
+//   kubernetes:
+//     pod_grace_period_seconds: 600  # names kept after a pod is deleted
+//     extra_gpu_resources: [example.com/gpu]   # beyond nvidia.com/gpu, gpu.shared, mig-*
+//     dra_drivers: [gpu.nvidia.com]  # DRA drivers whose devices are GPUs
+//     pod_resources_interval_seconds: 10
+//   teams:                           # outside Kubernetes: first match wins
+//     - match: systemd_unit          # glob on the unit, e.g. "trainer-*.service"
+//       pattern: "trainer-*.service"
+//       team: ml
+//     - match: slurm_job             # glob on the Slurm job id
+//       pattern: "12*"
+//       team: hpc
+//     - match: slurm_user            # user (name or numeric uid) from uid_<n> in the cgroup path
+//       pattern: alice
+//       team: research
+//     - match: cgroup_prefix         # leading path components of the cgroup path
+//       pattern: /research
+//       team: research
+//
+// Every key is optional; unknown keys and wrong types are errors, so a typo
+// does not silently charge a team's work to nobody.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "identity/workload.h"
+
+namespace gpuledger::config {
+
+struct TeamRule {
+  std::string pod_label_key = "team";
+  std::string namespace_label_key = "team";
+};
+
+enum class MatchKind { kSystemdUnit, kSlurmJob, kSlurmUser, kCgroupPrefix };
+
+struct TeamMapping {
+  MatchKind match = MatchKind::kCgroupPrefix;
+  std::string pattern;
+  std::string team;
+};
+
+struct AgentConfig {
+  TeamRule team_rule;
+  std::chrono::seconds pod_grace_period{600};
+  std::vector<std::string> extra_gpu_resources;
+  std::vector<std::string> dra_drivers = {"gpu.nvidia.com"};
+  std::chrono::seconds pod_resources_interval{10};
+  std::vector<TeamMapping> teams;
+};
+
+// Throws Error naming the file, line and problem on a malformed configuration.
+AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& source_name = "<config>");
+AgentConfig load_agent_config(const std::string& path);
+
+// The team of a workload outside Kubernetes (or a pod the API does not know)
+// from the mappings: the first that matches, else nullopt.
+std::optional<std::string> team_from_mappings(const identity::Workload& workload,
+                                              const std::vector<TeamMapping>& mappings);
+
+// The numeric uid a Slurm cgroup path carries (".../uid_1000/job_5/..."), if any.
+std::optional<unsigned> slurm_uid_from_path(const std::string& cgroup_path);
+
+}  // namespace gpuledger::config

@@ -1,0 +1,119 @@
+#pragma once
+// The device plane's view of the node: which GPUs exist, what the device
+// counters say about each (from DCGM through dcgm-exporter, and from NVML),
+// and which host processes hold memory / SM time on them (NVML).
+//
+// This is the join surface for the attribution plane: ProcessReading::pid is a
+// HOST pid (NVML reports host pids even for containerised processes), so it
+// joins agent::ProcessView::pid directly; DeviceReading::uuid / GpuInfo::uuid
+// is the GPU UUID ("GPU-..."; "MIG-..." for a MIG instance that dcgm-exporter
+// names by its own UUID) that the Kubernetes pod-resources API also reports.
+//
+// Absent means "not measured": every reading is an std::optional and is never
+// zero-filled. A snapshot is a value: copy it, keep it, compare it.
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuledger::device {
+
+enum class Source { kDcgm, kNvml };
+std::string_view source_name(Source source);  // "dcgm", "nvml"
+
+// One physical GPU. Fields a source cannot tell are empty / nullopt.
+struct GpuInfo {
+  std::optional<unsigned> index;  // NVML enumeration order (PCI bus order); the dcgm-exporter "gpu" label
+  std::string uuid;               // "GPU-..."
+  std::string model;              // "NVIDIA A100-SXM4-80GB"
+  std::string pci_bus_id;         // normalised "00000000:07:00.0" (8-digit domain, upper-case hex)
+  std::optional<unsigned> minor;  // /dev/nvidia<minor>
+  std::optional<bool> mig_enabled;
+  std::vector<std::string> origins;  // "procfs", "nvml", "dcgm": who told us
+};
+
+// Device counters, one slot per field; the unit is in the field's name.
+enum class DeviceField : size_t {
+  kSmActiveRatio,
+  kSmOccupancyRatio,
+  kTensorActiveRatio,
+  kDramActiveRatio,
+  kGraphicsEngineActiveRatio,
+  kUtilizationRatio,
+  kMemoryUsedBytes,
+  kMemoryFreeBytes,
+  kPowerWatts,
+  kCount,
+};
+inline constexpr size_t kDeviceFieldCount = static_cast<size_t>(DeviceField::kCount);
+
+struct DeviceFieldInfo {
+  DeviceField field;
+  std::string_view metric;  // exported family name, e.g. "gpuledger_gpu_sm_active_ratio"
+  std::string_view help;
+};
+const std::array<DeviceFieldInfo, kDeviceFieldCount>& device_fields();
+
+// One device's readings from one source. For MIG, dcgm-exporter reports per
+// GPU instance: gpu_instance_id / gpu_instance_profile are set and uuid is the
+// label dcgm-exporter printed (the parent GPU's UUID on most versions).
+struct DeviceReading {
+  Source source = Source::kNvml;
+  std::string uuid;
+  std::optional<unsigned> gpu_index;
+  std::string model;
+  std::string hostname;
+  std::string gpu_instance_id;       // MIG: GPU_I_ID; empty for a whole GPU
+  std::string gpu_instance_profile;  // MIG: GPU_I_PROFILE, e.g. "1g.10gb"
+  std::array<std::optional<double>, kDeviceFieldCount> values{};
+
+  std::optional<double>& operator[](DeviceField f) { return values[static_cast<size_t>(f)]; }
+  const std::optional<double>& operator[](DeviceField f) const { return values[static_cast<size_t>(f)]; }
+};
+
+// One host process on one GPU, from NVML.
+struct ProcessReading {
+  uint32_t pid = 0;                       // host pid
+  std::string gpu_uuid;
+  std::optional<uint64_t> used_bytes;     // nvmlProcessInfo_t.usedGpuMemory; absent when NVML says N/A
+  std::optional<double> sm_util_ratio;    // mean of nvmlProcessUtilizationSample_t.smUtil since last poll
+  std::optional<double> mem_util_ratio;   // likewise memUtil (memory controller)
+  std::optional<unsigned> gpu_instance_id;      // MIG only
+  std::optional<unsigned> compute_instance_id;  // MIG only
+  bool mps = false;                       // reported by the MPS variant (an MPS client)
+};
+
+struct DevicePlaneHealth {
+  bool nvml_up = false;
+  std::string nvml_error;   // why NVML is down (dlopen / nvmlInit message)
+  bool nvml_simulator = false;  // the loaded library is gpuledger's NVML simulator
+  bool dcgm_configured = false;
+  bool dcgm_up = false;
+  std::string dcgm_error;
+  uint64_t dcgm_scrape_errors = 0;
+  std::optional<std::chrono::system_clock::time_point> dcgm_last_success;
+};
+
+struct DeviceSnapshot {
+  std::vector<GpuInfo> gpus;               // merged inventory, sorted by pci_bus_id
+  std::vector<DeviceReading> readings;     // DCGM first, then NVML; per source sorted by uuid
+  std::vector<ProcessReading> processes;   // sorted by (gpu_uuid, pid)
+  DevicePlaneHealth health;
+
+  const GpuInfo* gpu_by_uuid(std::string_view uuid) const;
+  // The reading for `uuid` (whole GPU) from `source`, if any.
+  const DeviceReading* reading(std::string_view uuid, Source source) const;
+};
+
+// "0000:07:00.0", "00000000:07:00.0", "07:00.0" -> "00000000:07:00.0"; other
+// text comes back unchanged (upper-cased).
+std::string normalize_pci_bus_id(std::string_view bus_id);
+
+// Folds `more` into `into` by UUID (falling back to PCI bus id): fills fields
+// `into` lacks, appends origins. Keeps the result sorted by pci_bus_id.
+void merge_inventory(std::vector<GpuInfo>& into, const std::vector<GpuInfo>& more);
+
+}  // namespace gpuledger::device

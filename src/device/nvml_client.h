@@ -1,0 +1,58 @@
+#pragma once
+// NVML, loaded at run time: dlopen(libnvidia-ml.so.1) + nvmlInit_v2. The agent
+// links nothing of NVIDIA's, so it builds and runs where there is no NVIDIA
+// software; then NvmlClient::open fails with a reason and the NVML plane is off.
+//
+// Only nvmlInit_v2, nvmlShutdown, nvmlErrorString, nvmlDeviceGetCount_v2 and
+// nvmlDeviceGetHandleByIndex_v2 are required; every other entry point is
+// optional and a missing one (old driver) or NVML_ERROR_NOT_SUPPORTED (e.g.
+// per-process utilisation on MIG) leaves that reading absent.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/device_snapshot.h"
+
+namespace gpuledger::device {
+
+inline constexpr const char* kDefaultNvmlLibrary = "libnvidia-ml.so.1";
+
+struct NvmlPoll {
+  std::vector<GpuInfo> gpus;
+  std::vector<DeviceReading> readings;    // source nvml, one per device
+  std::vector<ProcessReading> processes;  // compute + MPS clients, host pids
+  std::vector<std::string> errors;        // per-call failures other than NOT_SUPPORTED / NOT_FOUND
+};
+
+class NvmlClient {
+ public:
+  // dlopen + nvmlInit_v2; throws Error with the reason (dlerror text, or
+  // nvmlErrorString of the init result).
+  static std::unique_ptr<NvmlClient> open(const std::string& library = kDefaultNvmlLibrary);
+  ~NvmlClient();  // nvmlShutdown + dlclose
+  NvmlClient(const NvmlClient&) = delete;
+  NvmlClient& operator=(const NvmlClient&) = delete;
+
+  // Inventory, device readings and processes, one pass over every device.
+  // Per-process SM utilisation is the mean of the samples NVML collected since
+  // the previous poll (first poll: everything in NVML's buffer).
+  NvmlPoll poll(const std::string& hostname);
+  unsigned device_count();
+  std::string driver_version();
+  // True when the loaded library is gpuledger's NVML simulator (sim/nvml).
+  bool is_simulator() const { return simulator_; }
+  const std::string& path() const { return path_; }
+
+  struct Api;
+
+ private:
+  NvmlClient() = default;
+  void* handle_ = nullptr;
+  std::unique_ptr<Api> api_;
+  std::string path_;
+  bool simulator_ = false;
+  std::map<std::string, unsigned long long> last_sample_ts_;  // per GPU uuid
+};
+
+}  // namespace gpuledger::device

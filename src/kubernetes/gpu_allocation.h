@@ -1,0 +1,56 @@
+#pragma once
+// Which pods and containers hold which GPUs, from what the kubelet's Pod
+// Resources API says (plain structs here; pod_resources_client.h fills them).
+#include <string>
+#include <vector>
+
+#include "kubernetes/device_ids.h"
+
+namespace gpuledger::kubernetes {
+
+struct ClaimDevice {  // one DRA device
+  std::string driver_name, pool_name, device_name;
+  std::vector<std::string> cdi_devices;
+  std::string claim_name, claim_namespace;
+};
+
+struct ContainerDevices {
+  std::string resource_name;
+  std::vector<std::string> device_ids;
+};
+
+struct ContainerAllocation {
+  std::string name;
+  std::vector<ContainerDevices> devices;
+  std::vector<ClaimDevice> dynamic;
+};
+
+struct PodAllocation {
+  std::string name, namespace_name;
+  std::vector<ContainerAllocation> containers;
+};
+
+// One (pod, container, device) triple.
+struct GpuAllocation {
+  std::string namespace_name, pod, container;
+  std::string resource;   // e.g. nvidia.com/gpu; for DRA the driver name (gpu.nvidia.com)
+  std::string device_id;  // as the kubelet gave it; for DRA "<pool>/<device>"
+  GpuDevice device;
+  bool operator==(const GpuAllocation&) const = default;
+};
+
+struct AllocationOptions {
+  std::vector<std::string> extra_resources;
+  std::vector<std::string> dra_drivers = {"gpu.nvidia.com"};
+};
+
+// Sorted by (namespace, pod, container, resource, device_id); ids that cannot
+// be devices are skipped and counted in *skipped.
+std::vector<GpuAllocation> gpu_allocations(const std::vector<PodAllocation>& pods, const AllocationOptions& options,
+                                           size_t* skipped = nullptr);
+
+// The node's GPU inventory (GetAllocatableResources): one entry per device.
+std::vector<GpuAllocation> gpu_inventory(const std::vector<ContainerDevices>& allocatable,
+                                         const AllocationOptions& options, size_t* skipped = nullptr);
+
+}  // namespace gpuledger::kubernetes

@@ -1,0 +1,43 @@
+#pragma once
+// Keeps a PodDirectory current from the Kubernetes API: the pods of this node
+// (fieldSelector=spec.nodeName=<node>) and the namespaces' labels, each with
+// its own list + watch thread. The API server being away only delays names.
+#include <memory>
+#include <string>
+
+#include "kubernetes/api_client.h"
+#include "kubernetes/pod_directory.h"
+#include "kubernetes/reflector.h"
+
+namespace gpuledger::kubernetes {
+
+struct KubernetesOptions {
+  ClusterConfig cluster;
+  std::string node_name;
+  bool watch_namespaces = true;  // needed when the team rule reads namespace labels
+  std::chrono::milliseconds initial_backoff{500};
+  std::chrono::milliseconds max_backoff{30000};
+  int watch_timeout_seconds = 300;
+};
+
+class KubernetesMetadata {
+ public:
+  KubernetesMetadata(KubernetesOptions options, std::shared_ptr<PodDirectory> directory);  // throws Error on bad config
+  ~KubernetesMetadata();
+  void start();
+  void stop();
+  ReflectorStats pod_stats() const;
+  std::optional<ReflectorStats> namespace_stats() const;
+  uint64_t malformed_pods() const { return pod_sink_.malformed(); }
+  const KubernetesOptions& options() const { return options_; }
+
+ private:
+  KubernetesOptions options_;
+  std::shared_ptr<PodDirectory> directory_;
+  ApiClient client_;
+  PodSink pod_sink_;
+  NamespaceSink namespace_sink_;
+  std::unique_ptr<Reflector> pods_, namespaces_;
+};
+
+}  // namespace gpuledger::kubernetes

@@ -1,0 +1,24 @@
+#include "kubernetes/team_namer.h"
+
+namespace gpuledger::kubernetes {
+
+TeamNamer::TeamNamer(std::shared_ptr<const PodDirectory> directory, config::TeamRule rule,
+                     std::vector<config::TeamMapping> mappings)
+    : directory_(std::move(directory)), rule_(std::move(rule)), mappings_(std::move(mappings)) {}
+
+identity::WorkloadNames TeamNamer::names_for(const identity::Workload& w) const {
+  identity::WorkloadNames names;
+  if (w.kind == identity::WorkloadKind::kKubernetes && directory_ && !w.pod_uid.empty()) {
+    if (auto pod = directory_->find(w.pod_uid, w.container_id)) {
+      names.namespace_name = pod->namespace_name;
+      names.pod = pod->pod;
+      names.container = pod->container;
+      names.team = directory_->team(rule_, *pod);
+      return names;
+    }
+  }
+  if (auto team = config::team_from_mappings(w, mappings_)) names.team = *team;
+  return names;
+}
+
+}  // namespace gpuledger::kubernetes

@@ -1,0 +1,99 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "common/error.h"
+#include "config/agent_config.h"
+#include "identity/workload_classifier.h"
+
+namespace gpuledger::config {
+namespace {
+
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_agent_config(yaml, "test.yaml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(AgentConfig, EmptyFileGivesDefaults) {
+  auto c = parse_agent_config("", "x");
+  EXPECT_EQ(c.team_rule.pod_label_key, "team");
+  EXPECT_EQ(c.team_rule.namespace_label_key, "team");
+  EXPECT_EQ(c.pod_grace_period, std::chrono::seconds(600));
+  EXPECT_TRUE(c.teams.empty());
+  EXPECT_EQ(c.dra_drivers, std::vector<std::string>{"gpu.nvidia.com"});
+}
+
+TEST(AgentConfig, FullFileParses) {
+  auto c = parse_agent_config(R"(
+team:
+  pod_label_key: app.kubernetes.io/team
+  namespace_label_key: ~
+kubernetes:
+  pod_grace_period_seconds: 30
+  extra_gpu_resources: [example.com/gpu]
+  pod_resources_interval_seconds: 2
+teams:
+  - {match: systemd_unit, pattern: "trainer-*.service", team: ml}
+  - {match: slurm_job, pattern: "12*", team: hpc}
+  - {match: slurm_user, pattern: root, team: admins}
+  - {match: cgroup_prefix, pattern: /research, team: research}
+)",
+                              "x");
+  EXPECT_EQ(c.team_rule.pod_label_key, "app.kubernetes.io/team");
+  EXPECT_EQ(c.team_rule.namespace_label_key, "");
+  EXPECT_EQ(c.pod_grace_period, std::chrono::seconds(30));
+  EXPECT_EQ(c.pod_resources_interval, std::chrono::seconds(2));
+  EXPECT_EQ(c.extra_gpu_resources, std::vector<std::string>{"example.com/gpu"});
+  ASSERT_EQ(c.teams.size(), 4u);
+
+  auto team = [&](const std::string& path) {
+    return team_from_mappings(identity::classify_cgroup_path(path), c.teams).value_or("<none>");
+  };
+  EXPECT_EQ(team("/system.slice/trainer-7.service"), "ml");
+  EXPECT_EQ(team("/system.slice/nginx.service"), "<none>");
+  EXPECT_EQ(team("/slurm/uid_1000/job_1234/step_0"), "hpc");
+  EXPECT_EQ(team("/slurm/uid_0/job_99/step_batch"), "admins");
+  EXPECT_EQ(team("/research/alice/run1"), "research");
+  EXPECT_EQ(team("/research"), "research");
+  EXPECT_EQ(team("/researchers/x"), "<none>");
+  EXPECT_EQ(slurm_uid_from_path("/slurm/uid_1000/job_1/step_0"), 1000u);
+  EXPECT_FALSE(slurm_uid_from_path("/system.slice/x.service").has_value());
+}
+
+TEST(AgentConfig, MalformedFilesGiveClearErrors) {
+  EXPECT_NE(error_of("team: [unclosed").find("test.yaml:1:"), std::string::npos) << error_of("team: [unclosed");
+  EXPECT_NE(error_of("team: [unclosed").find("not valid YAML"), std::string::npos);
+  EXPECT_NE(error_of("- a\n- b").find("top level must be a mapping"), std::string::npos);
+  EXPECT_NE(error_of("tema: {}").find("unknown key 'tema'"), std::string::npos);
+  EXPECT_NE(error_of("kubernetes:\n  pod_grace_period_seconds: soon").find("test.yaml:2:"), std::string::npos);
+  EXPECT_NE(error_of("kubernetes:\n  pod_grace_period_seconds: -1").find("integer >= 0"), std::string::npos);
+  EXPECT_NE(error_of("teams:\n  - {match: hostname, pattern: x, team: y}").find("match must be one of"),
+            std::string::npos);
+  EXPECT_NE(error_of("teams:\n  - {match: systemd_unit, team: y}").find("missing 'pattern'"), std::string::npos);
+  EXPECT_NE(error_of("teams: {a: b}").find("teams must be a list"), std::string::npos);
+  EXPECT_NE(error_of("kubernetes:\n  extra_gpu_resources: x").find("list of strings"), std::string::npos);
+}
+
+TEST(AgentConfig, LoadsFromAFileAndNamesAMissingOne) {
+  char path[] = "/tmp/gpuledger-config-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  std::ofstream(path) << "teams:\n  - {match: cgroup_prefix, pattern: /a, team: t}\n";
+  EXPECT_EQ(load_agent_config(path).teams.size(), 1u);
+  ::unlink(path);
+  try {
+    load_agent_config(path);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be read"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace gpuledger::config
