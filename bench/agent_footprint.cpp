@@ -93,7 +93,9 @@ std::vector<std::pair<std::string, double>> samples_of(const std::string& page, 
   std::vector<std::pair<std::string, double>> out;
   std::istringstream lines(page);
   for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(family + "{", 0) != 0) continue;
+    if (line.rfind(family, 0) != 0 || line.size() <= family.size() ||
+        (line[family.size()] != '{' && line[family.size()] != ' '))
+      continue;
     auto space = line.rfind(' ');
     out.emplace_back(line.substr(family.size(), space - family.size()), std::stod(line.substr(space + 1)));
   }
@@ -108,9 +110,10 @@ std::string kib(uint64_t v) { return std::to_string(v) + " KiB"; }
 
 std::string measure_agent_cpu(const SimLibrary& lib, const BenchCgroups& cgroups, const std::string& agent_binary,
                               int seconds) {
-  std::fprintf(stderr, "agent cpu: %d s of launches against a separate agent process\n", seconds);
+  progress("agent cpu: starting an agent process");
   AgentProcess agent(agent_binary, lib.path());
   agent.get("/metrics");  // the first scrape's one-off allocations stay out of the window
+  progress("agent cpu: %d s of launches", seconds);
   const std::string tenant_dir = cgroups.make("cpu-tenant");
 
   const double cpu_before = agent.cpu_seconds();
@@ -142,6 +145,7 @@ std::string measure_agent_cpu(const SimLibrary& lib, const BenchCgroups& cgroups
   double counted = 0;
   for (const auto& [labels, value] : samples_of(agent.get("/metrics"), kLaunches)) counted += value;
   cgroups.remove("cpu-tenant");
+  progress("agent cpu: done; stopping the agent");
 
   MarkdownTable table({"Measure", "Value"});
   table.add_row({"Tenant: cuLaunchKernel calls/s (one thread, flat out)", fixed(calls / tenant_seconds, 0)});
@@ -161,7 +165,7 @@ std::string measure_agent_cpu(const SimLibrary& lib, const BenchCgroups& cgroups
 
 std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgroups,
                                  const std::string& agent_binary, int workloads) {
-  std::fprintf(stderr, "agent memory: %d workloads\n", workloads);
+  progress("agent memory: starting an agent process");
   const uint32_t capacity = static_cast<uint32_t>(workloads + workloads / 5);
   AgentProcess agent(agent_binary, lib.path(), {"--max-workloads", std::to_string(capacity)});
   agent.get("/metrics");
@@ -175,6 +179,7 @@ std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgro
     dirs.push_back(cgroups.make(name));
   }
   const double create_seconds = seconds_since(start);
+  progress("agent memory: %d cgroups made; one launch in each", workloads);
 
   // One process walks through every cgroup, one launch in each: each is a new
   // workload to the kernel side (a map entry, a new-workload event).
@@ -191,6 +196,7 @@ std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgro
   tenant.result();
   const double walk_seconds = seconds_since(start);
   std::this_thread::sleep_for(std::chrono::seconds(1));  // the agent drains its event ring
+  progress("agent memory: scraping");
 
   start = Clock::now();
   const std::string metrics = agent.get("/metrics");
@@ -210,6 +216,7 @@ std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgro
   start = Clock::now();
   cgroups.remove("workloads");
   const double remove_seconds = seconds_since(start);
+  progress("agent memory: done; stopping the agent");
 
   const std::string n = std::to_string(workloads);
   MarkdownTable table({"Measure", "Value"});
@@ -224,6 +231,14 @@ std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgro
                  std::to_string(series) + " (" + std::to_string(series_with_launch) + ")" +
                      (series_with_launch == static_cast<size_t>(workloads) ? "" : "  <-- expected " + n)});
   table.add_row({"Workloads in /api/v1/workloads", std::to_string(api_workloads)});
+  // The agent's own account of what it lost, should the counts above fall short.
+  for (const auto& family : {"gpuledger_events_dropped_total", "gpuledger_bpf_overflow_total",
+                             "gpuledger_workloads_retired_total", "gpuledger_bpf_map_entries"})
+    for (const auto& [labels, value] : samples_of(metrics, family))
+      if (value != 0) table.add_row({std::string("Agent: ") + family + labels, fixed(value, 0)});
+  for (const auto& [labels, value] : samples_of(metrics, kLaunches))
+    if (labels.find("workload=\"__overflow__\"") != std::string::npos || labels.find("cgroup-id/") != std::string::npos)
+      table.add_row({std::string("Agent: ") + kLaunches + labels, fixed(value, 0)});
   table.add_row({"/metrics page", fixed(metrics.size() / 1048576.0, 1) + " MiB in " + fixed(metrics_seconds, 2) + " s"});
   table.add_row({"/api/v1/workloads page", fixed(api.size() / 1048576.0, 1) + " MiB in " + fixed(api_seconds, 2) + " s"});
   table.add_row({"Bench overhead: mkdir / rmdir of the cgroups", fixed(create_seconds, 1) + " s / " +

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "report.h"
 
 namespace gpuledger::bench {
 namespace fs = std::filesystem;
@@ -79,9 +80,14 @@ AgentProcess::AgentProcess(const std::string& agent_binary, const std::string& c
 
 AgentProcess::~AgentProcess() {
   ::kill(child_->pid(), SIGTERM);
-  // The agent stops within a poll interval; Child's destructor SIGKILLs a straggler and reaps.
-  for (int i = 0; i < 40 && !has_exited(child_->pid()); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Detaching a hundred uprobes can take tens of seconds on a VM (a grace
+  // period each), so it gets a minute; Child's destructor SIGKILLs a
+  // straggler and reaps.
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 600 && !has_exited(child_->pid()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  progress("agent process stopped %.1f s after SIGTERM", took.count());
 }
 
 std::string AgentProcess::get(const std::string& path) const {

@@ -26,6 +26,7 @@ using namespace gpuledger::bench;
 
 struct Options {
   bool quick = false;
+  std::string parts = "123";  // which of the three measurements to run
   std::string markdown;
   std::string agent_binary;
   std::string cuda_lib;
@@ -45,8 +46,10 @@ Sizes sizes_for(bool quick) {
 
 void usage(const char* argv0) {
   std::printf(
-      "usage: %s [--quick] [--markdown FILE] [--agent PATH] [--cuda-lib PATH]\n"
-      "  --quick          small counts (a few seconds), for CI smoke runs\n"
+      "usage: %s [--quick] [--part 123] [--markdown FILE] [--agent PATH] [--cuda-lib PATH]\n"
+      "  --quick          small counts, for CI smoke runs (about a minute here: detaching\n"
+      "                   the agent's uprobes dominates)\n"
+      "  --part DIGITS    run only these parts: 1 probe overhead, 2 agent CPU, 3 agent memory\n"
       "  --markdown FILE  also write the report to FILE\n"
       "  --agent PATH     the gpuledger binary (default: next to this one)\n"
       "  --cuda-lib PATH  the CUDA driver simulator (default: sim/lib/libcuda.so.1 next to this one)\n"
@@ -67,6 +70,7 @@ bool parse(int argc, char** argv, Options& o) {
     };
     if (a == "--quick") o.quick = true;
     else if (a == "--markdown") { if (!value(o.markdown)) return false; }
+    else if (a == "--part") { if (!value(o.parts)) return false; }
     else if (a == "--agent") { if (!value(o.agent_binary)) return false; }
     else if (a == "--cuda-lib") { if (!value(o.cuda_lib)) return false; }
     else return false;
@@ -81,13 +85,22 @@ std::string first_line_with(const std::string& file, const std::string& key) {
   return "unknown";
 }
 
+// The 1-minute load average: other work on a 2-vCPU machine shows in every figure.
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one;
+  in >> one;
+  return one;
+}
+
 std::string machine_section(const Options& o) {
   utsname u{};
   ::uname(&u);
   return std::string("# gpuledger-bench") + (o.quick ? " (--quick: smoke-test counts, not for reporting)" : "") +
          "\n\nMachine: " + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)) + " CPUs (" +
          first_line_with("/proc/cpuinfo", "model name") + "), kernel " + u.release +
-         ". Library: a private copy of " + o.cuda_lib + " (the CUDA driver simulator; no GPU).\n";
+         ", load average at start " + load_average() + ". Library: a private copy of " + o.cuda_lib +
+         " (the CUDA driver simulator; no GPU).\n";
 }
 
 }  // namespace
@@ -109,9 +122,10 @@ int main(int argc, char** argv) {
     SimLibrary lib(options.cuda_lib);
     BenchCgroups cgroups;  // removed, all of it, when main leaves (exception or not)
     std::string report = machine_section(options);
-    report += "\n" + measure_probe_overhead(lib, cgroups, sizes.probe);
-    report += "\n" + measure_agent_cpu(lib, cgroups, options.agent_binary, sizes.cpu_seconds);
-    report += "\n" + measure_agent_memory(lib, cgroups, options.agent_binary, sizes.workloads);
+    auto wanted = [&](char part) { return options.parts.find(part) != std::string::npos; };
+    if (wanted('1')) report += "\n" + measure_probe_overhead(lib, cgroups, sizes.probe);
+    if (wanted('2')) report += "\n" + measure_agent_cpu(lib, cgroups, options.agent_binary, sizes.cpu_seconds);
+    if (wanted('3')) report += "\n" + measure_agent_memory(lib, cgroups, options.agent_binary, sizes.workloads);
     std::printf("%s", report.c_str());
     if (!options.markdown.empty()) {
       std::ofstream out(options.markdown);

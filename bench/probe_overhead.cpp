@@ -191,6 +191,56 @@ class PinnedToOneCpu {
 
 std::string shape_text(bool with_return) { return with_return ? "entry+return" : "entry"; }
 
+// ns/call figures, one per round, for every configuration and call.
+class Measurements {
+ public:
+  void add(Config c, const std::string& symbol, double ns) { samples_[c][symbol].push_back(ns); }
+  const std::vector<double>& of(Config c, const std::string& symbol) const { return samples_.at(c).at(symbol); }
+
+  // What the configuration adds to a call: taken round by round (minus the
+  // no-probe figure of the same round), then the median, which is steadier
+  // than a difference of medians when the machine drifts.
+  double added(Config c, const std::string& symbol) const {
+    const auto& base = of(Config::kNone, symbol);
+    const auto& with = of(c, symbol);
+    std::vector<double> diffs;
+    for (size_t i = 0; i < base.size() && i < with.size(); ++i) diffs.push_back(with[i] - base[i]);
+    return median(diffs);
+  }
+
+ private:
+  std::map<Config, std::map<std::string, std::vector<double>>> samples_;
+};
+
+bool is_floor(Config c) { return c == Config::kFloor || c == Config::kFloorPair; }
+bool is_agent(Config c) { return c == Config::kAgent || c == Config::kAgentLaunchReturns; }
+
+// One row per call and configuration; agent rows carry their ratio to the
+// floor of the same shape.
+MarkdownTable overhead_table(const Measurements& m, const ProbeShapes& shapes,
+                             const std::vector<Configuration>& configurations, const ProbeOverheadOptions& options) {
+  MarkdownTable table({"Call", "Calls/round", "Configuration", "Probes", "ns/call (median)", "min-max",
+                       "added ns vs (a)", "added / matching floor's added"});
+  for (const auto& call : hot_calls()) {
+    for (const auto& config : configurations) {
+      const auto& v = m.of(config.id, call.symbol);
+      auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+      std::string probes = "-", added_ns = "-", vs_floor = "-";
+      if (config.id != Config::kNone) added_ns = fixed(m.added(config.id, call.symbol), 1);
+      if (is_floor(config.id)) probes = shape_text(config.id == Config::kFloorPair);
+      if (is_agent(config.id)) {
+        probes = shape_text(shapes.with_return(call.symbol, config.id));
+        Config floor = shapes.floor_for(call.symbol, config.id);
+        vs_floor = ratio(m.added(config.id, call.symbol), m.added(floor, call.symbol)) +
+                   (floor == Config::kFloorPair ? " of (b')" : " of (b)");
+      }
+      table.add_row({call.symbol, std::to_string(calls_for(call, options)), config.label, probes,
+                     fixed(median(v), 1), fixed(*lo, 1) + "-" + fixed(*hi, 1), added_ns, vs_floor});
+    }
+  }
+  return table;
+}
+
 }  // namespace
 
 std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cgroups,
@@ -219,18 +269,18 @@ std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cg
        [&] { return std::make_unique<AgentProbes>(path, true); }},
   };
 
-  // samples[config][call]: one ns/call figure per round. Rounds are the outer
-  // loop, so slow drift on the VM spreads over every configuration alike.
-  std::map<Config, std::map<std::string, std::vector<double>>> samples;
+  // Rounds are the outer loop, so slow drift on the machine (other work on a
+  // 2-vCPU VM) spreads over every configuration alike.
+  Measurements measurements;
   std::vector<std::string> warnings;
   std::map<Config, std::vector<double>> detach_seconds;  // not part of the figures, but worth knowing
   for (int round = 0; round < options.rounds; ++round) {
-    std::fprintf(stderr, "probe overhead: round %d/%d\n", round + 1, options.rounds);
+    progress("probe overhead: round %d/%d", round + 1, options.rounds);
     for (const auto& config : configurations) {
       auto started = std::chrono::steady_clock::now();
       auto attached = config.attach();
       for (const auto& call : hot_calls())
-        samples[config.id][call.symbol].push_back(ns_per_call(session, call, calls_for(call, options)));
+        measurements.add(config.id, call.symbol, ns_per_call(session, call, calls_for(call, options)));
       // Each agent configuration is a fresh agent: it saw the warm-up and the timed launches.
       if (auto w = attached->check(1000 + options.calls_per_round); !w.empty())
         warnings.push_back(config.label + (": " + w));
@@ -238,55 +288,23 @@ std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cg
       attached.reset();
       std::chrono::duration<double> took = detaching - started, detach = std::chrono::steady_clock::now() - detaching;
       detach_seconds[config.id].push_back(detach.count());
-      std::fprintf(stderr, "  %-40s %5.1f s attached, %5.1f s to detach\n", config.label, took.count(),
-                   detach.count());
+      progress("  %-40s %5.1f s attached, %5.1f s to detach", config.label, took.count(), detach.count());
     }
   }
-
-  // Added cost is taken round by round (config minus no-probe in the same
-  // round) and then the median, which is steadier than a difference of medians.
-  auto added = [&](Config c, const std::string& symbol) {
-    const auto& base = samples[Config::kNone][symbol];
-    const auto& with = samples[c][symbol];
-    std::vector<double> diffs;
-    for (size_t i = 0; i < base.size(); ++i) diffs.push_back(with[i] - base[i]);
-    return median(diffs);
-  };
-
-  MarkdownTable table({"Call", "Calls/round", "Configuration", "Probes", "ns/call (median)", "min-max", "added ns vs (a)",
-                       "added / matching floor's added"});
-  for (const auto& call : hot_calls()) {
-    for (const auto& config : configurations) {
-      const auto& v = samples[config.id][call.symbol];
-      auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-      std::string probes = "-", vs_floor = "-", added_ns = "-";
-      if (config.id == Config::kFloor || config.id == Config::kFloorPair)
-        probes = shape_text(config.id == Config::kFloorPair);
-      if (config.id == Config::kAgent || config.id == Config::kAgentLaunchReturns) {
-        probes = shape_text(shapes.with_return(call.symbol, config.id));
-        Config floor = shapes.floor_for(call.symbol, config.id);
-        vs_floor = ratio(added(config.id, call.symbol), added(floor, call.symbol)) +
-                   (floor == Config::kFloorPair ? " of (b')" : " of (b)");
-      }
-      if (config.id != Config::kNone) added_ns = fixed(added(config.id, call.symbol), 1);
-      table.add_row({call.symbol, std::to_string(calls_for(call, options)), config.label, probes, fixed(median(v), 1), fixed(*lo, 1) + "-" + fixed(*hi, 1),
-                     added_ns, vs_floor});
-    }
-  }
+  BenchCgroups::move_self_to(cgroups.mount());
 
   std::string out = "## 1. Added cost per CUDA call\n\n";
-  out += std::to_string(options.rounds) +
-         " rounds, each timing every call under every configuration in turn; medians over rounds. The "
-         "calling thread is pinned to one CPU, in a non-root cgroup v2 (" + cgroups.parent() +
+  out += "Rounds: " + std::to_string(options.rounds) +
+         ", each timing every call under every configuration in turn; medians over rounds. The calling "
+         "thread is pinned to one CPU, in a non-root cgroup v2 (" + cgroups.parent() +
          "/probe-overhead). The goal is an agent whose added cost is within 10% of the matching floor's "
          "(ratio <= 1.10x).\n\n";
-  out += table.render();
+  out += overhead_table(measurements, shapes, configurations, options).render();
   out += "\nDetaching (median over rounds): empty uprobes " + fixed(median(detach_seconds[Config::kFloor]), 2) +
          " s for " + std::to_string(offsets.size()) + " probes; the agent " +
          fixed(median(detach_seconds[Config::kAgent]), 1) + " s, with --launch-returns " +
          fixed(median(detach_seconds[Config::kAgentLaunchReturns]), 1) + " s.\n";
   for (const auto& w : warnings) out += "\nWARNING: " + w + "\n";
-  BenchCgroups::move_self_to(cgroups.mount());
   return out;
 }
 

@@ -1,6 +1,8 @@
 #include "report.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdarg>
 #include <cmath>
 #include <cstdio>
 
@@ -39,6 +41,17 @@ std::string fixed(double value, int decimals) {
 std::string ratio(double numerator, double denominator) {
   if (std::isnan(numerator) || std::isnan(denominator) || denominator <= 0) return "-";
   return fixed(numerator / denominator, 2) + "x";
+}
+
+void progress(const char* format, ...) {
+  static const auto start = std::chrono::steady_clock::now();
+  std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  std::fprintf(stderr, "[%6.1f s] ", elapsed.count());
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(stderr, format, args);
+  va_end(args);
+  std::fputc('\n', stderr);
 }
 
 }  // namespace gpuledger::bench

@@ -20,4 +20,8 @@ class MarkdownTable {
 std::string fixed(double value, int decimals);
 std::string ratio(double numerator, double denominator);  // "1.23x", "-" when undefined
 
+// A progress line on stderr, stamped with the seconds since the run began
+// (the report itself goes to stdout).
+void progress(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
 }  // namespace gpuledger::bench

@@ -25,7 +25,7 @@ struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
   __uint(max_entries, 16384); /* resized by the agent (--max-workloads) */
   __uint(map_flags, BPF_F_NO_PREALLOC);
-  __type(key, __u64);
+  __type(key, struct gl_workload_key);
   __type(value, struct gl_counters);
 } workload_counters SEC(".maps");
 
@@ -51,6 +51,22 @@ struct {
   __type(key, __u32);
   __type(value, struct gl_proc_state);
 } processes SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct gl_ctx_key);
+  __type(value, __u32);
+} context_devices SEC(".maps");
+
+/* LRU: a thread that ends leaves its entry behind, to be evicted. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u64);
+  __type(value, struct gl_thread_state);
+} threads SEC(".maps");
 
 /* Arguments kept from a call's entry until its return, per thread. LRU so a
  * thread that dies inside a call cannot leak an entry. */
@@ -136,26 +152,49 @@ static __noinline void emit_new_workload(__u64 key) {
   bpf_ringbuf_submit(ev, 0);
 }
 
-static __always_inline struct gl_counters *counters_for(__u64 key) {
+static __always_inline struct gl_counters *counters_for(__u64 cgroup_key, __u32 device) {
+  struct gl_workload_key key = {.cgroup_key = cgroup_key, .device = device};
   struct gl_counters *c = bpf_map_lookup_elem(&workload_counters, &key);
   if (c) return c;
   long err = bpf_map_update_elem(&workload_counters, &key, &zero_counters, BPF_NOEXIST);
   if (err == 0) {
-    emit_new_workload(key);
+    emit_new_workload(cgroup_key);
   } else if (err != -17 /* EEXIST: another CPU won the race */) {
     count_stat(GL_STAT_WORKLOADS_FULL);
-    key = 0; /* the overflow bucket, created by the agent before attach */
+    key.cgroup_key = 0; /* the overflow bucket, created by the agent before attach */
+    key.device = GL_DEVICE_UNKNOWN;
   }
   return bpf_map_lookup_elem(&workload_counters, &key);
 }
 
 /* Counters of a workload other than the caller's (an allocation's owner, an
  * exiting process's): never created here, as the path would be the caller's. */
-static __always_inline struct gl_counters *counters_of(__u64 key) {
+static __always_inline struct gl_counters *counters_of(__u64 cgroup_key, __u32 device) {
+  struct gl_workload_key key = {.cgroup_key = cgroup_key, .device = device};
   struct gl_counters *c = bpf_map_lookup_elem(&workload_counters, &key);
   if (c) return c;
-  key = 0;
+  key.cgroup_key = 0;
+  key.device = GL_DEVICE_UNKNOWN;
   return bpf_map_lookup_elem(&workload_counters, &key);
+}
+
+/* The calling thread's state, created on its first call. */
+static __always_inline struct gl_thread_state *thread_state(__u64 tid) {
+  struct gl_thread_state *t = bpf_map_lookup_elem(&threads, &tid);
+  if (t) return t;
+  struct gl_thread_state fresh = {.device = GL_DEVICE_UNKNOWN};
+  bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&threads, &tid);
+}
+
+/* A process's live-bytes slot for a device: ordinals past the array share the
+ * last slot. The barrier keeps the compiler from indexing with the unchecked
+ * value, which the verifier would reject. */
+static __always_inline __u64 *live_slot(struct gl_proc_state *p, __u32 device) {
+  __u64 slot = device < GL_MAX_DEVICES ? device : GL_MAX_DEVICES; /* 64-bit: no zero-extension after the check */
+  barrier_var(slot);
+  if (slot > GL_MAX_DEVICES) return NULL;
+  return &p->live_bytes[slot];
 }
 
 static __always_inline __u64 task_start_ns(void) {
@@ -223,14 +262,22 @@ static __always_inline void add_launch(struct gl_counters *c, __u32 kind, __u64 
   __sync_fetch_and_add(&c->launched_threads, threads);
 }
 
+/* A launch opens the thread's busy span unless one is open: the GPU is taken
+ * to be busy from then until a synchronisation on this thread returns. */
+static __always_inline void count_launch(struct gl_thread_state *t, __u32 kind, __u64 threads) {
+  __u32 device = t ? t->device : GL_DEVICE_UNKNOWN;
+  if (t && !t->span_start_ns) t->span_start_ns = bpf_ktime_get_ns();
+  struct gl_counters *c = counters_for(current_cgroup_key(), device);
+  if (c) add_launch(c, kind, threads);
+}
+
 /* Launches, entry only: the cheapest form, for the hottest calls. Counts
  * launches attempted; --launch-returns moves them to gl_call_entry/return. */
 SEC("uprobe")
 int gl_launch(struct pt_regs *ctx) {
   __u32 kind = GL_COOKIE_KIND(bpf_get_attach_cookie(ctx));
   __u64 threads = kind == GL_KIND_GRAPH ? 0 : launch_threads(ctx, kind);
-  struct gl_counters *c = counters_for(current_cgroup_key());
-  if (c) add_launch(c, kind, threads);
+  count_launch(thread_state(bpf_get_current_pid_tgid()), kind, threads);
   return 0;
 }
 
@@ -264,6 +311,10 @@ int gl_call_entry(struct pt_regs *ctx) {
     case GL_KIND_SYNC:
       s.start_ns = bpf_ktime_get_ns();
       break;
+    case GL_KIND_CONTEXT:
+      s.a0 = PT_REGS_PARM1(ctx);
+      s.a1 = arg_n(ctx, GL_COOKIE_SIZE_ARG(cookie)) & 0xffffffffULL; /* CUdevice is an int */
+      break;
   }
   __u64 tid = bpf_get_current_pid_tgid();
   bpf_map_update_elem(&stash, &tid, &s, BPF_ANY);
@@ -271,14 +322,15 @@ int gl_call_entry(struct pt_regs *ctx) {
 }
 
 static __always_inline void record_alloc(struct gl_counters *c, struct gl_proc_state *p, __u32 tgid,
-                                         __u64 key, __u64 ptr, __u64 bytes) {
+                                         __u64 key, __u32 device, __u64 ptr, __u64 bytes) {
   __sync_fetch_and_add(&c->allocations, 1);
   __sync_fetch_and_add(&c->allocated_bytes, bytes);
   if (!p) return;
   struct gl_alloc_key ak = {.tgid = tgid, .ptr = ptr};
-  struct gl_alloc_value av = {.bytes = bytes, .cgroup_key = key, .proc_start_ns = p->start_ns};
-  if (bpf_map_update_elem(&live_allocations, &ak, &av, BPF_ANY) == 0)
-    __sync_fetch_and_add(&p->live_bytes, bytes);
+  struct gl_alloc_value av = {.bytes = bytes, .cgroup_key = key, .proc_start_ns = p->start_ns, .device = device};
+  __u64 *live = live_slot(p, device);
+  if (live && bpf_map_update_elem(&live_allocations, &ak, &av, BPF_ANY) == 0)
+    __sync_fetch_and_add(live, bytes);
   else
     count_stat(GL_STAT_ALLOCS_UNTRACKED);
 }
@@ -293,16 +345,17 @@ static __always_inline void record_free(struct gl_counters *c, struct gl_proc_st
     __sync_fetch_and_add(&c->untracked_frees, 1);
     return;
   }
-  __u64 bytes = av->bytes;
-  __u64 owner = av->cgroup_key;
+  struct gl_alloc_value owner = *av;
   bpf_map_delete_elem(&live_allocations, &ak);
-  __sync_fetch_and_add(&p->live_bytes, -bytes);
-  struct gl_counters *oc = owner == p->cgroup_key ? c : counters_of(owner);
-  if (oc) __sync_fetch_and_add(&oc->freed_bytes, bytes);
+  __u64 *live = live_slot(p, owner.device);
+  if (live) __sync_fetch_and_add(live, -owner.bytes);
+  /* Freed bytes go back to the workload and device that allocated them. */
+  struct gl_counters *oc = counters_of(owner.cgroup_key, owner.device);
+  if (oc) __sync_fetch_and_add(&oc->freed_bytes, owner.bytes);
 }
 
-static __always_inline void count_error(__u64 key, __u32 call_id) {
-  struct gl_error_key ek = {.cgroup_key = key, .call_id = call_id};
+static __always_inline void count_error(__u64 key, __u32 call_id, __u32 device) {
+  struct gl_error_key ek = {.cgroup_key = key, .call_id = call_id, .device = device};
   __u64 *n = bpf_map_lookup_elem(&call_errors, &ek);
   if (n) {
     __sync_fetch_and_add(n, 1);
@@ -312,6 +365,48 @@ static __always_inline void count_error(__u64 key, __u32 call_id) {
   if (bpf_map_update_elem(&call_errors, &ek, &one, BPF_NOEXIST) != 0) {
     n = bpf_map_lookup_elem(&call_errors, &ek);
     if (n) __sync_fetch_and_add(n, 1);
+  }
+}
+
+/* The context stack of a thread, as the driver keeps it: the top is the
+ * current context, and its device is where the thread's calls go. */
+static __always_inline void apply_context_op(struct gl_thread_state *t, __u32 tgid, __u32 op, __u64 arg,
+                                             __u32 device) {
+  struct gl_ctx_key ck = {.tgid = tgid};
+  __u64 ctx = 0;
+  __u32 top = t->depth ? (t->depth - 1) & (GL_CTX_STACK - 1) : 0;
+
+  switch (op) {
+    case GL_CTX_CREATE:
+    case GL_CTX_RETAIN:
+      bpf_probe_read_user(&ctx, sizeof(ctx), (void *)arg); /* the CUcontext written to *out */
+      ck.ctx = ctx;
+      bpf_map_update_elem(&context_devices, &ck, &device, BPF_ANY);
+      if (op == GL_CTX_RETAIN) return;
+      /* created contexts are pushed: fall through */
+    case GL_CTX_PUSH:
+      if (op == GL_CTX_PUSH) ctx = arg;
+      if (t->depth < GL_CTX_STACK) t->depth++;
+      t->ctx_stack[(t->depth - 1) & (GL_CTX_STACK - 1)] = ctx;
+      break;
+    case GL_CTX_SET:
+      if (!t->depth) t->depth = 1;
+      t->ctx_stack[top] = arg;
+      break;
+    case GL_CTX_POP:
+      if (t->depth) t->depth--;
+      break;
+    case GL_CTX_DESTROY:
+      ck.ctx = arg;
+      bpf_map_delete_elem(&context_devices, &ck);
+      if (t->depth && t->ctx_stack[top] == arg) t->depth--;
+      break;
+  }
+  t->device = GL_DEVICE_UNKNOWN;
+  if (t->depth) {
+    ck.ctx = t->ctx_stack[(t->depth - 1) & (GL_CTX_STACK - 1)];
+    __u32 *d = ck.ctx ? bpf_map_lookup_elem(&context_devices, &ck) : NULL;
+    if (d) t->device = *d;
   }
 }
 
@@ -328,22 +423,29 @@ int gl_call_return(struct pt_regs *ctx) {
   bpf_map_delete_elem(&stash, &tid);
 
   __u32 kind = GL_COOKIE_KIND(cookie);
+  __u32 tgid = tid >> 32;
+  struct gl_thread_state *t = thread_state(tid);
+  __u32 device = t ? t->device : GL_DEVICE_UNKNOWN;
   __u64 key = current_cgroup_key();
   int rc = (int)PT_REGS_RC(ctx);
   if (rc != 0) {
-    count_error(key, GL_COOKIE_CALL(cookie));
+    count_error(key, GL_COOKIE_CALL(cookie), device);
     return 0;
   }
-  struct gl_counters *c = counters_for(key);
-  if (!c) return 0;
   if (kind == GL_KIND_LAUNCH || kind == GL_KIND_LAUNCH_EX || kind == GL_KIND_GRAPH) {
-    add_launch(c, kind, s.a0);
+    count_launch(t, kind, s.a0);
     return 0;
   }
-
-  __u32 tgid = tid >> 32;
+  if (kind == GL_KIND_CONTEXT || kind == GL_KIND_OTHER) {
+    /* Bookkeeping only: no counter of the workload changes. */
+    if (kind == GL_KIND_CONTEXT && t) apply_context_op(t, tgid, GL_COOKIE_CTX_OP(cookie), s.a0, s.a1);
+    process_for(tgid, key);
+    return 0;
+  }
+  struct gl_counters *c = counters_for(key, device);
+  if (!c) return 0;
   struct gl_proc_state *p = process_for(tgid, key);
-  __u64 ptr = 0, bytes = 0, dir;
+  __u64 ptr = 0, bytes = 0, dir, now;
 
   switch (kind) {
     case GL_KIND_MEMCPY:
@@ -368,14 +470,20 @@ int gl_call_return(struct pt_regs *ctx) {
         bpf_probe_read_user(&pitch, sizeof(pitch), (void *)s.a1);
         bytes = pitch * s.a2;
       }
-      record_alloc(c, p, tgid, key, ptr, bytes);
+      record_alloc(c, p, tgid, key, device, ptr, bytes);
       break;
     case GL_KIND_FREE:
       record_free(c, p, tgid, s.a0);
       break;
     case GL_KIND_SYNC:
+      now = bpf_ktime_get_ns();
       __sync_fetch_and_add(&c->syncs, 1);
-      __sync_fetch_and_add(&c->sync_ns, bpf_ktime_get_ns() - s.start_ns);
+      __sync_fetch_and_add(&c->sync_ns, now - s.start_ns);
+      /* The work launched before this sync is complete: close the span. */
+      if (t && t->span_start_ns) {
+        __sync_fetch_and_add(&c->busy_ns, now - t->span_start_ns);
+        t->span_start_ns = 0;
+      }
       break;
   }
   return 0;
@@ -388,26 +496,30 @@ SEC("tp_btf/sched_process_exit") /* BTF raw tracepoint: needs no tracefs mount *
 int BPF_PROG(gl_process_exit, struct task_struct *task) {
   __u64 tid = bpf_get_current_pid_tgid();
   __u32 tgid = tid >> 32;
+  bpf_map_delete_elem(&threads, &tid);
   struct gl_proc_state *p = bpf_map_lookup_elem(&processes, &tgid);
   if (!p) return 0;
   if (BPF_CORE_READ(task, signal, live.counter) != 0) return 0;
 
-  struct gl_proc_state st = *p;
-  bpf_map_delete_elem(&processes, &tgid);
-  if (st.live_bytes) {
-    struct gl_counters *c = counters_of(st.cgroup_key);
-    if (c) __sync_fetch_and_add(&c->freed_bytes, st.live_bytes);
+  __u64 released = 0;
+  for (__u32 slot = 0; slot <= GL_MAX_DEVICES; slot++) {
+    __u64 held = p->live_bytes[slot];
+    if (!held) continue;
+    released += held;
+    struct gl_counters *c = counters_of(p->cgroup_key, slot < GL_MAX_DEVICES ? slot : GL_DEVICE_UNKNOWN);
+    if (c) __sync_fetch_and_add(&c->freed_bytes, held);
   }
   struct gl_proc_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-  if (!ev) {
+  if (ev) {
+    ev->h.type = GL_EV_PROC_EXIT;
+    ev->h.tgid = tgid;
+    ev->h.cgroup_key = p->cgroup_key;
+    ev->start_ns = p->start_ns;
+    ev->released_bytes = released;
+    bpf_ringbuf_submit(ev, 0);
+  } else {
     count_stat(GL_STAT_EVENTS_DROPPED);
-    return 0;
   }
-  ev->h.type = GL_EV_PROC_EXIT;
-  ev->h.tgid = tgid;
-  ev->h.cgroup_key = st.cgroup_key;
-  ev->start_ns = st.start_ns;
-  ev->released_bytes = st.live_bytes;
-  bpf_ringbuf_submit(ev, 0);
+  bpf_map_delete_elem(&processes, &tgid);
   return 0;
 }

@@ -36,14 +36,26 @@ enum gl_call_kind {
   GL_KIND_FREE = 6,        /* (CUdeviceptr ptr, ...) or a cuMemCreate handle */
   GL_KIND_MEMCPY = 7,      /* bytes in the argument named by the cookie */
   GL_KIND_SYNC = 8,        /* time between entry and return is time blocked */
+  GL_KIND_CONTEXT = 9,     /* context bookkeeping: which device a thread's calls go to */
+};
+
+/* What a GL_KIND_CONTEXT entry point does to the calling thread's contexts
+ * (carried in the cookie's direction bits). */
+enum gl_context_op {
+  GL_CTX_CREATE = 0,  /* cuCtxCreate*(CUcontext *out, ..., CUdevice dev): new, pushed */
+  GL_CTX_RETAIN = 1,  /* cuDevicePrimaryCtxRetain(CUcontext *out, CUdevice dev): known, not current */
+  GL_CTX_SET = 2,     /* cuCtxSetCurrent(ctx): replaces the top of the stack */
+  GL_CTX_PUSH = 3,    /* cuCtxPushCurrent(ctx) */
+  GL_CTX_POP = 4,     /* cuCtxPopCurrent(CUcontext *out) */
+  GL_CTX_DESTROY = 5, /* cuCtxDestroy(ctx): popped if current */
 };
 
 /* A probe's BPF cookie packs everything the handler needs to know about the
  * entry point it sits on, so one program serves every entry point of a kind:
  *   bits  0..7  kind (enum gl_call_kind)
  *   bits  8..15 call id: index of the entry point name in the agent's table
- *   bits 16..19 argument index holding the byte count (memcpy)
- *   bits 20..23 direction (enum gl_direction, memcpy)
+ *   bits 16..19 argument index holding the byte count (memcpy) or device (context)
+ *   bits 20..23 direction (enum gl_direction, memcpy) or enum gl_context_op
  *   bit  24     legacy form: 32-bit pointers and sizes (cuMemAlloc, cuMemcpyHtoD, ...) */
 #define GL_COOKIE_KIND(c) ((gl_u32)((c)&0xff))
 #define GL_COOKIE_CALL(c) ((gl_u32)(((c) >> 8) & 0xff))
@@ -53,11 +65,25 @@ enum gl_call_kind {
 #define GL_MAKE_COOKIE(kind, call, size_arg, dir, legacy)                                 \
   ((gl_u64)(kind) | ((gl_u64)(call) << 8) | ((gl_u64)(size_arg) << 16) | ((gl_u64)(dir) << 20) | \
    ((gl_u64)(legacy) << 24))
+#define GL_COOKIE_CTX_OP(c) GL_COOKIE_DIR(c)
 #define GL_MAX_CALLS 256
+
+/* Device ordinals as the process numbers them (CUDA's, after
+ * CUDA_VISIBLE_DEVICES); the agent maps them to physical GPUs. */
+#define GL_DEVICE_UNKNOWN 0xffffffffu
+#define GL_MAX_DEVICES 16 /* per-process live-bytes slots; one more for unknown */
+#define GL_CTX_STACK 8
 
 /* Workload key: the cgroup v2 id, or - on hosts whose processes sit in the v2
  * root (cgroup v1 only) - the id of the process's v1 cgroup with this bit set. */
 #define GL_CGROUP_V1_BIT (1ULL << 63)
+
+/* Counters are kept per workload and device ordinal. */
+struct gl_workload_key {
+  gl_u64 cgroup_key;
+  gl_u32 device; /* GL_DEVICE_UNKNOWN when no current context was seen */
+  gl_u32 pad;
+};
 
 /* Per-workload counters, one copy per CPU (summed by the agent). Monotonic. */
 struct gl_counters {
@@ -72,12 +98,13 @@ struct gl_counters {
   gl_u64 syncs;
   gl_u64 sync_ns; /* nanoseconds blocked in synchronisation calls */
   gl_u64 untracked_frees; /* frees of pointers allocated before the agent attached */
+  gl_u64 busy_ns; /* launch-to-completion spans: first launch after a sync until a sync returns */
 };
 
 struct gl_error_key {
   gl_u64 cgroup_key;
   gl_u32 call_id;
-  gl_u32 pad;
+  gl_u32 device;
 };
 
 /* One live allocation, keyed by process and device pointer (or VMM handle). */
@@ -90,13 +117,31 @@ struct gl_alloc_value {
   gl_u64 bytes;
   gl_u64 cgroup_key;
   gl_u64 proc_start_ns; /* tells a reused PID's pointers from its predecessor's */
+  gl_u32 device;
+  gl_u32 pad;
+};
+
+/* A context a process created or retained, and its device. */
+struct gl_ctx_key {
+  gl_u32 tgid;
+  gl_u32 pad;
+  gl_u64 ctx;
+};
+
+/* Per thread: its context stack (top is current), the current context's
+ * device, and the start of its open busy span. */
+struct gl_thread_state {
+  gl_u64 ctx_stack[GL_CTX_STACK];
+  gl_u32 depth;
+  gl_u32 device;
+  gl_u64 span_start_ns;
 };
 
 /* A process seen making CUDA calls. */
 struct gl_proc_state {
   gl_u64 start_ns; /* task start time (boot-based ns) */
   gl_u64 cgroup_key;
-  gl_u64 live_bytes;
+  gl_u64 live_bytes[GL_MAX_DEVICES + 1]; /* by device ordinal; the last slot: unknown or beyond */
 };
 
 /* Self-accounting, a per-CPU array indexed by these. */

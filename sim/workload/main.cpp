@@ -72,6 +72,10 @@ ops (BYTES accepts k/m/g suffixes = KiB/MiB/GiB, and 0x hex):
   graph | graph-ptsz            cuGraphLaunch[_ptsz] with a dummy exec handle
   sync | sync-ptsz              cuStreamSynchronize[_ptsz] on the stream
   sync-ctx                      cuCtxSynchronize
+  device N                      cuDeviceGet(N), cuDevicePrimaryCtxRetain, cuCtxSetCurrent
+                                (what cudaSetDevice does), and a stream there
+  ctx-create N                  cuCtxCreate_v2 on device N (pushed: now current)
+  ctx-pop                       cuCtxPopCurrent_v2
   sync-event [ptsz]             cuEventCreate, cuEventRecord[_ptsz], cuEventSynchronize,
                                 cuEventDestroy_v2
   wait-stdin                    block until a line (or EOF) arrives on stdin
@@ -121,6 +125,9 @@ const std::vector<OpSpec> &op_specs()
         {"sync-ptsz", 0, {}, true},
         {"sync-ctx", 0, {}, true},
         {"sync-event", 0, {"ptsz"}, true},
+        {"device", 1, {}, true},
+        {"ctx-create", 1, {}, true},
+        {"ctx-pop", 0, {}, true},
         {"wait-stdin", 0, {}, false},
         {"print-ready", 0, {}, false},
         {"sleep-ms", 1, {}, false},
@@ -677,6 +684,26 @@ class Runner {
         } else if (n == "sync-ptsz") {
             if (call("cuStreamSynchronize_ptsz", cuStreamSynchronize_ptsz(stream_)))
                 ++t_.syncs;
+        } else if (n == "device") {
+            // Like cudaSetDevice: the device's primary context becomes current.
+            CUdevice d = 0;
+            if (!call("cuDeviceGet", cuDeviceGet(&d, static_cast<int>(a[0]))))
+                return;
+            if (!call("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain(&ctx_, d)))
+                return;
+            if (call("cuCtxSetCurrent", cuCtxSetCurrent(ctx_)))
+                call("cuStreamCreate", cuStreamCreate(&stream_, 0));
+        } else if (n == "ctx-create") {
+            // A context of its own, pushed on this thread's stack.
+            CUdevice d = 0;
+            CUcontext c = nullptr;
+            if (!call("cuDeviceGet", cuDeviceGet(&d, static_cast<int>(a[0]))))
+                return;
+            if (call("cuCtxCreate_v2", cuCtxCreate_v2(&c, 0, d)))
+                call("cuStreamCreate", cuStreamCreate(&stream_, 0));
+        } else if (n == "ctx-pop") {
+            CUcontext c = nullptr;
+            call("cuCtxPopCurrent_v2", cuCtxPopCurrent_v2(&c));
         } else if (n == "sync-ctx") {
             if (call("cuCtxSynchronize", cuCtxSynchronize()))
                 ++t_.syncs;

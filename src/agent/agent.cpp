@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -126,8 +127,12 @@ void Agent::handle_event(const void* data, size_t size) {
       }
       break;
     case GL_EV_PROC_START:
+      // Read now, while the process surely lives: its view of the GPUs names
+      // the device ordinals its workload's counters are kept under.
+      learn_gpu_view(h->tgid, h->cgroup_key);
+      break;
     case GL_EV_PROC_EXIT:
-      spdlog::debug("process {} {} CUDA activity", h->tgid, h->type == GL_EV_PROC_START ? "began" : "ended");
+      spdlog::debug("process {} ended its CUDA life", h->tgid);
       break;
     case GL_EV_LIB_OPEN:
       if (size >= sizeof(gl_lib_open_event)) handle_library_open(*static_cast<const gl_lib_open_event*>(data));
@@ -146,6 +151,25 @@ void Agent::handle_library_open(const gl_lib_open_event& ev) {
   if (watcher_) watcher_->forget(id);  // hear about it again at its next open
 }
 
+void Agent::learn_gpu_view(uint32_t pid, uint64_t cgroup_key) {
+  auto view = identity::read_process_gpu_view(options_.proc_root, pid);
+  std::lock_guard lock(views_mu_);
+  gpu_views_[cgroup_key] = std::move(view);
+}
+
+std::pair<std::string, std::string> Agent::gpu_labels(const probes::CounterKey& key,
+                                                      const std::vector<identity::GpuIdentity>& inventory) {
+  if (key.device == GL_DEVICE_UNKNOWN) return {};
+  identity::ProcessGpuView view;
+  {
+    std::lock_guard lock(views_mu_);
+    if (auto it = gpu_views_.find(key.cgroup_key); it != gpu_views_.end()) view = it->second;
+  }
+  auto gpu = identity::resolve_ordinal(view, key.device, inventory);
+  if (!gpu) return {};
+  return {gpu->index ? std::to_string(*gpu->index) : "", gpu->uuid};
+}
+
 void Agent::refresh_locked() {
   auto fds = program_->maps();
   totals_.absorb(probes::read_workload_counters(fds.workload_counters), probes::read_call_errors(fds.call_errors),
@@ -158,24 +182,31 @@ void Agent::retire_gone_workloads() {
   auto processes = probes::read_processes(fds.processes);
   probes::prune_orphan_allocations(fds.live_allocations, processes);
 
+  probes::prune_orphan_contexts(fds.context_devices, processes);
+
   std::map<uint64_t, bool> has_process;
   for (const auto& [pid, st] : processes) has_process[st.cgroup_key] = true;
   auto counters = probes::read_workload_counters(fds.workload_counters);
-  std::vector<uint64_t> gone;
+  std::set<uint64_t> gone;
   for (const auto& [key, c] : counters)
-    if (key != 0 && !has_process[key] && !directory_.still_exists(key)) gone.push_back(key);
+    if (key.cgroup_key != 0 && !has_process[key.cgroup_key] && !directory_.still_exists(key.cgroup_key))
+      gone.insert(key.cgroup_key);
   if (gone.empty()) return;
   // Their cgroups are removed, so nothing can count into them any more: take
   // the last reading, then drop the kernel entries.
   refresh_locked();
   auto errors = probes::read_call_errors(fds.call_errors);
+  for (const auto& [key, c] : counters) {
+    if (!gone.contains(key.cgroup_key)) continue;
+    gl_workload_key k{key.cgroup_key, key.device, 0};
+    bpf_map_delete_elem(fds.workload_counters, &k);
+  }
+  for (const auto& [ekey, n] : errors) {
+    if (!gone.contains(ekey.where.cgroup_key)) continue;
+    gl_error_key k{ekey.where.cgroup_key, ekey.call_id, ekey.where.device};
+    bpf_map_delete_elem(fds.call_errors, &k);
+  }
   for (uint64_t key : gone) {
-    bpf_map_delete_elem(fds.workload_counters, &key);
-    for (const auto& [ekey, n] : errors) {
-      if (ekey.first != key) continue;
-      gl_error_key k{ekey.first, ekey.second, 0};
-      bpf_map_delete_elem(fds.call_errors, &k);
-    }
     totals_.forget_entries(key);
     ++workloads_retired_;
   }
@@ -189,24 +220,30 @@ AgentSnapshot Agent::snapshot() {
     refresh_locked();
     processes = probes::read_processes(program_->maps().processes);
   }
+  auto inventory = options_.gpu_inventory ? options_.gpu_inventory() : std::vector<identity::GpuIdentity>{};
   std::map<std::string, WorkloadView> by_id;
+  std::map<std::string, std::map<std::pair<std::string, std::string>, ledger::Usage>> by_gpu;
   std::map<uint64_t, std::string> id_of_key;
   for (const auto& [key, usage] : totals_.totals()) {
-    if (key == 0 && usage == ledger::Usage{}) continue;  // the overflow bucket, unused
-    identity::Workload w = directory_.resolve(key);
+    if (key.cgroup_key == 0 && usage == ledger::Usage{}) continue;  // the overflow bucket, unused
+    identity::Workload w = directory_.resolve(key.cgroup_key);
     auto& view = by_id[w.id];
     if (view.workload.id.empty()) view.workload = w;
-    if (!w.cgroup_path.empty()) view.cgroup_paths.push_back(w.cgroup_path);
+    if (!w.cgroup_path.empty() && id_of_key.emplace(key.cgroup_key, w.id).second)
+      view.cgroup_paths.push_back(w.cgroup_path);
+    id_of_key[key.cgroup_key] = w.id;
     view.usage += usage;
-    id_of_key[key] = w.id;
+    by_gpu[w.id][gpu_labels(key, inventory)] += usage;
   }
   for (const auto& [pid, st] : processes) {
     auto it = id_of_key.find(st.cgroup_key);
     if (it == id_of_key.end()) continue;
-    by_id[it->second].processes.push_back({pid, read_comm(options_.proc_root, pid), st.live_bytes});
+    by_id[it->second].processes.push_back(
+        {pid, read_comm(options_.proc_root, pid), probes::live_bytes_of(st)});
   }
   for (auto& [id, view] : by_id) {
     if (options_.namer) view.names = options_.namer->names_for(view.workload);
+    for (auto& [labels, usage] : by_gpu[id]) view.by_gpu.push_back({labels.first, labels.second, usage});
     snap.workloads.push_back(std::move(view));
   }
 

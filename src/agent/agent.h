@@ -3,6 +3,8 @@
 // names the workloads behind the kernel's counters, and hands out snapshots.
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -12,6 +14,7 @@
 #include "agent/snapshot.h"
 #include "identity/cgroup_fs.h"
 #include "identity/workload_directory.h"
+#include "identity/gpu_visibility.h"
 #include "identity/workload_names.h"
 #include "ledger/usage_totals.h"
 #include "probes/bpf_handles.h"
@@ -32,6 +35,9 @@ struct AgentOptions {
   std::string proc_root = "/proc";
   // Names workloads (Kubernetes metadata, team rules); none leaves names empty.
   std::shared_ptr<const identity::WorkloadNamer> namer;
+  // The node's GPUs (from the device plane); none means GPUs stay unnamed
+  // unless a process names them by UUID itself.
+  std::function<std::vector<identity::GpuIdentity>()> gpu_inventory;
 };
 
 class Agent : public ledger::CallNameLookup {
@@ -50,6 +56,9 @@ class Agent : public ledger::CallNameLookup {
   void run();
   void handle_event(const void* data, size_t size);
   void handle_library_open(const struct gl_lib_open_event& ev);
+  void learn_gpu_view(uint32_t pid, uint64_t cgroup_key);
+  std::pair<std::string, std::string> gpu_labels(const probes::CounterKey& key,
+                                                 const std::vector<identity::GpuIdentity>& inventory);
   void refresh_locked();
   void retire_gone_workloads();
   void scan_for_libraries();
@@ -65,6 +74,9 @@ class Agent : public ledger::CallNameLookup {
   std::mutex refresh_mu_;  // a map reading and the deletes that follow it are one step
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> workloads_retired_{0};
+  std::mutex views_mu_;
+  // What the latest process of each workload said about its visible GPUs.
+  std::map<uint64_t, identity::ProcessGpuView> gpu_views_;
   std::thread thread_;
 };
 

@@ -19,11 +19,22 @@ struct ProcessView {
   uint64_t live_bytes = 0;
 };
 
+// A workload's usage on one GPU. `gpu` (the node's GPU index, as
+// dcgm-exporter labels it) and `uuid` are empty when not known for sure: the
+// process made no context current that the agent saw, or its device ordinal
+// cannot be tied to a physical GPU (see identity/gpu_visibility.h).
+struct GpuUsage {
+  std::string gpu;
+  std::string uuid;
+  ledger::Usage usage;
+};
+
 struct WorkloadView {
   identity::Workload workload;
   identity::WorkloadNames names;  // empty where no namer knows them
   std::vector<std::string> cgroup_paths;  // several when nested cgroups fold into one workload
-  ledger::Usage usage;
+  ledger::Usage usage;                    // over all GPUs
+  std::vector<GpuUsage> by_gpu;           // sorted by (gpu, uuid)
   std::vector<ProcessView> processes;
 };
 

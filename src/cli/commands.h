@@ -13,6 +13,11 @@ struct AgentCommand {
   unsigned max_workloads = 16384;
   unsigned scan_interval_ms = 5000;
   std::string log_level = "info";
+  // Kubernetes identity and GPU allocation (src/kubernetes); team rules (src/config).
+  std::string kubeconfig;  // empty: the pod's service account when in a cluster, else no Kubernetes API
+  std::string node_name;   // empty: $NODE_NAME, then the hostname
+  std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";  // empty: off
+  std::string config;      // the agent's YAML configuration file
   // Device plane (src/device): NVML is dlopen'd at run time; DCGM comes from dcgm-exporter.
   std::string nvml_lib = "libnvidia-ml.so.1";
   bool no_nvml = false;
@@ -41,6 +46,20 @@ struct DemoCommand {
   std::string cudasim;    // default: gpuledger-cudasim next to this binary
 };
 int run_demo(const DemoCommand& cmd);
+
+// `gpuledger report`: the chargeback from the ledger store, or with
+// --prometheus for the whole fleet from a Prometheus server.
+struct ReportCommand {
+  std::string store = "/var/lib/gpuledger/ledger.db";
+  std::string from = "-24h";
+  std::string to = "now";
+  std::string by = "team";       // team | namespace | pod | workload | gpu
+  std::string format = "table";  // table | csv | json | html
+  std::string output;            // file; empty: stdout
+  std::string prometheus;        // base URL of a Prometheus server; empty: the local store
+  unsigned timeout_ms = 10000;
+};
+int run_report(const ReportCommand& cmd);
 
 // Stops on SIGINT/SIGTERM: installs handlers and answers whether one came.
 void install_stop_signals();

@@ -28,6 +28,17 @@ int main(int argc, char** argv) {
                         "Backstop scan of process maps for libcuda copies")
       ->capture_default_str();
   agent_cmd->add_option("--log-level", agent.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  agent_cmd->add_option("--kubeconfig", agent.kubeconfig,
+                        "Kubeconfig to reach the Kubernetes API (default: the pod's service account when "
+                        "running in a cluster; neither: no pod names, teams from --config)");
+  agent_cmd->add_option("--node-name", agent.node_name, "This node's name in Kubernetes (default: $NODE_NAME, "
+                        "then the hostname)");
+  agent_cmd->add_option("--pod-resources-socket", agent.pod_resources_socket,
+                        "The kubelet Pod Resources API socket, for GPU allocation (empty: off)")
+      ->capture_default_str();
+  agent_cmd->add_option("--config", agent.config,
+                        "The agent's YAML configuration: team rules, non-Kubernetes team mappings, extra GPU "
+                        "resources");
   agent_cmd->add_option("--nvml-lib", agent.nvml_lib, "NVML library to dlopen for device and per-process readings")
       ->capture_default_str();
   agent_cmd->add_flag("--no-nvml", agent.no_nvml, "Do not load NVML");
@@ -63,6 +74,22 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--cuda-lib", demo.cuda_lib, "The simulator library (default: next to gpuledger)");
   demo_cmd->add_option("--cudasim", demo.cudasim, "The workload generator (default: next to gpuledger)");
 
+  ReportCommand report;
+  auto* report_cmd = app.add_subcommand(
+      "report", "The GPU chargeback: GPU-hours held and busy, cost (busy, idle), efficiency and top wasters, "
+                "from the ledger store (or the whole fleet from Prometheus)");
+  report_cmd->add_option("--store", report.store, "The ledger store (SQLite)")->capture_default_str();
+  report_cmd->add_option("--from", report.from, "Start: RFC 3339, Unix seconds, now or relative (-24h, -7d)")
+      ->capture_default_str();
+  report_cmd->add_option("--to", report.to, "End (exclusive), same forms as --from")->capture_default_str();
+  report_cmd->add_option("--by", report.by, "team, namespace, pod, workload or gpu")->capture_default_str();
+  report_cmd->add_option("--format", report.format, "table, csv, json or html")->capture_default_str();
+  report_cmd->add_option("-o,--output", report.output, "Write to this file instead of stdout");
+  report_cmd->add_option("--prometheus", report.prometheus,
+                         "Fleet report from this Prometheus server (e.g. http://prometheus:9090), which scrapes "
+                         "every node's agent");
+  report_cmd->add_option("--timeout-ms", report.timeout_ms, "Prometheus request timeout")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*agent_cmd) {
@@ -70,8 +97,12 @@ int main(int argc, char** argv) {
       return run_agent(agent);
     }
     if (*doctor_cmd) {
-      gpuledger::log::set_level("warn");
+      gpuledger::log::set_level("error");  // the table carries each failure's reason; no verifier dumps
       return run_doctor(doctor);
+    }
+    if (*report_cmd) {
+      gpuledger::log::set_level("warn");
+      return run_report(report);
     }
     return run_demo(demo);
   } catch (const gpuledger::Error& e) {

@@ -71,7 +71,7 @@ ScrapeResult DcgmScraper::scrape() const {
       return result;
     }
     if (!res) {
-      result.error = "GET " + url_ + ": " + httplib::to_string(res.error());
+      result.error = "GET " + url_ + ": " + httplib::to_string(res.error()) + " error";
       return result;
     }
     if (res->status != 200) {

@@ -155,9 +155,12 @@ std::optional<ParsedSample> parse_sample_line(std::string_view s, std::string* e
   size_t b = i;
   while (i < s.size() && is_name_char(s[i])) ++i;
   sample.name = std::string(s.substr(b, i - b));
+  size_t after_name = i;
   skip_blanks(s, i);
   if (i < s.size() && s[i] == '{') {
     if (!parse_labels(s, i, sample.labels, error)) return std::nullopt;
+  } else {
+    i = after_name;
   }
   if (i >= s.size() || !is_blank(s[i])) {
     fail(error, i >= s.size() ? "missing value" : "expected blank before value");

@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 
 #include "agent/agent.h"
@@ -54,19 +56,23 @@ void HttpServer::stop() {
 }
 
 std::pair<std::string, int> parse_listen_address(const std::string& address) {
+  auto bad = [&](const std::string& why) { return Error("--listen wants HOST:PORT (" + why + "), got '" + address + "'"); };
   auto colon = address.rfind(':');
-  if (colon == std::string::npos || colon + 1 == address.size())
-    throw Error("--listen wants HOST:PORT, got '" + address + "'");
+  if (colon == std::string::npos) throw bad("no port");
   std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  int port = -1;
-  try {
-    size_t used = 0;
-    port = std::stoi(address.substr(colon + 1), &used);
-    if (used != address.size() - colon - 1) port = -1;
-  } catch (const std::exception&) {
+  std::string port_text = address.substr(colon + 1);
+  if (port_text.empty() || port_text.size() > 5 ||
+      !std::all_of(port_text.begin(), port_text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    throw bad("the port must be 0-65535");
+  int port = 0;
+  std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port > 65535) throw bad("the port must be 0-65535");
+  if (!host.empty() && host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') throw bad("unclosed IPv6 bracket");
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find_first_of(":[]") != std::string::npos) {
+    throw bad("write an IPv6 host in brackets, e.g. [::1]:9400");
   }
-  if (port < 0 || port > 65535) throw Error("--listen: bad port in '" + address + "'");
   if (host.empty()) host = "0.0.0.0";
   return {host, port};
 }

@@ -24,39 +24,61 @@ Labels workload_labels(const WorkloadView& w) {
           {"team", w.names.team}};
 }
 
+// One series set per workload and GPU: the unit every attribution series is
+// labelled with. A view with no per-GPU breakdown is one entry, GPU unknown.
+struct Series {
+  Labels labels;
+  const ledger::Usage* usage;
+};
+
+std::vector<Series> attribution_series(const agent::AgentSnapshot& snap) {
+  std::vector<Series> out;
+  for (const auto& w : snap.workloads) {
+    auto add = [&](const std::string& gpu, const std::string& uuid, const ledger::Usage& usage) {
+      Labels labels = workload_labels(w);
+      labels.emplace_back("gpu", gpu);
+      labels.emplace_back("UUID", uuid);
+      out.push_back({std::move(labels), &usage});
+    };
+    if (w.by_gpu.empty()) add("", "", w.usage);
+    for (const auto& g : w.by_gpu) add(g.gpu, g.uuid, g.usage);
+  }
+  return out;
+}
+
 struct CounterFamily {
   const char* name;
   MetricType type;
   const char* help;
-  std::function<uint64_t(const WorkloadView&)> value;
+  std::function<uint64_t(const ledger::Usage&)> value;
 };
 
 const std::vector<CounterFamily>& plain_families() {
   static const std::vector<CounterFamily> families = {
       {"gpuledger_cuda_kernel_launches_total", MetricType::kCounter,
        "CUDA kernel launches (cuLaunchKernel, _ptsz, Ex, cooperative).",
-       [](const WorkloadView& w) { return w.usage.counters.launches; }},
+       [](const ledger::Usage& u) { return u.counters.launches; }},
       {"gpuledger_cuda_launched_threads_total", MetricType::kCounter,
        "Threads launched: grid size times block size, summed over launches.",
-       [](const WorkloadView& w) { return w.usage.counters.launched_threads; }},
+       [](const ledger::Usage& u) { return u.counters.launched_threads; }},
       {"gpuledger_cuda_graph_launches_total", MetricType::kCounter, "CUDA graph launches.",
-       [](const WorkloadView& w) { return w.usage.counters.graph_launches; }},
+       [](const ledger::Usage& u) { return u.counters.graph_launches; }},
       {"gpuledger_cuda_memory_allocations_total", MetricType::kCounter, "Successful device memory allocations.",
-       [](const WorkloadView& w) { return w.usage.counters.allocations; }},
+       [](const ledger::Usage& u) { return u.counters.allocations; }},
       {"gpuledger_cuda_memory_allocated_bytes_total", MetricType::kCounter, "Bytes of device memory allocated.",
-       [](const WorkloadView& w) { return w.usage.counters.allocated_bytes; }},
+       [](const ledger::Usage& u) { return u.counters.allocated_bytes; }},
       {"gpuledger_cuda_memory_freed_bytes_total", MetricType::kCounter,
        "Bytes of device memory freed, including what a process held when it exited.",
-       [](const WorkloadView& w) { return w.usage.counters.freed_bytes; }},
+       [](const ledger::Usage& u) { return u.counters.freed_bytes; }},
       {"gpuledger_cuda_memory_live_bytes", MetricType::kGauge,
        "Device memory allocated and not yet freed (allocations seen by the agent).",
-       [](const WorkloadView& w) { return w.usage.live_bytes(); }},
+       [](const ledger::Usage& u) { return u.live_bytes(); }},
       {"gpuledger_cuda_memory_untracked_frees_total", MetricType::kCounter,
        "Frees of allocations made before the agent attached (their size is unknown).",
-       [](const WorkloadView& w) { return w.usage.counters.untracked_frees; }},
+       [](const ledger::Usage& u) { return u.counters.untracked_frees; }},
       {"gpuledger_cuda_syncs_total", MetricType::kCounter,
        "Synchronisation calls (stream, context, event) that returned.",
-       [](const WorkloadView& w) { return w.usage.counters.syncs; }},
+       [](const ledger::Usage& u) { return u.counters.syncs; }},
   };
   return families;
 }
@@ -64,31 +86,37 @@ const std::vector<CounterFamily>& plain_families() {
 constexpr std::array<const char*, GL_DIR_COUNT> kDirections = {"htod", "dtoh", "dtod", "peer", "unknown"};
 
 void write_workload_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap) {
+  const auto series = attribution_series(snap);
   for (const auto& family : plain_families()) {
     out.family(family.name, family.type, family.help);
-    for (const auto& w : snap.workloads) out.sample(workload_labels(w), family.value(w));
+    for (const auto& s : series) out.sample(s.labels, family.value(*s.usage));
   }
   out.family("gpuledger_cuda_sync_seconds_total", MetricType::kCounter,
              "Seconds spent blocked in synchronisation calls.");
-  for (const auto& w : snap.workloads) out.sample(workload_labels(w), w.usage.counters.sync_ns / 1e9);
+  for (const auto& s : series) out.sample(s.labels, s.usage->counters.sync_ns / 1e9);
+  out.family("gpuledger_cuda_busy_seconds_total", MetricType::kCounter,
+             "Estimated GPU-busy seconds: from the first launch after a synchronisation until a "
+             "synchronisation on the same thread returns. An estimate from the API, not a device counter.");
+  for (const auto& s : series) out.sample(s.labels, s.usage->counters.busy_ns / 1e9);
 
-  auto per_direction = [&](const uint64_t (&values)[GL_DIR_COUNT], const WorkloadView& w) {
-    for (size_t d = 0; d < GL_DIR_COUNT; ++d) {
-      auto labels = workload_labels(w);
-      labels.emplace_back("direction", kDirections[d]);
-      out.sample(labels, values[d]);
+  auto per_direction = [&](const char* name, const char* help, auto field) {
+    out.family(name, MetricType::kCounter, help);
+    for (const auto& s : series) {
+      for (size_t d = 0; d < GL_DIR_COUNT; ++d) {
+        auto labels = s.labels;
+        labels.emplace_back("direction", kDirections[d]);
+        out.sample(labels, (s.usage->counters.*field)[d]);
+      }
     }
   };
-  out.family("gpuledger_cuda_memcpy_bytes_total", MetricType::kCounter, "Bytes copied by memcpy, by direction.");
-  for (const auto& w : snap.workloads) per_direction(w.usage.counters.memcpy_bytes, w);
-  out.family("gpuledger_cuda_memcpy_total", MetricType::kCounter, "Memcpy calls, by direction.");
-  for (const auto& w : snap.workloads) per_direction(w.usage.counters.memcpy_calls, w);
+  per_direction("gpuledger_cuda_memcpy_bytes_total", "Bytes copied by memcpy, by direction.", &gl_counters::memcpy_bytes);
+  per_direction("gpuledger_cuda_memcpy_total", "Memcpy calls, by direction.", &gl_counters::memcpy_calls);
 
   out.family("gpuledger_cuda_api_errors_total", MetricType::kCounter,
              "CUDA driver calls that returned an error, by entry point.");
-  for (const auto& w : snap.workloads) {
-    for (const auto& [call, n] : w.usage.errors_by_call) {
-      auto labels = workload_labels(w);
+  for (const auto& s : series) {
+    for (const auto& [call, n] : s.usage->errors_by_call) {
+      auto labels = s.labels;
       labels.emplace_back("call", call);
       out.sample(labels, n);
     }

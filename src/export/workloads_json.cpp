@@ -31,6 +31,7 @@ nlohmann::json identity_json(const identity::Workload& w, const identity::Worklo
 nlohmann::json counters_json(const ledger::Usage& u) {
   const auto& c = u.counters;
   return {{"kernel_launches", c.launches},
+          {"busy_seconds_estimate", c.busy_ns / 1e9},
           {"launched_threads", c.launched_threads},
           {"graph_launches", c.graph_launches},
           {"memory_allocations", c.allocations},
@@ -43,6 +44,15 @@ nlohmann::json counters_json(const ledger::Usage& u) {
           {"syncs", c.syncs},
           {"sync_seconds", c.sync_ns / 1e9},
           {"api_errors", u.errors_by_call}};
+}
+
+// Per GPU; "gpu" and "UUID" are null when the agent cannot tell for sure.
+nlohmann::json by_gpu_json(const agent::WorkloadView& w) {
+  nlohmann::json out = nlohmann::json::array();
+  auto or_null = [](const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
+  for (const auto& g : w.by_gpu)
+    out.push_back({{"gpu", or_null(g.gpu)}, {"UUID", or_null(g.uuid)}, {"counters", counters_json(g.usage)}});
+  return out;
 }
 
 nlohmann::json library_json(const probes::LibraryRecord& lib) {
@@ -64,7 +74,8 @@ nlohmann::json workloads_json(const agent::AgentSnapshot& snap) {
                          {"identity", identity_json(w.workload, w.names)},
                          {"cgroup_paths", w.cgroup_paths},
                          {"processes", processes},
-                         {"counters", counters_json(w.usage)}});
+                         {"counters", counters_json(w.usage)},
+                         {"by_gpu", by_gpu_json(w)}});
   }
   nlohmann::json libraries = nlohmann::json::array(), rejected = nlohmann::json::array();
   for (const auto& lib : snap.self.libraries) libraries.push_back(library_json(lib));

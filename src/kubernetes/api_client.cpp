@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <fstream>
@@ -132,6 +133,11 @@ std::shared_ptr<httplib::ClientImpl> ApiClient::make_client(std::chrono::seconds
   client->set_read_timeout(read_timeout);
   client->set_write_timeout(std::chrono::seconds(10));
   client->set_keep_alive(false);
+  // cancel() stops the clients in flight; one whose socket is only being made
+  // now would miss that and sit in a quiet watch: it sees the flag here.
+  client->set_socket_options([this](socket_t fd) {
+    if (cancelled_) ::shutdown(fd, SHUT_RDWR);
+  });
   return client;
 }
 

@@ -26,7 +26,7 @@ bool Usage::operator==(const Usage& other) const {
          errors_by_call == other.errors_by_call;
 }
 
-void UsageTotals::absorb(const std::map<uint64_t, gl_counters>& counters,
+void UsageTotals::absorb(const std::map<probes::CounterKey, gl_counters>& counters,
                          const std::map<probes::ErrorKey, uint64_t>& errors, const CallNameLookup& names) {
   std::lock_guard lock(mu_);
   for (const auto& [key, now] : counters) {
@@ -37,19 +37,20 @@ void UsageTotals::absorb(const std::map<uint64_t, gl_counters>& counters,
   }
   for (const auto& [ekey, now] : errors) {
     uint64_t& last = last_errors_[ekey];
-    totals_[ekey.first].errors_by_call[names.call_name(ekey.second)] += delta(now, last);
+    totals_[ekey.where].errors_by_call[names.call_name(ekey.call_id)] += delta(now, last);
     last = now;
   }
 }
 
-void UsageTotals::forget_entries(uint64_t key) {
+void UsageTotals::forget_entries(uint64_t cgroup_key) {
   std::lock_guard lock(mu_);
-  last_counters_.erase(key);
+  for (auto it = last_counters_.begin(); it != last_counters_.end();)
+    it = it->first.cgroup_key == cgroup_key ? last_counters_.erase(it) : std::next(it);
   for (auto it = last_errors_.begin(); it != last_errors_.end();)
-    it = it->first.first == key ? last_errors_.erase(it) : std::next(it);
+    it = it->first.where.cgroup_key == cgroup_key ? last_errors_.erase(it) : std::next(it);
 }
 
-std::map<uint64_t, Usage> UsageTotals::totals() const {
+std::map<probes::CounterKey, Usage> UsageTotals::totals() const {
   std::lock_guard lock(mu_);
   return totals_;
 }

@@ -21,16 +21,17 @@ class CallNameLookup {
 class UsageTotals {
  public:
   // Folds a reading of the whole maps.
-  void absorb(const std::map<uint64_t, gl_counters>& counters,
+  void absorb(const std::map<probes::CounterKey, gl_counters>& counters,
               const std::map<probes::ErrorKey, uint64_t>& errors, const CallNameLookup& names);
-  // The map entries of `key` were deleted after their last reading: start over.
-  void forget_entries(uint64_t key);
-  std::map<uint64_t, Usage> totals() const;
+  // The map entries of a workload (every device) were deleted after their
+  // last reading: start over.
+  void forget_entries(uint64_t cgroup_key);
+  std::map<probes::CounterKey, Usage> totals() const;
 
  private:
   mutable std::mutex mu_;
-  std::map<uint64_t, Usage> totals_;
-  std::map<uint64_t, gl_counters> last_counters_;
+  std::map<probes::CounterKey, Usage> totals_;
+  std::map<probes::CounterKey, gl_counters> last_counters_;
   std::map<probes::ErrorKey, uint64_t> last_errors_;
 };
 

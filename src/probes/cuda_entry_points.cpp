@@ -38,11 +38,17 @@ const std::vector<EntryPointFamily>& entry_point_families() {
       {"cuStreamSynchronize", GL_KIND_SYNC},
       {"cuCtxSynchronize", GL_KIND_SYNC},
       {"cuEventSynchronize", GL_KIND_SYNC},
+      // Contexts: which device each thread's calls go to. cuCtxCreate takes
+      // the device as (pctx, flags, dev) up to v2, (pctx, params, n, flags, dev)
+      // in v3 and (pctx, params, flags, dev) in v4.
+      {"cuCtxCreate", GL_KIND_CONTEXT, 2, GL_DIR_UNKNOWN, false, GL_CTX_CREATE, {{3, 4}, {4, 3}}},
+      {"cuDevicePrimaryCtxRetain", GL_KIND_CONTEXT, 1, GL_DIR_UNKNOWN, false, GL_CTX_RETAIN},
+      {"cuCtxSetCurrent", GL_KIND_CONTEXT, 0, GL_DIR_UNKNOWN, false, GL_CTX_SET},
+      {"cuCtxPushCurrent", GL_KIND_CONTEXT, 0, GL_DIR_UNKNOWN, false, GL_CTX_PUSH},
+      {"cuCtxPopCurrent", GL_KIND_CONTEXT, 0, GL_DIR_UNKNOWN, false, GL_CTX_POP},
+      {"cuCtxDestroy", GL_KIND_CONTEXT, 0, GL_DIR_UNKNOWN, false, GL_CTX_DESTROY},
       // Set-up calls: their errors are worth counting, and they register the process.
       {"cuInit", GL_KIND_OTHER},
-      {"cuCtxCreate", GL_KIND_OTHER},
-      {"cuDevicePrimaryCtxRetain", GL_KIND_OTHER},
-      {"cuCtxSetCurrent", GL_KIND_OTHER},
   };
   return families;
 }
@@ -70,11 +76,15 @@ ProbeSpec spec_for(const EntryPointFamily& family, const ElfFunction& fn, CallNa
                    const ProbePlanOptions& options) {
   auto form = parse_entry_point_form(fn.name, family.base);
   bool legacy = family.v1_is_32bit && form && form->version == 1;
+  uint8_t size_arg = family.size_arg;
+  for (const auto& [version, arg] : family.size_arg_by_version)
+    if (form && form->version == version) size_arg = arg;
+  // Context calls carry their operation where copies carry a direction.
+  unsigned dir_or_op = family.kind == GL_KIND_CONTEXT ? family.context_op : family.direction;
   ProbeSpec spec;
   spec.name = fn.name;
   spec.file_offset = fn.file_offset;
-  spec.cookie = GL_MAKE_COOKIE(family.kind, call_names.id_of(fn.name), family.size_arg,
-                               family.direction, legacy ? 1 : 0);
+  spec.cookie = GL_MAKE_COOKIE(family.kind, call_names.id_of(fn.name), size_arg, dir_or_op, legacy ? 1 : 0);
   if (is_launch(family.kind) && !options.launch_returns) {
     spec.program = ProbeProgram::kLaunch;
     spec.with_return = false;

@@ -16,11 +16,14 @@ namespace gpuledger::probes {
 struct EntryPointFamily {
   std::string_view base;   // the unversioned name, e.g. "cuMemcpyHtoD"
   gl_call_kind kind;
-  uint8_t size_arg = 0;    // memcpy: argument index of the byte count
+  uint8_t size_arg = 0;    // memcpy: argument index of the byte count; context: of the device
   gl_direction direction = GL_DIR_UNKNOWN;
   // The unsuffixed (v1) form predates 64-bit device pointers: cuMemAlloc and
   // friends take 32-bit pointers and sizes there.
   bool v1_is_32bit = false;
+  gl_context_op context_op = GL_CTX_SET;  // GL_KIND_CONTEXT only
+  // Versions whose argument layout moves size_arg: {version, argument index}.
+  std::vector<std::pair<int, uint8_t>> size_arg_by_version = {};
 };
 
 // Every family gpuledger knows, in a fixed order.

@@ -28,7 +28,7 @@ CudaProbeProgram::CudaProbeProgram(const ProbeProgramConfig& config) : config_(c
   }
   // Key 0 is the overflow bucket the kernel side falls back to when the
   // workload map is full: it must exist before the first probe fires.
-  uint64_t overflow_key = 0;
+  gl_workload_key overflow_key{0, GL_DEVICE_UNKNOWN, 0};
   int ncpu = libbpf_num_possible_cpus();
   std::vector<gl_counters> zeros(ncpu > 0 ? ncpu : 1);
   std::memset(zeros.data(), 0, zeros.size() * sizeof(gl_counters));
@@ -73,6 +73,7 @@ BpfMapFds CudaProbeProgram::maps() const {
       .live_allocations = bpf_map__fd(skel_->maps.live_allocations),
       .processes = bpf_map__fd(skel_->maps.processes),
       .stats = bpf_map__fd(skel_->maps.stats),
+      .context_devices = bpf_map__fd(skel_->maps.context_devices),
       .events = bpf_map__fd(skel_->maps.events),
   };
 }

@@ -24,6 +24,8 @@ struct ProbeProgramConfig {
 };
 
 // The uprobes on one library file; detached when destroyed.
+// Detaching is slow (the kernel serialises uprobe removal, ~0.1 s each);
+// attaching is fast.
 struct AttachedLibrary {
   std::string path;
   std::vector<LinkHandle> links;
@@ -36,6 +38,7 @@ struct BpfMapFds {
   int live_allocations = -1;
   int processes = -1;
   int stats = -1;
+  int context_devices = -1;
   int events = -1;
 };
 

@@ -30,11 +30,11 @@ void for_each_key(int fd, Fn&& fn) {
 
 }  // namespace
 
-std::map<uint64_t, gl_counters> read_workload_counters(int fd) {
+std::map<CounterKey, gl_counters> read_workload_counters(int fd) {
   constexpr size_t kFields = sizeof(gl_counters) / sizeof(uint64_t);
-  std::map<uint64_t, gl_counters> out;
+  std::map<CounterKey, gl_counters> out;
   std::vector<gl_counters> per_cpu(possible_cpus());
-  for_each_key<uint64_t>(fd, [&](uint64_t key) {
+  for_each_key<gl_workload_key>(fd, [&](const gl_workload_key& key) {
     if (bpf_map_lookup_elem(fd, &key, per_cpu.data()) != 0) return;
     gl_counters sum{};
     auto* dst = reinterpret_cast<uint64_t*>(&sum);
@@ -42,7 +42,7 @@ std::map<uint64_t, gl_counters> read_workload_counters(int fd) {
       const auto* src = reinterpret_cast<const uint64_t*>(&c);
       for (size_t i = 0; i < kFields; ++i) dst[i] += src[i];
     }
-    out[key] = sum;
+    out[CounterKey{key.cgroup_key, key.device}] = sum;
   });
   return out;
 }
@@ -51,7 +51,7 @@ std::map<ErrorKey, uint64_t> read_call_errors(int fd) {
   std::map<ErrorKey, uint64_t> out;
   for_each_key<gl_error_key>(fd, [&](const gl_error_key& key) {
     uint64_t n = 0;
-    if (bpf_map_lookup_elem(fd, &key, &n) == 0) out[{key.cgroup_key, key.call_id}] = n;
+    if (bpf_map_lookup_elem(fd, &key, &n) == 0) out[ErrorKey{{key.cgroup_key, key.device}, key.call_id}] = n;
   });
   return out;
 }
@@ -89,6 +89,20 @@ size_t count_entries(int fd) {
     prev = key.data();
   }
   return n;
+}
+
+uint64_t live_bytes_of(const gl_proc_state& process) {
+  uint64_t sum = 0;
+  for (auto b : process.live_bytes) sum += b;
+  return sum;
+}
+
+size_t prune_orphan_contexts(int fd, const std::map<uint32_t, gl_proc_state>& processes) {
+  size_t removed = 0;
+  for_each_key<gl_ctx_key>(fd, [&](const gl_ctx_key& key) {
+    if (!processes.contains(key.tgid) && bpf_map_delete_elem(fd, &key) == 0) ++removed;
+  });
+  return removed;
 }
 
 size_t prune_orphan_allocations(int fd, const std::map<uint32_t, gl_proc_state>& processes) {

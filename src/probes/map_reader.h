@@ -2,6 +2,7 @@
 // Reads the CUDA probe program's maps into plain C++ values. Per-CPU values are
 // summed here; nothing else in the agent knows maps are per-CPU.
 #include <array>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -11,9 +12,20 @@
 
 namespace gpuledger::probes {
 
-using ErrorKey = std::pair<uint64_t, uint32_t>;  // (cgroup key, call id)
+// Counters are kept per workload (cgroup key) and device ordinal.
+struct CounterKey {
+  uint64_t cgroup_key = 0;
+  uint32_t device = GL_DEVICE_UNKNOWN;
+  auto operator<=>(const CounterKey&) const = default;
+};
 
-std::map<uint64_t, gl_counters> read_workload_counters(int fd);
+struct ErrorKey {
+  CounterKey where;
+  uint32_t call_id = 0;
+  auto operator<=>(const ErrorKey&) const = default;
+};
+
+std::map<CounterKey, gl_counters> read_workload_counters(int fd);
 std::map<ErrorKey, uint64_t> read_call_errors(int fd);
 std::map<uint32_t, gl_proc_state> read_processes(int fd);
 std::array<uint64_t, GL_STAT_COUNT> read_stats(int fd);
@@ -23,5 +35,10 @@ size_t count_entries(int fd);
 // Deletes the live-allocation entries whose process is gone or was replaced by
 // a new process with the same PID; returns how many were removed.
 size_t prune_orphan_allocations(int live_allocations_fd, const std::map<uint32_t, gl_proc_state>& processes);
+// Deletes context entries of processes that are gone.
+size_t prune_orphan_contexts(int context_devices_fd, const std::map<uint32_t, gl_proc_state>& processes);
+
+// Everything a process still holds, over all devices.
+uint64_t live_bytes_of(const gl_proc_state& process);
 
 }  // namespace gpuledger::probes

@@ -62,13 +62,13 @@ TEST(DcgmScraper, HttpErrorStatusIsAnError) {
 
 TEST(DcgmScraper, SlowEndpointTimesOut) {
   test::FixtureServer server;
-  server.set("DCGM_FI_DEV_GPU_UTIL{UUID=\"GPU-x\"} 1\n", 200, std::chrono::milliseconds(1500));
+  server.set("DCGM_FI_DEV_GPU_UTIL{UUID=\"GPU-x\"} 1\n", 200, std::chrono::milliseconds(900));
   ScrapeOptions options;
   options.timeout = std::chrono::milliseconds(200);
   auto started = std::chrono::steady_clock::now();
   auto result = DcgmScraper(server.url(), options).scrape();
   EXPECT_FALSE(result.ok);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(1400));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(800));
 }
 
 TEST(DcgmScraper, OversizedBodyIsRefused) {

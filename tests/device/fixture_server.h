@@ -1,7 +1,11 @@
 #pragma once
 // A local dcgm-exporter stand-in: cpp-httplib on 127.0.0.1, port 0, serving
 // whatever body the test sets (or an HTTP error, or a slow answer).
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -57,10 +61,17 @@ class FixtureServer {
   std::chrono::milliseconds delay_{0};
 };
 
-// A port on 127.0.0.1 with nobody listening (bound then closed).
+// A port on 127.0.0.1 with nobody listening (bound, never listened, closed).
 inline int closed_port() {
-  httplib::Server s;
-  return s.bind_to_any_port("127.0.0.1");
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
 }
 
 }  // namespace gpuledger::device::test

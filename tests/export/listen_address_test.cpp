@@ -29,7 +29,7 @@ TEST(ParseListenAddress, EmptyHostMeansAllInterfaces) {
 
 TEST(ParseListenAddress, MalformedThrows) {
   for (const char* bad : {"abc", "1.2.3.4:", "h:70000", "h:12x", "", ":", "h:", "h:-1", "h:65536",
-                          "h:99999999999999999999", "h:x12", "[::1]"}) {
+                          "h:99999999999999999999", "h:x12", "[::1]", "h: 80", "h:+80", "::1", "[::1:80", "a]:80"}) {
     EXPECT_THROW(parse_listen_address(bad), gpuledger::Error) << "'" << bad << "'";
   }
 }

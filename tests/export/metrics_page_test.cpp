@@ -309,7 +309,7 @@ agent::AgentSnapshot make_snapshot() {
   return snap;
 }
 
-const std::vector<std::string> kWorkloadLabels = {"workload", "pod_uid", "container_id", "namespace", "pod", "container"};
+const std::vector<std::string> kWorkloadLabels = {"workload", "pod_uid", "container_id", "namespace", "pod", "container", "team"};
 
 std::vector<std::string> label_names(const Sample& s) {
   std::vector<std::string> out;
@@ -385,6 +385,8 @@ TEST_F(MetricsPage, AttributionSamplesCarryExactlyTheWorkloadLabels) {
     if (!s.name.starts_with("gpuledger_cuda_") || s.name.starts_with("gpuledger_cuda_librar")) continue;
     SCOPED_TRACE(s.name);
     auto expected = kWorkloadLabels;
+    expected.push_back("gpu");  // every attribution series says which GPU ("" when unknown)
+    expected.push_back("UUID");
     if (s.name == "gpuledger_cuda_memcpy_bytes_total" || s.name == "gpuledger_cuda_memcpy_total")
       expected.push_back("direction");
     if (s.name == "gpuledger_cuda_api_errors_total") expected.push_back("call");
@@ -396,8 +398,8 @@ TEST_F(MetricsPage, AttributionSamplesCarryExactlyTheWorkloadLabels) {
     EXPECT_EQ(labels["container"], "");
     ++checked;
   }
-  // 9 plain families + sync seconds, 2 workloads each; 2 x 2 x 5 memcpy; 2 errors.
-  EXPECT_EQ(checked, 10 * 2 + 2 * 2 * 5 + 2);
+  // 9 plain families + sync and busy seconds, 2 workloads each; 2 x 2 x 5 memcpy; 2 errors.
+  EXPECT_EQ(checked, 11 * 2 + 2 * 2 * 5 + 2);
   for (const auto& s : parsed_.samples)
     if (s.name == "gpuledger_workload_processes") {
       EXPECT_EQ(label_names(s), kWorkloadLabels);

@@ -33,8 +33,15 @@ std::string underscored(std::string uid) {
   return uid;
 }
 
+// The node's GPUs as the device plane would list them.
+const std::string kUuid0 = "GPU-00000000-1111-2222-3333-444444444444";
+const std::string kUuid1 = "GPU-55555555-6666-7777-8888-999999999999";
+
 agent::AgentOptions sim_options(bool discover) {
   agent::AgentOptions options;
+  options.gpu_inventory = [] {
+    return std::vector<identity::GpuIdentity>{{0, kUuid0, 0}, {1, kUuid1, 1}};
+  };
   options.cuda_libs = {kSimLib};
   options.discover = discover;
   options.scan_interval = std::chrono::milliseconds(5000);
@@ -188,6 +195,53 @@ TEST_F(AgentIntegration, TenantsInPodShapedCgroupsGetExactCounts) {
   EXPECT_EQ((*wb)["counters"]["api_errors"]["cuMemFree_v2"], 1);
   EXPECT_EQ((*wb)["processes"].size(), 0u);
   EXPECT_EQ(get("/healthz"), "ok\n");
+}
+
+// The kernel side follows each thread's current context to its device
+// ordinal; the process's CUDA_VISIBLE_DEVICES ties ordinals to physical GPUs.
+TEST_F(AgentIntegration, EveryCounterSaysWhichGpu) {
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/two-gpus.service"));
+  auto child = start_interactive_tenant(
+      {cg.dir()},
+      "init; launch 1 1 1 1 1 1 x2; alloc 1000; print-ready; wait-stdin; device 1; launch 1 1 1 2 1 1 x3; alloc 500; "
+      "sync; ctx-create 0; launch 1 1 1 4 1 1; ctx-pop; launch 1 1 1 8 1 1; exit 0",
+      {"CUDA_VISIBLE_DEVICES=" + kUuid1 + "," + kUuid0, "CUDASIM_DEVICES=2"});
+  await_ready(*child);
+  finish_interactive_tenant(*child);
+
+  auto samples = parse_exposition(get("/metrics"));
+  auto on = [&](const std::string& name, const std::string& gpu, const std::string& uuid) {
+    return sample_value(samples, name, {{"workload", "systemd/two-gpus.service"}, {"gpu", gpu}, {"UUID", uuid}})
+        .value_or(-1);
+  };
+  // Ordinal 0 is the second listed UUID's GPU: index 1.
+  EXPECT_EQ(on("gpuledger_cuda_kernel_launches_total", "1", kUuid1), 3);   // 2 at init, 1 in the created context
+  EXPECT_EQ(on("gpuledger_cuda_launched_threads_total", "1", kUuid1), 6);
+  EXPECT_EQ(on("gpuledger_cuda_memory_allocated_bytes_total", "1", kUuid1), 1000);
+  EXPECT_EQ(on("gpuledger_cuda_memory_freed_bytes_total", "1", kUuid1), 1000);  // released at exit
+  // Ordinal 1 is GPU index 0; after ctx-pop its primary context is current again.
+  EXPECT_EQ(on("gpuledger_cuda_kernel_launches_total", "0", kUuid0), 4);
+  EXPECT_EQ(on("gpuledger_cuda_launched_threads_total", "0", kUuid0), 14);
+  EXPECT_EQ(on("gpuledger_cuda_memory_allocated_bytes_total", "0", kUuid0), 500);
+  EXPECT_EQ(on("gpuledger_cuda_memory_freed_bytes_total", "0", kUuid0), 500);
+  EXPECT_EQ(on("gpuledger_cuda_syncs_total", "0", kUuid0), 1);
+  EXPECT_EQ(on("gpuledger_cuda_kernel_launches_total", "", ""), -1) << "nothing on an unknown GPU";
+  // The span from the first launch to the sync is busy time, closed on the GPU current at the sync.
+  EXPECT_GT(on("gpuledger_cuda_busy_seconds_total", "0", kUuid0), 0);
+}
+
+// Without CUDA_VISIBLE_DEVICES, a restricted container or PCI ordering, an
+// ordinal on a two-GPU node could be either GPU: the labels stay empty.
+TEST_F(AgentIntegration, AnOrdinalThatCannotBeTiedToAGpuStaysUnknown) {
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/ambiguous.service"));
+  ASSERT_EQ(run_tenant({cg.dir()}, "init; launch 1 1 1 1 1 1 x2", {}, {"--quiet"}).exit_code, 0);
+  auto snap = agent_->snapshot();
+  const auto* w = find_workload(snap, "systemd/ambiguous.service");
+  ASSERT_NE(w, nullptr);
+  ASSERT_EQ(w->by_gpu.size(), 1u);
+  EXPECT_EQ(w->by_gpu[0].gpu, "");
+  EXPECT_EQ(w->by_gpu[0].uuid, "");
+  EXPECT_EQ(w->by_gpu[0].usage.counters.launches, 2u);
 }
 
 TEST_F(AgentIntegration, HundredShortLivedProcessesAreAllCounted) {

@@ -112,7 +112,8 @@ class KubernetesEndToEnd : public ::testing::Test {
   }
   void SetUp() override {
     GL_REQUIRE_BPF();
-    ASSERT_TRUE(eventually([] { return metadata_->pod_stats().synced; }, std::chrono::seconds(10)));
+    ASSERT_TRUE(eventually([] { return metadata_->pod_stats().synced && metadata_->namespace_stats()->synced; },
+                           std::chrono::seconds(10)));
   }
 
   static std::vector<Sample> scrape() {

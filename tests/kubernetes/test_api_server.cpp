@@ -141,6 +141,8 @@ int TestApiServer::start(int port) {
   port_ = port == 0 ? server_->bind_to_any_port("127.0.0.1") : (server_->bind_to_port("127.0.0.1", port) ? port : -1);
   if (port_ <= 0) throw std::runtime_error("test API server: cannot bind");
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // stop() before the accept loop runs would be lost: wait for it.
+  while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return port_;
 }
 

@@ -25,8 +25,9 @@ class FakeNames : public CallNameLookup {
   }
 };
 
-constexpr uint64_t kA = 101;
-constexpr uint64_t kB = 202;
+// Workloads 101 and 202 on an unknown device.
+const probes::CounterKey kA{101, GL_DEVICE_UNKNOWN};
+const probes::CounterKey kB{202, GL_DEVICE_UNKNOWN};
 
 gl_counters launches(uint64_t n) {
   gl_counters c{};
@@ -34,18 +35,18 @@ gl_counters launches(uint64_t n) {
   return c;
 }
 
-using Counters = std::map<uint64_t, gl_counters>;
+using Counters = std::map<probes::CounterKey, gl_counters>;
 using Errors = std::map<probes::ErrorKey, uint64_t>;
 
 class UsageTotalsTest : public ::testing::Test {
  protected:
   void absorb(const Counters& c, const Errors& e = {}) { totals_.absorb(c, e, names_); }
-  uint64_t launches_of(uint64_t key) const {
+  uint64_t launches_of(const probes::CounterKey& key) const {
     auto t = totals_.totals();
     auto it = t.find(key);
     return it == t.end() ? ~uint64_t{0} : it->second.counters.launches;
   }
-  std::map<std::string, uint64_t> errors_of(uint64_t key) const {
+  std::map<std::string, uint64_t> errors_of(const probes::CounterKey& key) const {
     auto t = totals_.totals();
     auto it = t.find(key);
     return it == t.end() ? std::map<std::string, uint64_t>{{"<missing>", 0}} : it->second.errors_by_call;
@@ -68,7 +69,7 @@ TEST_F(UsageTotalsTest, SuccessiveReadingsOfOneEntryGiveItsLatestValue) {
 TEST_F(UsageTotalsTest, AfterForgetAFreshEntryAddsOnTop) {
   absorb({{kA, launches(5)}});
   absorb({{kA, launches(8)}});
-  totals_.forget_entries(kA);
+  totals_.forget_entries(kA.cgroup_key);
   EXPECT_EQ(launches_of(kA), 8u) << "forgetting keeps the totals";
   absorb({{kA, launches(3)}});
   EXPECT_EQ(launches_of(kA), 11u);
@@ -78,7 +79,7 @@ TEST_F(UsageTotalsTest, AfterForgetAFreshEntryAddsOnTop) {
 
 TEST_F(UsageTotalsTest, AfterForgetALargerFreshEntryIsAllNew) {
   absorb({{kA, launches(5)}});
-  totals_.forget_entries(kA);
+  totals_.forget_entries(kA.cgroup_key);
   absorb({{kA, launches(9)}});
   EXPECT_EQ(launches_of(kA), 14u);
 }
@@ -135,7 +136,7 @@ TEST_F(UsageTotalsTest, EveryFieldIsFoldedIndependently) {
 
 TEST_F(UsageTotalsTest, KeysAreIndependent) {
   absorb({{kA, launches(5)}, {kB, launches(1)}});
-  totals_.forget_entries(kB);
+  totals_.forget_entries(kB.cgroup_key);
   absorb({{kA, launches(6)}, {kB, launches(2)}});
   EXPECT_EQ(launches_of(kA), 6u);
   EXPECT_EQ(launches_of(kB), 3u);
@@ -176,7 +177,7 @@ TEST_F(UsageTotalsTest, ErrorsOnlyKeyGetsATotal) {
 
 TEST_F(UsageTotalsTest, ForgetResetsErrorsOfThatKeyOnly) {
   absorb({}, {{{kA, 2}, 4}, {{kB, 2}, 4}});
-  totals_.forget_entries(kA);
+  totals_.forget_entries(kA.cgroup_key);
   absorb({}, {{{kA, 2}, 5}, {{kB, 2}, 5}});
   EXPECT_EQ(errors_of(kA), (std::map<std::string, uint64_t>{{"cuLaunchKernel", 9}}));
   EXPECT_EQ(errors_of(kB), (std::map<std::string, uint64_t>{{"cuLaunchKernel", 5}}));
@@ -194,7 +195,7 @@ TEST_F(UsageTotalsTest, ForgetOfAnUnknownKeyIsHarmless) {
   totals_.forget_entries(999);
   absorb({{kA, launches(3)}});
   EXPECT_EQ(launches_of(kA), 3u);
-  EXPECT_FALSE(totals_.totals().count(999));
+  EXPECT_FALSE(totals_.totals().count(probes::CounterKey{999, GL_DEVICE_UNKNOWN}));
 }
 
 TEST(Usage, PlusEqualsAddsEveryFieldAndMergesErrors) {
@@ -259,6 +260,31 @@ TEST(Usage, LiveBytes) {
   EXPECT_EQ(u.live_bytes(), 0u);
   u.counters.freed_bytes = 5000;  // frees of memory allocated before the agent attached
   EXPECT_EQ(u.live_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger
+
+namespace gpuledger::ledger {
+namespace {
+
+TEST(UsageTotalsDevices, OneWorkloadOnTwoDevicesKeepsThemApartAndForgetsBoth) {
+  struct Names : CallNameLookup {
+    std::string call_name(uint32_t) const override { return "cuLaunchKernel"; }
+  } names;
+  UsageTotals totals;
+  const probes::CounterKey gpu0{7, 0}, gpu1{7, 1};
+  gl_counters c0{}, c1{};
+  c0.launches = 2;
+  c1.launches = 5;
+  totals.absorb({{gpu0, c0}, {gpu1, c1}}, {{probes::ErrorKey{gpu1, 0}, 1}}, names);
+  totals.forget_entries(7);
+  c0.launches = 1;  // both entries re-created by the kernel after the agent deleted them
+  totals.absorb({{gpu0, c0}}, {}, names);
+  auto t = totals.totals();
+  EXPECT_EQ(t.at(gpu0).counters.launches, 3u);
+  EXPECT_EQ(t.at(gpu1).counters.launches, 5u);
+  EXPECT_EQ(t.at(gpu1).errors_by_call.at("cuLaunchKernel"), 1u);
 }
 
 }  // namespace

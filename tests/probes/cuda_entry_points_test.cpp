@@ -22,7 +22,7 @@ namespace {
 
 struct Expect {
   gl_call_kind kind;
-  gl_direction dir = GL_DIR_UNKNOWN;
+  unsigned dir = GL_DIR_UNKNOWN;  // gl_direction, or gl_context_op for GL_KIND_CONTEXT
   uint32_t size_arg = 0;
   uint32_t legacy = 0;
 };
@@ -79,11 +79,15 @@ const std::map<std::string, Expect>& sim_expected() {
       {"cuCtxSynchronize", {GL_KIND_SYNC}},
       {"cuEventSynchronize", {GL_KIND_SYNC}},
       {"cuInit", {GL_KIND_OTHER}},
-      {"cuCtxCreate_v2", {GL_KIND_OTHER}},
-      {"cuCtxCreate_v3", {GL_KIND_OTHER}},
-      {"cuCtxCreate_v4", {GL_KIND_OTHER}},
-      {"cuDevicePrimaryCtxRetain", {GL_KIND_OTHER}},
-      {"cuCtxSetCurrent", {GL_KIND_OTHER}},
+      // Contexts: the operation, and the argument holding the device.
+      {"cuCtxCreate_v2", {GL_KIND_CONTEXT, GL_CTX_CREATE, 2, 0}},
+      {"cuCtxCreate_v3", {GL_KIND_CONTEXT, GL_CTX_CREATE, 4, 0}},
+      {"cuCtxCreate_v4", {GL_KIND_CONTEXT, GL_CTX_CREATE, 3, 0}},
+      {"cuDevicePrimaryCtxRetain", {GL_KIND_CONTEXT, GL_CTX_RETAIN, 1, 0}},
+      {"cuCtxSetCurrent", {GL_KIND_CONTEXT, GL_CTX_SET, 0, 0}},
+      {"cuCtxPushCurrent_v2", {GL_KIND_CONTEXT, GL_CTX_PUSH, 0, 0}},
+      {"cuCtxPopCurrent_v2", {GL_KIND_CONTEXT, GL_CTX_POP, 0, 0}},
+      {"cuCtxDestroy_v2", {GL_KIND_CONTEXT, GL_CTX_DESTROY, 0, 0}},
   };
   return e;
 }
@@ -191,7 +195,7 @@ TEST_F(SimPlan, SimilarNamesAreNotConfused) {
   CallNames names;
   auto plan = by_name(plan_probes(*functions_, names, {}));
   // Exported by the simulator but not a form of any probed family.
-  for (const char* n : {"cuDevicePrimaryCtxRelease_v2", "cuCtxDestroy_v2", "cuStreamCreate", "cuEventRecord",
+  for (const char* n : {"cuDevicePrimaryCtxRelease_v2", "cuCtxGetCurrent", "cuStreamCreate", "cuEventRecord",
                         "cuGetProcAddress", "cuDriverGetVersion", "cudasimLiveBytes"}) {
     EXPECT_FALSE(plan.count(n)) << n;
     EXPECT_NE(function(n), nullptr) << n << " should exist in the simulator";

@@ -1,0 +1,42 @@
+// `gpuledger report`: renders the chargeback from the ledger store or, with
+// --prometheus, for the whole fleet.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "ledger/store.h"
+#include "report/fleet.h"
+#include "report/report.h"
+
+namespace gpuledger::cli {
+
+int run_report(const ReportCommand& cmd) {
+  using namespace report;
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t from = parse_time(cmd.from, now);
+  const int64_t to = parse_time(cmd.to, now);
+  if (to <= from) throw Error("--to must be after --from");
+  const GroupBy by = parse_group_by(cmd.by);
+  const Format format = parse_format(cmd.format);
+  Report r;
+  if (!cmd.prometheus.empty()) {
+    r = fleet_report(cmd.prometheus, from, to, by, cmd.timeout_ms);
+  } else {
+    ledger::Store store(cmd.store, ledger::Store::Mode::kReadOnly);
+    r = build_report(store.windows(from, to), from, to, by);
+  }
+  const std::string text = render(r, format);
+  if (cmd.output.empty()) {
+    std::cout << text << std::flush;
+  } else {
+    std::ofstream out(cmd.output, std::ios::binary | std::ios::trunc);
+    if (!out || !(out << text) || !out.flush()) throw Error("--output " + cmd.output + ": cannot write");
+  }
+  return 0;
+}
+
+}  // namespace gpuledger::cli

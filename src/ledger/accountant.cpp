@@ -1,0 +1,378 @@
+#include "ledger/accountant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "common/log.h"
+
+namespace gpuledger::ledger {
+
+namespace {
+template <typename Counters>
+double busy_ns_of(const Counters& c) {
+  if constexpr (requires { c.busy_ns; }) {
+    return static_cast<double>(c.busy_ns);  // launch-to-completion spans (kernel side)
+  } else {
+    return static_cast<double>(c.sync_ns);  // until then: time blocked in synchronisation
+  }
+}
+}  // namespace
+
+double busy_seconds_estimate(const Usage& usage) { return busy_ns_of(usage.counters) / 1e9; }
+
+AccountLabels export_labels(const std::string& account, const AccountLabels& labels) {
+  if (account == kIdleAccount || account == kUnallocatedAccount) return AccountLabels{"", "", "", account};
+  return labels;
+}
+
+namespace {
+bool special(const std::string& a) { return a == kIdleAccount || a == kUnallocatedAccount; }
+std::optional<double> scaled(const std::optional<double>& v, double f) {
+  return v ? std::optional<double>(*v * f) : std::nullopt;
+}
+}  // namespace
+
+WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end, const SlotWindow& in,
+                            double observed_seconds, const std::string& source) {
+  const SlotPrice price = price_for(prices, in.slot);
+  const double len = static_cast<double>(end - start);
+  WindowInput wi;
+  wi.cost_micros = window_cost_micros(price, end - start);
+  wi.window_seconds = len;
+  for (const auto& h : in.holders) wi.holders.push_back({h.account, h.weight});
+  wi.activity = in.activity;
+  wi.device_busy_fraction = in.device_busy_fraction;
+  wi.idle_policy = prices.idle_policy;
+  const WindowSplit split = split_window(wi);
+
+  WindowRecord r;
+  r.start = start;
+  r.end = end;
+  r.slot = in.slot;
+  r.gpu_fraction = price.gpu_fraction();
+  r.currency = prices.currency;
+  r.cost_micros = wi.cost_micros;
+  r.busy_micros = split.busy_micros;
+  r.idle_micros = split.idle_micros;
+  r.busy_fraction = split.busy_fraction;
+  r.busy_source = std::string(to_string(split.busy_source));
+  r.exclusive = split.exclusive;
+  r.observed_seconds = std::clamp(observed_seconds, 0.0, len);
+  r.source = source;
+  r.device = in.device;
+  r.charges = split.charges;
+
+  std::map<std::string, double> held;
+  double held_total = 0;
+  for (const auto& h : wi.holders) {
+    held[h.account] += h.weight;
+    held_total += h.weight;
+  }
+  std::set<std::string> names;
+  for (const auto& [a, w] : held) names.insert(a);
+  for (const auto& [a, act] : in.activity)
+    if (act.any()) names.insert(a);
+  for (const auto& c : split.charges) names.insert(c.account);
+  const double busy_s = split.busy_fraction * len;
+  const bool users = !split.activity_share.empty();
+  for (const auto& name : names) {
+    AccountRecord a;
+    a.account = name;
+    if (auto it = in.labels.find(name); it != in.labels.end()) a.labels = it->second;
+    a.held_share = held.count(name) ? held[name] / held_total : 0;
+    if (auto it = in.activity.find(name); it != in.activity.end()) {
+      a.busy_seconds = it->second.busy_seconds;
+      a.vram_byte_seconds = it->second.vram_byte_seconds;
+      a.launches = it->second.launches;
+    }
+    auto share = split.activity_share.find(name);
+    a.activity_share = share == split.activity_share.end() ? 0 : share->second;
+    if (split.exclusive) {
+      a.gpu_busy_seconds = busy_s;
+    } else if (users) {
+      a.gpu_busy_seconds = busy_s * a.activity_share;
+    } else if (held_total > 0) {
+      a.gpu_busy_seconds = busy_s * a.held_share;
+    } else if (name == kUnallocatedAccount) {
+      a.gpu_busy_seconds = busy_s;
+    }
+    if (!special(name)) {
+      double f = split.exclusive ? 1.0 : a.activity_share;
+      a.efficiency = {scaled(in.device.sm_active, f), scaled(in.device.sm_occupancy, f),
+                      scaled(in.device.tensor_active, f), scaled(in.device.dram_active, f)};
+    }
+    r.accounts.push_back(std::move(a));
+  }
+  return r;
+}
+
+Accountant::Accountant(Store& store, PriceBook prices, int64_t max_backfill_seconds)
+    : store_(store), prices_(std::move(prices)), max_backfill_(max_backfill_seconds) {
+  stored_end_ = store_.last_window_end();
+  // The counters on /metrics continue from the ledger, across restarts.
+  const LedgerTotals totals = store_.totals();
+  std::lock_guard lock(mu_);
+  for (const auto& c : totals.cost)
+    cost_micros_[{SeriesKey{export_labels(c.account, c.labels), c.uuid}, c.kind}] += c.micros;
+  for (const auto& s : totals.seconds) {
+    SeriesKey k{export_labels(s.account, s.labels), s.uuid};
+    held_gpu_seconds_[k] += s.held_gpu_seconds;
+    busy_gpu_seconds_[k] += s.busy_gpu_seconds;
+  }
+  for (const auto& [uuid, s] : totals.gpu_busy_seconds) gpu_busy_seconds_[uuid] += s;
+}
+
+void Accountant::attribute(const Observation& obs, double t0, double t1) {
+  const double dt = t1 - t0;
+  if (dt <= 0) return;
+  // Device readings: time-weighted.
+  for (const auto& [uuid, d] : obs.device) {
+    SlotState& s = slots_[uuid];
+    if (d.busy_fraction) {
+      s.busy_weighted += *d.busy_fraction * dt;
+      s.busy_time += dt;
+    }
+    auto add = [&](const char* name, const std::optional<double>& v) {
+      if (v) {
+        s.eff[name].first += *v * dt;
+        s.eff[name].second += dt;
+      }
+    };
+    add("sm_active", d.efficiency.sm_active);
+    add("sm_occupancy", d.efficiency.sm_occupancy);
+    add("tensor_active", d.efficiency.tensor_active);
+    add("dram_active", d.efficiency.dram_active);
+  }
+  // VRAM held since the previous observation (its live bytes, on its slots).
+  for (const auto& [stream, st] : accounts_) {
+    const std::string& account = stream.first;
+    if (st.live_bytes == 0 || st.slots.empty()) continue;
+    for (const auto& uuid : st.slots)
+      slots_[uuid].activity[account].vram_byte_seconds +=
+          static_cast<double>(st.live_bytes) * dt / static_cast<double>(st.slots.size());
+  }
+}
+
+void Accountant::observe(const Observation& obs) {
+  const int64_t L = prices_.window_seconds;
+  const double t = obs.time;
+  // Which slots each workload's activity goes to.
+  std::map<std::string, std::vector<std::string>> held_slots;
+  for (const auto& h : obs.holders) held_slots[h.account].push_back(h.slot_uuid);
+  auto slots_of = [&](const WorkloadUsage& w) {
+    std::vector<std::string> s = w.slots;
+    if (s.empty()) s = held_slots[w.account];
+    if (s.empty() && obs.slots.size() == 1) s = {obs.slots[0].uuid};
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+    return s;
+  };
+
+  // A workload's usage as streams: one per known slot, plus the rest.
+  auto streams_of = [&](const WorkloadUsage& w) {
+    std::vector<std::pair<std::string, AccountState>> out;
+    double busy = w.busy_seconds;
+    uint64_t launches = w.launches, live = w.live_bytes;
+    for (const auto& [uuid, u] : w.by_slot) {
+      out.push_back({uuid, {u.busy_seconds, u.launches, u.live_bytes, {uuid}}});
+      busy -= u.busy_seconds;
+      launches -= std::min(launches, u.launches);
+      live -= std::min(live, u.live_bytes);
+    }
+    out.push_back({"", {std::max(0.0, busy), launches, live, slots_of(w)}});
+    return out;
+  };
+
+  if (!window_start_) {
+    const int64_t S = static_cast<int64_t>(std::floor(t / static_cast<double>(L))) * L;
+    holders_ = obs.holders;
+    inventory_ = obs.slots;
+    allocation_known_ = obs.allocation_known;
+    for (const auto& h : obs.holders) labels_[h.account] = h.labels;
+    if (stored_end_ && *stored_end_ < S) {
+      int64_t from = ((*stored_end_ + L - 1) / L) * L;
+      if (S - from > max_backfill_) {
+        int64_t kept = std::max<int64_t>(0, (max_backfill_ / L) * L);
+        spdlog::warn("ledger: agent was down from {} to {}; backfilling only the last {} s", from, S, kept);
+        from = S - kept;
+      }
+      for (int64_t b = from; b < S; b += L) close_window(b, 0, "backfill");
+    }
+    window_start_ = S;
+    window_first_seen_ = t;
+    last_time_ = t;
+    for (const auto& w : obs.workloads) {
+      for (auto& [slot, st] : streams_of(w)) accounts_[{w.account, slot}] = st;
+      if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !labels_.count(w.account))
+        labels_[w.account] = w.labels;
+    }
+    return;
+  }
+  if (t < last_time_) return;  // the clock went back: wait for it
+
+  // Counter deltas since the last observation go to the window open then.
+  bool deltas_added = false;
+  auto add_deltas = [&]() {
+    if (deltas_added) return;
+    deltas_added = true;
+    for (const auto& w : obs.workloads) {
+      for (const auto& [slot, cur] : streams_of(w)) {
+        auto it = accounts_.find({w.account, slot});
+        double prev_busy = it == accounts_.end() ? 0 : it->second.busy_seconds;
+        uint64_t prev_launches = it == accounts_.end() ? 0 : it->second.launches;
+        double dbusy = cur.busy_seconds >= prev_busy ? cur.busy_seconds - prev_busy : cur.busy_seconds;
+        uint64_t dl = cur.launches >= prev_launches ? cur.launches - prev_launches : cur.launches;
+        if (dbusy <= 1e-12 && dl == 0) continue;
+        const auto& s = cur.slots;
+        if (s.empty()) {
+          ++unattributed_;
+          continue;
+        }
+        const uint64_t n = s.size();
+        for (size_t i = 0; i < s.size(); ++i) {
+          Activity& a = slots_[s[i]].activity[w.account];
+          a.busy_seconds += dbusy / static_cast<double>(n);
+          a.launches += dl / n + (i < dl % n ? 1 : 0);
+        }
+      }
+    }
+  };
+
+  while (t >= static_cast<double>(*window_start_ + L)) {
+    const int64_t end = *window_start_ + L;
+    attribute(obs, last_time_, static_cast<double>(end));
+    add_deltas();
+    const double observed = static_cast<double>(end) - window_first_seen_;
+    close_window(*window_start_, observed, observed + 1e-9 < static_cast<double>(L) ? "partial" : "live");
+    window_start_ = end;
+    window_first_seen_ = static_cast<double>(end);
+    last_time_ = static_cast<double>(end);
+    holders_ = obs.holders;
+  }
+  attribute(obs, last_time_, t);
+  add_deltas();
+  last_time_ = t;
+  holders_ = obs.holders;
+  inventory_ = obs.slots;
+  allocation_known_ = obs.allocation_known;
+  for (const auto& h : obs.holders)
+    if (!labels_.count(h.account) || labels_[h.account] == AccountLabels{}) labels_[h.account] = h.labels;
+  std::map<std::pair<std::string, std::string>, AccountState> next;
+  for (const auto& w : obs.workloads) {
+    for (auto& [slot, st] : streams_of(w)) next[{w.account, slot}] = st;
+    if (!(w.labels == AccountLabels{})) labels_[w.account] = w.labels;
+  }
+  accounts_ = std::move(next);
+}
+
+void Accountant::close_window(int64_t start, double observed_seconds, const std::string& source) {
+  const int64_t L = prices_.window_seconds;
+  for (const auto& slot : inventory_) {
+    SlotWindow sw;
+    sw.slot = slot;
+    for (const auto& h : holders_)
+      if (h.slot_uuid == slot.uuid) sw.holders.push_back(h);
+    auto it = slots_.find(slot.uuid);
+    if (it != slots_.end()) {
+      const SlotState& s = it->second;
+      sw.activity = s.activity;
+      if (s.busy_time > 0) sw.device_busy_fraction = s.busy_weighted / s.busy_time;
+      auto avg = [&](const char* name) -> std::optional<double> {
+        auto e = s.eff.find(name);
+        if (e == s.eff.end() || e->second.second <= 0) return std::nullopt;
+        return e->second.first / e->second.second;
+      };
+      sw.device = {avg("sm_active"), avg("sm_occupancy"), avg("tensor_active"), avg("dram_active")};
+    }
+    if (!allocation_known_) {
+      sw.holders.clear();
+      for (const auto& [a, act] : sw.activity)
+        if (act.any()) sw.holders.push_back({slot.uuid, a, labels_[a], 1.0});
+    }
+    for (const auto& h : sw.holders) sw.labels[h.account] = labels_[h.account];
+    for (const auto& [a, act] : sw.activity) sw.labels[a] = labels_[a];
+    WindowRecord rec = account_window(prices_, start, start + L, sw, observed_seconds, source);
+    if (store_.insert_window(rec)) {
+      std::lock_guard lock(mu_);
+      ++windows_written_;
+      record_metrics_locked(rec);
+    }
+  }
+  slots_.clear();
+  if (prices_.retention_days > 0 && start - last_prune_ >= 3600) {
+    last_prune_ = start;
+    int64_t gone = store_.delete_before(start - int64_t{prices_.retention_days} * 86400);
+    if (gone > 0) spdlog::info("ledger: retention deleted {} windows", gone);
+  }
+}
+
+void Accountant::record_metrics(const WindowRecord& w) {
+  std::lock_guard lock(mu_);
+  record_metrics_locked(w);
+}
+
+void Accountant::record_metrics_locked(const WindowRecord& w) {
+  std::map<std::string, const AccountRecord*> recs;
+  for (const auto& a : w.accounts) recs[a.account] = &a;
+  auto key_of = [&](const std::string& account) {
+    auto it = recs.find(account);
+    return SeriesKey{export_labels(account, it == recs.end() ? AccountLabels{} : it->second->labels), w.slot.uuid};
+  };
+  std::erase_if(share_, [&](const auto& kv) { return kv.first.uuid == w.slot.uuid; });
+  const double len = static_cast<double>(w.end - w.start);
+  for (const auto& c : w.charges) {
+    cost_micros_[{key_of(c.account), c.kind}] += c.micros;
+    if (w.cost_micros > 0)
+      share_[key_of(c.account)] += static_cast<double>(c.micros) / static_cast<double>(w.cost_micros);
+  }
+  for (const auto& a : w.accounts) {
+    SeriesKey k = key_of(a.account);
+    held_gpu_seconds_[k] += a.held_share * len * w.gpu_fraction;
+    busy_gpu_seconds_[k] += a.gpu_busy_seconds * w.gpu_fraction;
+    if (w.cost_micros == 0) share_[k] += a.held_share;
+  }
+  gpu_busy_seconds_[w.slot.uuid] += w.busy_fraction * len;
+}
+
+uint64_t Accountant::windows_written() const {
+  std::lock_guard lock(mu_);
+  return windows_written_;
+}
+uint64_t Accountant::unattributed_workloads() const { return unattributed_; }
+
+void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
+  std::lock_guard lock(mu_);
+  auto labels = [](const SeriesKey& k) {
+    return exporter::Labels{{"namespace", k.labels.namespace_name}, {"pod", k.labels.pod},
+                            {"container", k.labels.container},      {"team", k.labels.team},
+                            {"UUID", k.uuid}};
+  };
+  out.family("gpuledger_cost_total", exporter::MetricType::kCounter,
+             "GPU cost charged, in the currency of the price list, by account, GPU and kind (busy or idle)");
+  for (const auto& [key, micros] : cost_micros_) {
+    auto l = labels(key.first);
+    l.emplace_back("kind", std::string(to_string(key.second)));
+    out.sample(l, static_cast<double>(micros) / 1e6);
+  }
+  out.family("gpuledger_gpu_busy_seconds_total", exporter::MetricType::kCounter,
+             "Seconds the GPU (or MIG instance) was busy: device busy fraction, else eBPF spans, times window length");
+  for (const auto& [uuid, s] : gpu_busy_seconds_) out.sample({{"UUID", uuid}}, s);
+  out.family("gpuledger_gpu_share_ratio", exporter::MetricType::kGauge,
+             "Share of the GPU's cost charged to the account in the last accounted window");
+  for (const auto& [key, v] : share_) out.sample(labels(key), v);
+  out.family("gpuledger_held_gpu_seconds_total", exporter::MetricType::kCounter,
+             "GPU-seconds held (reserved) by the account (a MIG instance counts its fraction of a GPU)");
+  for (const auto& [key, v] : held_gpu_seconds_) out.sample(labels(key), v);
+  out.family("gpuledger_busy_gpu_seconds_total", exporter::MetricType::kCounter,
+             "Busy GPU-seconds attributed to the account (a MIG instance counts its fraction of a GPU)");
+  for (const auto& [key, v] : busy_gpu_seconds_) out.sample(labels(key), v);
+  out.family("gpuledger_ledger_info", exporter::MetricType::kGauge, "The ledger's currency (label), always 1");
+  out.sample({{"currency", prices_.currency}}, uint64_t{1});
+  out.family("gpuledger_ledger_windows_total", exporter::MetricType::kCounter,
+             "Accounting windows written to the ledger store by this agent");
+  out.sample({}, static_cast<uint64_t>(windows_written_));
+}
+
+}  // namespace gpuledger::ledger

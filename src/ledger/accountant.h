@@ -1,0 +1,177 @@
+#pragma once
+// The window loop: turns what the agent sees (cumulative per-workload usage,
+// the GPU inventory and allocation, device readings) into accounted windows in
+// the store, and exports the ledger's counters on /metrics.
+//
+// Windows are [k*L, (k+1)*L) in Unix seconds, L = PriceBook::window_seconds.
+// observe() is called every few seconds; a window is split (window_split.h)
+// and written when the first observation at or after its end arrives.
+//
+// Activity of a workload in a window = its cumulative counters at the closing
+// observation minus at the previous closing (or first) observation, so no
+// count is lost or repeated; a counter that goes backwards (the workload's map
+// entries were recreated, the agent restarted) restarts from 0. A workload's
+// activity goes to the slots it uses (WorkloadUsage::slots; if empty, the
+// slots it holds; if none and the node has exactly one slot, that one; else
+// it is not attributed and counted in unattributed_workloads()), divided
+// evenly among them. VRAM byte-seconds integrate live bytes between
+// observations, split exactly at window boundaries. Device busy fraction and
+// efficiency are time-weighted averages of the readings in the window.
+// Holders are those of the last observation in the window.
+//
+// Restart: the constructor reads the store's last window end E.
+//  * Windows already stored are never written again (and the store ignores a
+//    second write of the same (start, gpu) anyway).
+//  * The agent was down for whole windows between E and the window of its
+//    first observation: those windows are written with source "backfill",
+//    the holders of that first observation, no activity (all idle) - up to
+//    max_backfill_seconds (default 1 day); older gaps stay gaps (logged).
+//  * The window the agent (re)starts in was only partly watched: it is
+//    written once, at its end, with source "partial", the full cost C and the
+//    activity seen after the start (observed_seconds says how much). Activity
+//    that a crashed agent had seen in it before the crash was never written,
+//    so it is neither lost twice nor counted twice.
+//
+// Retention: after writing a window, at most once an hour, windows that ended
+// more than PriceBook::retention_days ago are deleted (0: never).
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "export/metrics_contributor.h"
+#include "ledger/prices.h"
+#include "ledger/store.h"
+#include "ledger/usage.h"
+#include "ledger/window_split.h"
+
+namespace gpuledger::ledger {
+
+// The estimate of GPU-busy seconds from a workload's counters: the kernel's
+// launch-to-completion spans (gl_counters::busy_ns) when the ABI has that
+// field; otherwise the time blocked in synchronisation calls (sync_ns), the
+// closest span the kernel side measured before. Chosen at compile time.
+double busy_seconds_estimate(const Usage& usage);
+
+struct HolderEntry {
+  std::string slot_uuid;
+  std::string account;  // workload id of the pod/container holding it
+  AccountLabels labels;
+  double weight = 1.0;
+};
+
+struct WorkloadUsage {
+  std::string account;  // workload id (identity::Workload::id)
+  AccountLabels labels;
+  double busy_seconds = 0;  // cumulative (busy_seconds_estimate)
+  uint64_t launches = 0;    // cumulative
+  uint64_t live_bytes = 0;  // now
+  std::vector<std::string> slots;  // slot uuids it runs on, when known (NVML processes, allocation)
+  // Cumulative usage per slot uuid where the attribution plane knows the device
+  // (per-GPU counters). Such usage goes to exactly that slot; the rest (the
+  // totals above minus these) goes by `slots` and the rules above.
+  struct SlotUsage {
+    double busy_seconds = 0;
+    uint64_t launches = 0;
+    uint64_t live_bytes = 0;
+  };
+  std::map<std::string, SlotUsage> by_slot;
+};
+
+struct DeviceSample {
+  std::optional<double> busy_fraction;  // DCGM GPU utilisation / NVML, 0..1
+  Efficiency efficiency;
+};
+
+struct Observation {
+  double time = 0;  // Unix seconds
+  std::vector<GpuSlot> slots;
+  std::vector<HolderEntry> holders;
+  std::vector<WorkloadUsage> workloads;
+  std::map<std::string, DeviceSample> device;  // by slot uuid
+  // false outside Kubernetes (no allocation source): the holders of a slot in
+  // a window are then the workloads that used it in that window (weight 1).
+  bool allocation_known = true;
+};
+
+// Everything one slot did in one window (input of account_window()).
+struct SlotWindow {
+  GpuSlot slot;
+  std::vector<HolderEntry> holders;
+  std::map<std::string, Activity> activity;
+  std::map<std::string, AccountLabels> labels;
+  std::optional<double> device_busy_fraction;
+  Efficiency device;
+};
+
+// Pure: prices, splits and fills the record for one slot and window.
+WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end, const SlotWindow& in,
+                            double observed_seconds, const std::string& source);
+
+class Accountant : public exporter::MetricsContributor {
+ public:
+  Accountant(Store& store, PriceBook prices, int64_t max_backfill_seconds = 86400);
+  void observe(const Observation& obs);
+  // Writes the metrics families (gpuledger_cost_total, ...). Thread-safe.
+  void write_metrics(exporter::ExpositionWriter& out) const override;
+  uint64_t windows_written() const;
+  uint64_t unattributed_workloads() const;
+  const PriceBook& prices() const { return prices_; }
+
+ private:
+  struct SlotState {
+    GpuSlot slot;
+    std::map<std::string, Activity> activity;
+    double busy_weighted = 0, busy_time = 0;
+    std::map<std::string, std::pair<double, double>> eff;  // name -> (sum value*dt, sum dt)
+  };
+  struct AccountState {
+    double busy_seconds = 0;
+    uint64_t launches = 0;
+    uint64_t live_bytes = 0;
+    std::vector<std::string> slots;
+  };
+  void close_window(int64_t start, double observed_seconds, const std::string& source);
+  void record_metrics(const WindowRecord& w);
+  void record_metrics_locked(const WindowRecord& w);
+  void attribute(const Observation& obs, double t0, double t1);
+
+  Store& store_;
+  PriceBook prices_;
+  int64_t max_backfill_;
+  std::optional<int64_t> stored_end_;
+  std::optional<int64_t> window_start_;
+  double window_first_seen_ = 0;
+  double last_time_ = 0;
+  std::map<std::string, SlotState> slots_;
+  std::map<std::pair<std::string, std::string>, AccountState> accounts_;  // (account, slot or "" for the rest)
+  std::vector<HolderEntry> holders_;
+  std::vector<GpuSlot> inventory_;
+  bool allocation_known_ = true;
+  std::map<std::string, AccountLabels> labels_;
+  uint64_t unattributed_ = 0;
+  int64_t last_prune_ = 0;
+
+  mutable std::mutex mu_;  // guards the metrics below
+  struct SeriesKey {
+    AccountLabels labels;
+    std::string uuid;
+    auto operator<=>(const SeriesKey& o) const {
+      return std::tie(labels.namespace_name, labels.pod, labels.container, labels.team, uuid) <=>
+             std::tie(o.labels.namespace_name, o.labels.pod, o.labels.container, o.labels.team, o.uuid);
+    }
+    bool operator==(const SeriesKey&) const = default;
+  };
+  std::map<std::pair<SeriesKey, ChargeKind>, int64_t> cost_micros_;
+  std::map<SeriesKey, double> held_gpu_seconds_, busy_gpu_seconds_, share_;
+  std::map<std::string, double> gpu_busy_seconds_;
+  uint64_t windows_written_ = 0;
+};
+
+// The labels an account is exported with: its own, or for the special
+// accounts (__idle__, __unallocated__) team = the account name.
+AccountLabels export_labels(const std::string& account, const AccountLabels& labels);
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,127 @@
+#include "ledger/agent_inputs.h"
+
+#include <set>
+
+#include "ledger/snapshot_usage.h"
+
+namespace gpuledger::ledger {
+
+namespace {
+
+std::string slot_uuid(const kubernetes::GpuAllocation& a) {
+  if (a.device.sharing == kubernetes::Sharing::kMig && a.device.uuid.rfind("GPU-", 0) == 0 &&
+      !a.device.mig_instance.empty())
+    return a.device.uuid + "/" + a.device.mig_instance;
+  return a.device.uuid;
+}
+
+std::string mig_profile_of(const std::string& resource) {
+  auto pos = resource.find("mig-");
+  return pos == std::string::npos ? "" : resource.substr(pos + 4);
+}
+
+}  // namespace
+
+std::vector<GpuSlot> slots_from(const device::DeviceSnapshot& devices,
+                                const std::vector<kubernetes::GpuAllocation>& allocations, const PriceBook& prices) {
+  std::vector<GpuSlot> out;
+  std::set<std::string> models;
+  for (const auto& g : devices.gpus)
+    if (!g.model.empty()) models.insert(g.model);
+  const std::string only_model = models.size() == 1 ? *models.begin() : "";
+  // MIG instances in the allocation.
+  std::map<std::string, GpuSlot> mig;
+  for (const auto& a : allocations) {
+    if (a.device.sharing != kubernetes::Sharing::kMig || a.device.uuid.empty()) continue;
+    std::string profile = mig_profile_of(a.resource);
+    if (!mig_profile_slices(profile)) continue;
+    GpuSlot s{slot_uuid(a), only_model, profile, a.device.uuid.rfind("GPU-", 0) == 0 ? a.device.uuid : ""};
+    mig.emplace(s.uuid, s);
+  }
+  // A MIG device's parent: named in its id, else the node's only MIG-enabled GPU.
+  std::vector<std::string> mig_parents;
+  for (const auto& g : devices.gpus)
+    if (g.mig_enabled.value_or(false) && !g.uuid.empty()) mig_parents.push_back(g.uuid);
+  for (auto& [id, s] : mig)
+    if (s.parent_uuid.empty() && mig_parents.size() == 1) s.parent_uuid = mig_parents[0];
+  for (const auto& g : devices.gpus) {
+    if (g.uuid.empty()) continue;
+    if (g.mig_enabled.value_or(false)) {
+      int used = 0;
+      for (const auto& [id, s] : mig)
+        if (s.parent_uuid == g.uuid) used += mig_profile_slices(*s.mig_profile).value_or(0);
+      int free = mig_slices_for(prices, g.model) - used;
+      if (free > 0) out.push_back({g.uuid, g.model, std::to_string(free) + "g.unallocated", g.uuid});
+      continue;
+    }
+    out.push_back({g.uuid, g.model, std::nullopt, ""});
+  }
+  for (auto& [id, s] : mig) {
+    if (const auto* parent = devices.gpu_by_uuid(s.parent_uuid)) s.model = parent->model;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<HolderEntry> holders_from(const std::vector<kubernetes::GpuAllocation>& allocations,
+                                      const agent::AgentSnapshot& snapshot) {
+  std::map<std::tuple<std::string, std::string, std::string>, const agent::WorkloadView*> by_name;
+  for (const auto& v : snapshot.workloads)
+    if (!v.names.pod.empty()) by_name[{v.names.namespace_name, v.names.pod, v.names.container}] = &v;
+  std::vector<HolderEntry> out;
+  for (const auto& a : allocations) {
+    if (a.device.uuid.empty()) continue;
+    HolderEntry h;
+    h.slot_uuid = slot_uuid(a);
+    auto it = by_name.find({a.namespace_name, a.pod, a.container});
+    if (it != by_name.end()) {
+      h.account = it->second->workload.id;
+      h.labels = {it->second->names.namespace_name, it->second->names.pod, it->second->names.container,
+                  it->second->names.team};
+    } else {
+      h.account = "k8s/" + a.namespace_name + "/" + a.pod + "/" + a.container;
+      h.labels = {a.namespace_name, a.pod, a.container, ""};
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::map<std::string, DeviceSample> device_samples(const device::DeviceSnapshot& devices) {
+  using device::DeviceField;
+  std::map<std::string, DeviceSample> out;
+  for (const auto& g : devices.gpus) {
+    DeviceSample s;
+    for (auto source : {device::Source::kDcgm, device::Source::kNvml}) {
+      const auto* r = devices.reading(g.uuid, source);
+      if (!r) continue;
+      auto fill = [&](std::optional<double>& to, DeviceField f) {
+        if (!to && (*r)[f]) to = (*r)[f];
+      };
+      fill(s.busy_fraction, DeviceField::kUtilizationRatio);
+      fill(s.efficiency.sm_active, DeviceField::kSmActiveRatio);
+      fill(s.efficiency.sm_occupancy, DeviceField::kSmOccupancyRatio);
+      fill(s.efficiency.tensor_active, DeviceField::kTensorActiveRatio);
+      fill(s.efficiency.dram_active, DeviceField::kDramActiveRatio);
+    }
+    if (s.busy_fraction || s.efficiency.sm_active || s.efficiency.sm_occupancy || s.efficiency.tensor_active ||
+        s.efficiency.dram_active)
+      out[g.uuid] = s;
+  }
+  return out;
+}
+
+Observation make_observation(double now, const agent::AgentSnapshot& snapshot, const device::DeviceSnapshot& devices,
+                             const std::vector<kubernetes::GpuAllocation>& allocations, bool allocation_known,
+                             const PriceBook& prices) {
+  Observation o;
+  o.time = now;
+  o.slots = slots_from(devices, allocations, prices);
+  o.holders = holders_from(allocations, snapshot);
+  o.workloads = workload_usages(snapshot);
+  o.device = device_samples(devices);
+  o.allocation_known = allocation_known;
+  return o;
+}
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,44 @@
+#pragma once
+// The accountant's inputs from the other planes, for the agent's wiring:
+//   slots      - whole GPUs from the device inventory; MIG instances from the
+//                Kubernetes allocation (nvidia.com/mig-<profile> resources).
+//                A MIG device's parent is the GPU its id names, else the
+//                node's only MIG-enabled GPU (else unknown: MIG slots are
+//                then priced by the default or their own UUID, and the
+//                parent's free slices cannot be counted).
+//                A MIG-enabled GPU is also a slot for its unallocated slices:
+//                profile "<free>g.unallocated", so its price is the parent's
+//                x free / slices and nothing is lost (no holder: __unallocated__).
+//   holders    - from the Kubernetes allocation: the account is the workload
+//                id of the container (matched on namespace/pod/container in
+//                the agent snapshot), or "k8s/<namespace>/<pod>/<container>"
+//                for a container that never used CUDA. Time-slicing replicas
+//                of one GPU add up as weights.
+//   device     - per GPU: busy fraction = utilisation ratio; efficiency =
+//                SM active / occupancy, tensor active, DRAM active; DCGM
+//                readings first, NVML where DCGM has none.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent/snapshot.h"
+#include "device/device_snapshot.h"
+#include "kubernetes/gpu_allocation.h"
+#include "ledger/accountant.h"
+
+namespace gpuledger::ledger {
+
+std::vector<GpuSlot> slots_from(const device::DeviceSnapshot& devices,
+                                const std::vector<kubernetes::GpuAllocation>& allocations, const PriceBook& prices);
+std::vector<HolderEntry> holders_from(const std::vector<kubernetes::GpuAllocation>& allocations,
+                                      const agent::AgentSnapshot& snapshot);
+std::map<std::string, DeviceSample> device_samples(const device::DeviceSnapshot& devices);
+
+// Everything together, for `now` (Unix seconds). allocation_known: whether a
+// Kubernetes allocation source is configured (outside Kubernetes, the users
+// of a GPU are its holders).
+Observation make_observation(double now, const agent::AgentSnapshot& snapshot, const device::DeviceSnapshot& devices,
+                             const std::vector<kubernetes::GpuAllocation>& allocations, bool allocation_known,
+                             const PriceBook& prices);
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,36 @@
+#include "ledger/snapshot_usage.h"
+
+namespace gpuledger::ledger {
+
+namespace {
+template <typename View>
+void add_per_gpu(const View& view, WorkloadUsage& out) {
+  if constexpr (requires { view.by_gpu; }) {
+    for (const auto& g : view.by_gpu) {
+      if (g.uuid.empty()) continue;  // device not known for sure: goes with the rest
+      auto& s = out.by_slot[g.uuid];
+      s.busy_seconds += busy_seconds_estimate(g.usage);
+      s.launches += g.usage.counters.launches;
+      s.live_bytes += g.usage.live_bytes();
+    }
+  }
+}
+}  // namespace
+
+std::vector<WorkloadUsage> workload_usages(const agent::AgentSnapshot& snapshot) {
+  std::vector<WorkloadUsage> out;
+  out.reserve(snapshot.workloads.size());
+  for (const auto& view : snapshot.workloads) {
+    WorkloadUsage w;
+    w.account = view.workload.id;
+    w.labels = {view.names.namespace_name, view.names.pod, view.names.container, view.names.team};
+    w.busy_seconds = busy_seconds_estimate(view.usage);
+    w.launches = view.usage.counters.launches;
+    w.live_bytes = view.usage.live_bytes();
+    add_per_gpu(view, w);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,333 @@
+#include "ledger/store.h"
+
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <map>
+
+#include "common/error.h"
+
+namespace gpuledger::ledger {
+
+namespace {
+
+constexpr int kApplicationId = 0x47504C47;  // 'GPLG'
+
+const char* kSchema = R"(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE windows(
+  id INTEGER PRIMARY KEY,
+  start INTEGER NOT NULL,
+  end INTEGER NOT NULL,
+  gpu_uuid TEXT NOT NULL,
+  parent_uuid TEXT NOT NULL DEFAULT '',
+  model TEXT NOT NULL DEFAULT '',
+  mig_profile TEXT,
+  gpu_fraction REAL NOT NULL DEFAULT 1,
+  currency TEXT NOT NULL,
+  cost_micros INTEGER NOT NULL,
+  busy_micros INTEGER NOT NULL,
+  idle_micros INTEGER NOT NULL,
+  busy_fraction REAL NOT NULL,
+  busy_source TEXT NOT NULL,
+  exclusive INTEGER NOT NULL,
+  observed_seconds REAL NOT NULL,
+  source TEXT NOT NULL,
+  sm_active REAL, sm_occupancy REAL, tensor_active REAL, dram_active REAL,
+  UNIQUE(start, gpu_uuid));
+CREATE INDEX windows_end ON windows(end);
+CREATE TABLE accounts(
+  window_id INTEGER NOT NULL REFERENCES windows(id) ON DELETE CASCADE,
+  account TEXT NOT NULL,
+  namespace TEXT NOT NULL DEFAULT '', pod TEXT NOT NULL DEFAULT '',
+  container TEXT NOT NULL DEFAULT '', team TEXT NOT NULL DEFAULT '',
+  held_share REAL NOT NULL, busy_seconds REAL NOT NULL, activity_share REAL NOT NULL,
+  gpu_busy_seconds REAL NOT NULL, vram_byte_seconds REAL NOT NULL, launches INTEGER NOT NULL,
+  sm_active REAL, sm_occupancy REAL, tensor_active REAL, dram_active REAL,
+  PRIMARY KEY(window_id, account));
+CREATE TABLE charges(
+  window_id INTEGER NOT NULL REFERENCES windows(id) ON DELETE CASCADE,
+  account TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK(kind IN ('busy','idle')),
+  micros INTEGER NOT NULL CHECK(micros >= 0),
+  PRIMARY KEY(window_id, account, kind));
+)";
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql, const Store& store) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) != SQLITE_OK)
+      throw Error("ledger store " + store.path() + ": " + sqlite3_errmsg(db));
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt& bind(int i, int64_t v) { return check(sqlite3_bind_int64(s_, i, v)); }
+  Stmt& bind(int i, double v) { return check(sqlite3_bind_double(s_, i, v)); }
+  Stmt& bind(int i, const std::string& v) { return check(sqlite3_bind_text(s_, i, v.c_str(), -1, SQLITE_TRANSIENT)); }
+  Stmt& bind(int i, const std::optional<double>& v) {
+    return v ? bind(i, *v) : check(sqlite3_bind_null(s_, i));
+  }
+  Stmt& bind(int i, const std::optional<std::string>& v) {
+    return v ? bind(i, *v) : check(sqlite3_bind_null(s_, i));
+  }
+  // true: a row is ready; false: done.
+  bool step() {
+    int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw Error(std::string("sqlite: ") + sqlite3_errmsg(db_));
+  }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
+  double f64(int c) const { return sqlite3_column_double(s_, c); }
+  std::string text(int c) const {
+    auto p = sqlite3_column_text(s_, c);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+  bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+  std::optional<double> opt(int c) const { return null(c) ? std::nullopt : std::optional<double>(f64(c)); }
+
+ private:
+  Stmt& check(int rc) {
+    if (rc != SQLITE_OK) throw Error(std::string("sqlite bind: ") + sqlite3_errmsg(db_));
+    return *this;
+  }
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+}  // namespace
+
+void Store::fail(const std::string& what) const { throw Error("ledger store " + path_ + ": " + what); }
+
+void Store::exec(const std::string& sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    fail(msg);
+  }
+}
+
+Store::Store(const std::string& path, Mode mode) : path_(path) {
+  if (mode == Mode::kReadOnly && !std::filesystem::exists(path)) fail("no such file (is --store right?)");
+  int flags = mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    fail("cannot open: " + msg);
+  }
+  try {
+    sqlite3_busy_timeout(db_, 5000);
+    int version = 0, app_id = 0, tables = 0;
+    try {
+      Stmt v(db_, "PRAGMA user_version", *this);
+      if (v.step()) version = static_cast<int>(v.i64(0));
+      Stmt a(db_, "PRAGMA application_id", *this);
+      if (a.step()) app_id = static_cast<int>(a.i64(0));
+      Stmt t(db_, "SELECT count(*) FROM sqlite_master", *this);
+      if (t.step()) tables = static_cast<int>(t.i64(0));
+    } catch (const Error& e) {
+      fail(std::string("not a usable SQLite database (corrupt, or not a gpuledger store): ") + e.what() +
+           "; move it aside to start a new ledger");
+    }
+    if (tables > 0 && app_id != kApplicationId)
+      fail("a SQLite database, but not a gpuledger ledger store (application_id " + std::to_string(app_id) + ")");
+    if (version > kStoreSchemaVersion)
+      fail("schema version " + std::to_string(version) + " is newer than this gpuledger understands (" +
+           std::to_string(kStoreSchemaVersion) + "); use a newer gpuledger to read it");
+    if (mode == Mode::kReadOnly) {
+      if (tables == 0) fail("empty file: not a gpuledger ledger store");
+    } else {
+      exec("PRAGMA journal_mode=WAL");
+      exec("PRAGMA synchronous=NORMAL");
+      if (tables == 0) {
+        exec("BEGIN");
+        exec(kSchema);
+        exec("PRAGMA application_id=" + std::to_string(kApplicationId));
+        exec("PRAGMA user_version=" + std::to_string(kStoreSchemaVersion));
+        exec("COMMIT");
+      }
+      // Migrations from older versions go here (version < kStoreSchemaVersion).
+    }
+    exec("PRAGMA foreign_keys=ON");
+    if (mode == Mode::kReadWrite) {
+      Stmt q(db_, "PRAGMA quick_check", *this);
+      if (q.step() && q.text(0) != "ok") fail("corrupt (quick_check: " + q.text(0) + "); move it aside");
+    }
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+Store::~Store() {
+  if (db_) sqlite3_close(db_);
+}
+
+int Store::schema_version() const {
+  Stmt v(db_, "PRAGMA user_version", *this);
+  return v.step() ? static_cast<int>(v.i64(0)) : 0;
+}
+
+bool Store::insert_window(const WindowRecord& w) {
+  int64_t sum = 0;
+  for (const auto& c : w.charges) {
+    if (c.micros < 0) fail("negative charge for " + c.account);
+    sum += c.micros;
+  }
+  if (sum != w.cost_micros)
+    fail("window " + std::to_string(w.start) + " " + w.slot.uuid + ": charges add up to " + std::to_string(sum) +
+         ", not the cost " + std::to_string(w.cost_micros));
+  exec("BEGIN IMMEDIATE");
+  try {
+    Stmt ins(db_,
+             "INSERT OR IGNORE INTO windows(start,end,gpu_uuid,parent_uuid,model,mig_profile,gpu_fraction,currency,"
+             "cost_micros,busy_micros,idle_micros,busy_fraction,busy_source,exclusive,observed_seconds,source,"
+             "sm_active,sm_occupancy,tensor_active,dram_active) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+             *this);
+    ins.bind(1, w.start).bind(2, w.end).bind(3, w.slot.uuid).bind(4, w.slot.parent_uuid).bind(5, w.slot.model);
+    ins.bind(6, w.slot.mig_profile).bind(7, w.gpu_fraction).bind(8, w.currency).bind(9, w.cost_micros);
+    ins.bind(10, w.busy_micros).bind(11, w.idle_micros).bind(12, w.busy_fraction).bind(13, w.busy_source);
+    ins.bind(14, int64_t{w.exclusive}).bind(15, w.observed_seconds).bind(16, w.source);
+    ins.bind(17, w.device.sm_active).bind(18, w.device.sm_occupancy).bind(19, w.device.tensor_active);
+    ins.bind(20, w.device.dram_active);
+    ins.step();
+    if (sqlite3_changes(db_) == 0) {
+      exec("ROLLBACK");
+      return false;
+    }
+    int64_t id = sqlite3_last_insert_rowid(db_);
+    Stmt acc(db_,
+             "INSERT INTO accounts(window_id,account,namespace,pod,container,team,held_share,busy_seconds,"
+             "activity_share,gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,"
+             "dram_active) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+             *this);
+    for (const auto& a : w.accounts) {
+      acc.bind(1, id).bind(2, a.account).bind(3, a.labels.namespace_name).bind(4, a.labels.pod);
+      acc.bind(5, a.labels.container).bind(6, a.labels.team).bind(7, a.held_share).bind(8, a.busy_seconds);
+      acc.bind(9, a.activity_share).bind(10, a.gpu_busy_seconds).bind(11, a.vram_byte_seconds);
+      acc.bind(12, static_cast<int64_t>(a.launches)).bind(13, a.efficiency.sm_active);
+      acc.bind(14, a.efficiency.sm_occupancy).bind(15, a.efficiency.tensor_active).bind(16, a.efficiency.dram_active);
+      acc.step();
+      acc.reset();
+    }
+    Stmt ch(db_, "INSERT INTO charges(window_id,account,kind,micros) VALUES(?,?,?,?)", *this);
+    for (const auto& c : w.charges) {
+      ch.bind(1, id).bind(2, c.account).bind(3, std::string(to_string(c.kind))).bind(4, c.micros);
+      ch.step();
+      ch.reset();
+    }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return true;
+}
+
+std::optional<int64_t> Store::last_window_end() const {
+  Stmt s(db_, "SELECT max(end) FROM windows", *this);
+  if (s.step() && !s.null(0)) return s.i64(0);
+  return std::nullopt;
+}
+
+std::vector<WindowRecord> Store::windows(int64_t from, int64_t to) const {
+  std::vector<WindowRecord> out;
+  std::map<int64_t, size_t> by_id;
+  Stmt s(db_,
+         "SELECT id,start,end,gpu_uuid,parent_uuid,model,mig_profile,gpu_fraction,currency,cost_micros,busy_micros,"
+         "idle_micros,busy_fraction,busy_source,exclusive,observed_seconds,source,sm_active,sm_occupancy,"
+         "tensor_active,dram_active FROM windows WHERE start >= ? AND start < ? ORDER BY start, gpu_uuid",
+         *this);
+  s.bind(1, from).bind(2, to);
+  while (s.step()) {
+    WindowRecord w;
+    w.start = s.i64(1);
+    w.end = s.i64(2);
+    w.slot.uuid = s.text(3);
+    w.slot.parent_uuid = s.text(4);
+    w.slot.model = s.text(5);
+    if (!s.null(6)) w.slot.mig_profile = s.text(6);
+    w.gpu_fraction = s.f64(7);
+    w.currency = s.text(8);
+    w.cost_micros = s.i64(9);
+    w.busy_micros = s.i64(10);
+    w.idle_micros = s.i64(11);
+    w.busy_fraction = s.f64(12);
+    w.busy_source = s.text(13);
+    w.exclusive = s.i64(14) != 0;
+    w.observed_seconds = s.f64(15);
+    w.source = s.text(16);
+    w.device = {s.opt(17), s.opt(18), s.opt(19), s.opt(20)};
+    by_id[s.i64(0)] = out.size();
+    out.push_back(std::move(w));
+  }
+  if (out.empty()) return out;
+  Stmt a(db_,
+         "SELECT a.window_id,account,namespace,pod,container,team,held_share,busy_seconds,activity_share,"
+         "gpu_busy_seconds,vram_byte_seconds,launches,a.sm_active,a.sm_occupancy,a.tensor_active,a.dram_active "
+         "FROM accounts a JOIN windows w ON w.id = a.window_id WHERE w.start >= ? AND w.start < ? "
+         "ORDER BY a.window_id, account",
+         *this);
+  a.bind(1, from).bind(2, to);
+  while (a.step()) {
+    AccountRecord r;
+    r.account = a.text(1);
+    r.labels = {a.text(2), a.text(3), a.text(4), a.text(5)};
+    r.held_share = a.f64(6);
+    r.busy_seconds = a.f64(7);
+    r.activity_share = a.f64(8);
+    r.gpu_busy_seconds = a.f64(9);
+    r.vram_byte_seconds = a.f64(10);
+    r.launches = static_cast<uint64_t>(a.i64(11));
+    r.efficiency = {a.opt(12), a.opt(13), a.opt(14), a.opt(15)};
+    out[by_id.at(a.i64(0))].accounts.push_back(std::move(r));
+  }
+  Stmt c(db_,
+         "SELECT c.window_id,account,kind,micros FROM charges c JOIN windows w ON w.id = c.window_id "
+         "WHERE w.start >= ? AND w.start < ? ORDER BY c.window_id, account, kind",
+         *this);
+  c.bind(1, from).bind(2, to);
+  while (c.step()) {
+    out[by_id.at(c.i64(0))].charges.push_back(
+        {c.text(1), c.text(2) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, c.i64(3)});
+  }
+  return out;
+}
+
+LedgerTotals Store::totals() const {
+  LedgerTotals t;
+  Stmt c(db_,
+         "SELECT c.account, coalesce(a.namespace,''), coalesce(a.pod,''), coalesce(a.container,''), "
+         "coalesce(a.team,''), w.gpu_uuid, c.kind, sum(c.micros) FROM charges c JOIN windows w ON w.id = c.window_id "
+         "LEFT JOIN accounts a ON a.window_id = c.window_id AND a.account = c.account "
+         "GROUP BY 1,2,3,4,5,6,7 ORDER BY 1,2,3,4,5,6,7",
+         *this);
+  while (c.step())
+    t.cost.push_back({c.text(0), {c.text(1), c.text(2), c.text(3), c.text(4)}, c.text(5),
+                      c.text(6) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, c.i64(7)});
+  Stmt a(db_,
+         "SELECT a.account, a.namespace, a.pod, a.container, a.team, w.gpu_uuid, "
+         "sum(a.held_share * (w.end - w.start) * w.gpu_fraction), sum(a.gpu_busy_seconds * w.gpu_fraction) "
+         "FROM accounts a JOIN windows w ON w.id = a.window_id GROUP BY 1,2,3,4,5,6 ORDER BY 1,2,3,4,5,6",
+         *this);
+  while (a.step())
+    t.seconds.push_back({a.text(0), {a.text(1), a.text(2), a.text(3), a.text(4)}, a.text(5), a.f64(6), a.f64(7)});
+  Stmt g(db_, "SELECT gpu_uuid, sum(busy_fraction * (end - start)) FROM windows GROUP BY 1 ORDER BY 1", *this);
+  while (g.step()) t.gpu_busy_seconds.emplace_back(g.text(0), g.f64(1));
+  return t;
+}
+
+int64_t Store::delete_before(int64_t cutoff) {
+  Stmt s(db_, "DELETE FROM windows WHERE end <= ?", *this);
+  s.bind(1, cutoff);
+  s.step();
+  return sqlite3_changes(db_);
+}
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,129 @@
+#pragma once
+// The ledger's embedded store: SQLite in WAL mode (--store PATH).
+//
+// Schema (PRAGMA user_version = kStoreSchemaVersion, application_id 'GPLG'):
+//   meta(key, value)
+//   windows(id, start, end, gpu_uuid, parent_uuid, model, mig_profile,
+//           gpu_fraction, currency, cost_micros, busy_micros, idle_micros,
+//           busy_fraction, busy_source, exclusive, observed_seconds, source,
+//           sm_active, sm_occupancy, tensor_active, dram_active,
+//           UNIQUE(start, gpu_uuid))
+//   accounts(window_id, account, namespace, pod, container, team, held_share,
+//            busy_seconds, activity_share, gpu_busy_seconds,
+//            vram_byte_seconds, launches, sm_active, sm_occupancy,
+//            tensor_active, dram_active)   -- efficiency NULL = unknown
+//   charges(window_id, account, kind 'busy'|'idle', micros)
+// Times are Unix seconds. A window is written once, with its accounts and
+// charges, in one transaction; writing the same (start, gpu) again is a no-op,
+// so a restarted agent never counts a window twice.
+//
+// Opening a file that is not a SQLite database, a SQLite database that is not
+// a gpuledger store, or a store from a newer schema throws Error with the path
+// and what to do, never crashes.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ledger/prices.h"
+#include "ledger/window_split.h"
+
+struct sqlite3;
+
+namespace gpuledger::ledger {
+
+inline constexpr int kStoreSchemaVersion = 1;
+
+struct AccountLabels {
+  std::string namespace_name, pod, container, team;
+  bool operator==(const AccountLabels&) const = default;
+};
+
+struct Efficiency {
+  std::optional<double> sm_active, sm_occupancy, tensor_active, dram_active;  // ratios 0..1
+  bool operator==(const Efficiency&) const = default;
+};
+
+struct AccountRecord {
+  std::string account;  // workload id, or __idle__ / __unallocated__
+  AccountLabels labels;
+  double held_share = 0;         // of the slot: holder weight / all holder weights; 0 when not a holder
+  double busy_seconds = 0;       // eBPF span estimate
+  double activity_share = 0;     // of the window's activity (window_split.h)
+  double gpu_busy_seconds = 0;   // busy_fraction x window x activity_share (busy time attributed)
+  double vram_byte_seconds = 0;
+  uint64_t launches = 0;
+  Efficiency efficiency;         // device values (exclusive) or apportioned (shared); unknown = nullopt
+  bool operator==(const AccountRecord&) const = default;
+};
+
+struct WindowRecord {
+  int64_t start = 0, end = 0;
+  GpuSlot slot;
+  double gpu_fraction = 1;  // of a physical GPU (MIG: n / slices)
+  std::string currency = "USD";
+  int64_t cost_micros = 0, busy_micros = 0, idle_micros = 0;
+  double busy_fraction = 0;
+  std::string busy_source = "spans";  // device | spans
+  bool exclusive = false;
+  double observed_seconds = 0;  // how much of the window the agent watched
+  std::string source = "live";  // live | partial | backfill
+  Efficiency device;            // the device's own readings, unknown = nullopt
+  std::vector<AccountRecord> accounts;
+  std::vector<Charge> charges;
+  bool operator==(const WindowRecord&) const = default;
+};
+
+// Sums over the whole stored ledger, by account and GPU (for the counters an
+// agent exports, so they continue across restarts).
+struct LedgerTotals {
+  struct Cost {
+    std::string account;
+    AccountLabels labels;
+    std::string uuid;
+    ChargeKind kind;
+    int64_t micros;
+  };
+  struct Seconds {
+    std::string account;
+    AccountLabels labels;
+    std::string uuid;
+    double held_gpu_seconds, busy_gpu_seconds;  // x gpu_fraction
+  };
+  std::vector<Cost> cost;
+  std::vector<Seconds> seconds;
+  std::vector<std::pair<std::string, double>> gpu_busy_seconds;  // by uuid: busy_fraction x window
+};
+
+class Store {
+ public:
+  enum class Mode { kReadWrite, kReadOnly };
+  // kReadWrite creates the file (and its schema) when missing.
+  explicit Store(const std::string& path, Mode mode = Mode::kReadWrite);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Writes the window, its accounts and charges atomically. Returns false (and
+  // writes nothing) when (start, slot.uuid) is already stored. Throws Error when
+  // the charges do not add up to cost_micros.
+  bool insert_window(const WindowRecord& window);
+  // The end of the latest stored window, over all GPUs; nullopt when empty.
+  std::optional<int64_t> last_window_end() const;
+  // Windows with from <= start < to, by (start, gpu uuid), with accounts and charges.
+  std::vector<WindowRecord> windows(int64_t from, int64_t to) const;
+  LedgerTotals totals() const;
+  // Deletes windows that ended at or before `cutoff`; returns how many.
+  int64_t delete_before(int64_t cutoff);
+  int schema_version() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  void exec(const std::string& sql) const;
+  [[noreturn]] void fail(const std::string& what) const;
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,113 @@
+#pragma once
+// The chargeback arithmetic of one accounting window on one GPU (a physical GPU
+// or a MIG instance): who pays what part of the window's cost. Pure: no clock,
+// no I/O. Every result adds up to the window's cost exactly.
+//
+// Definitions (the contract the tests pin down):
+//
+//  * Cost C: integer micro-units of the currency (prices.h computes it).
+//  * Users: accounts with any activity in the window (busy_seconds > 0,
+//    launches > 0 or vram_byte_seconds > 0).
+//  * Activity weight of a user: its busy_seconds (the eBPF estimate of
+//    GPU-busy time: launch-to-completion spans). If every user's busy_seconds
+//    is 0, the launches; if those are all 0 too, the VRAM byte-seconds.
+//  * Busy fraction f in [0,1]: the device's busy fraction (DCGM/NVML) when
+//    given (clamped to [0,1]); otherwise sum(busy_seconds of all users) /
+//    window_seconds, capped at 1 (0 when window_seconds <= 0).
+//  * busy part B = round-half-up(C * f), idle part I = C - B.
+//
+// Cases, in order:
+//  1. Exclusive: exactly one holder and no user other than it. The holder
+//     pays C: B as kind busy, I as kind idle. The idle policy does not apply.
+//  2. Otherwise (shared, unheld, or used by non-holders):
+//     - B is split among the users by activity weight (kind busy). A user that
+//       does not hold the GPU (e.g. the real user behind a fractional-GPU
+//       scheduler's reservation pod) pays for its activity like any user.
+//       If there are no users (f > 0 from the device but no attributed
+//       activity), B goes to the holders by holder weight, else to
+//       __unallocated__ (kind busy).
+//     - I follows the idle policy:
+//         kHolders: split among the holders by holder weight (default);
+//         kUsage:   split among the users by activity weight (holders, by
+//                   weight, when there are no users);
+//         kIdle:    all to __idle__.
+//       With no holder at all, I goes to __unallocated__ (whatever the
+//       policy, except kUsage with users, which splits it among them).
+//  * Splits use largest-remainder rounding: each account gets the floor of
+//    its exact share, and the micro-units left over go one each to the
+//    largest fractional remainders, ties broken by account id (ascending).
+//  * Charges of 0 micro-units are omitted, except that a holder always gets
+//    at least an idle charge row (possibly 0) so reports can show who held.
+//  * Charges come out sorted by (account, kind busy before idle); one row per
+//    (account, kind).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuledger::ledger {
+
+inline constexpr std::string_view kIdleAccount = "__idle__";
+inline constexpr std::string_view kUnallocatedAccount = "__unallocated__";
+
+enum class IdlePolicy { kHolders, kUsage, kIdle };
+std::string_view to_string(IdlePolicy policy);
+// "holders", "usage", "idle"; throws Error otherwise.
+IdlePolicy parse_idle_policy(std::string_view text);
+
+enum class ChargeKind { kBusy, kIdle };
+std::string_view to_string(ChargeKind kind);  // "busy", "idle"
+
+enum class BusySource { kDevice, kSpans };
+std::string_view to_string(BusySource source);  // "device", "spans"
+
+struct Activity {
+  double busy_seconds = 0;       // launch-to-completion span estimate
+  double vram_byte_seconds = 0;  // device memory held, integrated over the window
+  uint64_t launches = 0;
+  bool any() const { return busy_seconds > 0 || vram_byte_seconds > 0 || launches > 0; }
+};
+
+struct Holder {
+  std::string account;
+  double weight = 1.0;  // > 0; e.g. time-slicing replicas held
+};
+
+struct WindowInput {
+  int64_t cost_micros = 0;  // >= 0
+  double window_seconds = 60;
+  std::vector<Holder> holders;              // duplicates are merged (weights add)
+  std::map<std::string, Activity> activity;  // by account; entries with no activity are ignored
+  std::optional<double> device_busy_fraction;
+  IdlePolicy idle_policy = IdlePolicy::kHolders;
+};
+
+struct Charge {
+  std::string account;
+  ChargeKind kind = ChargeKind::kBusy;
+  int64_t micros = 0;
+  bool operator==(const Charge&) const = default;
+};
+
+struct WindowSplit {
+  std::vector<Charge> charges;
+  double busy_fraction = 0;
+  BusySource busy_source = BusySource::kSpans;
+  int64_t busy_micros = 0;
+  int64_t idle_micros = 0;
+  bool exclusive = false;
+  // Each user's fraction of the activity (sums to 1 when there are users);
+  // used to apportion device efficiency counters on shared GPUs.
+  std::map<std::string, double> activity_share;
+};
+
+// Throws Error on a negative cost, a non-positive holder weight or an empty account id.
+WindowSplit split_window(const WindowInput& input);
+
+// Largest-remainder split of `total` (>= 0) by `weights` (>= 0, not all 0);
+// ties by key ascending. The result has one entry per key and sums to total.
+std::map<std::string, int64_t> largest_remainder(int64_t total, const std::map<std::string, double>& weights);
+
+}  // namespace gpuledger::ledger

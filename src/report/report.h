@@ -1,0 +1,82 @@
+#pragma once
+// `gpuledger report`: the chargeback over a time range, grouped by team,
+// namespace, pod, workload or GPU, as an aligned table, CSV (RFC 4180), JSON
+// or one self-contained HTML file with inline SVG charts.
+//
+// Per group:
+//   gpu_hours_held   sum over windows of held_share x window x gpu_fraction
+//   gpu_hours_busy   sum of busy GPU-seconds attributed (busy fraction x
+//                    window x activity share) x gpu_fraction
+//   cost_busy, cost_idle, cost_total   from the charges (exact micro-units);
+//                    cost_idle is also the cost of idle holding
+//   sm_active, sm_occupancy, tensor_active, dram_active
+//                    averages over the group's windows (weight: window x
+//                    gpu_fraction) of the group's per-window value (device
+//                    values on exclusive GPUs, apportioned by activity share
+//                    on shared ones); unknown when no window had a device value
+//   vram_gib_hours, launches
+// Rows are sorted by total cost (descending), then key. "Top wasters" are the
+// (non-special) rows with the largest idle cost, at most 5.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ledger/store.h"
+
+namespace gpuledger::report {
+
+enum class GroupBy { kTeam, kNamespace, kPod, kWorkload, kGpu };
+enum class Format { kTable, kCsv, kJson, kHtml };
+GroupBy parse_group_by(const std::string& text);  // throws Error
+Format parse_format(const std::string& text);     // throws Error
+std::string to_string(GroupBy by);
+
+// "now", relative "-24h" / "-30m" / "-7d" / "-90s" (from now), RFC 3339
+// ("2026-11-29T10:00:00Z", "...+02:00", fractional seconds dropped), or Unix
+// seconds. Throws Error otherwise.
+int64_t parse_time(const std::string& text, int64_t now);
+std::string format_rfc3339(int64_t unix_seconds);  // UTC, "Z"
+
+struct Row {
+  std::string key;
+  double gpu_hours_held = 0;
+  double gpu_hours_busy = 0;
+  int64_t cost_busy_micros = 0;
+  int64_t cost_idle_micros = 0;
+  ledger::Efficiency efficiency;  // unknown = nullopt
+  double vram_gib_hours = 0;
+  uint64_t launches = 0;
+  int64_t cost_total_micros() const { return cost_busy_micros + cost_idle_micros; }
+};
+
+struct Report {
+  int64_t from = 0, to = 0;
+  GroupBy by = GroupBy::kTeam;
+  std::string currency = "USD";
+  std::string source = "local";  // "local" (a store) or "fleet" (Prometheus)
+  std::vector<Row> rows;
+  Row total;
+  std::vector<Row> top_wasters;
+  int64_t bucket_seconds = 0;
+  std::vector<std::pair<int64_t, std::map<std::string, int64_t>>> cost_by_team_over_time;  // micros
+};
+
+// The group key of an account in a window. Special accounts (__idle__,
+// __unallocated__) are their own group under every grouping but gpu. An
+// account with no team is "(no team)", no namespace "(no namespace)"; a
+// workload that is not a pod groups under its workload id for --by pod.
+std::string group_key(GroupBy by, const ledger::WindowRecord& window, const ledger::AccountRecord& account);
+
+Report build_report(const std::vector<ledger::WindowRecord>& windows, int64_t from, int64_t to, GroupBy by);
+// Fills total, top_wasters and sorts rows; used by build_report and the fleet report.
+void finish_report(Report& report);
+
+std::string render(const Report& report, Format format);
+std::string render_table(const Report& report);
+std::string render_csv(const Report& report);
+std::string render_json(const Report& report);
+std::string render_html(const Report& report);
+
+}  // namespace gpuledger::report

@@ -1,0 +1,85 @@
+#include "ledger/agent_inputs.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuledger::ledger {
+namespace {
+
+kubernetes::GpuAllocation alloc(const std::string& ns, const std::string& pod, const std::string& resource,
+                                const std::string& uuid, kubernetes::Sharing sharing, const std::string& mig = "") {
+  kubernetes::GpuAllocation a;
+  a.namespace_name = ns;
+  a.pod = pod;
+  a.container = "main";
+  a.resource = resource;
+  a.device_id = uuid;
+  a.device.uuid = uuid;
+  a.device.sharing = sharing;
+  a.device.mig_instance = mig;
+  return a;
+}
+
+device::DeviceSnapshot devices() {
+  device::DeviceSnapshot d;
+  device::GpuInfo a, b;
+  a.uuid = "GPU-a";
+  a.model = "NVIDIA H100 80GB HBM3";
+  a.pci_bus_id = "00000000:07:00.0";
+  b.uuid = "GPU-b";
+  b.model = "NVIDIA H100 80GB HBM3";
+  b.pci_bus_id = "00000000:08:00.0";
+  b.mig_enabled = true;
+  d.gpus = {a, b};
+  device::DeviceReading dcgm;
+  dcgm.source = device::Source::kDcgm;
+  dcgm.uuid = "GPU-a";
+  dcgm[device::DeviceField::kSmActiveRatio] = 0.4;
+  device::DeviceReading nvml;
+  nvml.source = device::Source::kNvml;
+  nvml.uuid = "GPU-a";
+  nvml[device::DeviceField::kUtilizationRatio] = 0.9;
+  nvml[device::DeviceField::kSmActiveRatio] = 0.1;  // DCGM's wins
+  d.readings = {dcgm, nvml};
+  return d;
+}
+
+TEST(AgentInputs, SlotsHoldersAndDeviceSamples) {
+  std::vector<kubernetes::GpuAllocation> allocs = {
+      alloc("ml", "trainer", "nvidia.com/gpu", "GPU-a", kubernetes::Sharing::kExclusive),
+      alloc("ml", "small", "nvidia.com/mig-3g.40gb", "MIG-x", kubernetes::Sharing::kMig),
+  };
+  agent::AgentSnapshot snap;
+  agent::WorkloadView v;
+  v.workload.id = "k8s/uid-1/c1";
+  v.names = {"ml", "trainer", "main", "vision"};
+  snap.workloads = {v};
+  PriceBook prices;
+  auto slots = slots_from(devices(), allocs, prices);
+  ASSERT_EQ(slots.size(), 3u);
+  EXPECT_EQ(slots[0], (GpuSlot{"GPU-a", "NVIDIA H100 80GB HBM3", std::nullopt, ""}));
+  // The MIG GPU: 7 slices, 3 allocated -> the parent is a slot for the 4 free ones.
+  EXPECT_EQ(slots[1], (GpuSlot{"GPU-b", "NVIDIA H100 80GB HBM3", "4g.unallocated", "GPU-b"}));
+  EXPECT_EQ(slots[2].uuid, "MIG-x");
+  EXPECT_EQ(slots[2].mig_profile, "3g.40gb");
+  EXPECT_EQ(slots[2].parent_uuid, "GPU-b");
+  EXPECT_EQ(slots[2].model, "NVIDIA H100 80GB HBM3");
+
+  auto holders = holders_from(allocs, snap);
+  ASSERT_EQ(holders.size(), 2u);
+  EXPECT_EQ(holders[0].account, "k8s/uid-1/c1");
+  EXPECT_EQ(holders[0].labels.team, "vision");
+  EXPECT_EQ(holders[1].account, "k8s/ml/small/main");  // never used CUDA: named from the allocation
+
+  auto dev = device_samples(devices());
+  ASSERT_EQ(dev.count("GPU-a"), 1u);
+  EXPECT_DOUBLE_EQ(*dev["GPU-a"].busy_fraction, 0.9);
+  EXPECT_DOUBLE_EQ(*dev["GPU-a"].efficiency.sm_active, 0.4);
+  EXPECT_FALSE(dev["GPU-a"].efficiency.tensor_active);
+
+  Observation o = make_observation(1.0, snap, devices(), allocs, true, prices);
+  EXPECT_EQ(o.slots.size(), 3u);
+  EXPECT_EQ(o.workloads.size(), 1u);
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger

@@ -1,0 +1,122 @@
+#include "ledger/prices.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+const char* kYaml = R"(currency: EUR
+default_per_hour: 1.5
+per_model:
+  "NVIDIA H100 80GB HBM3": 4.10
+  "H100": 3.90
+  "a100": 3
+per_uuid:
+  GPU-aaaa: 2.25
+  MIG-own: 0.5
+window_seconds: 300
+idle_policy: usage
+retention_days: 30
+)";
+
+TEST(Prices, ParsesEveryKey) {
+  PriceBook b = parse_prices(kYaml, "p.yaml");
+  EXPECT_EQ(b.currency, "EUR");
+  EXPECT_EQ(b.default_micros_per_hour, 1'500'000);
+  ASSERT_EQ(b.per_model.size(), 3u);
+  EXPECT_EQ(b.per_model[0].second, 4'100'000);
+  EXPECT_EQ(b.per_uuid[0], (std::pair<std::string, int64_t>{"GPU-aaaa", 2'250'000}));
+  EXPECT_EQ(b.window_seconds, 300);
+  EXPECT_EQ(b.idle_policy, IdlePolicy::kUsage);
+  EXPECT_EQ(b.retention_days, 30);
+  EXPECT_EQ(PriceBook{}.retention_days, 365);
+}
+
+TEST(Prices, CostSectionAndEmpty) {
+  PriceBook b = parse_prices("cost:\n  default_per_hour: 2\n");
+  EXPECT_EQ(b.default_micros_per_hour, 2'000'000);
+  EXPECT_EQ(parse_prices("").currency, "USD");
+}
+
+struct MatchCase {
+  GpuSlot slot;
+  int64_t micros_per_hour, num, den;
+  std::string matched;
+};
+
+TEST(Prices, Matching) {
+  PriceBook b = parse_prices(kYaml);
+  std::vector<MatchCase> cases = {
+      {{"GPU-1", "NVIDIA H100 80GB HBM3", {}, ""}, 4'100'000, 1, 1, "model:NVIDIA H100 80GB HBM3"},
+      {{"GPU-2", "NVIDIA H100 PCIe", {}, ""}, 3'900'000, 1, 1, "model:H100"},
+      {{"GPU-3", "NVIDIA A100-SXM4-40GB", {}, ""}, 3'000'000, 1, 1, "model:a100"},
+      {{"GPU-aaaa", "NVIDIA H100 80GB HBM3", {}, ""}, 2'250'000, 1, 1, "uuid:GPU-aaaa"},
+      {{"GPU-4", "Tesla T4", {}, ""}, 1'500'000, 1, 1, "default"},
+      {{"MIG-x", "NVIDIA H100 80GB HBM3", "3g.40gb", "GPU-9"}, 4'100'000, 3, 7, "model:NVIDIA H100 80GB HBM3"},
+      {{"MIG-y", "NVIDIA H100 80GB HBM3", "1c.2g.20gb", "GPU-aaaa"}, 2'250'000, 2, 7, "uuid:GPU-aaaa"},
+      {{"MIG-own", "NVIDIA H100 80GB HBM3", "1g.10gb", "GPU-aaaa"}, 500'000, 1, 1, "uuid:MIG-own"},
+      {{"MIG-z", "NVIDIA A30", "2g.12gb", "GPU-5"}, 1'500'000, 2, 4, "default"},
+  };
+  for (const auto& c : cases) {
+    SlotPrice p = price_for(b, c.slot);
+    EXPECT_EQ(p.micros_per_hour, c.micros_per_hour) << c.slot.uuid;
+    EXPECT_EQ(p.numerator, c.num) << c.slot.uuid;
+    EXPECT_EQ(p.denominator, c.den) << c.slot.uuid;
+    EXPECT_EQ(p.matched, c.matched) << c.slot.uuid;
+  }
+  EXPECT_THROW(price_for(b, {"MIG-bad", "NVIDIA H100", "8g.80gb", "GPU-1"}), Error);
+  EXPECT_THROW(price_for(b, {"MIG-bad", "NVIDIA H100", "weird", "GPU-1"}), Error);
+}
+
+TEST(Prices, MigSlicesConfigurable) {
+  PriceBook b = parse_prices("mig_slices: {default: 8, \"B200\": 10}\n");
+  EXPECT_EQ(mig_slices_for(b, "NVIDIA B200"), 10);
+  EXPECT_EQ(mig_slices_for(b, "NVIDIA H100"), 8);
+  EXPECT_EQ(mig_slices_for(parse_prices("mig_slices: 4"), "x"), 4);
+  EXPECT_EQ(mig_slices_for(PriceBook{}, "NVIDIA A100"), 7);
+}
+
+TEST(Prices, WindowCost) {
+  // 4.10/h for 60 s = 0.068333.. -> 68'333 micro-units.
+  EXPECT_EQ(window_cost_micros({4'100'000, 1, 1, ""}, 60), 68'333);
+  // 3/7 of 4.10/h for 60 s = 29'285.71 -> 29'286.
+  EXPECT_EQ(window_cost_micros({4'100'000, 3, 7, ""}, 60), 29'286);
+  EXPECT_EQ(window_cost_micros({3'600'000, 1, 1, ""}, 3600), 3'600'000);
+  EXPECT_EQ(window_cost_micros({3'600'000, 1, 1, ""}, 0), 0);
+}
+
+TEST(Prices, Decimals) {
+  EXPECT_EQ(parse_micros("0.000001"), 1);
+  EXPECT_EQ(parse_micros("12"), 12'000'000);
+  EXPECT_EQ(parse_micros("1."), 1'000'000);
+  EXPECT_THROW(parse_micros("-1"), Error);
+  EXPECT_THROW(parse_micros("1.0000001"), Error);
+  EXPECT_THROW(parse_micros("1e3"), Error);
+  EXPECT_EQ(format_micros(4'100'000), "4.100000");
+  EXPECT_EQ(format_micros(-5), "-0.000005");
+}
+
+TEST(Prices, ErrorsNameFileAndLine) {
+  auto msg = [](const std::string& yaml) {
+    try {
+      parse_prices(yaml, "prices.yaml");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(msg("currency: USD\nper_model:\n  H100: cheap\n"),
+            "prices prices.yaml:3:9: per_model.H100: not a non-negative decimal amount: 'cheap'");
+  EXPECT_EQ(msg("currency: USD\ndefualt_per_hour: 1\n"), "prices prices.yaml:2:1: unknown key 'defualt_per_hour'");
+  EXPECT_NE(msg("per_model: {H100: 1\n").find("prices prices.yaml:"), std::string::npos);
+  EXPECT_EQ(msg("idle_policy: everyone\n"),
+            "prices prices.yaml:1:14: unknown idle policy 'everyone' (expected holders, usage or idle)");
+  EXPECT_EQ(msg("window_seconds: 7\n"),
+            "prices prices.yaml:1:17: window_seconds: expected a divisor of 86400 (e.g. 60, 300, 3600)");
+  EXPECT_THROW(load_prices("/nonexistent/prices.yaml"), Error);
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger

@@ -1,0 +1,86 @@
+// The `gpuledger report` subcommand, and the HTML report in a real browser.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "report/report.h"
+#include "report_fixture.h"
+
+namespace gpuledger::report {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::kT0;
+
+struct Proc {
+  int status = -1;
+  std::string out;
+};
+
+Proc run(const std::string& cmd) {
+  Proc r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string gpuledger() { return GPULEDGER_BINARY; }
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const std::string kRange = " --from 2027-01-15T08:00:00Z --to 2027-01-15T08:02:00Z";
+
+TEST(ReportCli, EveryFormatMatchesTheLibrary) {
+  testing::FixtureStore store("cli");
+  ledger::Store s(store.path(), ledger::Store::Mode::kReadOnly);
+  for (const char* by : {"team", "namespace", "pod", "workload", "gpu"}) {
+    Report r = build_report(s.windows(kT0, kT0 + 120), kT0, kT0 + 120, parse_group_by(by));
+    for (const char* fmt : {"table", "csv", "json", "html"}) {
+      Proc got = run(gpuledger() + " report --store " + store.path() + kRange + " --by " + by + " --format " + fmt);
+      EXPECT_EQ(got.status, 0) << got.out;
+      EXPECT_EQ(got.out, render(r, parse_format(fmt))) << by << " " << fmt;
+    }
+  }
+  fs::path out = store.dir() / "r.html";
+  Proc got = run(gpuledger() + " report --store " + store.path() + kRange + " --format html -o " + out.string());
+  EXPECT_EQ(got.status, 0) << got.out;
+  EXPECT_EQ(slurp(out).rfind("<!DOCTYPE html>", 0), 0u);
+}
+
+TEST(ReportCli, ClearErrors) {
+  testing::FixtureStore store("cli_err");
+  fs::path garbage = store.dir() / "garbage.db";
+  std::ofstream(garbage) << std::string(10000, 'x');
+  Proc got = run(gpuledger() + " report --store " + garbage.string());
+  EXPECT_EQ(got.status, 1);
+  EXPECT_NE(got.out.find("ledger store " + garbage.string() + ": not a usable SQLite database"), std::string::npos)
+      << got.out;
+  got = run(gpuledger() + " report --store " + (store.dir() / "missing.db").string());
+  EXPECT_EQ(got.status, 1);
+  EXPECT_NE(got.out.find("no such file"), std::string::npos) << got.out;
+  got = run(gpuledger() + " report --store " + store.path() + " --by cluster");
+  EXPECT_EQ(got.status, 1);
+  EXPECT_NE(got.out.find("--by: unknown grouping 'cluster'"), std::string::npos) << got.out;
+  got = run(gpuledger() + " report --store " + store.path() + " --from yesterday");
+  EXPECT_EQ(got.status, 1);
+  EXPECT_NE(got.out.find("time 'yesterday'"), std::string::npos) << got.out;
+}
+
+}  // namespace
+}  // namespace gpuledger::report

@@ -1,0 +1,154 @@
+#include "report/report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "report_fixture.h"
+
+namespace gpuledger::report {
+namespace {
+
+using testing::kT0;
+
+Report fixture_report(GroupBy by) {
+  static testing::FixtureStore store("fmt");
+  ledger::Store s(store.path(), ledger::Store::Mode::kReadOnly);
+  return build_report(s.windows(kT0, kT0 + 120), kT0, kT0 + 120, by);
+}
+
+TEST(ReportFormat, Table) {
+  EXPECT_EQ(render(fixture_report(GroupBy::kTeam), Format::kTable), R"(GPU chargeback 2027-01-15T08:00:00Z .. 2027-01-15T08:02:00Z by team (USD, local)
+
+team             gpu_hours_held  gpu_hours_busy  cost_busy  cost_idle  cost_total  sm_active  sm_occupancy  tensor_active  dram_active  vram_gib_hours  launches
+vision                   0.0500          0.0400   0.144000   0.054000    0.198000      37.5%         18.8%        unknown      unknown          0.1000      1320
+nlp                      0.0310          0.0050   0.018000   0.075428    0.093428      12.5%          6.2%        unknown      unknown          0.0000       240
+__unallocated__          0.0000          0.0000   0.000000   0.060000    0.060000    unknown       unknown        unknown      unknown          0.0000         0
+----------------------------------------------------------------------------------------------------------------------------------------------------------------
+TOTAL                    0.0810          0.0450   0.162000   0.189428    0.351428    unknown       unknown        unknown      unknown          0.1000      1560
+
+Top wasters (idle cost)
+  1. nlp     0.075428 USD idle (80.7% of its cost)
+  2. vision  0.054000 USD idle (27.3% of its cost)
+)");
+}
+
+TEST(ReportFormat, Csv) {
+  std::string csv = render(fixture_report(GroupBy::kTeam), Format::kCsv);
+  // RFC 4180: CRLF line ends.
+  size_t lf = std::count(csv.begin(), csv.end(), '\n');
+  EXPECT_EQ(lf, 4u);
+  EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\r')), lf);
+  std::erase(csv, '\r');
+  EXPECT_EQ(csv, R"(team,gpu_hours_held,gpu_hours_busy,cost_busy,cost_idle,cost_total,sm_active,sm_occupancy,tensor_active,dram_active,vram_gib_hours,launches
+vision,0.050000,0.040000,0.144000,0.054000,0.198000,0.3750,0.1875,,,0.100000,1320
+nlp,0.030952,0.005000,0.018000,0.075428,0.093428,0.1250,0.0625,,,0.000000,240
+__unallocated__,0.000000,0.000000,0.000000,0.060000,0.060000,,,,,0.000000,0
+)");
+}
+
+TEST(ReportFormat, CsvQuoting) {
+  Report r;
+  r.from = kT0;
+  r.to = kT0 + 60;
+  Row row;
+  row.key = "team \"x\", inc";
+  row.cost_busy_micros = 1;
+  r.rows = {row};
+  finish_report(r);
+  std::string csv = render_csv(r);
+  EXPECT_NE(csv.find("\r\n\"team \"\"x\"\", inc\",0.000000,0.000000,0.000001,0.000000,0.000001,,,,,0.000000,0\r\n"),
+            std::string::npos)
+      << csv;
+}
+
+TEST(ReportFormat, Json) {
+  auto j = nlohmann::json::parse(render(fixture_report(GroupBy::kTeam), Format::kJson));
+  EXPECT_EQ(j["from"], "2027-01-15T08:00:00Z");
+  EXPECT_EQ(j["to"], "2027-01-15T08:02:00Z");
+  EXPECT_EQ(j["by"], "team");
+  EXPECT_EQ(j["currency"], "USD");
+  ASSERT_EQ(j["rows"].size(), 3u);
+  EXPECT_EQ(j["rows"][0]["key"], "vision");
+  EXPECT_EQ(j["rows"][0]["cost_busy_micros"], 144000);
+  EXPECT_EQ(j["rows"][0]["cost_idle"], "0.054000");
+  EXPECT_EQ(j["rows"][0]["sm_active"], 0.375);
+  EXPECT_TRUE(j["rows"][0]["tensor_active"].is_null());  // unknown
+  EXPECT_EQ(j["rows"][1]["key"], "nlp");
+  EXPECT_EQ(j["rows"][1]["cost_total_micros"], 93428);
+  EXPECT_EQ(j["rows"][2]["key"], "__unallocated__");
+  EXPECT_EQ(j["total"]["cost_total_micros"], 351428);
+  EXPECT_EQ(j["top_wasters"][0]["key"], "nlp");
+  EXPECT_EQ(j["top_wasters"][0]["cost_idle_micros"], 75428);
+  ASSERT_EQ(j["cost_by_team_over_time"].size(), 2u);
+  EXPECT_EQ(j["cost_by_team_over_time"][1]["start"], "2027-01-15T08:01:00Z");
+  EXPECT_EQ(j["cost_by_team_over_time"][1]["cost_micros"]["nlp"], 46714);
+}
+
+TEST(ReportFormat, GroupingsAddUpToTheSameTotal) {
+  for (auto by : {GroupBy::kTeam, GroupBy::kNamespace, GroupBy::kPod, GroupBy::kWorkload, GroupBy::kGpu}) {
+    Report r = fixture_report(by);
+    EXPECT_EQ(r.total.cost_total_micros(), 351'428) << to_string(by);
+  }
+  Report pods = fixture_report(GroupBy::kPod);
+  std::vector<std::string> keys;
+  for (const auto& row : pods.rows) keys.push_back(row.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"ml/pod-c", "ml/pod-a", "__unallocated__", "nlp/pod-d", "nlp/pod-b"}));
+  Report gpus = fixture_report(GroupBy::kGpu);
+  EXPECT_EQ(gpus.rows[1].key, "GPU-shared");
+  EXPECT_DOUBLE_EQ(*gpus.rows[1].efficiency.sm_active, 0.5);  // the device's own value
+}
+
+TEST(ReportFormat, HtmlIsSelfContained) {
+  std::string html = render(fixture_report(GroupBy::kTeam), Format::kHtml);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* id : {"chart-cost-over-time", "chart-cost-vs-efficiency", "chart-idle-share"})
+    EXPECT_NE(html.find(std::string("<svg id=\"") + id + "\""), std::string::npos) << id;
+  // No external resources: no scripts, stylesheets, images or fonts fetched from anywhere.
+  for (const char* bad : {" src=", " href=", "<script", "<link", "@import", "url("})
+    EXPECT_EQ(html.find(bad), std::string::npos) << bad;
+  EXPECT_NE(html.find("<td>0.351428</td>"), std::string::npos);
+}
+
+TEST(ReportFormat, HtmlEscapes) {
+  Report r;
+  r.from = kT0;
+  r.to = kT0 + 60;
+  Row row;
+  row.key = "<script>alert(1)</script>";
+  row.cost_idle_micros = 5;
+  r.rows = {row};
+  finish_report(r);
+  std::string html = render_html(r);
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;"), std::string::npos);
+}
+
+TEST(ReportTime, Parse) {
+  const int64_t now = 1'800'000'000;
+  EXPECT_EQ(parse_time("now", now), now);
+  EXPECT_EQ(parse_time("-24h", now), now - 86400);
+  EXPECT_EQ(parse_time("-30m", now), now - 1800);
+  EXPECT_EQ(parse_time("-7d", now), now - 7 * 86400);
+  EXPECT_EQ(parse_time("-90s", now), now - 90);
+  EXPECT_EQ(parse_time("2027-01-15T08:00:00Z", now), kT0);
+  EXPECT_EQ(parse_time("2027-01-15T10:00:00+02:00", now), kT0);
+  EXPECT_EQ(parse_time("2027-01-15T08:00:00.123Z", now), kT0);
+  EXPECT_EQ(parse_time("1800000000", now), kT0);
+  EXPECT_EQ(format_rfc3339(kT0), "2027-01-15T08:00:00Z");
+  for (const char* bad : {"yesterday", "-5y", "2027-01-15", "2027-01-15T08:00:00", "-h"})
+    EXPECT_THROW(parse_time(bad, now), Error) << bad;
+  EXPECT_THROW(parse_group_by("cluster"), Error);
+  EXPECT_THROW(parse_format("xml"), Error);
+}
+
+TEST(ReportRange, OnlyWindowsStartingInRange) {
+  static testing::FixtureStore store("range");
+  ledger::Store s(store.path(), ledger::Store::Mode::kReadOnly);
+  Report r = build_report(s.windows(kT0 + 60, kT0 + 120), kT0 + 60, kT0 + 120, GroupBy::kTeam);
+  EXPECT_EQ(r.total.cost_total_micros(), 175'714);
+}
+
+}  // namespace
+}  // namespace gpuledger::report
