@@ -2,14 +2,17 @@
 
 #include <bpf/libbpf.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "agent/agent.h"
@@ -21,6 +24,7 @@
 #include "probes/elf_symbols.h"
 #include "report.h"
 #include "sim_library.h"
+#include "uprobe_multi.h"
 
 namespace gpuledger::bench {
 namespace {
@@ -70,44 +74,85 @@ class Attachment {
   virtual ~Attachment() = default;
   // After the timing: a warning when the probes evidently did not do their job.
   virtual std::string check(uint64_t /*launches_made*/) { return ""; }
+  virtual size_t probe_count() const { return 0; }
 };
 
 class NoProbe : public Attachment {};
 
-// The floor: gl_empty at the same file offsets the agent uses, through the
-// same libbpf call (a perf-event uprobe per address, pid -1).
+// gl_empty, loaded for one kind of link: a program linked as a multi-uprobe
+// must be loaded with that expected attach type.
+struct EmptyProgram {
+  empty_probe* skel = nullptr;
+  explicit EmptyProgram(bool multi) {
+    skel = empty_probe__open();
+    if (skel && multi)
+      bpf_program__set_expected_attach_type(skel->progs.gl_empty, static_cast<bpf_attach_type>(kAttachUprobeMulti));
+    if (!skel || empty_probe__load(skel) != 0) throw Error("cannot load the empty probe (BPF unavailable?)");
+  }
+  ~EmptyProgram() { empty_probe__destroy(skel); }
+  bpf_program* prog() const { return skel->progs.gl_empty; }
+};
+
+// The floor: gl_empty at the same file offsets the agent probes, linked the
+// way the agent links: one multi-uprobe link for all offsets (entries, and
+// another for returns), or one perf-event link per offset through
+// bpf_program__attach_uprobe_opts.
 class EmptyProbes : public Attachment {
  public:
-  EmptyProbes(bpf_program* prog, const std::string& path, const std::vector<uint64_t>& offsets, bool with_return) {
-    for (uint64_t offset : offsets) {
-      attach(prog, path, offset, false);
-      if (with_return) attach(prog, path, offset, true);
+  EmptyProbes(const EmptyProgram& program, bool multi, const std::string& path, const std::vector<uint64_t>& offsets,
+              bool with_return) {
+    for (bool retprobe : {false, true}) {
+      if (retprobe && !with_return) break;
+      if (multi)
+        attach_multi(program, path, offsets, retprobe);
+      else
+        for (uint64_t offset : offsets) attach_one(program, path, offset, retprobe);
     }
+    probes_ = offsets.size() * (with_return ? 2 : 1);
   }
+  size_t probe_count() const override { return probes_; }
 
  private:
-  void attach(bpf_program* prog, const std::string& path, uint64_t offset, bool retprobe) {
+  void attach_multi(const EmptyProgram& program, const std::string& path, const std::vector<uint64_t>& offsets,
+                    bool retprobe) {
+    int fd = link_uprobe_multi(bpf_program__fd(program.prog()), path, offsets, retprobe);
+    if (fd < 0) throw Error("cannot link the empty multi-uprobe to " + path + ": " + std::strerror(-fd));
+    multi_links_.emplace_back(fd);
+  }
+  void attach_one(const EmptyProgram& program, const std::string& path, uint64_t offset, bool retprobe) {
     LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe);
-    bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), offset, &opts);
+    bpf_link* link = bpf_program__attach_uprobe_opts(program.prog(), -1, path.c_str(), offset, &opts);
     if (!link) throw Error("cannot attach the empty uprobe to " + path);
     links_.emplace_back(link);
   }
+  struct Fd {
+    int fd;
+    explicit Fd(int f) : fd(f) {}
+    Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  std::vector<Fd> multi_links_;
   std::vector<probes::LinkHandle> links_;
+  size_t probes_ = 0;
 };
 
 // The real thing, in this process: load, attach to the private library, start.
 class AgentProbes : public Attachment {
  public:
-  AgentProbes(const std::string& path, bool launch_returns) {
+  AgentProbes(const std::string& path, bool launch_returns, bool per_probe_links) {
     agent::AgentOptions options;
     options.cuda_libs = {path};
     options.discover = false;
     options.launch_returns = launch_returns;
+    options.per_probe_links = per_probe_links;
     agent_ = std::make_unique<agent::Agent>(options);
     agent_->start();
     auto self = agent_->snapshot().self;
     if (self.probes_attached == 0 || self.probe_attach_failures != 0)
       throw Error("the agent did not attach cleanly to " + path);
+    probes_ = self.probes_attached;
   }
   std::string check(uint64_t launches_made) override {
     uint64_t counted = 0;
@@ -115,29 +160,69 @@ class AgentProbes : public Attachment {
     if (counted >= launches_made) return "";
     return "agent counted " + std::to_string(counted) + " of " + std::to_string(launches_made) + " launches";
   }
+  size_t probe_count() const override { return probes_; }
 
  private:
   std::unique_ptr<agent::Agent> agent_;
+  size_t probes_ = 0;
 };
 
 // ----------------------------------------------------- configurations
 
-enum class Config { kNone, kFloor, kFloorPair, kAgent, kAgentLaunchReturns };
-
+// One thing to measure. Floors and agents come in both link kinds; an agent
+// row is compared with the floor of its own link kind and probe shape.
 struct Configuration {
-  Config id;
+  enum class Kind { kNone, kFloor, kAgent } kind;
   const char* label;
-  std::function<std::unique_ptr<Attachment>()> attach;
+  bool multi_link = false;      // multi-uprobe links, else one perf-event link per probe
+  bool with_return = false;     // floors: the uretprobe too
+  bool launch_returns = false;  // agents: --launch-returns
 };
 
-struct EmptySkeleton {
-  empty_probe* skel = empty_probe__open_and_load();
-  ~EmptySkeleton() { empty_probe__destroy(skel); }
-};
+std::vector<Configuration> configurations(bool multi_supported) {
+  using K = Configuration::Kind;
+  std::vector<Configuration> all = {
+      {K::kNone, "(a) no probe"},
+      {K::kFloor, "(b) empty uprobe, multi-uprobe link", true, false},
+      {K::kFloor, "(b') empty uprobe + uretprobe, multi-uprobe links", true, true},
+      {K::kAgent, "(c) gpuledger agent", true, false, false},
+      {K::kAgent, "(d) agent --launch-returns", true, false, true},
+      {K::kFloor, "(e) empty uprobe, perf-event link", false, false},
+      {K::kFloor, "(e') empty uprobe + uretprobe, perf-event links", false, true},
+      {K::kAgent, "(f) agent --per-probe-links", false, false, false},
+  };
+  // Without multi-uprobe links (Linux < 6.6) the agent falls back to
+  // perf-event links by itself: (c) and (d) are then measured against (e).
+  if (!multi_supported)
+    for (auto& c : all)
+      if (c.kind != K::kNone) c.multi_link = false;
+  return all;
+}
 
-// Which floor a gpuledger configuration is compared with, call by call: the
-// empty probe shaped like the agent's own (entry only, or entry + return),
-// read from the agent's probe plan rather than assumed.
+std::unique_ptr<Attachment> attach(const Configuration& c, const EmptyProgram& multi_empty,
+                                   const EmptyProgram& perf_empty, const std::string& path,
+                                   const std::vector<uint64_t>& offsets) {
+  switch (c.kind) {
+    case Configuration::Kind::kFloor:
+      return std::make_unique<EmptyProbes>(c.multi_link ? multi_empty : perf_empty, c.multi_link, path, offsets,
+                                           c.with_return);
+    case Configuration::Kind::kAgent:
+      return std::make_unique<AgentProbes>(path, c.launch_returns, !c.multi_link);
+    case Configuration::Kind::kNone:
+      break;
+  }
+  return std::make_unique<NoProbe>();
+}
+
+bool uprobe_multi_supported(const EmptyProgram& multi_empty, const std::string& path, uint64_t offset) {
+  int fd = link_uprobe_multi(bpf_program__fd(multi_empty.prog()), path, {offset}, false);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+// How the agent probes each call: entry only, or entry + return. Read from
+// its own probe plan rather than assumed.
 class ProbeShapes {
  public:
   explicit ProbeShapes(const std::vector<probes::ElfFunction>& functions) {
@@ -147,17 +232,25 @@ class ProbeShapes {
         with_return_[{spec.name, launch_returns}] = spec.with_return;
     }
   }
-  bool with_return(const std::string& symbol, Config config) const {
-    auto it = with_return_.find({symbol, config == Config::kAgentLaunchReturns});
+  bool with_return(const std::string& symbol, bool launch_returns) const {
+    auto it = with_return_.find({symbol, launch_returns});
     return it != with_return_.end() && it->second;
-  }
-  Config floor_for(const std::string& symbol, Config config) const {
-    return with_return(symbol, config) ? Config::kFloorPair : Config::kFloor;
   }
 
  private:
   std::map<std::pair<std::string, bool>, bool> with_return_;
 };
+
+// The floor an agent configuration is compared with, for one call.
+size_t matching_floor(const std::vector<Configuration>& all, size_t agent, const ProbeShapes& shapes,
+                      const std::string& symbol) {
+  bool with_return = shapes.with_return(symbol, all[agent].launch_returns);
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].kind == Configuration::Kind::kFloor && all[i].multi_link == all[agent].multi_link &&
+        all[i].with_return == with_return)
+      return i;
+  throw Error("no floor to compare with");
+}
 
 uint64_t offset_of(const std::vector<probes::ElfFunction>& functions, const std::string& name) {
   for (const auto& fn : functions)
@@ -189,56 +282,74 @@ class PinnedToOneCpu {
   cpu_set_t saved_;
 };
 
-std::string shape_text(bool with_return) { return with_return ? "entry+return" : "entry"; }
-
-// ns/call figures, one per round, for every configuration and call.
+// ns/call figures, one per round, for every configuration (by index) and call.
 class Measurements {
  public:
-  void add(Config c, const std::string& symbol, double ns) { samples_[c][symbol].push_back(ns); }
-  const std::vector<double>& of(Config c, const std::string& symbol) const { return samples_.at(c).at(symbol); }
+  void add(size_t config, const std::string& symbol, double ns) { samples_[config][symbol].push_back(ns); }
+  const std::vector<double>& of(size_t config, const std::string& symbol) const {
+    return samples_.at(config).at(symbol);
+  }
 
-  // What the configuration adds to a call: taken round by round (minus the
-  // no-probe figure of the same round), then the median, which is steadier
-  // than a difference of medians when the machine drifts.
-  double added(Config c, const std::string& symbol) const {
-    const auto& base = of(Config::kNone, symbol);
-    const auto& with = of(c, symbol);
+  // What a configuration adds to a call: taken round by round (minus the
+  // no-probe figure of the same round, configuration 0), then the median,
+  // which is steadier than a difference of medians when the machine drifts.
+  double added(size_t config, const std::string& symbol) const {
+    const auto& base = of(0, symbol);
+    const auto& with = of(config, symbol);
     std::vector<double> diffs;
     for (size_t i = 0; i < base.size() && i < with.size(); ++i) diffs.push_back(with[i] - base[i]);
     return median(diffs);
   }
 
  private:
-  std::map<Config, std::map<std::string, std::vector<double>>> samples_;
+  std::map<size_t, std::map<std::string, std::vector<double>>> samples_;
 };
 
-bool is_floor(Config c) { return c == Config::kFloor || c == Config::kFloorPair; }
-bool is_agent(Config c) { return c == Config::kAgent || c == Config::kAgentLaunchReturns; }
+std::string label_letter(const Configuration& c) {
+  std::string label = c.label;
+  return label.substr(0, label.find(')') + 1);
+}
 
 // One row per call and configuration; agent rows carry their ratio to the
-// floor of the same shape.
-MarkdownTable overhead_table(const Measurements& m, const ProbeShapes& shapes,
-                             const std::vector<Configuration>& configurations, const ProbeOverheadOptions& options) {
+// floor of the same link kind and probe shape.
+MarkdownTable overhead_table(const Measurements& m, const ProbeShapes& shapes, const std::vector<Configuration>& all,
+                             const ProbeOverheadOptions& options) {
   MarkdownTable table({"Call", "Calls/round", "Configuration", "Probes", "ns/call (median)", "min-max",
                        "added ns vs (a)", "added / matching floor's added"});
   for (const auto& call : hot_calls()) {
-    for (const auto& config : configurations) {
-      const auto& v = m.of(config.id, call.symbol);
+    for (size_t i = 0; i < all.size(); ++i) {
+      const Configuration& c = all[i];
+      const auto& v = m.of(i, call.symbol);
       auto [lo, hi] = std::minmax_element(v.begin(), v.end());
       std::string probes = "-", added_ns = "-", vs_floor = "-";
-      if (config.id != Config::kNone) added_ns = fixed(m.added(config.id, call.symbol), 1);
-      if (is_floor(config.id)) probes = shape_text(config.id == Config::kFloorPair);
-      if (is_agent(config.id)) {
-        probes = shape_text(shapes.with_return(call.symbol, config.id));
-        Config floor = shapes.floor_for(call.symbol, config.id);
-        vs_floor = ratio(m.added(config.id, call.symbol), m.added(floor, call.symbol)) +
-                   (floor == Config::kFloorPair ? " of (b')" : " of (b)");
+      if (c.kind != Configuration::Kind::kNone) added_ns = fixed(m.added(i, call.symbol), 1);
+      if (c.kind == Configuration::Kind::kFloor) probes = c.with_return ? "entry+return" : "entry";
+      if (c.kind == Configuration::Kind::kAgent) {
+        probes = shapes.with_return(call.symbol, c.launch_returns) ? "entry+return" : "entry";
+        size_t floor = matching_floor(all, i, shapes, call.symbol);
+        vs_floor = ratio(m.added(i, call.symbol), m.added(floor, call.symbol)) + " of " + label_letter(all[floor]);
       }
-      table.add_row({call.symbol, std::to_string(calls_for(call, options)), config.label, probes,
-                     fixed(median(v), 1), fixed(*lo, 1) + "-" + fixed(*hi, 1), added_ns, vs_floor});
+      table.add_row({call.symbol, std::to_string(calls_for(call, options)), c.label, probes, fixed(median(v), 1),
+                     fixed(*lo, 1) + "-" + fixed(*hi, 1), added_ns, vs_floor});
     }
   }
   return table;
+}
+
+// An unprobed call is tens of nanoseconds, a probed one microseconds: a
+// no-probe figure that jumps by that much means something else attached a
+// probe to the library during the run, and the round is not to be trusted.
+std::string baseline_warnings(const Measurements& m) {
+  std::string out;
+  for (const auto& call : hot_calls()) {
+    const auto& v = m.of(0, call.symbol);
+    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    if (*hi > 5 * *lo)
+      out += std::string("\nWARNING: ") + call.symbol + " without probes ranged " + fixed(*lo, 1) + "-" +
+             fixed(*hi, 1) + " ns over the rounds: something else probed the library (or loaded the machine) "
+             "during the run; rerun on a quiet machine.\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -250,45 +361,38 @@ std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cg
   PinnedToOneCpu pinned;
 
   CudaSession session(lib.api());
-  auto functions = probes::read_dynamic_functions(lib.path());
+  const std::string path = lib.path();
+  auto functions = probes::read_dynamic_functions(path);
   ProbeShapes shapes(functions);
   std::vector<uint64_t> offsets;
   for (const auto& call : hot_calls()) offsets.push_back(offset_of(functions, call.symbol));
 
-  EmptySkeleton empty;
-  if (!empty.skel) throw Error("cannot load the empty probe (BPF unavailable?)");
-  const std::string path = lib.path();
-  const std::vector<Configuration> configurations = {
-      {Config::kNone, "(a) no probe", [] { return std::make_unique<NoProbe>(); }},
-      {Config::kFloor, "(b) empty uprobe (floor)",
-       [&] { return std::make_unique<EmptyProbes>(empty.skel->progs.gl_empty, path, offsets, false); }},
-      {Config::kFloorPair, "(b') empty uprobe + uretprobe (floor)",
-       [&] { return std::make_unique<EmptyProbes>(empty.skel->progs.gl_empty, path, offsets, true); }},
-      {Config::kAgent, "(c) gpuledger agent", [&] { return std::make_unique<AgentProbes>(path, false); }},
-      {Config::kAgentLaunchReturns, "(d) agent, --launch-returns",
-       [&] { return std::make_unique<AgentProbes>(path, true); }},
-  };
+  EmptyProgram multi_empty(true), perf_empty(false);
+  const bool multi = uprobe_multi_supported(multi_empty, path, offsets.front());
+  const auto all = configurations(multi);
 
   // Rounds are the outer loop, so slow drift on the machine (other work on a
   // 2-vCPU VM) spreads over every configuration alike.
   Measurements measurements;
   std::vector<std::string> warnings;
-  std::map<Config, std::vector<double>> detach_seconds;  // not part of the figures, but worth knowing
+  std::vector<std::vector<double>> detach_seconds(all.size());  // not part of the figures, but worth knowing
+  std::vector<size_t> probe_counts(all.size());
   for (int round = 0; round < options.rounds; ++round) {
     progress("probe overhead: round %d/%d", round + 1, options.rounds);
-    for (const auto& config : configurations) {
+    for (size_t i = 0; i < all.size(); ++i) {
       auto started = std::chrono::steady_clock::now();
-      auto attached = config.attach();
+      auto attached = attach(all[i], multi_empty, perf_empty, path, offsets);
       for (const auto& call : hot_calls())
-        measurements.add(config.id, call.symbol, ns_per_call(session, call, calls_for(call, options)));
+        measurements.add(i, call.symbol, ns_per_call(session, call, calls_for(call, options)));
       // Each agent configuration is a fresh agent: it saw the warm-up and the timed launches.
       if (auto w = attached->check(1000 + options.calls_per_round); !w.empty())
-        warnings.push_back(config.label + (": " + w));
+        warnings.push_back(all[i].label + (": " + w));
+      probe_counts[i] = attached->probe_count();
       auto detaching = std::chrono::steady_clock::now();
       attached.reset();
       std::chrono::duration<double> took = detaching - started, detach = std::chrono::steady_clock::now() - detaching;
-      detach_seconds[config.id].push_back(detach.count());
-      progress("  %-40s %5.1f s attached, %5.1f s to detach", config.label, took.count(), detach.count());
+      detach_seconds[i].push_back(detach.count());
+      progress("  %-50s %5.1f s attached, %5.1f s to detach", all[i].label, took.count(), detach.count());
     }
   }
   BenchCgroups::move_self_to(cgroups.mount());
@@ -297,14 +401,15 @@ std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cg
   out += "Rounds: " + std::to_string(options.rounds) +
          ", each timing every call under every configuration in turn; medians over rounds. The calling "
          "thread is pinned to one CPU, in a non-root cgroup v2 (" + cgroups.parent() +
-         "/probe-overhead). The goal is an agent whose added cost is within 10% of the matching floor's "
-         "(ratio <= 1.10x).\n\n";
-  out += overhead_table(measurements, shapes, configurations, options).render();
-  out += "\nDetaching (median over rounds): empty uprobes " + fixed(median(detach_seconds[Config::kFloor]), 2) +
-         " s for " + std::to_string(offsets.size()) + " probes; the agent " +
-         fixed(median(detach_seconds[Config::kAgent]), 1) + " s, with --launch-returns " +
-         fixed(median(detach_seconds[Config::kAgentLaunchReturns]), 1) + " s.\n";
+         "/probe-overhead). Multi-uprobe links: " + (multi ? "available" : "not available (Linux < 6.6?)") +
+         ". The goal is an agent whose added cost is within 10% of the matching floor's (ratio <= 1.10x).\n\n";
+  out += overhead_table(measurements, shapes, all, options).render();
+  out += "\nDetaching, median over rounds (not in the figures above):\n\n";
+  for (size_t i = 1; i < all.size(); ++i)
+    out += std::string("- ") + all[i].label + ": " + std::to_string(probe_counts[i]) + " probes, " +
+           fixed(median(detach_seconds[i]), 2) + " s\n";
   for (const auto& w : warnings) out += "\nWARNING: " + w + "\n";
+  out += baseline_warnings(measurements);
   return out;
 }
 

@@ -39,7 +39,8 @@ std::string fixed(double value, int decimals) {
 }
 
 std::string ratio(double numerator, double denominator) {
-  if (std::isnan(numerator) || std::isnan(denominator) || denominator <= 0) return "-";
+  // Below zero an added cost is noise, and a ratio of noise means nothing.
+  if (std::isnan(numerator) || std::isnan(denominator) || numerator <= 0 || denominator <= 0) return "-";
   return fixed(numerator / denominator, 2) + "x";
 }
 

@@ -18,7 +18,7 @@ class MarkdownTable {
 
 // Number formatting shared by every section: fixed decimals, "-" for none.
 std::string fixed(double value, int decimals);
-std::string ratio(double numerator, double denominator);  // "1.23x", "-" when undefined
+std::string ratio(double numerator, double denominator);  // "1.23x"; "-" unless both are positive
 
 // A progress line on stderr, stamped with the seconds since the run began
 // (the report itself goes to stdout).

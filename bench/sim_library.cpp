@@ -29,7 +29,7 @@ SimLibrary::SimLibrary(const std::string& original) {
   char tmpl[] = "/tmp/gpuledger-bench.XXXXXX";
   if (!::mkdtemp(tmpl)) throw Error("cannot create a temporary directory");
   dir_ = tmpl;
-  path_ = dir_ + "/libcuda.so.1";
+  path_ = dir_ + "/gpuledger-bench-cuda.so";  // not libcuda.so*: see sim_library.h
   std::error_code ec;
   fs::copy_file(original, path_, ec);
   if (ec) throw Error("cannot copy " + original + ": " + ec.message());

@@ -3,7 +3,10 @@
 // libcuda.so.1, loaded with dlopen. Uprobes are per file (inode), so probes
 // someone else attaches to build/sim/lib/libcuda.so.1 while the benchmark runs
 // (tests, a demo) cannot land on the calls being timed, and a rebuild of the
-// library cannot pull it away mid-run.
+// library cannot pull it away mid-run. The copy is deliberately not named
+// libcuda.so*: an agent with discovery on (a demo, a test) would otherwise
+// find it in this process's maps and probe it too -- which happened, and
+// turned "no probe" into a probed call for whole rounds.
 #include <string>
 
 #include "cuda_sim.h"

@@ -25,6 +25,7 @@ probes::ProbeProgramConfig program_config(const AgentOptions& options, const ide
   if (!mounts.v2.empty()) config.cgroup_v2_root_id = identity::cgroup_id_of(mounts.v2).value_or(1);
   config.v1_subsys_index = mounts.v1_subsys_index;
   config.max_workloads = options.max_workloads;
+  config.per_probe_links = options.per_probe_links;
   return config;
 }
 
@@ -110,9 +111,11 @@ void Agent::run() {
   }
 }
 
-void Agent::scan_for_libraries() {
-  for (const auto& candidate : probes::scan_process_maps(options_.proc_root))
+void Agent::scan_for_libraries(const std::string& origin) {
+  for (auto candidate : probes::scan_process_maps(options_.proc_root)) {
+    if (!origin.empty()) candidate.origin = origin;
     attacher_->offer(candidate);
+  }
 }
 
 void Agent::handle_event(const void* data, size_t size) {
@@ -148,26 +151,35 @@ void Agent::handle_library_open(const gl_lib_open_event& ev) {
   auto candidate = probes::find_process_file(options_.proc_root, ev.h.tgid, id);
   if (candidate && attacher_->offer(*candidate)) return;
   spdlog::debug("opened {} (pid {}) could not be resolved yet", ev.name, ev.h.tgid);
-  if (watcher_) watcher_->forget(id);  // hear about it again at its next open
+  // Hear about it again at its next open. Opens that came in the meantime
+  // were not reported (the file was pending), so look at the mappings now:
+  // a process that opened the library has mapped it moments later.
+  if (watcher_) watcher_->forget(id);
+  scan_for_libraries("open");
 }
 
 void Agent::learn_gpu_view(uint32_t pid, uint64_t cgroup_key) {
   auto view = identity::read_process_gpu_view(options_.proc_root, pid);
+  if (!view) return;  // gone already: keep what an earlier process said
   std::lock_guard lock(views_mu_);
-  gpu_views_[cgroup_key] = std::move(view);
+  gpu_views_[cgroup_key] = std::move(*view);
 }
 
 std::pair<std::string, std::string> Agent::gpu_labels(const probes::CounterKey& key,
                                                       const std::vector<identity::GpuIdentity>& inventory) {
   if (key.device == GL_DEVICE_UNKNOWN) return {};
-  identity::ProcessGpuView view;
-  {
-    std::lock_guard lock(views_mu_);
-    if (auto it = gpu_views_.find(key.cgroup_key); it != gpu_views_.end()) view = it->second;
-  }
-  auto gpu = identity::resolve_ordinal(view, key.device, inventory);
+  std::lock_guard lock(views_mu_);
+  // Once tied to a GPU, a key keeps its labels: a series whose labels changed
+  // would look like a counter reset to every reader.
+  if (auto it = gpu_labels_.find(key); it != gpu_labels_.end()) return it->second;
+  auto view = gpu_views_.find(key.cgroup_key);
+  if (view == gpu_views_.end()) return {};
+  auto gpu = identity::resolve_ordinal(view->second, key.device, inventory);
   if (!gpu) return {};
-  return {gpu->index ? std::to_string(*gpu->index) : "", gpu->uuid};
+  std::pair<std::string, std::string> labels{gpu->index ? std::to_string(*gpu->index) : "", gpu->uuid};
+  // Wait for the index too when the inventory will know it.
+  if (!labels.first.empty() || inventory.empty()) gpu_labels_[key] = labels;
+  return labels;
 }
 
 void Agent::refresh_locked() {
@@ -210,6 +222,8 @@ void Agent::retire_gone_workloads() {
     totals_.forget_entries(key);
     ++workloads_retired_;
   }
+  std::lock_guard views_lock(views_mu_);
+  for (uint64_t key : gone) gpu_views_.erase(key);
 }
 
 AgentSnapshot Agent::snapshot() {

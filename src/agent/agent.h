@@ -29,6 +29,7 @@ struct AgentOptions {
   bool discover = true;                   // host paths, opens, process maps
   bool launch_returns = false;            // count launches at return (errors too)
   uint32_t max_workloads = 16384;
+  bool per_probe_links = false;           // see ProbeProgramConfig
   std::string v1_controller = "memory";   // fallback hierarchy on cgroup v1 hosts
   std::chrono::milliseconds scan_interval{5000};  // backstop scan of process maps
   std::chrono::milliseconds gc_interval{10000};
@@ -61,7 +62,9 @@ class Agent : public ledger::CallNameLookup {
                                                  const std::vector<identity::GpuIdentity>& inventory);
   void refresh_locked();
   void retire_gone_workloads();
-  void scan_for_libraries();
+  // Offers every libcuda mapped by a running process; `origin` names what
+  // prompted the scan when it is not the periodic backstop ("maps").
+  void scan_for_libraries(const std::string& origin = "");
 
   AgentOptions options_;
   identity::CgroupMounts mounts_;
@@ -77,6 +80,7 @@ class Agent : public ledger::CallNameLookup {
   std::mutex views_mu_;
   // What the latest process of each workload said about its visible GPUs.
   std::map<uint64_t, identity::ProcessGpuView> gpu_views_;
+  std::map<probes::CounterKey, std::pair<std::string, std::string>> gpu_labels_;  // (gpu, UUID), once known
   std::thread thread_;
 };
 

@@ -10,6 +10,7 @@ struct AgentCommand {
   std::vector<std::string> cuda_libs;
   bool no_discovery = false;
   bool launch_returns = false;
+  bool per_probe_links = false;
   unsigned max_workloads = 16384;
   unsigned scan_interval_ms = 5000;
   std::string log_level = "info";
@@ -26,6 +27,11 @@ struct AgentCommand {
   unsigned dcgm_interval_ms = 15000;
   unsigned dcgm_timeout_ms = 3000;
   std::string nvidia_proc_root = "/proc/driver/nvidia";
+  // The ledger (src/ledger): windows and charges in SQLite; prices from
+  // --prices or the `cost:` section of --config. An empty store turns it off.
+  std::string store = "/var/lib/gpuledger/ledger.db";
+  std::string prices;
+  unsigned ledger_interval_ms = 5000;
 };
 int run_agent(const AgentCommand& cmd);
 
@@ -41,7 +47,7 @@ int run_doctor(const DoctorCommand& cmd);
 
 struct DemoCommand {
   std::string listen = "127.0.0.1:9400";
-  unsigned seconds = 12;
+  unsigned seconds = 16;
   std::string cuda_lib;   // default: the simulator next to this binary
   std::string cudasim;    // default: gpuledger-cudasim next to this binary
 };

@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
                         "A CUDA driver library to probe (repeatable); others are found on their own");
   agent_cmd->add_flag("--no-discovery", agent.no_discovery,
                       "Probe only the --cuda-lib paths: no host paths, no open tracing, no /proc scan");
+  agent_cmd->add_flag("--per-probe-links", agent.per_probe_links,
+                      "One perf-event link per uprobe even where the kernel has multi-uprobe links "
+                      "(Linux 6.6+); the agent falls back to this by itself on older kernels");
   agent_cmd->add_flag("--launch-returns", agent.launch_returns,
                       "Also probe launch returns: counts only successful launches and their errors, at "
                       "the price of a return probe on the hottest calls");
@@ -26,6 +29,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   agent_cmd->add_option("--scan-interval-ms", agent.scan_interval_ms,
                         "Backstop scan of process maps for libcuda copies")
+      ->capture_default_str();
+  agent_cmd->add_option("--store", agent.store, "The ledger's SQLite store; empty turns the ledger off")
+      ->capture_default_str();
+  agent_cmd->add_option("--prices", agent.prices,
+                        "Prices YAML (currency, default_per_hour, per_model, per_uuid, ...); default: the "
+                        "`cost:` section of --config");
+  agent_cmd->add_option("--ledger-interval-ms", agent.ledger_interval_ms, "How often the ledger observes")
       ->capture_default_str();
   agent_cmd->add_option("--log-level", agent.log_level, "trace, debug, info, warn, error")->capture_default_str();
   agent_cmd->add_option("--kubeconfig", agent.kubeconfig,

@@ -62,10 +62,11 @@ bool sees_every_gpu(const ProcessGpuView& view) {
 
 }  // namespace
 
-ProcessGpuView read_process_gpu_view(const std::string& proc_root, unsigned pid) {
+std::optional<ProcessGpuView> read_process_gpu_view(const std::string& proc_root, unsigned pid) {
   ProcessGpuView view;
   const std::string base = proc_root + "/" + std::to_string(pid);
   std::ifstream env(base + "/environ", std::ios::binary);
+  if (!env) return std::nullopt;
   std::string all((std::istreambuf_iterator<char>(env)), std::istreambuf_iterator<char>());
   std::istringstream vars(all);
   for (std::string var; std::getline(vars, var, '\0');) {

@@ -24,8 +24,9 @@ struct ProcessGpuView {
   std::vector<unsigned> opened_minors;                // /dev/nvidiaN it has open
 };
 
-// Reads /proc/PID/environ and /proc/PID/fd; empty when the process is gone.
-ProcessGpuView read_process_gpu_view(const std::string& proc_root, unsigned pid);
+// Reads /proc/PID/environ and /proc/PID/fd; nullopt when the process is gone
+// (or its environment cannot be read).
+std::optional<ProcessGpuView> read_process_gpu_view(const std::string& proc_root, unsigned pid);
 
 // The GPU behind `ordinal`, or nullopt when it cannot be known for sure.
 std::optional<GpuIdentity> resolve_ordinal(const ProcessGpuView& view, unsigned ordinal,

@@ -240,12 +240,15 @@ void Accountant::observe(const Observation& obs) {
     }
   };
 
+  bool watched = true;  // windows after the first closed here had no observation inside: "gap"
   while (t >= static_cast<double>(*window_start_ + L)) {
     const int64_t end = *window_start_ + L;
     attribute(obs, last_time_, static_cast<double>(end));
     add_deltas();
-    const double observed = static_cast<double>(end) - window_first_seen_;
-    close_window(*window_start_, observed, observed + 1e-9 < static_cast<double>(L) ? "partial" : "live");
+    const double observed = watched ? static_cast<double>(end) - window_first_seen_ : 0.0;
+    close_window(*window_start_, observed,
+                 !watched ? "gap" : observed + 1e-9 < static_cast<double>(L) ? "partial" : "live");
+    watched = false;
     window_start_ = end;
     window_first_seen_ = static_cast<double>(end);
     last_time_ = static_cast<double>(end);

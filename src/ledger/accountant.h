@@ -17,7 +17,11 @@
 // evenly among them. VRAM byte-seconds integrate live bytes between
 // observations, split exactly at window boundaries. Device busy fraction and
 // efficiency are time-weighted averages of the readings in the window.
-// Holders are those of the last observation in the window.
+// Holders are those of the last observation in the window. When observations
+// are further apart than a window (the agent stalled), the windows in between
+// are written with source "gap": holders as last seen, the stalled interval's
+// time-based readings (VRAM, device) spread over them, counter deltas in the
+// first.
 //
 // Restart: the constructor reads the store's last window end E.
 //  * Windows already stored are never written again (and the store ignores a

@@ -99,7 +99,7 @@ PriceBook parse_prices(const std::string& yaml_text, const std::string& source) 
   PriceBook book;
   if (root.IsNull()) return book;
   if (!root.IsMap()) fail(source, root, "expected a mapping");
-  if (root["cost"] && root.size() == 1) root = root["cost"];
+  if (root["cost"]) root = root["cost"];  // prices inside the agent configuration file
   if (!root.IsMap()) fail(source, root, "cost: expected a mapping");
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();

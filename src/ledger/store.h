@@ -68,7 +68,7 @@ struct WindowRecord {
   std::string busy_source = "spans";  // device | spans
   bool exclusive = false;
   double observed_seconds = 0;  // how much of the window the agent watched
-  std::string source = "live";  // live | partial | backfill
+  std::string source = "live";  // live | partial | gap (agent stalled) | backfill (agent down)
   Efficiency device;            // the device's own readings, unknown = nullopt
   std::vector<AccountRecord> accounts;
   std::vector<Charge> charges;

@@ -1,30 +1,123 @@
 #include "probes/cuda_probe_program.h"
 
 #include <bpf/bpf.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "common/error.h"
 #include "common/log.h"
 #include "cuda_probes.skel.h"
+#include "probes/elf_symbols.h"
 
 namespace gpuledger::probes {
+namespace {
 
-CudaProbeProgram::CudaProbeProgram(const ProbeProgramConfig& config) : config_(config) {
-  route_libbpf_logging();
+// Multi-uprobe links (Linux 6.6+), made with bpf(2) directly: the libbpf
+// Debian 12 ships predates them. Values and layout from the kernel's uapi.
+constexpr uint32_t kAttachUprobeMulti = 48;  // BPF_TRACE_UPROBE_MULTI
+constexpr uint32_t kUprobeMultiReturn = 1;   // BPF_F_UPROBE_MULTI_RETURN
+constexpr int kBpfLinkCreate = 28;           // BPF_LINK_CREATE
+
+struct LinkCreateUprobeMulti {
+  uint32_t prog_fd;
+  uint32_t target_fd;
+  uint32_t attach_type;
+  uint32_t flags;
+  uint64_t path;
+  uint64_t offsets;
+  uint64_t ref_ctr_offsets;
+  uint64_t cookies;
+  uint32_t cnt;
+  uint32_t multi_flags;
+  uint32_t pid;
+  uint32_t pad;
+};
+
+// Returns the link fd, or -errno.
+int link_uprobe_multi(bpf_program* prog, const std::string& path, const std::vector<uint64_t>& offsets,
+                      const std::vector<uint64_t>& cookies, bool retprobe, int pid) {
+  LinkCreateUprobeMulti attr{};
+  attr.prog_fd = static_cast<uint32_t>(bpf_program__fd(prog));
+  attr.attach_type = kAttachUprobeMulti;
+  attr.path = reinterpret_cast<uint64_t>(path.c_str());
+  attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
+  attr.cookies = reinterpret_cast<uint64_t>(cookies.data());
+  attr.cnt = static_cast<uint32_t>(offsets.size());
+  attr.multi_flags = retprobe ? kUprobeMultiReturn : 0;
+  attr.pid = static_cast<uint32_t>(pid);
+  long fd = ::syscall(__NR_bpf, kBpfLinkCreate, &attr, sizeof(attr));
+  return fd < 0 ? -errno : static_cast<int>(fd);
+}
+
+// The C library this process runs on: a file every Linux process maps.
+std::string own_libc() {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    auto slash = line.find('/');
+    if (slash != std::string::npos && line.find("/libc.so", slash) != std::string::npos) return line.substr(slash);
+  }
+  return "";
+}
+
+// Whether multi-uprobe links work here: link one probe on a libc function,
+// restricted to this process (which does not call it meanwhile), and drop it.
+bool uprobe_multi_works(bpf_program* prog) {
+  try {
+    std::string libc = own_libc();
+    if (libc.empty()) return false;
+    auto forms = find_entry_point_forms(read_dynamic_functions(libc), "getpid");
+    if (forms.empty()) return false;
+    int fd = link_uprobe_multi(prog, libc, {forms.front().file_offset}, {0}, false, ::getpid());
+    if (fd < 0) return false;
+    ::close(fd);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+void CudaProbeProgram::load(bool multi) {
   skel_ = cuda_probes__open();
   if (!skel_) throw Error(std::string("cannot open the CUDA probe program: ") + std::strerror(errno));
-  skel_->rodata->cgroup_v2_root_id = config.cgroup_v2_root_id;
-  skel_->rodata->v1_fallback_subsys = config.v1_subsys_index.value_or(0xffffffff);
-  bpf_map__set_max_entries(skel_->maps.workload_counters, config.max_workloads);
-  bpf_map__set_max_entries(skel_->maps.call_errors, config.max_workloads);
-  bpf_map__set_max_entries(skel_->maps.live_allocations, config.max_live_allocations);
+  skel_->rodata->cgroup_v2_root_id = config_.cgroup_v2_root_id;
+  skel_->rodata->v1_fallback_subsys = config_.v1_subsys_index.value_or(0xffffffff);
+  bpf_map__set_max_entries(skel_->maps.workload_counters, config_.max_workloads);
+  bpf_map__set_max_entries(skel_->maps.call_errors, config_.max_workloads);
+  bpf_map__set_max_entries(skel_->maps.live_allocations, config_.max_live_allocations);
+  if (multi) {
+    for (bpf_program* prog : {skel_->progs.gl_launch, skel_->progs.gl_call_entry, skel_->progs.gl_call_return})
+      bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kAttachUprobeMulti));
+  }
   if (int err = cuda_probes__load(skel_); err) {
     cuda_probes__destroy(skel_);
     skel_ = nullptr;
     throw Error(std::string("cannot load the CUDA probe program (BPF unavailable? need root and a "
                             "kernel with BTF): ") + std::strerror(-err));
+  }
+  multi_ = multi;
+}
+
+CudaProbeProgram::CudaProbeProgram(const ProbeProgramConfig& config) : config_(config) {
+  route_libbpf_logging();
+  // Multi-uprobe links where the kernel has them; one perf-event link per
+  // probe where it does not (the programs must be loaded for one or the other).
+  try {
+    if (config.per_probe_links) throw Error("per-probe links requested");
+    load(true);
+    if (!uprobe_multi_works(skel_->progs.gl_call_entry)) {
+      spdlog::info("multi-uprobe links unavailable (Linux < 6.6?): one link per probe");
+      cuda_probes__destroy(skel_);
+      skel_ = nullptr;
+      load(false);
+    }
+  } catch (const Error&) {
+    load(false);
   }
   // Key 0 is the overflow bucket the kernel side falls back to when the
   // workload map is full: it must exist before the first probe fires.
@@ -45,17 +138,47 @@ CudaProbeProgram::~CudaProbeProgram() {
   if (skel_) cuda_probes__destroy(skel_);
 }
 
-AttachedLibrary CudaProbeProgram::attach(const std::string& path, const std::vector<ProbeSpec>& specs) {
-  AttachedLibrary lib;
-  lib.path = path;
+void CudaProbeProgram::attach_multi(AttachedLibrary& lib, const std::vector<ProbeSpec>& specs) {
+  struct Group {
+    bpf_program* prog;
+    bool retprobe;
+    const char* what;
+    std::vector<uint64_t> offsets, cookies;
+  };
+  Group groups[] = {{skel_->progs.gl_launch, false, "launch entries", {}, {}},
+                    {skel_->progs.gl_call_entry, false, "call entries", {}, {}},
+                    {skel_->progs.gl_call_return, true, "call returns", {}, {}}};
+  for (const auto& spec : specs) {
+    Group& entry = spec.program == ProbeProgram::kLaunch ? groups[0] : groups[1];
+    entry.offsets.push_back(spec.file_offset);
+    entry.cookies.push_back(spec.cookie);
+    if (spec.with_return) {
+      groups[2].offsets.push_back(spec.file_offset);
+      groups[2].cookies.push_back(spec.cookie);
+    }
+  }
+  for (auto& g : groups) {
+    if (g.offsets.empty()) continue;
+    int fd = link_uprobe_multi(g.prog, lib.path, g.offsets, g.cookies, g.retprobe, 0 /* every process */);
+    if (fd < 0) {
+      lib.failures.push_back(std::string(g.what) + ": " + std::strerror(-fd));
+      continue;
+    }
+    lib.multi_links.emplace_back(fd);
+    lib.probes += g.offsets.size();
+  }
+}
+
+void CudaProbeProgram::attach_each(AttachedLibrary& lib, const std::vector<ProbeSpec>& specs) {
   auto attach_one = [&](const ProbeSpec& spec, bpf_program* prog, bool retprobe) {
     LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = spec.cookie, .retprobe = retprobe);
-    bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), spec.file_offset, &opts);
+    bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, lib.path.c_str(), spec.file_offset, &opts);
     if (!link) {
       lib.failures.push_back(spec.name + (retprobe ? " (return)" : "") + ": " + std::strerror(errno));
       return;
     }
     lib.links.emplace_back(link);
+    ++lib.probes;
   };
   for (const auto& spec : specs) {
     bpf_program* entry =
@@ -63,6 +186,15 @@ AttachedLibrary CudaProbeProgram::attach(const std::string& path, const std::vec
     attach_one(spec, entry, false);
     if (spec.with_return) attach_one(spec, skel_->progs.gl_call_return, true);
   }
+}
+
+AttachedLibrary CudaProbeProgram::attach(const std::string& path, const std::vector<ProbeSpec>& specs) {
+  AttachedLibrary lib;
+  lib.path = path;
+  if (multi_)
+    attach_multi(lib, specs);
+  else
+    attach_each(lib, specs);
   return lib;
 }
 

@@ -21,14 +21,21 @@ struct ProbeProgramConfig {
   std::optional<uint32_t> v1_subsys_index;
   uint32_t max_workloads = 16384;
   uint32_t max_live_allocations = 262144;
+  // One perf-event link per probe even where multi-uprobe links exist (the
+  // path kernels before 6.6 take; selectable so that it stays tested).
+  bool per_probe_links = false;
 };
 
 // The uprobes on one library file; detached when destroyed.
-// Detaching is slow (the kernel serialises uprobe removal, ~0.1 s each);
-// attaching is fast.
+// The probes on one library file. Where the kernel has multi-uprobe links
+// (Linux 6.6+), each program's probes on the file are one link: attached and
+// detached at once. Elsewhere each probe is a perf-event link of its own, and
+// detaching them one by one waits a kernel grace period each (~0.1 s).
 struct AttachedLibrary {
   std::string path;
-  std::vector<LinkHandle> links;
+  size_t probes = 0;                   // probe points attached (entry and return count apart)
+  std::vector<FdHandle> multi_links;   // one per program, multi-uprobe mode
+  std::vector<LinkHandle> links;       // one per probe, perf-event mode
   std::vector<std::string> failures;  // "name: reason"
 };
 
@@ -52,10 +59,16 @@ class CudaProbeProgram {
   AttachedLibrary attach(const std::string& path, const std::vector<ProbeSpec>& specs);
   BpfMapFds maps() const;
   uint32_t max_workloads() const { return config_.max_workloads; }
+  bool multi_uprobe() const { return multi_; }
 
  private:
+  void load(bool multi);
+  void attach_multi(AttachedLibrary& lib, const std::vector<ProbeSpec>& specs);
+  void attach_each(AttachedLibrary& lib, const std::vector<ProbeSpec>& specs);
+
   ProbeProgramConfig config_;
   cuda_probes* skel_ = nullptr;
+  bool multi_ = false;
 };
 
 }  // namespace gpuledger::probes

@@ -1,6 +1,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
+#include <unistd.h>
 #include <string>
 
 #include "common/log.h"
@@ -23,6 +24,11 @@ int forward(enum libbpf_print_level level, const char* format, va_list args) {
 }
 
 }  // namespace
+
+void FdHandle::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
 
 void route_libbpf_logging() {
   static std::once_flag once;

@@ -60,8 +60,8 @@ bool LibraryAttacher::offer(const LibraryCandidate& candidate) {
   }
   Entry entry;
   entry.links = program_.attach(path, specs);
-  entry.record = LibraryRecord{path, origin, *id, entry.links.links.size(), entry.links.failures, ""};
-  if (entry.links.links.empty()) {
+  entry.record = LibraryRecord{path, origin, *id, entry.links.probes, entry.links.failures, ""};
+  if (entry.links.probes == 0) {
     reject(path, origin, "every probe failed to attach: " + entry.links.failures.front(), *id);
     return false;
   }

@@ -241,7 +241,7 @@ TEST_F(AgentIntegration, AnOrdinalThatCannotBeTiedToAGpuStaysUnknown) {
   ASSERT_EQ(w->by_gpu.size(), 1u);
   EXPECT_EQ(w->by_gpu[0].gpu, "");
   EXPECT_EQ(w->by_gpu[0].uuid, "");
-  EXPECT_EQ(w->by_gpu[0].usage.counters.launches, 2u);
+  EXPECT_EQ(w->by_gpu[0].usage.counters.launches, 2u) << get("/api/v1/workloads");
 }
 
 TEST_F(AgentIntegration, HundredShortLivedProcessesAreAllCounted) {
@@ -450,6 +450,28 @@ TEST_F(AgentOwnInstance, BadLibrariesAreReportedAndTheAgentKeepsRunning) {
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->usage.counters.launches, 2u);
   fs::remove(text);
+}
+
+// Kernels before 6.6 have no multi-uprobe links: one perf-event link per probe.
+TEST_F(AgentOwnInstance, PerProbeLinksCountTheSame) {
+  agent::AgentOptions options = sim_options(false);
+  options.per_probe_links = true;
+  agent::Agent agent(options);
+  auto snap = agent.snapshot();
+  ASSERT_EQ(snap.self.libraries.size(), 1u);
+  EXPECT_GT(snap.self.libraries[0].probes, 90u);
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/per-probe.service"));
+  ASSERT_EQ(run_tenant({cg.dir()}, "init; alloc 64; launch 2 1 1 2 1 1 x3; htod 5; sync; free", {}, {"--quiet"}).exit_code,
+            0);
+  snap = agent.snapshot();
+  const auto* w = find_workload(snap, "systemd/per-probe.service");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->usage.counters.launches, 3u);
+  EXPECT_EQ(w->usage.counters.launched_threads, 12u);
+  EXPECT_EQ(w->usage.counters.allocated_bytes, 64u);
+  EXPECT_EQ(w->usage.counters.freed_bytes, 64u);
+  EXPECT_EQ(w->usage.counters.memcpy_bytes[GL_DIR_HTOD], 5u);
+  EXPECT_EQ(w->usage.counters.syncs, 1u);
 }
 
 TEST_F(AgentOwnInstance, LaunchReturnsCountOnlySuccessfulLaunchesAndTheirErrors) {

@@ -29,7 +29,8 @@ constexpr char kUidA[] = "a0000000-0000-4000-8000-00000000000a";
 constexpr char kUidB[] = "b0000000-0000-4000-8000-00000000000b";
 constexpr char kUidC[] = "c0000000-0000-4000-8000-00000000000c";
 constexpr char kUidD[] = "d0000000-0000-4000-8000-00000000000d";
-const std::string kHexA(64, 'a'), kHexB(64, 'b'), kHexC(64, 'c'), kHexC2(64, 'e'), kHexD(64, 'd');
+constexpr char kUidE[] = "e0000000-0000-4000-8000-00000000000e";
+const std::string kHexA(64, 'a'), kHexB(64, 'b'), kHexC(64, 'c'), kHexD(64, 'd'), kHexE(64, 'e');
 const std::string kGpu0 = "GPU-aaaaaaaa-0000-4000-8000-000000000000";
 const std::string kGpu1 = "GPU-bbbbbbbb-1111-4111-8111-111111111111";
 const std::string kGpu2 = "GPU-cccccccc-2222-4222-8222-222222222222";
@@ -211,6 +212,14 @@ TEST_F(KubernetesEndToEnd, ReplicasMigAndExclusiveGpusInTheAllocationMetric) {
 }
 
 TEST_F(KubernetesEndToEnd, ApiServerGoingAwayAndComingBackLosesNothing) {
+  // A pod known before the API server goes away: its names stay meanwhile.
+  api_->upsert_pod(TestApiServer::make_pod(kUidE, "web", "known-0", "node-1", {{"team", "edge"}},
+                                           {{"main", "containerd://" + kHexE}}));
+  ASSERT_TRUE(eventually([] { return (*directory_)->find(kUidE, kHexE).has_value(); }));
+  ScopedCgroup ecg(mounts().v2, test_cgroup("/kubepods/pod" + std::string(kUidE) + "/" + kHexE));
+  ASSERT_EQ(run_tenant({ecg.dir()}, "init; launch 1 1 1 1 1 1 x3").exit_code, 0);
+  const std::string known = std::string("k8s/") + kUidE + "/" + kHexE;
+
   int port = api_->port();
   api_->stop();
   ASSERT_TRUE(eventually([] { return !metadata_->pod_stats().up; }));
@@ -222,10 +231,10 @@ TEST_F(KubernetesEndToEnd, ApiServerGoingAwayAndComingBackLosesNothing) {
   auto s = scrape();
   EXPECT_EQ(value(s, "gpuledger_cuda_kernel_launches_total", {{"workload", id}, {"pod", ""}, {"team", ""}}), 4);
   EXPECT_EQ(value(s, "gpuledger_kubernetes_api_up", {{"resource", "pods"}}), 0);
-  // Pods known before keep their names.
   EXPECT_EQ(value(s, "gpuledger_cuda_kernel_launches_total",
-                  {{"workload", std::string("k8s/") + kUidA + "/" + kHexA}, {"pod", "trainer-0"}}),
-            5);
+                  {{"workload", known}, {"namespace", "web"}, {"pod", "known-0"}, {"container", "main"},
+                   {"team", "edge"}}),
+            3);
 
   api_->start(port);
   EXPECT_TRUE(eventually(

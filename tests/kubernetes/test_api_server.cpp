@@ -64,6 +64,12 @@ const TestPki& test_pki() {
         "-extfile client.ext 2>/dev/null";
     if (std::system(("sh -c '" + script + "'").c_str()) != 0)
       throw std::runtime_error("openssl could not make the test certificates");
+    static std::string to_remove;
+    to_remove = p.dir;
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(to_remove, ec);
+    });
     return p;
   }();
   return pki;

@@ -268,6 +268,8 @@ TEST_F(AccountantTest, RetentionDeletesOldWindows) {
   auto ws = store.windows(0, kT0 + 3 * 86400);
   ASSERT_FALSE(ws.empty());
   EXPECT_GE(ws.front().end, kT0 + 86400);  // window 0 is gone
+  EXPECT_EQ(ws.front().source, "gap");      // the agent stalled for two days
+  EXPECT_EQ(ws.back().source, "live");
 }
 
 TEST(SnapshotUsage, FromTheAgentSnapshot) {

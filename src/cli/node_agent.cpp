@@ -1,0 +1,160 @@
+#include "cli/node_agent.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "agent/agent.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "config/agent_config.h"
+#include "device/device_plane.h"
+#include "export/http_server.h"
+#include "kubernetes/cluster_config.h"
+#include "kubernetes/kubernetes_metadata.h"
+#include "kubernetes/kubernetes_metrics.h"
+#include "kubernetes/pod_resources_client.h"
+#include "kubernetes/team_namer.h"
+#include "ledger/accountant.h"
+#include "ledger/agent_inputs.h"
+#include "ledger/prices.h"
+#include "ledger/store.h"
+
+namespace gpuledger::cli {
+namespace {
+
+device::DevicePlaneOptions device_options(const AgentCommand& cmd) {
+  device::DevicePlaneOptions o;
+  o.nvml = !cmd.no_nvml;
+  o.nvml_library = cmd.nvml_lib;
+  o.nvml_interval = std::chrono::milliseconds(cmd.nvml_interval_ms);
+  o.dcgm_exporter_url = cmd.dcgm_exporter;
+  o.dcgm_interval = std::chrono::milliseconds(cmd.dcgm_interval_ms);
+  o.scrape.timeout = std::chrono::milliseconds(cmd.dcgm_timeout_ms);
+  o.dcgm_stale_after = std::max(std::chrono::milliseconds(60000), 3 * o.dcgm_interval);
+  o.nvidia_proc_root = cmd.nvidia_proc_root;
+  return o;
+}
+
+// The GPUs the device plane knows, as the attribution agent names them.
+std::vector<identity::GpuIdentity> gpu_identities(const device::DevicePlane& plane) {
+  std::vector<identity::GpuIdentity> out;
+  for (const auto& g : plane.snapshot().gpus) out.push_back({g.index, g.uuid, g.minor});
+  return out;
+}
+
+std::optional<kubernetes::ClusterConfig> cluster_config(const AgentCommand& cmd) {
+  try {
+    return kubernetes::discover_cluster_config(cmd.kubeconfig);
+  } catch (const Error& e) {
+    if (!cmd.kubeconfig.empty()) throw;  // an explicit --kubeconfig that cannot be used is an operator error
+    spdlog::error("kubernetes: {}; going on without pod names", e.what());
+    return std::nullopt;
+  }
+}
+
+ledger::PriceBook price_book(const AgentCommand& cmd) {
+  if (!cmd.prices.empty()) return ledger::load_prices(cmd.prices);
+  if (!cmd.config.empty()) return ledger::load_prices(cmd.config);  // its `cost:` section
+  spdlog::warn("ledger: no prices (--prices or a `cost:` section in --config): every charge is 0");
+  return {};
+}
+
+}  // namespace
+
+struct NodeAgent::Parts {
+  config::AgentConfig config;
+  std::shared_ptr<kubernetes::PodDirectory> pods;
+  std::optional<kubernetes::ClusterConfig> cluster;
+  std::unique_ptr<kubernetes::KubernetesMetadata> k8s;
+  std::unique_ptr<kubernetes::PodResourcesMonitor> pod_resources;
+  std::unique_ptr<kubernetes::KubernetesMetrics> k8s_metrics;
+  std::unique_ptr<device::DevicePlane> devices;
+  std::unique_ptr<agent::Agent> agent;
+  ledger::PriceBook prices;
+  std::unique_ptr<ledger::Store> store;
+  std::unique_ptr<ledger::Accountant> accountant;
+  std::unique_ptr<exporter::HttpServer> server;
+  int port = 0;
+};
+
+NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()) {
+  Parts& p = *parts_;
+  auto [host, port] = exporter::parse_listen_address(cmd.listen);
+  p.config = cmd.config.empty() ? config::AgentConfig{} : config::load_agent_config(cmd.config);
+
+  p.devices = std::make_unique<device::DevicePlane>(device_options(cmd));
+  p.devices->start();
+
+  // Names and teams: the Kubernetes API (retried in the background; the
+  // UID-based identity meanwhile) and the configuration's rules.
+  p.pods = std::make_shared<kubernetes::PodDirectory>(p.config.pod_grace_period);
+  p.cluster = cluster_config(cmd);
+  if (p.cluster) {
+    kubernetes::KubernetesOptions k8s_options;
+    k8s_options.cluster = *p.cluster;
+    k8s_options.node_name = kubernetes::resolve_node_name(cmd.node_name);
+    k8s_options.watch_namespaces = !p.config.team_rule.namespace_label_key.empty();
+    p.k8s = std::make_unique<kubernetes::KubernetesMetadata>(k8s_options, p.pods);
+  } else {
+    spdlog::info("kubernetes: no --kubeconfig and not in a cluster: workloads keep their cgroup identity");
+  }
+  if (!cmd.pod_resources_socket.empty())
+    p.pod_resources = std::make_unique<kubernetes::PodResourcesMonitor>(
+        cmd.pod_resources_socket, kubernetes::AllocationOptions{p.config.extra_gpu_resources, p.config.dra_drivers},
+        p.config.pod_resources_interval);
+  p.k8s_metrics = std::make_unique<kubernetes::KubernetesMetrics>(p.pods, p.config.team_rule, p.k8s.get(),
+                                                                  p.pod_resources.get());
+
+  agent::AgentOptions options;
+  options.cuda_libs = cmd.cuda_libs;
+  options.discover = !cmd.no_discovery;
+  options.launch_returns = cmd.launch_returns;
+  options.per_probe_links = cmd.per_probe_links;
+  options.max_workloads = cmd.max_workloads;
+  options.scan_interval = std::chrono::milliseconds(cmd.scan_interval_ms);
+  options.namer = std::make_shared<kubernetes::TeamNamer>(p.cluster ? p.pods : nullptr, p.config.team_rule,
+                                                          p.config.teams);
+  device::DevicePlane* devices = p.devices.get();
+  options.gpu_inventory = [devices] { return gpu_identities(*devices); };
+  p.agent = std::make_unique<agent::Agent>(options);
+  p.agent->start();
+  if (p.k8s) p.k8s->start();
+  if (p.pod_resources) p.pod_resources->start();
+
+  p.server = std::make_unique<exporter::HttpServer>(*p.agent);
+  if (!cmd.store.empty()) {
+    p.prices = price_book(cmd);
+    std::filesystem::create_directories(std::filesystem::path(cmd.store).parent_path());
+    p.store = std::make_unique<ledger::Store>(cmd.store);
+    p.accountant = std::make_unique<ledger::Accountant>(*p.store, p.prices);
+    p.server->add_contributor(p.accountant.get());
+  }
+  p.server->add_contributor(p.devices.get());
+  p.server->add_contributor(p.k8s_metrics.get());
+  p.port = p.server->start(host, port);
+  spdlog::info("gpuledger agent serving http://{}:{}/metrics", host, p.port);
+}
+
+NodeAgent::~NodeAgent() {
+  Parts& p = *parts_;
+  p.server->stop();
+  if (p.k8s) p.k8s->stop();
+  if (p.pod_resources) p.pod_resources->stop();
+  p.agent->stop();
+  p.devices->stop();
+}
+
+int NodeAgent::port() const { return parts_->port; }
+
+void NodeAgent::observe() {
+  Parts& p = *parts_;
+  if (!p.accountant) return;
+  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto allocations =
+      p.pod_resources ? p.pod_resources->state().allocations : std::vector<kubernetes::GpuAllocation>{};
+  p.accountant->observe(ledger::make_observation(now, p.agent->snapshot(), p.devices->snapshot(), allocations,
+                                                 p.pod_resources != nullptr, p.prices));
+}
+
+}  // namespace gpuledger::cli

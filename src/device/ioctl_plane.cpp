@@ -1,0 +1,227 @@
+#include "device/ioctl_plane.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/log.h"
+#include "identity/cgroup_fs.h"
+#include "identity/workload_directory.h"
+#include "nvidia_ioctl.skel.h"
+#include "nvidia_ioctl_abi.h"
+#include "probes/bpf_handles.h"
+
+namespace gpuledger::device {
+namespace {
+
+uint64_t delta(uint64_t now, uint64_t last) { return now >= last ? now - last : now; }
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int possible_cpus() {
+  static const int n = libbpf_num_possible_cpus();
+  return n > 0 ? n : 1;
+}
+
+}  // namespace
+
+void IoctlTotalsFolder::absorb(const std::map<IoctlKey, IoctlTotals>& reading) {
+  std::lock_guard lock(mu_);
+  for (const auto& [key, now] : reading) {
+    IoctlTotals& last = last_[key];
+    IoctlTotals& total = totals_[key];
+    total.calls += delta(now.calls, last.calls);
+    total.ns += delta(now.ns, last.ns);
+    last = now;
+  }
+}
+
+void IoctlTotalsFolder::forget_entry(const IoctlKey& key) {
+  std::lock_guard lock(mu_);
+  last_.erase(key);
+}
+
+std::map<IoctlKey, IoctlTotals> IoctlTotalsFolder::totals() const {
+  std::lock_guard lock(mu_);
+  return totals_;
+}
+
+IoctlPlane::IoctlPlane(IoctlPlaneOptions options) : options_(std::move(options)) {
+  devices_ = options_.devices.empty() ? default_ioctl_devices(read_text(options_.proc_devices)) : options_.devices;
+  resolve_ = options_.resolve_workload;
+  if (!resolve_) {
+    auto directory = std::make_shared<identity::WorkloadDirectory>(identity::discover_cgroup_mounts());
+    resolve_ = [directory](uint64_t id) { return directory->resolve(id); };
+  }
+
+  probes::route_libbpf_logging();
+  auto fail = [&](const std::string& why) {
+    error_ = why;
+    if (skel_) nvidia_ioctl__destroy(skel_);
+    skel_ = nullptr;
+    spdlog::warn("nvidia ioctl plane off: {} (gpuledger_nvidia_ioctl_plane_up 0)", why);
+  };
+  skel_ = nvidia_ioctl__open();
+  if (!skel_) {
+    fail(std::string("cannot open the ioctl program: ") + std::strerror(errno));
+    return;
+  }
+  bpf_map__set_max_entries(skel_->maps.ioctl_counters, std::max<uint32_t>(options_.max_entries, 1));
+  if (int err = nvidia_ioctl__load(skel_); err) {
+    fail(std::string("cannot load the ioctl program: ") + std::strerror(-err));
+    return;
+  }
+  const int filter_fd = bpf_map__fd(skel_->maps.ioctl_devices);
+  for (const auto& d : devices_) {
+    gl_ioctl_filter_key key{d.major, d.minor.value_or(GL_IOCTL_ANY_MINOR)};
+    gl_ioctl_filter_value value{d.escape_is_full_request() ? GL_IOCTL_ESCAPE_FULL : GL_IOCTL_ESCAPE_NR, 0};
+    if (bpf_map_update_elem(filter_fd, &key, &value, BPF_ANY) != 0) {
+      fail(std::string("cannot set the device filter: ") + std::strerror(errno));
+      return;
+    }
+  }
+  if (int err = nvidia_ioctl__attach(skel_); err) {
+    fail(std::string("cannot attach the ioctl program (raw tracepoints sys_enter/sys_exit): ") +
+         std::strerror(-err));
+    return;
+  }
+  std::string traced;
+  for (const auto& d : devices_)
+    traced += (traced.empty() ? "" : ", ") + std::to_string(d.major) + ":" +
+              (d.minor ? std::to_string(*d.minor) : std::string("*")) + " (" + std::string(to_string(d.kind)) + ")";
+  spdlog::info("nvidia ioctl plane: tracing ioctls on devices {}", traced);
+}
+
+IoctlPlane::~IoctlPlane() {
+  if (skel_) nvidia_ioctl__destroy(skel_);
+}
+
+IoctlDeviceKind IoctlPlane::kind_of(uint32_t major, uint32_t minor) const {
+  for (const auto& d : devices_)
+    if (d.major == major && d.minor == minor) return d.kind;
+  for (const auto& d : devices_)
+    if (d.major == major && !d.minor) return d.kind;
+  return IoctlDeviceKind::kOther;
+}
+
+// A thread that died inside a traced ioctl never reaches sys_exit: drop its
+// in-flight entry so the map does not fill with the dead.
+void IoctlPlane::prune_inflight() const {
+  const int fd = bpf_map__fd(skel_->maps.ioctl_inflight);
+  uint64_t key = 0, next = 0;
+  const uint64_t* prev = nullptr;
+  std::vector<uint64_t> gone;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    const uint32_t tgid = next >> 32, tid = static_cast<uint32_t>(next);
+    std::error_code ec;
+    if (!std::filesystem::exists(options_.proc_root + "/" + std::to_string(tgid) + "/task/" + std::to_string(tid), ec))
+      gone.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  for (uint64_t tid : gone) bpf_map_delete_elem(fd, &tid);
+}
+
+std::map<IoctlKey, IoctlTotals> IoctlPlane::refresh() const {
+  if (!skel_) return folder_.totals();
+  std::lock_guard lock(refresh_mu_);
+  const int fd = bpf_map__fd(skel_->maps.ioctl_counters);
+  std::map<IoctlKey, IoctlTotals> reading;
+  std::vector<gl_ioctl_value> per_cpu(possible_cpus());
+  gl_ioctl_key key{}, next{};
+  const gl_ioctl_key* prev = nullptr;
+  std::vector<gl_ioctl_key> keys;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    keys.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  for (const auto& k : keys) {
+    if (bpf_map_lookup_elem(fd, &k, per_cpu.data()) != 0) continue;
+    IoctlTotals sum;
+    for (const auto& v : per_cpu) {
+      sum.calls += v.calls;
+      sum.ns += v.ns;
+    }
+    reading[IoctlKey{k.cgroup_id, k.major, k.minor, k.escape}] = sum;
+  }
+  folder_.absorb(reading);
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= next_prune_) {
+    prune_inflight();
+    next_prune_ = now + std::chrono::seconds(60);
+  }
+  return folder_.totals();
+}
+
+std::map<std::string, uint64_t> IoctlPlane::dropped() const {
+  std::map<std::string, uint64_t> out{{"inflight_map_full", 0}, {"counter_map_full", 0}, {"dropped", 0}};
+  if (!skel_) return out;
+  const int fd = bpf_map__fd(skel_->maps.ioctl_stats);
+  std::vector<uint64_t> per_cpu(possible_cpus());
+  auto sum = [&](uint32_t index) {
+    uint64_t total = 0;
+    if (bpf_map_lookup_elem(fd, &index, per_cpu.data()) == 0)
+      for (uint64_t v : per_cpu) total += v;
+    return total;
+  };
+  out["inflight_map_full"] = sum(GL_IOCTL_STAT_INFLIGHT_FULL);
+  out["counter_map_full"] = sum(GL_IOCTL_STAT_COUNTERS_FULL);
+  out["dropped"] = sum(GL_IOCTL_STAT_DROPPED);
+  return out;
+}
+
+void IoctlPlane::write_metrics(exporter::ExpositionWriter& out) const {
+  using exporter::Labels;
+  using exporter::MetricType;
+  const auto totals = refresh();
+  std::map<uint64_t, std::pair<identity::Workload, identity::WorkloadNames>> named;
+  std::vector<std::pair<Labels, IoctlTotals>> rows;
+  for (const auto& [key, t] : totals) {
+    auto it = named.find(key.cgroup_id);
+    if (it == named.end()) {
+      identity::Workload w = resolve_(key.cgroup_id);
+      identity::WorkloadNames names = options_.namer ? options_.namer->names_for(w) : identity::WorkloadNames{};
+      it = named.emplace(key.cgroup_id, std::make_pair(std::move(w), std::move(names))).first;
+    }
+    const auto& [w, names] = it->second;
+    const IoctlDeviceKind kind = kind_of(key.major, key.minor);
+    rows.push_back({Labels{{"workload", w.id},
+                           {"pod_uid", w.pod_uid},
+                           {"container_id", w.container_id},
+                           {"namespace", names.namespace_name},
+                           {"pod", names.pod},
+                           {"container", names.container},
+                           {"team", names.team},
+                           {"device", ioctl_device_label(kind, key.major, key.minor)},
+                           {"minor", std::to_string(key.minor)},
+                           {"escape", ioctl_escape_name(kind, key.escape)}},
+                    t});
+  }
+  out.family("gpuledger_nvidia_ioctls_total", MetricType::kCounter,
+             "ioctl(2) calls into the NVIDIA kernel driver, per workload, device file and escape.");
+  for (const auto& [labels, t] : rows) out.sample(labels, t.calls);
+  out.family("gpuledger_nvidia_ioctl_seconds_total", MetricType::kCounter,
+             "Time spent in ioctl(2) calls into the NVIDIA kernel driver (entry to return).");
+  for (const auto& [labels, t] : rows) out.sample(labels, static_cast<double>(t.ns) / 1e9);
+  out.family("gpuledger_nvidia_ioctl_plane_up", MetricType::kGauge,
+             "1 when the NVIDIA ioctl tracing program is loaded and attached.");
+  out.sample({}, static_cast<uint64_t>(up() ? 1 : 0));
+  out.family("gpuledger_nvidia_ioctl_dropped_total", MetricType::kCounter,
+             "ioctl calls the kernel side could not count normally, by reason (counter_map_full: counted "
+             "under the overflow workload).");
+  for (const auto& [reason, n] : dropped()) out.sample({{"reason", reason}}, n);
+}
+
+}  // namespace gpuledger::device

@@ -1,0 +1,166 @@
+// The NVIDIA ioctl plane end to end: the real BPF program on sys_enter /
+// sys_exit, aimed (through its configurable device filter) at a character
+// device node the test makes with mknod, and a child in a fresh cgroup v2
+// issuing a known number of ioctls with known request numbers.
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <filesystem>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "bpf_requirement.h"
+#include "device/ioctl_plane.h"
+#include "exposition_parser.h"
+#include "identity/cgroup_fs.h"
+#include "identity/workload_classifier.h"
+#include "simulation/tenant.h"
+
+namespace gpuledger::device {
+namespace {
+namespace fs = std::filesystem;
+
+// /dev/null's numbers: ioctl on it fails with ENOTTY, but it is still a call.
+constexpr uint32_t kMajor = 1, kMinor = 3;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/gl-ioctl-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// Forks a child that joins `cgroup_dir`, then makes the calls; returns its exit status.
+int run_in_cgroup(const std::string& cgroup_dir, const std::string& node) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int cg = ::open((cgroup_dir + "/cgroup.procs").c_str(), O_WRONLY);
+    if (cg < 0 || ::write(cg, "0", 1) != 1) _exit(10);
+    ::close(cg);
+    int fd = ::open(node.c_str(), O_RDWR);
+    if (fd < 0) _exit(11);
+    char payload[32] = {};
+    for (int i = 0; i < 5; ++i) ::ioctl(fd, _IOWR('F', 0x2A, char[32]), payload);  // NV_ESC_RM_CONTROL
+    for (int i = 0; i < 3; ++i) ::ioctl(fd, _IOWR('F', 200 + 10, char[32]), payload);  // NV_ESC_CHECK_VERSION_STR
+    for (int i = 0; i < 2; ++i) ::ioctl(fd, _IOWR('F', 0x77, char[8]), payload);  // not in the tables
+    // Another device: not traced.
+    int pipefd[2];
+    if (::pipe(pipefd) != 0) _exit(12);
+    int n = 0;
+    for (int i = 0; i < 4; ++i) ::ioctl(pipefd[0], FIONREAD, &n);
+    _exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(IoctlPlane, CountsCallsPerWorkloadDeviceAndEscape) {
+  GL_REQUIRE_BPF();
+  const auto mounts = identity::discover_cgroup_mounts();
+  if (mounts.v2.empty()) GTEST_SKIP() << "no cgroup v2 mount";
+
+  TempDir tmp;
+  const std::string node = (tmp.path / "fake-nvidia").string();
+  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0600, makedev(kMajor, kMinor)), 0) << std::strerror(errno);
+
+  IoctlPlaneOptions options;
+  options.devices = {{kMajor, kMinor, IoctlDeviceKind::kNvidia}};  // name its escapes as nvidia.ko's
+  IoctlPlane plane(options);
+  ASSERT_TRUE(plane.up()) << plane.error();
+
+  simulation::ScopedCgroup cg(mounts.v2, "/gpuledger-test-ioctl-" + std::to_string(::getpid()) + "/tenant.service");
+  auto cgroup_id = identity::cgroup_id_of(cg.dir());
+  ASSERT_TRUE(cgroup_id);
+  ASSERT_EQ(run_in_cgroup(cg.dir(), node), 0);
+
+  std::map<uint32_t, IoctlTotals> mine;
+  for (const auto& [key, t] : plane.refresh()) {
+    if (key.cgroup_id != *cgroup_id) continue;
+    EXPECT_EQ(key.major, kMajor);
+    EXPECT_EQ(key.minor, kMinor);
+    mine[key.escape] = t;
+  }
+  ASSERT_EQ(mine.size(), 3u) << "only the traced device's calls count";
+  EXPECT_EQ(mine[0x2A].calls, 5u);
+  EXPECT_EQ(mine[210].calls, 3u);
+  EXPECT_EQ(mine[0x77].calls, 2u);
+  for (const auto& [escape, t] : mine) EXPECT_GT(t.ns, 0u) << escape;
+  for (const auto& [reason, n] : plane.dropped()) EXPECT_EQ(n, 0u) << reason;
+
+  exporter::ExpositionWriter out;
+  plane.write_metrics(out);
+  auto samples = testing::parse_exposition(out.text());
+  const std::string workload = identity::classify_cgroup_path(cg.path()).id;
+  auto calls = [&](const std::string& escape) {
+    return testing::sample_value(samples, "gpuledger_nvidia_ioctls_total",
+                                 {{"workload", workload}, {"device", "nvidia3"}, {"minor", "3"}, {"escape", escape}});
+  };
+  EXPECT_EQ(calls("NV_ESC_RM_CONTROL"), 5.0) << out.text();
+  EXPECT_EQ(calls("NV_ESC_CHECK_VERSION_STR"), 3.0);
+  EXPECT_EQ(calls("0x77"), 2.0);
+  auto seconds = testing::sample_value(samples, "gpuledger_nvidia_ioctl_seconds_total",
+                                       {{"workload", workload}, {"escape", "NV_ESC_RM_CONTROL"}});
+  ASSERT_TRUE(seconds);
+  EXPECT_GT(*seconds, 0.0);
+  EXPECT_EQ(testing::sample_value(samples, "gpuledger_nvidia_ioctl_plane_up", {}), 1.0);
+
+  // Totals are cumulative across readings.
+  ASSERT_EQ(run_in_cgroup(cg.dir(), node), 0);
+  uint64_t control = 0;
+  for (const auto& [key, t] : plane.refresh())
+    if (key.cgroup_id == *cgroup_id && key.escape == 0x2A) control = t.calls;
+  EXPECT_EQ(control, 10u);
+
+  std::error_code ec;
+  fs::remove(mounts.v2 + "/gpuledger-test-ioctl-" + std::to_string(::getpid()), ec);
+}
+
+TEST(IoctlPlane, UvmDevicesKeepTheWholeRequestNumber) {
+  GL_REQUIRE_BPF();
+  TempDir tmp;
+  const std::string node = (tmp.path / "fake-uvm").string();
+  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0600, makedev(kMajor, kMinor)), 0) << std::strerror(errno);
+  IoctlPlaneOptions options;
+  options.devices = {{kMajor, std::nullopt, IoctlDeviceKind::kUvm}};  // every minor of the major
+  IoctlPlane plane(options);
+  ASSERT_TRUE(plane.up()) << plane.error();
+
+  const uint64_t self_cgroup = [] {
+    auto mounts = identity::discover_cgroup_mounts();
+    std::ifstream in("/proc/self/cgroup");
+    std::string line, path = "/";
+    while (std::getline(in, line))
+      if (line.starts_with("0::")) path = line.substr(3);
+    return identity::cgroup_id_of(mounts.v2 + (path == "/" ? "" : path)).value_or(0);
+  }();
+  int fd = ::open(node.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 4; ++i) ::ioctl(fd, 0x30000001UL, nullptr);  // UVM_INITIALIZE
+  ::close(fd);
+
+  uint64_t seen = 0;
+  for (const auto& [key, t] : plane.refresh())
+    if (key.cgroup_id == self_cgroup && key.escape == 0x30000001u) seen += t.calls;
+  EXPECT_GE(seen, 4u);  // other /dev/null ioctls on the node may use the same number: at least ours
+
+  exporter::ExpositionWriter out;
+  plane.write_metrics(out);
+  EXPECT_NE(out.text().find("escape=\"UVM_INITIALIZE\""), std::string::npos) << out.text();
+}
+
+}  // namespace
+}  // namespace gpuledger::device
