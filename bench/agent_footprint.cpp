@@ -102,6 +102,15 @@ std::vector<std::pair<std::string, double>> samples_of(const std::string& page, 
   return out;
 }
 
+// /proc/PID/stat counts whole clock ticks: below one, say so rather than "0 %".
+std::string agent_cpu_text(double cpu_seconds, double wall_seconds) {
+  const double tick = 1.0 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  if (cpu_seconds < tick)
+    return "< 1 clock tick (" + fixed(tick * 1000, 0) + " ms) = < " + fixed(100 * tick / wall_seconds, 2) +
+           " % of one core";
+  return fixed(cpu_seconds * 1000, 0) + " ms = " + fixed(100 * cpu_seconds / wall_seconds, 2) + " % of one core";
+}
+
 constexpr const char* kLaunches = "gpuledger_cuda_kernel_launches_total";
 
 std::string kib(uint64_t v) { return std::to_string(v) + " KiB"; }
@@ -153,8 +162,7 @@ std::string measure_agent_cpu(const SimLibrary& lib, const BenchCgroups& cgroups
   table.add_row({"Launches counted by the agent / made", fixed(counted, 0) + " / " + std::to_string(calls)});
   table.add_row({"/metrics scrapes in the window", std::to_string(scrapes)});
   table.add_row({"Window (wall)", fixed(wall, 2) + " s"});
-  table.add_row({"Agent CPU (utime+stime)", fixed(cpu * 1000, 0) + " ms = " + fixed(100 * cpu / wall, 2) +
-                                                " % of one core"});
+  table.add_row({"Agent CPU (utime+stime)", agent_cpu_text(cpu, wall)});
   return "## 2. Agent CPU under a flat-out tenant\n\n"
          "`gpuledger agent --no-discovery` as a separate process; a tenant in its own cgroup calls "
          "cuLaunchKernel in a loop. The BPF handlers run in the tenant's context, so their time is "

@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -117,6 +118,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   gpuledger::log::set_level("warn");
+  // A closed pipe on the other end of stderr (`| head`) must not kill the run
+  // before it has removed its cgroups and its copy of the library.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     Sizes sizes = sizes_for(options.quick);
     SimLibrary lib(options.cuda_lib);

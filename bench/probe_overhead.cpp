@@ -336,15 +336,16 @@ MarkdownTable overhead_table(const Measurements& m, const ProbeShapes& shapes, c
   return table;
 }
 
-// An unprobed call is tens of nanoseconds, a probed one microseconds: a
-// no-probe figure that jumps by that much means something else attached a
-// probe to the library during the run, and the round is not to be trusted.
+// An unprobed call is tens of nanoseconds, a probed one most of a
+// microsecond or more: a no-probe figure that jumps by that much means
+// something else attached a probe to the library during the run, and that
+// round is not to be trusted. (Smaller wobbles are ordinary VM noise.)
 std::string baseline_warnings(const Measurements& m) {
   std::string out;
   for (const auto& call : hot_calls()) {
     const auto& v = m.of(0, call.symbol);
     auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-    if (*hi > 5 * *lo)
+    if (*hi > 5 * *lo && *hi - *lo > 300)
       out += std::string("\nWARNING: ") + call.symbol + " without probes ranged " + fixed(*lo, 1) + "-" +
              fixed(*hi, 1) + " ns over the rounds: something else probed the library (or loaded the machine) "
              "during the run; rerun on a quiet machine.\n";

@@ -27,6 +27,12 @@ struct AgentCommand {
   unsigned dcgm_interval_ms = 15000;
   unsigned dcgm_timeout_ms = 3000;
   std::string nvidia_proc_root = "/proc/driver/nvidia";
+  // NVIDIA driver ioctl plane and Xid errors (src/device/ioctl_plane.h, xid_monitor.h).
+  bool no_nvidia_ioctl = false;
+  std::vector<std::string> nvidia_ioctl_devices;  // MAJOR[:MINOR][=nvidia|uvm|other] or a /proc/devices name; empty: 195 + nvidia-uvm
+  unsigned nvidia_ioctl_max_entries = 16384;
+  bool no_xid = false;
+  std::string kmsg = "/dev/kmsg";
   // The ledger (src/ledger): windows and charges in SQLite; prices from
   // --prices or the `cost:` section of --config. An empty store turns it off.
   std::string store = "/var/lib/gpuledger/ledger.db";

@@ -62,6 +62,16 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--nvidia-proc-root", agent.nvidia_proc_root,
                         "The NVIDIA driver's procfs directory (GPU inventory)")
       ->capture_default_str();
+  agent_cmd->add_flag("--no-nvidia-ioctl", agent.no_nvidia_ioctl,
+                      "Do not trace ioctl calls into the NVIDIA driver (gpuledger_nvidia_ioctl*)");
+  agent_cmd->add_option("--nvidia-ioctl-device", agent.nvidia_ioctl_devices,
+                        "A device whose ioctls are traced (repeatable): MAJOR[:MINOR][=nvidia|uvm|other] or a "
+                        "character device name from /proc/devices (default: 195 and nvidia-uvm when loaded)");
+  agent_cmd->add_option("--nvidia-ioctl-max-entries", agent.nvidia_ioctl_max_entries,
+                        "Capacity of the in-kernel (workload, device, escape) ioctl counter map")
+      ->capture_default_str();
+  agent_cmd->add_flag("--no-xid", agent.no_xid, "Do not count Xid errors from the kernel log");
+  agent_cmd->add_option("--kmsg", agent.kmsg, "The kernel log device read for NVRM Xid lines")->capture_default_str();
 
   DoctorCommand doctor;
   auto* doctor_cmd = app.add_subcommand(

@@ -9,6 +9,9 @@
 #include "common/log.h"
 #include "config/agent_config.h"
 #include "device/device_plane.h"
+#include "device/workload_efficiency.h"
+#include "device/ioctl_plane.h"
+#include "device/xid_monitor.h"
 #include "export/http_server.h"
 #include "kubernetes/cluster_config.h"
 #include "kubernetes/kubernetes_metadata.h"
@@ -70,10 +73,13 @@ struct NodeAgent::Parts {
   std::unique_ptr<kubernetes::PodResourcesMonitor> pod_resources;
   std::unique_ptr<kubernetes::KubernetesMetrics> k8s_metrics;
   std::unique_ptr<device::DevicePlane> devices;
+  std::unique_ptr<device::IoctlPlane> ioctls;  // null with --no-nvidia-ioctl
+  std::unique_ptr<device::XidMonitor> xids;    // null with --no-xid
   std::unique_ptr<agent::Agent> agent;
   ledger::PriceBook prices;
   std::unique_ptr<ledger::Store> store;
   std::unique_ptr<ledger::Accountant> accountant;
+  std::unique_ptr<device::WorkloadEfficiencyMetrics> efficiency;  // outlives the server that reads it
   std::unique_ptr<exporter::HttpServer> server;
   int port = 0;
 };
@@ -117,8 +123,38 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
                                                           p.config.teams);
   device::DevicePlane* devices = p.devices.get();
   options.gpu_inventory = [devices] { return gpu_identities(*devices); };
+
+  // The NVIDIA driver ioctl plane and Xid errors: each degrades to its
+  // self-metrics when it cannot run (no BPF, no readable kernel log).
+  if (!cmd.no_nvidia_ioctl) {
+    device::IoctlPlaneOptions ioctl_options;
+    ioctl_options.devices = device::resolve_ioctl_devices(cmd.nvidia_ioctl_devices);
+    ioctl_options.max_entries = cmd.nvidia_ioctl_max_entries;
+    ioctl_options.namer = options.namer;
+    p.ioctls = std::make_unique<device::IoctlPlane>(ioctl_options);
+  }
   p.agent = std::make_unique<agent::Agent>(options);
   p.agent->start();
+  if (!cmd.no_xid) {
+    device::XidMonitorOptions xid_options;
+    xid_options.kmsg_path = cmd.kmsg;
+    xid_options.gpu_inventory = [devices] { return devices->snapshot().gpus; };
+    // An Xid without a pid: the workloads NVML sees on that GPU, else those
+    // the attribution agent last saw using it with live processes.
+    agent::Agent* attribution = p.agent.get();
+    xid_options.workloads_on_gpu = [devices, attribution](const device::GpuInfo& gpu) {
+      auto out = device::workloads_holding_gpu(devices->snapshot(), gpu);
+      if (!out.empty() || gpu.uuid.empty()) return out;
+      for (const auto& w : attribution->snapshot().workloads)
+        if (!w.processes.empty() &&
+            std::any_of(w.by_gpu.begin(), w.by_gpu.end(), [&](const auto& g) { return g.uuid == gpu.uuid; }))
+          out.push_back(w.workload);
+      return out;
+    };
+    xid_options.namer = options.namer;
+    p.xids = std::make_unique<device::XidMonitor>(xid_options);
+    p.xids->start();
+  }
   if (p.k8s) p.k8s->start();
   if (p.pod_resources) p.pod_resources->start();
 
@@ -132,6 +168,14 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   }
   p.server->add_contributor(p.devices.get());
   p.server->add_contributor(p.k8s_metrics.get());
+  // Device counters per workload: whole on an exclusive GPU, split by
+  // measured activity on a shared one.
+  agent::Agent* attribution = p.agent.get();
+  p.efficiency = std::make_unique<device::WorkloadEfficiencyMetrics>(
+      [attribution] { return attribution->snapshot(); }, [devices] { return devices->snapshot(); });
+  p.server->add_contributor(p.efficiency.get());
+  if (p.ioctls) p.server->add_contributor(p.ioctls.get());
+  if (p.xids) p.server->add_contributor(p.xids.get());
   p.port = p.server->start(host, port);
   spdlog::info("gpuledger agent serving http://{}:{}/metrics", host, p.port);
 }
@@ -141,6 +185,7 @@ NodeAgent::~NodeAgent() {
   p.server->stop();
   if (p.k8s) p.k8s->stop();
   if (p.pod_resources) p.pod_resources->stop();
+  if (p.xids) p.xids->stop();
   p.agent->stop();
   p.devices->stop();
 }

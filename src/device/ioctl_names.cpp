@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <utility>
+
+#include "common/error.h"
 
 namespace gpuledger::device {
 namespace {
@@ -245,6 +249,22 @@ std::vector<IoctlDeviceFilter> default_ioctl_devices(std::string_view proc_devic
   std::vector<IoctlDeviceFilter> out{{kNvidiaMajor, std::nullopt, IoctlDeviceKind::kNvidia}};
   if (auto uvm = char_device_major(proc_devices, "nvidia-uvm"))
     out.push_back({*uvm, std::nullopt, IoctlDeviceKind::kUvm});
+  return out;
+}
+
+std::vector<IoctlDeviceFilter> resolve_ioctl_devices(const std::vector<std::string>& specs,
+                                                     const std::string& proc_devices_path) {
+  std::ifstream in(proc_devices_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (specs.empty()) return default_ioctl_devices(text.str());
+  std::vector<IoctlDeviceFilter> out;
+  for (const auto& spec : specs) {
+    std::string why;
+    auto f = parse_ioctl_device_spec(spec, text.str(), &why);
+    if (!f) throw Error(why);
+    out.push_back(*f);
+  }
   return out;
 }
 

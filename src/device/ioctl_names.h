@@ -49,6 +49,12 @@ std::optional<IoctlDeviceFilter> parse_ioctl_device_spec(std::string_view spec, 
 // The major of a character device driver named in /proc/devices text.
 std::optional<uint32_t> char_device_major(std::string_view proc_devices, std::string_view name);
 
+// Every --nvidia-ioctl-device value parsed against /proc/devices (read from
+// `proc_devices_path`); none: default_ioctl_devices(). Throws Error naming the
+// first value that cannot be used.
+std::vector<IoctlDeviceFilter> resolve_ioctl_devices(const std::vector<std::string>& specs,
+                                                     const std::string& proc_devices_path = "/proc/devices");
+
 // The default filter: nvidia.ko's major (every minor) and, when the UVM module
 // is loaded (listed in /proc/devices), nvidia-uvm's dynamic major.
 std::vector<IoctlDeviceFilter> default_ioctl_devices(std::string_view proc_devices);

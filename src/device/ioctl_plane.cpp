@@ -60,8 +60,11 @@ std::map<IoctlKey, IoctlTotals> IoctlTotalsFolder::totals() const {
 IoctlPlane::IoctlPlane(IoctlPlaneOptions options) : options_(std::move(options)) {
   devices_ = options_.devices.empty() ? default_ioctl_devices(read_text(options_.proc_devices)) : options_.devices;
   resolve_ = options_.resolve_workload;
+  identity::CgroupMounts mounts;
+  if (options_.cgroup_v2_mount.empty() || !resolve_) mounts = identity::discover_cgroup_mounts();
+  if (options_.cgroup_v2_mount.empty()) options_.cgroup_v2_mount = mounts.v2;
   if (!resolve_) {
-    auto directory = std::make_shared<identity::WorkloadDirectory>(identity::discover_cgroup_mounts());
+    auto directory = std::make_shared<identity::WorkloadDirectory>(mounts);
     resolve_ = [directory](uint64_t id) { return directory->resolve(id); };
   }
 
@@ -160,9 +163,46 @@ std::map<IoctlKey, IoctlTotals> IoctlPlane::refresh() const {
   const auto now = std::chrono::steady_clock::now();
   if (now >= next_prune_) {
     prune_inflight();
-    next_prune_ = now + std::chrono::seconds(60);
+    retire_gone_cgroups(reading);
+    next_prune_ = now + options_.gc_interval;
   }
   return folder_.totals();
+}
+
+// A cgroup id is never reused, so a cgroup that is gone makes no more calls:
+// its entries can be deleted right after their last reading without losing a
+// count, and the map does not fill with workloads long finished.
+void IoctlPlane::retire_gone_cgroups(const std::map<IoctlKey, IoctlTotals>& reading) const {
+  if (options_.cgroup_v2_mount.empty()) return;
+  const int fd = bpf_map__fd(skel_->maps.ioctl_counters);
+  std::map<uint64_t, bool> gone;
+  for (const auto& [key, t] : reading) {
+    if (key.cgroup_id == 0) continue;  // the overflow bucket
+    auto [it, fresh] = gone.try_emplace(key.cgroup_id, false);
+    if (fresh) {
+      const identity::Workload w = resolve_(key.cgroup_id);
+      const std::string dir = options_.cgroup_v2_mount + (w.cgroup_path == "/" ? "" : w.cgroup_path);
+      it->second = w.cgroup_path.empty() || identity::cgroup_id_of(dir) != key.cgroup_id;
+    }
+    if (!it->second) continue;
+    gl_ioctl_key k{key.cgroup_id, key.major, key.minor, key.escape, 0};
+    bpf_map_delete_elem(fd, &k);
+    folder_.forget_entry(key);
+  }
+}
+
+size_t IoctlPlane::kernel_entries(std::optional<uint64_t> cgroup_id) const {
+  if (!skel_) return 0;
+  const int fd = bpf_map__fd(skel_->maps.ioctl_counters);
+  size_t n = 0;
+  gl_ioctl_key key{}, next{};
+  const gl_ioctl_key* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    if (!cgroup_id || next.cgroup_id == *cgroup_id) ++n;
+    key = next;
+    prev = &key;
+  }
+  return n;
 }
 
 std::map<std::string, uint64_t> IoctlPlane::dropped() const {

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct IoctlPlaneOptions {
   // empty: the plane keeps its own directory over the discovered cgroup mounts.
   std::function<identity::Workload(uint64_t cgroup_id)> resolve_workload;
   std::shared_ptr<const identity::WorkloadNamer> namer;
+  // How often the kernel maps are swept: counter entries of cgroups that are
+  // gone are deleted (their totals stay), in-flight entries of dead threads too.
+  std::chrono::milliseconds gc_interval{60000};
+  std::string cgroup_v2_mount;  // empty: discovered
 };
 
 // One (workload, device, escape) combination's totals since the plane started.
@@ -93,12 +98,15 @@ class IoctlPlane : public exporter::MetricsContributor {
   // Calls not counted, by reason: "inflight_map_full", "counter_map_full"
   // (counted under the overflow workload instead), "dropped".
   std::map<std::string, uint64_t> dropped() const;
+  // Entries in the kernel counter map now, all or one cgroup's (tests).
+  size_t kernel_entries(std::optional<uint64_t> cgroup_id = std::nullopt) const;
 
   void write_metrics(exporter::ExpositionWriter& out) const override;
 
  private:
   IoctlDeviceKind kind_of(uint32_t major, uint32_t minor) const;
   void prune_inflight() const;
+  void retire_gone_cgroups(const std::map<IoctlKey, IoctlTotals>& reading) const;
 
   IoctlPlaneOptions options_;
   std::vector<IoctlDeviceFilter> devices_;

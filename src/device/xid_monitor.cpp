@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -19,6 +20,19 @@ std::optional<identity::Workload> workload_of_process(const std::string& proc_ro
   while (std::getline(in, line))
     if (line.starts_with("0::")) return identity::classify_cgroup_path(line.substr(3));
   return std::nullopt;
+}
+
+std::vector<identity::Workload> workloads_holding_gpu(const DeviceSnapshot& snapshot, const GpuInfo& gpu,
+                                                      const std::string& proc_root) {
+  std::vector<identity::Workload> out;
+  if (gpu.uuid.empty()) return out;
+  for (const auto& p : snapshot.processes) {
+    if (p.gpu_uuid != gpu.uuid) continue;
+    auto w = workload_of_process(proc_root, p.pid);
+    if (w && std::none_of(out.begin(), out.end(), [&](const identity::Workload& have) { return have.id == w->id; }))
+      out.push_back(std::move(*w));
+  }
+  return out;
 }
 
 XidMonitor::XidMonitor(XidMonitorOptions options) : options_(std::move(options)) {}

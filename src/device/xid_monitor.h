@@ -54,6 +54,11 @@ struct XidMonitorOptions {
 // The workload of a process from its /proc/<pid>/cgroup (the v2 "0::" line).
 std::optional<identity::Workload> workload_of_process(const std::string& proc_root, uint32_t pid);
 
+// The workloads of the processes NVML saw holding `gpu` (by UUID) in a
+// device snapshot, each once: one answer to XidMonitorOptions::workloads_on_gpu.
+std::vector<identity::Workload> workloads_holding_gpu(const DeviceSnapshot& snapshot, const GpuInfo& gpu,
+                                                      const std::string& proc_root = "/proc");
+
 class XidMonitor : public exporter::MetricsContributor {
  public:
   explicit XidMonitor(XidMonitorOptions options);

@@ -205,6 +205,7 @@ void Accountant::observe(const Observation& obs) {
     last_time_ = t;
     for (const auto& w : obs.workloads) {
       for (auto& [slot, st] : streams_of(w)) accounts_[{w.account, slot}] = st;
+      workload_totals_[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
       if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !labels_.count(w.account))
         labels_[w.account] = w.labels;
     }
@@ -213,30 +214,82 @@ void Accountant::observe(const Observation& obs) {
   if (t < last_time_) return;  // the clock went back: wait for it
 
   // Counter deltas since the last observation go to the window open then.
+  // A workload's delta is taken on its totals, which only a reset makes go
+  // backwards; the split between its streams is not stable (a by_gpu entry
+  // gets its GPU labels late, or loses them), so a stream going down is
+  // activity moved to another stream, not a reset. The workload's delta is
+  // spread over its streams in proportion to their growth (decreases count
+  // as 0), so nothing is counted twice or lost.
   bool deltas_added = false;
   auto add_deltas = [&]() {
     if (deltas_added) return;
     deltas_added = true;
     for (const auto& w : obs.workloads) {
-      for (const auto& [slot, cur] : streams_of(w)) {
+      const auto streams = streams_of(w);
+      auto tot = workload_totals_.find(w.account);
+      const double prev_busy_total = tot == workload_totals_.end() ? 0 : tot->second.busy_seconds;
+      const uint64_t prev_launch_total = tot == workload_totals_.end() ? 0 : tot->second.launches;
+      const bool busy_reset = w.busy_seconds < prev_busy_total;
+      const bool launch_reset = w.launches < prev_launch_total;
+      const double dbusy_total = busy_reset ? w.busy_seconds : w.busy_seconds - prev_busy_total;
+      const uint64_t dl_total = launch_reset ? w.launches : w.launches - prev_launch_total;
+      if (dbusy_total <= 1e-12 && dl_total == 0) continue;
+
+      // Growth of each stream (after a reset: all of it).
+      std::vector<double> grow_busy(streams.size(), 0);
+      std::vector<uint64_t> grow_l(streams.size(), 0);
+      double sum_busy = 0;
+      unsigned __int128 sum_l = 0;
+      for (size_t k = 0; k < streams.size(); ++k) {
+        const auto& [slot, cur] = streams[k];
         auto it = accounts_.find({w.account, slot});
-        double prev_busy = it == accounts_.end() ? 0 : it->second.busy_seconds;
-        uint64_t prev_launches = it == accounts_.end() ? 0 : it->second.launches;
-        double dbusy = cur.busy_seconds >= prev_busy ? cur.busy_seconds - prev_busy : cur.busy_seconds;
-        uint64_t dl = cur.launches >= prev_launches ? cur.launches - prev_launches : cur.launches;
-        if (dbusy <= 1e-12 && dl == 0) continue;
-        const auto& s = cur.slots;
+        const double pb = busy_reset || it == accounts_.end() ? 0 : it->second.busy_seconds;
+        const uint64_t pl = launch_reset || it == accounts_.end() ? 0 : it->second.launches;
+        grow_busy[k] = std::max(0.0, cur.busy_seconds - pb);
+        grow_l[k] = cur.launches > pl ? cur.launches - pl : 0;
+        sum_busy += grow_busy[k];
+        sum_l += grow_l[k];
+      }
+      // No stream grew (inconsistent input): the rest stream takes it.
+      if (sum_busy <= 0) {
+        grow_busy.back() = 1;
+        sum_busy = 1;
+      }
+      if (sum_l == 0) {
+        grow_l.back() = 1;
+        sum_l = 1;
+      }
+      std::vector<double> dbusy(streams.size());
+      std::vector<uint64_t> dl(streams.size());
+      std::vector<std::pair<uint64_t, size_t>> remainders;  // largest remainder gets the odd launches
+      uint64_t given = 0;
+      for (size_t k = 0; k < streams.size(); ++k) {
+        dbusy[k] = dbusy_total * grow_busy[k] / sum_busy;
+        const unsigned __int128 num = static_cast<unsigned __int128>(dl_total) * grow_l[k];
+        dl[k] = static_cast<uint64_t>(num / sum_l);
+        given += dl[k];
+        remainders.push_back({static_cast<uint64_t>(num % sum_l), k});
+      }
+      std::stable_sort(remainders.begin(), remainders.end(),
+                       [](const auto& a, const auto& b) { return a.first > b.first; });
+      for (size_t r = 0; given < dl_total && r < remainders.size(); ++r, ++given) ++dl[remainders[r].second];
+
+      bool unattributed = false;
+      for (size_t k = 0; k < streams.size(); ++k) {
+        if (dbusy[k] <= 1e-12 && dl[k] == 0) continue;
+        const auto& s = streams[k].second.slots;
         if (s.empty()) {
-          ++unattributed_;
+          unattributed = true;
           continue;
         }
         const uint64_t n = s.size();
         for (size_t i = 0; i < s.size(); ++i) {
           Activity& a = slots_[s[i]].activity[w.account];
-          a.busy_seconds += dbusy / static_cast<double>(n);
-          a.launches += dl / n + (i < dl % n ? 1 : 0);
+          a.busy_seconds += dbusy[k] / static_cast<double>(n);
+          a.launches += dl[k] / n + (i < dl[k] % n ? 1 : 0);
         }
       }
+      if (unattributed) ++unattributed_;
     }
   };
 
@@ -263,11 +316,14 @@ void Accountant::observe(const Observation& obs) {
   for (const auto& h : obs.holders)
     if (!labels_.count(h.account) || labels_[h.account] == AccountLabels{}) labels_[h.account] = h.labels;
   std::map<std::pair<std::string, std::string>, AccountState> next;
+  std::map<std::string, AccountState> next_totals;
   for (const auto& w : obs.workloads) {
     for (auto& [slot, st] : streams_of(w)) next[{w.account, slot}] = st;
+    next_totals[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
     if (!(w.labels == AccountLabels{})) labels_[w.account] = w.labels;
   }
   accounts_ = std::move(next);
+  workload_totals_ = std::move(next_totals);
 }
 
 void Accountant::close_window(int64_t start, double observed_seconds, const std::string& source) {

@@ -9,9 +9,13 @@
 //
 // Activity of a workload in a window = its cumulative counters at the closing
 // observation minus at the previous closing (or first) observation, so no
-// count is lost or repeated; a counter that goes backwards (the workload's map
-// entries were recreated, the agent restarted) restarts from 0. A workload's
-// activity goes to the slots it uses (WorkloadUsage::slots; if empty, the
+// count is lost or repeated; a workload total that goes backwards (the
+// workload's map entries were recreated, the agent restarted) restarts from 0.
+// Deltas are taken on the workload's totals, never on the per-slot parts: the
+// agent may learn (or lose) the GPU of some of its counts between two
+// observations, moving them between by_slot and the rest; the workload's delta
+// is spread over those parts in proportion to their growth (decreases count as
+// 0). A workload's activity goes to the slots it uses (WorkloadUsage::slots; if empty, the
 // slots it holds; if none and the node has exactly one slot, that one; else
 // it is not attributed and counted in unattributed_workloads()), divided
 // evenly among them. VRAM byte-seconds integrate live bytes between
@@ -151,6 +155,7 @@ class Accountant : public exporter::MetricsContributor {
   double last_time_ = 0;
   std::map<std::string, SlotState> slots_;
   std::map<std::pair<std::string, std::string>, AccountState> accounts_;  // (account, slot or "" for the rest)
+  std::map<std::string, AccountState> workload_totals_;  // by account: its totals (deltas are taken on these)
   std::vector<HolderEntry> holders_;
   std::vector<GpuSlot> inventory_;
   bool allocation_known_ = true;

@@ -50,7 +50,8 @@ TEST(IoctlNames, UnknownNumbersAreHexNeverGuessed) {
   EXPECT_EQ(ioctl_escape_name(IoctlDeviceKind::kUvm, 0x30000003), "0x30000003");
   // A table belongs to its driver: UVM numbers on nvidia.ko and the reverse are unknown.
   EXPECT_EQ(ioctl_escape_name(IoctlDeviceKind::kNvidia, 0x30000001), "0x30000001");
-  EXPECT_EQ(ioctl_escape_name(IoctlDeviceKind::kUvm, 0x2A), "0x2a");
+  EXPECT_EQ(ioctl_escape_name(IoctlDeviceKind::kUvm, 0x5F), "0x5f");
+  EXPECT_EQ(ioctl_escape_name(IoctlDeviceKind::kUvm, 0x2A), "UVM_SET_PREFERRED_LOCATION");  // 42
   EXPECT_EQ(ioctl_escape_name(IoctlDeviceKind::kOther, 0x2A), "0x2a");
 }
 

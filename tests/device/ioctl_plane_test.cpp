@@ -129,6 +129,45 @@ TEST(IoctlPlane, CountsCallsPerWorkloadDeviceAndEscape) {
   fs::remove(mounts.v2 + "/gpuledger-test-ioctl-" + std::to_string(::getpid()), ec);
 }
 
+TEST(IoctlPlane, RetiresEntriesOfGoneCgroupsAndKeepsTheirTotals) {
+  GL_REQUIRE_BPF();
+  const auto mounts = identity::discover_cgroup_mounts();
+  if (mounts.v2.empty()) GTEST_SKIP() << "no cgroup v2 mount";
+  TempDir tmp;
+  const std::string node = (tmp.path / "fake-nvidia").string();
+  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0600, makedev(kMajor, kMinor)), 0) << std::strerror(errno);
+  IoctlPlaneOptions options;
+  options.devices = {{kMajor, kMinor, IoctlDeviceKind::kNvidia}};
+  options.gc_interval = std::chrono::milliseconds(0);  // sweep at every reading
+  IoctlPlane plane(options);
+  ASSERT_TRUE(plane.up()) << plane.error();
+
+  const std::string top = "/gpuledger-test-ioctl-gc-" + std::to_string(::getpid());
+  uint64_t id = 0;
+  {
+    simulation::ScopedCgroup cg(mounts.v2, top + "/short-lived.service");
+    id = identity::cgroup_id_of(cg.dir()).value_or(0);
+    ASSERT_NE(id, 0u);
+    ASSERT_EQ(run_in_cgroup(cg.dir(), node), 0);
+    uint64_t calls = 0;
+    for (const auto& [key, t] : plane.refresh())
+      if (key.cgroup_id == id) calls += t.calls;
+    EXPECT_EQ(calls, 10u);
+    EXPECT_EQ(plane.kernel_entries(id), 3u);  // live: kept in the kernel map
+  }  // the cgroup is removed
+  auto entries_of = [&] {
+    size_t n = 0;
+    for (const auto& [key, t] : plane.refresh())
+      if (key.cgroup_id == id) n += t.calls;
+    return n;
+  };
+  EXPECT_EQ(entries_of(), 10u);  // the sweep deletes its kernel entries after this reading...
+  EXPECT_EQ(entries_of(), 10u);  // ...and the totals stay
+  EXPECT_EQ(plane.kernel_entries(id), 0u);
+  std::error_code ec;
+  fs::remove(mounts.v2 + top, ec);
+}
+
 TEST(IoctlPlane, UvmDevicesKeepTheWholeRequestNumber) {
   GL_REQUIRE_BPF();
   TempDir tmp;
