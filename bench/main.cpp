@@ -48,8 +48,8 @@ Sizes sizes_for(bool quick) {
 void usage(const char* argv0) {
   std::printf(
       "usage: %s [--quick] [--part 123] [--markdown FILE] [--agent PATH] [--cuda-lib PATH]\n"
-      "  --quick          small counts, for CI smoke runs (about a minute here: detaching\n"
-      "                   the agent's uprobes dominates)\n"
+      "  --quick          small counts, for CI smoke runs (~20 s on a 2-vCPU VM, most of it\n"
+      "                   detaching the --per-probe-links agent)\n"
       "  --part DIGITS    run only these parts: 1 probe overhead, 2 agent CPU, 3 agent memory\n"
       "  --markdown FILE  also write the report to FILE\n"
       "  --agent PATH     the gpuledger binary (default: next to this one)\n"
@@ -108,6 +108,10 @@ std::string machine_section(const Options& o) {
 
 int main(int argc, char** argv) {
   Options options;
+  if (argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    usage(argv[0]);
+    return 0;
+  }
   if (!parse(argc, argv, options)) {
     usage(argv[0]);
     return 64;

@@ -24,7 +24,7 @@
 #include "probes/elf_symbols.h"
 #include "report.h"
 #include "sim_library.h"
-#include "uprobe_multi.h"
+#include "probes/uprobe_multi.h"
 
 namespace gpuledger::bench {
 namespace {
@@ -86,7 +86,7 @@ struct EmptyProgram {
   explicit EmptyProgram(bool multi) {
     skel = empty_probe__open();
     if (skel && multi)
-      bpf_program__set_expected_attach_type(skel->progs.gl_empty, static_cast<bpf_attach_type>(kAttachUprobeMulti));
+      bpf_program__set_expected_attach_type(skel->progs.gl_empty, static_cast<bpf_attach_type>(probes::kAttachUprobeMulti));
     if (!skel || empty_probe__load(skel) != 0) throw Error("cannot load the empty probe (BPF unavailable?)");
   }
   ~EmptyProgram() { empty_probe__destroy(skel); }
@@ -115,7 +115,7 @@ class EmptyProbes : public Attachment {
  private:
   void attach_multi(const EmptyProgram& program, const std::string& path, const std::vector<uint64_t>& offsets,
                     bool retprobe) {
-    int fd = link_uprobe_multi(bpf_program__fd(program.prog()), path, offsets, retprobe);
+    int fd = probes::link_uprobe_multi(bpf_program__fd(program.prog()), path, offsets, {}, retprobe);
     if (fd < 0) throw Error("cannot link the empty multi-uprobe to " + path + ": " + std::strerror(-fd));
     multi_links_.emplace_back(fd);
   }
@@ -215,7 +215,7 @@ std::unique_ptr<Attachment> attach(const Configuration& c, const EmptyProgram& m
 }
 
 bool uprobe_multi_supported(const EmptyProgram& multi_empty, const std::string& path, uint64_t offset) {
-  int fd = link_uprobe_multi(bpf_program__fd(multi_empty.prog()), path, {offset}, false);
+  int fd = probes::link_uprobe_multi(bpf_program__fd(multi_empty.prog()), path, {offset}, {}, false);
   if (fd < 0) return false;
   ::close(fd);
   return true;
@@ -327,7 +327,8 @@ MarkdownTable overhead_table(const Measurements& m, const ProbeShapes& shapes, c
       if (c.kind == Configuration::Kind::kAgent) {
         probes = shapes.with_return(call.symbol, c.launch_returns) ? "entry+return" : "entry";
         size_t floor = matching_floor(all, i, shapes, call.symbol);
-        vs_floor = ratio(m.added(i, call.symbol), m.added(floor, call.symbol)) + " of " + label_letter(all[floor]);
+        vs_floor = ratio(m.added(i, call.symbol), m.added(floor, call.symbol));
+        if (vs_floor != "-") vs_floor += " of " + label_letter(all[floor]);
       }
       table.add_row({call.symbol, std::to_string(calls_for(call, options)), c.label, probes, fixed(median(v), 1),
                      fixed(*lo, 1) + "-" + fixed(*hi, 1), added_ns, vs_floor});

@@ -60,27 +60,14 @@ struct {
   __type(value, __u32);
 } context_devices SEC(".maps");
 
-/* LRU: a thread that ends leaves its entry behind, to be evicted. */
+/* A plain preallocated hash, the cheapest lookup on the hot path: every
+ * thread's exit deletes its entry (gl_process_exit), so none is left behind. */
 struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 65536);
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 32768);
   __type(key, __u64);
   __type(value, struct gl_thread_state);
 } threads SEC(".maps");
-
-/* Arguments kept from a call's entry until its return, per thread. LRU so a
- * thread that dies inside a call cannot leak an entry. */
-struct gl_stash {
-  __u64 cookie;
-  __u64 start_ns;
-  __u64 a0, a1, a2;
-};
-struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 65536);
-  __type(key, __u64);
-  __type(value, struct gl_stash);
-} stash SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -160,7 +147,9 @@ static __always_inline struct gl_counters *counters_for(__u64 cgroup_key, __u32 
   if (err == 0) {
     emit_new_workload(cgroup_key);
   } else if (err != -17 /* EEXIST: another CPU won the race */) {
-    count_stat(GL_STAT_WORKLOADS_FULL);
+    /* E2BIG: the map is full. Anything else (ENOMEM) is the kernel failing to
+     * allocate the entry, which a busy node can see before the map is full. */
+    count_stat(err == -7 ? GL_STAT_WORKLOADS_FULL : GL_STAT_WORKLOADS_NOMEM);
     key.cgroup_key = 0; /* the overflow bucket, created by the agent before attach */
     key.device = GL_DEVICE_UNKNOWN;
   }
@@ -184,7 +173,9 @@ static __always_inline struct gl_thread_state *thread_state(__u64 tid) {
   if (t) return t;
   struct gl_thread_state fresh = {.device = GL_DEVICE_UNKNOWN};
   bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST);
-  return bpf_map_lookup_elem(&threads, &tid);
+  t = bpf_map_lookup_elem(&threads, &tid);
+  if (!t) count_stat(GL_STAT_THREADS_FULL);
+  return t;
 }
 
 /* A process's live-bytes slot for a device: ordinals past the array share the
@@ -286,7 +277,7 @@ int gl_call_entry(struct pt_regs *ctx) {
   __u64 cookie = bpf_get_attach_cookie(ctx);
   __u32 kind = GL_COOKIE_KIND(cookie);
   __u64 mask = GL_COOKIE_LEGACY(cookie) ? 0xffffffffULL : ~0ULL;
-  struct gl_stash s = {.cookie = cookie};
+  struct gl_call_stash s = {.cookie = cookie};
 
   switch (kind) {
     case GL_KIND_LAUNCH:
@@ -316,8 +307,8 @@ int gl_call_entry(struct pt_regs *ctx) {
       s.a1 = arg_n(ctx, GL_COOKIE_SIZE_ARG(cookie)) & 0xffffffffULL; /* CUdevice is an int */
       break;
   }
-  __u64 tid = bpf_get_current_pid_tgid();
-  bpf_map_update_elem(&stash, &tid, &s, BPF_ANY);
+  struct gl_thread_state *t = thread_state(bpf_get_current_pid_tgid());
+  if (t) t->call = s;
   return 0;
 }
 
@@ -414,18 +405,17 @@ SEC("uretprobe")
 int gl_call_return(struct pt_regs *ctx) {
   __u64 tid = bpf_get_current_pid_tgid();
   __u64 cookie = bpf_get_attach_cookie(ctx);
-  struct gl_stash *sp = bpf_map_lookup_elem(&stash, &tid);
-  if (!sp || sp->cookie != cookie) {
+  struct gl_thread_state *t = bpf_map_lookup_elem(&threads, &tid);
+  if (!t || t->call.cookie != cookie) {
     count_stat(GL_STAT_STASH_MISSING);
     return 0;
   }
-  struct gl_stash s = *sp;
-  bpf_map_delete_elem(&stash, &tid);
+  struct gl_call_stash s = t->call;
+  t->call.cookie = 0;
 
   __u32 kind = GL_COOKIE_KIND(cookie);
   __u32 tgid = tid >> 32;
-  struct gl_thread_state *t = thread_state(tid);
-  __u32 device = t ? t->device : GL_DEVICE_UNKNOWN;
+  __u32 device = t->device;
   __u64 key = current_cgroup_key();
   int rc = (int)PT_REGS_RC(ctx);
   if (rc != 0) {
@@ -436,15 +426,20 @@ int gl_call_return(struct pt_regs *ctx) {
     count_launch(t, kind, s.a0);
     return 0;
   }
+  /* Allocations and frees need the process's state; other calls only make
+   * sure the process is known, which each thread checks once. */
+  struct gl_proc_state *p = NULL;
+  if (kind == GL_KIND_ALLOC || kind == GL_KIND_ALLOC_PITCH || kind == GL_KIND_FREE || !t->process_known) {
+    p = process_for(tgid, key);
+    if (p) t->process_known = 1;
+  }
   if (kind == GL_KIND_CONTEXT || kind == GL_KIND_OTHER) {
     /* Bookkeeping only: no counter of the workload changes. */
-    if (kind == GL_KIND_CONTEXT && t) apply_context_op(t, tgid, GL_COOKIE_CTX_OP(cookie), s.a0, s.a1);
-    process_for(tgid, key);
+    if (kind == GL_KIND_CONTEXT) apply_context_op(t, tgid, GL_COOKIE_CTX_OP(cookie), s.a0, s.a1);
     return 0;
   }
   struct gl_counters *c = counters_for(key, device);
   if (!c) return 0;
-  struct gl_proc_state *p = process_for(tgid, key);
   __u64 ptr = 0, bytes = 0, dir, now;
 
   switch (kind) {
@@ -480,7 +475,7 @@ int gl_call_return(struct pt_regs *ctx) {
       __sync_fetch_and_add(&c->syncs, 1);
       __sync_fetch_and_add(&c->sync_ns, now - s.start_ns);
       /* The work launched before this sync is complete: close the span. */
-      if (t && t->span_start_ns) {
+      if (t->span_start_ns) {
         __sync_fetch_and_add(&c->busy_ns, now - t->span_start_ns);
         t->span_start_ns = 0;
       }

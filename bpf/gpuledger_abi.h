@@ -128,13 +128,24 @@ struct gl_ctx_key {
   gl_u64 ctx;
 };
 
+/* A call's arguments, kept from its entry until its return. */
+struct gl_call_stash {
+  gl_u64 cookie; /* 0: no call in flight */
+  gl_u64 start_ns;
+  gl_u64 a0, a1, a2;
+};
+
 /* Per thread: its context stack (top is current), the current context's
- * device, and the start of its open busy span. */
+ * device, the start of its open busy span, and the call in flight. One
+ * lookup on a return finds all of it. */
 struct gl_thread_state {
   gl_u64 ctx_stack[GL_CTX_STACK];
   gl_u32 depth;
   gl_u32 device;
   gl_u64 span_start_ns;
+  struct gl_call_stash call;
+  gl_u32 process_known; /* the process is in the processes map: no need to look */
+  gl_u32 pad;
 };
 
 /* A process seen making CUDA calls. */
@@ -151,7 +162,9 @@ enum gl_stat {
   GL_STAT_ALLOCS_UNTRACKED = 2,   /* allocation map full: its free cannot be paired */
   GL_STAT_PROCS_FULL = 3,         /* process map full */
   GL_STAT_STASH_MISSING = 4,      /* return without its entry (attached mid-call) */
-  GL_STAT_COUNT = 5,
+  GL_STAT_WORKLOADS_NOMEM = 5,    /* a new workload entry could not be allocated: counted under key 0 */
+  GL_STAT_THREADS_FULL = 6,       /* thread map full: that thread's device and spans are unknown */
+  GL_STAT_COUNT = 7,
 };
 
 /* Events to userspace: rare by construction (a new workload, a process that

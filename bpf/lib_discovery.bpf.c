@@ -9,6 +9,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "gpuledger_abi.h"
+#include "task_files.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -40,15 +41,6 @@ static const char wanted[] = "libcuda.so";
  * which some kernels lack. Every other syscall leaves after one compare. */
 static __always_inline bool is_open_syscall(long nr) {
   return nr == 2 /* open */ || nr == 257 /* openat */ || nr == 437 /* openat2 */;
-}
-
-static __always_inline struct file *fd_file(struct task_struct *task, long fd) {
-  struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-  if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds)) return NULL;
-  struct file **fds = BPF_CORE_READ(fdt, fd);
-  struct file *file = NULL;
-  bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]);
-  return file;
 }
 
 SEC("tp_btf/sys_exit")

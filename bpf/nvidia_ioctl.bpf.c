@@ -14,6 +14,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "nvidia_ioctl_abi.h"
+#include "task_files.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -52,15 +53,6 @@ struct {
 static __always_inline void bump_stat(__u32 which) {
   __u64 *n = bpf_map_lookup_elem(&ioctl_stats, &which);
   if (n) *n += 1; /* per-CPU: no atomics needed */
-}
-
-static __always_inline struct file *fd_file(struct task_struct *task, long fd) {
-  struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-  if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds)) return NULL;
-  struct file **fds = BPF_CORE_READ(fdt, fd);
-  struct file *file = NULL;
-  bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]);
-  return file;
 }
 
 SEC("tp_btf/sys_enter")

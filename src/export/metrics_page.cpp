@@ -156,6 +156,8 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
   out.family("gpuledger_bpf_overflow_total", MetricType::kCounter,
              "Kernel-side degradations: a full map or a return seen without its entry.");
   out.sample({{"reason", "workload_map_full"}}, self.kernel_stats[GL_STAT_WORKLOADS_FULL]);
+  out.sample({{"reason", "workload_entry_allocation_failed"}}, self.kernel_stats[GL_STAT_WORKLOADS_NOMEM]);
+  out.sample({{"reason", "thread_map_full"}}, self.kernel_stats[GL_STAT_THREADS_FULL]);
   out.sample({{"reason", "allocation_map_full"}}, self.kernel_stats[GL_STAT_ALLOCS_UNTRACKED]);
   out.sample({{"reason", "process_map_full"}}, self.kernel_stats[GL_STAT_PROCS_FULL]);
   out.sample({{"reason", "return_without_entry"}}, self.kernel_stats[GL_STAT_STASH_MISSING]);

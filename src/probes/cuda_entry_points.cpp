@@ -80,7 +80,8 @@ ProbeSpec spec_for(const EntryPointFamily& family, const ElfFunction& fn, CallNa
   for (const auto& [version, arg] : family.size_arg_by_version)
     if (form && form->version == version) size_arg = arg;
   // Context calls carry their operation where copies carry a direction.
-  unsigned dir_or_op = family.kind == GL_KIND_CONTEXT ? family.context_op : family.direction;
+  unsigned dir_or_op = family.kind == GL_KIND_CONTEXT ? static_cast<unsigned>(family.context_op)
+                                                      : static_cast<unsigned>(family.direction);
   ProbeSpec spec;
   spec.name = fn.name;
   spec.file_offset = fn.file_offset;

@@ -1,7 +1,6 @@
 #include "probes/cuda_probe_program.h"
 
 #include <bpf/bpf.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,46 +11,10 @@
 #include "common/log.h"
 #include "cuda_probes.skel.h"
 #include "probes/elf_symbols.h"
+#include "probes/uprobe_multi.h"
 
 namespace gpuledger::probes {
 namespace {
-
-// Multi-uprobe links (Linux 6.6+), made with bpf(2) directly: the libbpf
-// Debian 12 ships predates them. Values and layout from the kernel's uapi.
-constexpr uint32_t kAttachUprobeMulti = 48;  // BPF_TRACE_UPROBE_MULTI
-constexpr uint32_t kUprobeMultiReturn = 1;   // BPF_F_UPROBE_MULTI_RETURN
-constexpr int kBpfLinkCreate = 28;           // BPF_LINK_CREATE
-
-struct LinkCreateUprobeMulti {
-  uint32_t prog_fd;
-  uint32_t target_fd;
-  uint32_t attach_type;
-  uint32_t flags;
-  uint64_t path;
-  uint64_t offsets;
-  uint64_t ref_ctr_offsets;
-  uint64_t cookies;
-  uint32_t cnt;
-  uint32_t multi_flags;
-  uint32_t pid;
-  uint32_t pad;
-};
-
-// Returns the link fd, or -errno.
-int link_uprobe_multi(bpf_program* prog, const std::string& path, const std::vector<uint64_t>& offsets,
-                      const std::vector<uint64_t>& cookies, bool retprobe, int pid) {
-  LinkCreateUprobeMulti attr{};
-  attr.prog_fd = static_cast<uint32_t>(bpf_program__fd(prog));
-  attr.attach_type = kAttachUprobeMulti;
-  attr.path = reinterpret_cast<uint64_t>(path.c_str());
-  attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
-  attr.cookies = reinterpret_cast<uint64_t>(cookies.data());
-  attr.cnt = static_cast<uint32_t>(offsets.size());
-  attr.multi_flags = retprobe ? kUprobeMultiReturn : 0;
-  attr.pid = static_cast<uint32_t>(pid);
-  long fd = ::syscall(__NR_bpf, kBpfLinkCreate, &attr, sizeof(attr));
-  return fd < 0 ? -errno : static_cast<int>(fd);
-}
 
 // The C library this process runs on: a file every Linux process maps.
 std::string own_libc() {
@@ -71,7 +34,7 @@ bool uprobe_multi_works(bpf_program* prog) {
     if (libc.empty()) return false;
     auto forms = find_entry_point_forms(read_dynamic_functions(libc), "getpid");
     if (forms.empty()) return false;
-    int fd = link_uprobe_multi(prog, libc, {forms.front().file_offset}, {0}, false, ::getpid());
+    int fd = link_uprobe_multi(bpf_program__fd(prog), libc, {forms.front().file_offset}, {}, false, ::getpid());
     if (fd < 0) return false;
     ::close(fd);
     return true;
@@ -159,7 +122,7 @@ void CudaProbeProgram::attach_multi(AttachedLibrary& lib, const std::vector<Prob
   }
   for (auto& g : groups) {
     if (g.offsets.empty()) continue;
-    int fd = link_uprobe_multi(g.prog, lib.path, g.offsets, g.cookies, g.retprobe, 0 /* every process */);
+    int fd = link_uprobe_multi(bpf_program__fd(g.prog), lib.path, g.offsets, g.cookies, g.retprobe);
     if (fd < 0) {
       lib.failures.push_back(std::string(g.what) + ": " + std::strerror(-fd));
       continue;

@@ -1,11 +1,11 @@
-#include "uprobe_multi.h"
+#include "probes/uprobe_multi.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 
-namespace gpuledger::bench {
+namespace gpuledger::probes {
 namespace {
 
 constexpr int kBpfLinkCreate = 28;          // BPF_LINK_CREATE
@@ -29,16 +29,20 @@ struct LinkCreateUprobeMulti {
 
 }  // namespace
 
-int link_uprobe_multi(int prog_fd, const std::string& path, const std::vector<uint64_t>& offsets, bool retprobe) {
+int link_uprobe_multi(int prog_fd, const std::string& path, const std::vector<uint64_t>& offsets,
+                      const std::vector<uint64_t>& cookies, bool retprobe, int pid) {
+  if (!cookies.empty() && cookies.size() != offsets.size()) return -EINVAL;
   LinkCreateUprobeMulti attr{};
   attr.prog_fd = static_cast<uint32_t>(prog_fd);
   attr.attach_type = kAttachUprobeMulti;
   attr.path = reinterpret_cast<uint64_t>(path.c_str());
   attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
+  attr.cookies = cookies.empty() ? 0 : reinterpret_cast<uint64_t>(cookies.data());
   attr.cnt = static_cast<uint32_t>(offsets.size());
   attr.multi_flags = retprobe ? kUprobeMultiReturn : 0;
+  attr.pid = static_cast<uint32_t>(pid);
   long fd = ::syscall(__NR_bpf, kBpfLinkCreate, &attr, sizeof(attr));
   return fd < 0 ? -errno : static_cast<int>(fd);
 }
 
-}  // namespace gpuledger::bench
+}  // namespace gpuledger::probes
