@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bpf_requirement.h"  // running_in_ci()
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -60,15 +62,10 @@ struct Node {
   std::thread thread;
 };
 
-bool under_ci() {
-  const char* ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
-}
-
 TEST(FleetE2E, FleetReportEqualsTheSumOfTheNodes) {
   const std::string prometheus = "/usr/bin/prometheus";
   if (!fs::exists(prometheus)) {
-    if (under_ci()) FAIL() << "prometheus is required under CI=true (apt-get install prometheus)";
+    if (gpuledger::testing::running_in_ci()) FAIL() << "prometheus is required under CI=true (apt-get install prometheus)";
     GTEST_SKIP() << "prometheus not installed";
   }
   fs::path dir = fs::temp_directory_path() / ("gl_fleet_" + std::to_string(getpid()));

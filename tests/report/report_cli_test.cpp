@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "report/report.h"
+#include "cli_process.h"
 #include "report_fixture.h"
 
 namespace gpuledger::report {
@@ -18,33 +19,11 @@ namespace {
 namespace fs = std::filesystem;
 using testing::kT0;
 
-struct Proc {
-  int status = -1;
-  std::string out;
-};
-
-Proc run(const std::string& cmd) {
-  Proc r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string gpuledger() { return GPULEDGER_BINARY; }
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-const std::string kRange = " --from 2027-01-15T08:00:00Z --to 2027-01-15T08:02:00Z";
+using gpuledger::testing::gpuledger;
+using gpuledger::testing::kRange;
+using gpuledger::testing::Proc;
+using gpuledger::testing::run;
+using gpuledger::testing::slurp;
 
 TEST(ReportCli, EveryFormatMatchesTheLibrary) {
   testing::FixtureStore store("cli");
