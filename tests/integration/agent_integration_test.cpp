@@ -426,6 +426,44 @@ TEST_F(AgentOwnInstance, ProcessRunningBeforeTheAgentIsCountedFromThenOn) {
   EXPECT_EQ(w->usage.counters.syncs, 1u);
 }
 
+// A driver upgrade replaces libcuda.so.1 with a new file at the same path:
+// the path is watched, and the new file gets its own probes.
+TEST_F(AgentOwnInstance, ALibraryReplacedOnDiskIsAttachedAgain) {
+  auto dir = fs::temp_directory_path() / ("gpuledger-upgrade-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto lib = dir / "libcuda.so.1";
+  fs::copy_file(kSimLib, lib, fs::copy_options::overwrite_existing);
+  agent::AgentOptions options = sim_options(true);
+  options.cuda_libs = {lib.string()};
+  options.scan_interval = std::chrono::milliseconds(100);
+  agent::Agent agent(options);
+  agent.start();
+  auto old_id = probes::file_id_of(lib.string());
+
+  // The installer writes the new version beside the old and renames it over.
+  fs::copy_file(kSimLib, dir / "libcuda.so.1.new");
+  fs::rename(dir / "libcuda.so.1.new", lib);
+  auto new_id = probes::file_id_of(lib.string());
+  ASSERT_NE(old_id, new_id);
+  auto covered = [&] {
+    for (const auto& l : agent.snapshot().self.libraries)
+      if (l.file == *new_id) return true;
+    return false;
+  };
+  ASSERT_TRUE(eventually(covered));
+
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/after-upgrade.service"));
+  ASSERT_EQ(run_tenant({cg.dir()}, "init; launch 1 1 1 1 1 1 x4", {"LD_LIBRARY_PATH=" + dir.string()}, {"--quiet"})
+                .exit_code,
+            0);
+  auto snap = agent.snapshot();
+  const auto* w = find_workload(snap, "systemd/after-upgrade.service");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->usage.counters.launches, 4u);
+  agent.stop();
+  fs::remove_all(dir);
+}
+
 TEST_F(AgentOwnInstance, BadLibrariesAreReportedAndTheAgentKeepsRunning) {
   auto text = fs::temp_directory_path() / ("gpuledger-not-elf-" + std::to_string(::getpid()));
   std::ofstream(text) << "not a library\n";
