@@ -6,7 +6,7 @@
 namespace gpuledger::cli {
 
 struct AgentCommand {
-  std::string listen = "127.0.0.1:9400";
+  std::string listen = "127.0.0.1:9401";  // 9400 is dcgm-exporter's
   std::vector<std::string> cuda_libs;
   bool no_discovery = false;
   bool launch_returns = false;
@@ -52,7 +52,7 @@ struct DoctorCommand {
 int run_doctor(const DoctorCommand& cmd);
 
 struct DemoCommand {
-  std::string listen = "127.0.0.1:9400";
+  std::string listen = "127.0.0.1:9401";  // 9400 is dcgm-exporter's
   unsigned seconds = 16;
   std::string cuda_lib;   // default: the simulator next to this binary
   std::string cudasim;    // default: gpuledger-cudasim next to this binary

@@ -1,6 +1,6 @@
 // `gpuledger demo`: the whole pipeline on a machine without a GPU. What is
 // SIMULATED: the CUDA driver (sim/libcuda), NVML (sim/nvml: three scripted
-// GPUs), the workloads (the gpuledger-cudasim generator) and the Kubernetes
+// GPUs), dcgm-exporter (a loopback page of fixed profiling values), the workloads (the gpuledger-cudasim generator) and the Kubernetes
 // names and GPU allocation (fixed here, as a kubelet would report them). What
 // is real: the agent, its eBPF probes, the cgroups, the processes, the device
 // plane reading NVML, and the ledger and its report.
@@ -13,6 +13,8 @@
 #include <fstream>
 #include <map>
 #include <thread>
+
+#include <httplib.h>
 
 #include "agent/agent.h"
 #include "cli/commands.h"
@@ -47,6 +49,39 @@ std::string nvml_script() {
   };
   return "{\"driver_version\": \"simulated\", \"devices\": [" + device(kGpuShared, 0, 72, 21474836480) + ", " +
          device(kGpuNotebook, 1, 3, 1073741824) + ", " + device(kGpuUnheld, 2, 35, 8589934592) + "]}";
+}
+
+// What a dcgm-exporter on this node would print for the three GPUs: the
+// profiling counters only DCGM has (SM active and occupancy, tensor and DRAM
+// activity). The shared GPU is busy, the notebook's nearly idle.
+std::string dcgm_exposition() {
+  struct Gpu {
+    const char* uuid;
+    int index;
+    double sm_active, sm_occupancy, tensor, dram;
+    int util;
+  };
+  const Gpu gpus[] = {{kGpuShared, 0, 0.61, 0.38, 0.27, 0.33, 72},
+                      {kGpuNotebook, 1, 0.02, 0.01, 0.0, 0.01, 3},
+                      {kGpuUnheld, 2, 0.29, 0.18, 0.05, 0.12, 35}};
+  const std::pair<const char*, int> fields[] = {{"DCGM_FI_PROF_SM_ACTIVE", 0}, {"DCGM_FI_PROF_SM_OCCUPANCY", 1},
+                                                {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 2}, {"DCGM_FI_PROF_DRAM_ACTIVE", 3},
+                                                {"DCGM_FI_DEV_GPU_UTIL", 4}};
+  std::string out;
+  for (const auto& [name, which] : fields) {
+    out += std::string("# HELP ") + name + " simulated by gpuledger demo\n# TYPE " + name + " gauge\n";
+    for (const auto& g : gpus) {
+      double v = which == 0 ? g.sm_active : which == 1 ? g.sm_occupancy : which == 2 ? g.tensor : which == 3 ? g.dram
+                                                                                                   : g.util;
+      char line[256];
+      std::snprintf(line, sizeof(line),
+                    "%s{gpu=\"%d\",UUID=\"%s\",device=\"nvidia%d\",modelName=\"gpuledger simulated H100\","
+                    "Hostname=\"demo\"} %g\n",
+                    name, g.index, g.uuid, g.index, v);
+      out += line;
+    }
+  }
+  return out;
 }
 
 struct TenantSpec {
@@ -179,10 +214,21 @@ int run_demo(const DemoCommand& cmd) {
   ::setenv("GPULEDGER_NVML_SIM_CONFIG", (workdir / "nvml-sim.json").c_str(), 1);
 
   std::printf("gpuledger demo: %zu SIMULATED tenants on 3 SIMULATED GPUs (the project's CUDA driver and NVML\n"
-              "simulators). The eBPF probes, cgroups, processes, device plane and ledger are real.\n",
+              "simulators, and a stand-in dcgm-exporter). The eBPF probes, cgroups, processes, device plane and\n"
+              "ledger are real.\n",
               std::size(kTenants));
 
+  // A stand-in dcgm-exporter on loopback, scraped like the real one.
+  httplib::Server dcgm;
+  dcgm.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(dcgm_exposition(), "text/plain; version=0.0.4");
+  });
+  int dcgm_port = dcgm.bind_to_any_port("127.0.0.1");
+  std::thread dcgm_thread([&dcgm] { dcgm.listen_after_bind(); });
+
   device::DevicePlaneOptions device_options;
+  device_options.dcgm_exporter_url = "http://127.0.0.1:" + std::to_string(dcgm_port) + "/metrics";
+  device_options.dcgm_interval = std::chrono::milliseconds(1000);
   device_options.nvml_library = beside_self("sim/nvml/libnvidia-ml.so.1");
   device_options.nvml_interval = std::chrono::milliseconds(1000);
   device_options.nvidia_proc_root = (workdir / "no-nvidia-driver").string();
@@ -276,6 +322,8 @@ int run_demo(const DemoCommand& cmd) {
   server.stop();
   agent.stop();
   devices.stop();
+  dcgm.stop();
+  dcgm_thread.join();
   return 0;
 }
 
