@@ -95,10 +95,16 @@ void Agent::run() {
   using clock = std::chrono::steady_clock;
   auto next_scan = clock::now() + options_.scan_interval;
   auto next_gc = clock::now() + options_.gc_interval;
+  auto next_event_scan = clock::now();
   while (running_) {
     // Wakes on the first event: a library must be covered within ~100 ms of being opened.
     ring_buffer__poll(events_.get(), 100);
     auto now = clock::now();
+    if (event_scan_due_ && now >= next_event_scan) {
+      event_scan_due_ = false;
+      scan_for_libraries("open");
+      next_event_scan = now + std::chrono::seconds(1);
+    }
     if (options_.discover && now >= next_scan) {
       scan_for_libraries();
       attacher_->recheck_named_paths();
@@ -155,7 +161,7 @@ void Agent::handle_library_open(const gl_lib_open_event& ev) {
   // were not reported (the file was pending), so look at the mappings now:
   // a process that opened the library has mapped it moments later.
   if (watcher_) watcher_->forget(id);
-  scan_for_libraries("open");
+  event_scan_due_ = true;  // run() scans, at most once a second however many such events come
 }
 
 void Agent::learn_gpu_view(uint32_t pid, uint64_t cgroup_key) {
@@ -224,6 +230,7 @@ void Agent::retire_gone_workloads() {
   }
   std::lock_guard views_lock(views_mu_);
   for (uint64_t key : gone) gpu_views_.erase(key);
+  std::erase_if(gpu_labels_, [&](const auto& kv) { return gone.contains(kv.first.cgroup_key); });
 }
 
 AgentSnapshot Agent::snapshot() {
@@ -243,9 +250,9 @@ AgentSnapshot Agent::snapshot() {
     identity::Workload w = directory_.resolve(key.cgroup_key);
     auto& view = by_id[w.id];
     if (view.workload.id.empty()) view.workload = w;
-    if (!w.cgroup_path.empty() && id_of_key.emplace(key.cgroup_key, w.id).second)
+    // A workload's cgroup has one key per device: list its path once.
+    if (id_of_key.emplace(key.cgroup_key, w.id).second && !w.cgroup_path.empty())
       view.cgroup_paths.push_back(w.cgroup_path);
-    id_of_key[key.cgroup_key] = w.id;
     view.usage += usage;
     by_gpu[w.id][gpu_labels(key, inventory)] += usage;
   }

@@ -77,6 +77,7 @@ class Agent : public ledger::CallNameLookup {
   std::mutex refresh_mu_;  // a map reading and the deletes that follow it are one step
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> workloads_retired_{0};
+  bool event_scan_due_ = false;  // a library open could not be resolved (event thread only)
   std::mutex views_mu_;
   // What the latest process of each workload said about its visible GPUs.
   std::map<uint64_t, identity::ProcessGpuView> gpu_views_;

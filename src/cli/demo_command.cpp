@@ -239,11 +239,7 @@ int run_demo(const DemoCommand& cmd) {
   options.cuda_libs = {lib};
   options.discover = false;
   options.namer = std::make_shared<DemoNamer>();
-  options.gpu_inventory = [&devices] {
-    std::vector<identity::GpuIdentity> out;
-    for (const auto& g : devices.snapshot().gpus) out.push_back({g.index, g.uuid, g.minor});
-    return out;
-  };
+  options.gpu_inventory = [&devices] { return device::gpu_identities(devices.snapshot()); };
   agent::Agent agent(options);
   agent.start();
 

@@ -39,13 +39,6 @@ device::DevicePlaneOptions device_options(const AgentCommand& cmd) {
   return o;
 }
 
-// The GPUs the device plane knows, as the attribution agent names them.
-std::vector<identity::GpuIdentity> gpu_identities(const device::DevicePlane& plane) {
-  std::vector<identity::GpuIdentity> out;
-  for (const auto& g : plane.snapshot().gpus) out.push_back({g.index, g.uuid, g.minor});
-  return out;
-}
-
 std::optional<kubernetes::ClusterConfig> cluster_config(const AgentCommand& cmd) {
   try {
     return kubernetes::discover_cluster_config(cmd.kubeconfig);
@@ -122,7 +115,7 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   options.namer = std::make_shared<kubernetes::TeamNamer>(p.cluster ? p.pods : nullptr, p.config.team_rule,
                                                           p.config.teams);
   device::DevicePlane* devices = p.devices.get();
-  options.gpu_inventory = [devices] { return gpu_identities(*devices); };
+  options.gpu_inventory = [devices] { return device::gpu_identities(devices->snapshot()); };
 
   // The NVIDIA driver ioctl plane and Xid errors: each degrades to its
   // self-metrics when it cannot run (no BPF, no readable kernel log).

@@ -224,4 +224,10 @@ void write_device_metrics(const DeviceSnapshot& s, exporter::ExpositionWriter& o
   }
 }
 
+std::vector<identity::GpuIdentity> gpu_identities(const DeviceSnapshot& snapshot) {
+  std::vector<identity::GpuIdentity> out;
+  for (const auto& g : snapshot.gpus) out.push_back({g.index, g.uuid, g.minor});
+  return out;
+}
+
 }  // namespace gpuledger::device

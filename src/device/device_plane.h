@@ -18,6 +18,7 @@
 #include "device/nvml_client.h"
 #include "device/proc_inventory.h"
 #include "export/metrics_contributor.h"
+#include "identity/gpu_visibility.h"
 
 namespace gpuledger::device {
 
@@ -34,6 +35,9 @@ struct DevicePlaneOptions {
   std::chrono::milliseconds dcgm_stale_after{std::chrono::seconds(60)};
   std::string hostname;  // for NVML readings; default gethostname()
 };
+
+// The inventory's GPUs as the attribution plane names them (index, UUID, minor).
+std::vector<identity::GpuIdentity> gpu_identities(const DeviceSnapshot& snapshot);
 
 class DevicePlane : public exporter::MetricsContributor {
  public:
