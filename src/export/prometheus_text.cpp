@@ -3,9 +3,13 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/utf8.h"
+
 namespace gpuledger::exporter {
 
-std::string escape_label_value(std::string_view value) {
+std::string escape_label_value(std::string_view raw) {
+  // Prometheus rejects a whole page over one label that is not UTF-8.
+  const std::string value = valid_utf8(raw);
   std::string out;
   out.reserve(value.size());
   for (char c : value) {
