@@ -168,17 +168,16 @@ enum gl_stat {
 };
 
 /* Events to userspace: rare by construction (a new workload, a process that
- * starts or exits its CUDA life, a driver library being opened). */
+ * starts or exits its CUDA life, a file first mapped for execution). */
 enum gl_event_type {
   GL_EV_NEW_WORKLOAD = 1,
   GL_EV_PROC_START = 2,
   GL_EV_PROC_EXIT = 3,
-  GL_EV_LIB_OPEN = 4,
+  GL_EV_LIB_MAP = 4,
 };
 
 #define GL_PATH_DEPTH 12
 #define GL_NAME_LEN 128
-#define GL_LIB_PATH_LEN 512
 
 struct gl_event_header {
   gl_u32 type;
@@ -207,10 +206,17 @@ struct gl_file_id {
   gl_u64 ino;
 };
 
-struct gl_lib_open_event {
+/* A file mapped for execution for the first time since it was last
+ * reported. `file` is the inode the mapping really holds (on overlayfs the
+ * backing layer's file, which is what a uprobe lands on), read from the VMA
+ * in the kernel: no path, nothing the process could swap. [start, end) is
+ * the mapping, as /proc/PID/map_files names it. */
+struct gl_lib_map_event {
   struct gl_event_header h;
   struct gl_file_id file;
-  char name[GL_LIB_PATH_LEN]; /* the file's name (no directory) */
+  gl_u64 start;
+  gl_u64 end;
+  char name[64]; /* the file's name (no directory), for the log only */
 };
 
 #endif

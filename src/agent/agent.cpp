@@ -3,12 +3,14 @@
 #include <bpf/bpf.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
 
 #include "common/error.h"
 #include "common/log.h"
+#include <fmt/format.h>
 #include "probes/map_reader.h"
 
 namespace gpuledger::agent {
@@ -49,7 +51,7 @@ Agent::Agent(AgentOptions options)
     : options_(std::move(options)),
       mounts_(require_mounts(options_)),
       program_(std::make_unique<probes::CudaProbeProgram>(program_config(options_, mounts_))),
-      directory_(mounts_) {
+      directory_(mounts_, options_.classifier) {
   if (options_.discover) {
     try {
       watcher_ = std::make_unique<probes::LibOpenWatcher>();
@@ -59,7 +61,7 @@ Agent::Agent(AgentOptions options)
   }
   probes::ProbePlanOptions plan;
   plan.launch_returns = options_.launch_returns;
-  attacher_ = std::make_unique<probes::LibraryAttacher>(*program_, plan, watcher_.get());
+  attacher_ = std::make_unique<probes::LibraryAttacher>(*program_, plan, watcher_.get(), options_.proc_root);
 
   auto on_event = [](void* ctx, void* data, size_t size) {
     static_cast<Agent*>(ctx)->handle_event(data, size);
@@ -95,16 +97,10 @@ void Agent::run() {
   using clock = std::chrono::steady_clock;
   auto next_scan = clock::now() + options_.scan_interval;
   auto next_gc = clock::now() + options_.gc_interval;
-  auto next_event_scan = clock::now();
   while (running_) {
-    // Wakes on the first event: a library must be covered within ~100 ms of being opened.
+    // Wakes on the first event: a library must be covered within ~100 ms of being mapped.
     ring_buffer__poll(events_.get(), 100);
     auto now = clock::now();
-    if (event_scan_due_ && now >= next_event_scan) {
-      event_scan_due_ = false;
-      scan_for_libraries("open");
-      next_event_scan = now + std::chrono::seconds(1);
-    }
     if (options_.discover && now >= next_scan) {
       scan_for_libraries();
       attacher_->recheck_named_paths();
@@ -117,11 +113,8 @@ void Agent::run() {
   }
 }
 
-void Agent::scan_for_libraries(const std::string& origin) {
-  for (auto candidate : probes::scan_process_maps(options_.proc_root)) {
-    if (!origin.empty()) candidate.origin = origin;
-    attacher_->offer(candidate);
-  }
+void Agent::scan_for_libraries() {
+  for (const auto& candidate : probes::scan_process_maps(options_.proc_root)) attacher_->offer(candidate);
 }
 
 void Agent::handle_event(const void* data, size_t size) {
@@ -143,25 +136,31 @@ void Agent::handle_event(const void* data, size_t size) {
     case GL_EV_PROC_EXIT:
       spdlog::debug("process {} ended its CUDA life", h->tgid);
       break;
-    case GL_EV_LIB_OPEN:
-      if (size >= sizeof(gl_lib_open_event)) handle_library_open(*static_cast<const gl_lib_open_event*>(data));
+    case GL_EV_LIB_MAP:
+      if (size >= sizeof(gl_lib_map_event)) handle_library_map(*static_cast<const gl_lib_map_event*>(data));
       break;
     default:
       break;
   }
 }
 
-void Agent::handle_library_open(const gl_lib_open_event& ev) {
-  probes::FileId id{ev.file.dev, ev.file.ino};
-  // Reached through the process's root, so a copy inside a container resolves.
-  auto candidate = probes::find_process_file(options_.proc_root, ev.h.tgid, id);
-  if (candidate && attacher_->offer(*candidate)) return;
-  spdlog::debug("opened {} (pid {}) could not be resolved yet", ev.name, ev.h.tgid);
-  // Hear about it again at its next open. Opens that came in the meantime
-  // were not reported (the file was pending), so look at the mappings now:
-  // a process that opened the library has mapped it moments later.
-  if (watcher_) watcher_->forget(id);
-  event_scan_due_ = true;  // run() scans, at most once a second however many such events come
+void Agent::handle_library_map(const gl_lib_map_event& ev) {
+  const probes::FileId id{ev.file.dev, ev.file.ino};
+  probes::LibraryCandidate candidate{ev.h.tgid, {}, "map", id};
+  auto lines = probes::exec_mappings(options_.proc_root, ev.h.tgid, ev.start);
+  if (!lines.empty()) {
+    candidate.mapping = std::move(lines.front());
+  } else {  // unmapped already, or the process is gone: map_files may still say
+    candidate.mapping.range = fmt::format("{:x}-{:x}", ev.start, ev.end);
+    candidate.mapping.start = ev.start;
+    candidate.mapping.printed = id;
+    candidate.mapping.path = std::string(ev.name, strnlen(ev.name, sizeof(ev.name)));
+  }
+  if (attacher_->offer(candidate)) return;
+  // Judged files are remembered by the attacher (and the watcher keeps quiet
+  // about them); one that could not be opened is reported again at its next
+  // mapping, by whichever process maps it.
+  if (watcher_ && !attacher_->judged(id)) watcher_->forget(id);
 }
 
 void Agent::learn_gpu_view(uint32_t pid, uint64_t cgroup_key) {

@@ -13,6 +13,7 @@
 
 #include "agent/snapshot.h"
 #include "identity/cgroup_fs.h"
+#include "identity/workload_classifier.h"
 #include "identity/workload_directory.h"
 #include "identity/gpu_visibility.h"
 #include "identity/workload_names.h"
@@ -34,6 +35,9 @@ struct AgentOptions {
   std::chrono::milliseconds scan_interval{5000};  // backstop scan of process maps
   std::chrono::milliseconds gc_interval{10000};
   std::string proc_root = "/proc";
+  // Where pods, Slurm jobs and containers may be recognised besides the top
+  // of the cgroup hierarchy (--cgroup-root).
+  identity::ClassifierOptions classifier;
   // Names workloads (Kubernetes metadata, team rules); none leaves names empty.
   std::shared_ptr<const identity::WorkloadNamer> namer;
   // The node's GPUs (from the device plane); none means GPUs stay unnamed
@@ -56,15 +60,15 @@ class Agent : public ledger::CallNameLookup {
  private:
   void run();
   void handle_event(const void* data, size_t size);
-  void handle_library_open(const struct gl_lib_open_event& ev);
+  void handle_library_map(const struct gl_lib_map_event& ev);
   void learn_gpu_view(uint32_t pid, uint64_t cgroup_key);
   std::pair<std::string, std::string> gpu_labels(const probes::CounterKey& key,
                                                  const std::vector<identity::GpuIdentity>& inventory);
   void refresh_locked();
   void retire_gone_workloads();
-  // Offers every libcuda mapped by a running process; `origin` names what
-  // prompted the scan when it is not the periodic backstop ("maps").
-  void scan_for_libraries(const std::string& origin = "");
+  // Offers every file a running process maps for execution (the backstop
+  // behind the watcher, and what finds processes older than the agent).
+  void scan_for_libraries();
 
   AgentOptions options_;
   identity::CgroupMounts mounts_;
@@ -77,7 +81,6 @@ class Agent : public ledger::CallNameLookup {
   std::mutex refresh_mu_;  // a map reading and the deletes that follow it are one step
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> workloads_retired_{0};
-  bool event_scan_due_ = false;  // a library open could not be resolved (event thread only)
   std::mutex views_mu_;
   // What the latest process of each workload said about its visible GPUs.
   std::map<uint64_t, identity::ProcessGpuView> gpu_views_;

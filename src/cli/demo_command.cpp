@@ -238,6 +238,7 @@ int run_demo(const DemoCommand& cmd) {
   agent::AgentOptions options;
   options.cuda_libs = {lib};
   options.discover = false;
+  options.classifier.cgroup_roots = {"/gpuledger-demo"};  // the demo's tenants live below it
   options.namer = std::make_shared<DemoNamer>();
   options.gpu_inventory = [&devices] { return device::gpu_identities(devices.snapshot()); };
   agent::Agent agent(options);

@@ -17,8 +17,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   agent_cmd->add_option("--cuda-lib", agent.cuda_libs,
                         "A CUDA driver library to probe (repeatable); others are found on their own");
+  agent_cmd->add_option("--cgroup-root", agent.cgroup_roots,
+                        "A cgroup path below which the node's hierarchy starts again (repeatable): a kubelet "
+                        "--cgroup-root, or the container a kind/k3d node runs in. Pods, Slurm jobs and "
+                        "containers are recognised only at the top of the hierarchy and below these, never "
+                        "inside a tenant's own cgroups");
   agent_cmd->add_flag("--no-discovery", agent.no_discovery,
-                      "Probe only the --cuda-lib paths: no host paths, no open tracing, no /proc scan");
+                      "Probe only the --cuda-lib paths: no host paths, no tracing of executable mappings, no /proc scan");
   agent_cmd->add_flag("--per-probe-links", agent.per_probe_links,
                       "One perf-event link per uprobe even where the kernel has multi-uprobe links "
                       "(Linux 6.6+); the agent falls back to this by itself on older kernels");

@@ -112,6 +112,7 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   options.per_probe_links = cmd.per_probe_links;
   options.max_workloads = cmd.max_workloads;
   options.scan_interval = std::chrono::milliseconds(cmd.scan_interval_ms);
+  options.classifier.cgroup_roots = cmd.cgroup_roots;
   options.namer = std::make_shared<kubernetes::TeamNamer>(p.cluster ? p.pods : nullptr, p.config.team_rule,
                                                           p.config.teams);
   device::DevicePlane* devices = p.devices.get();
@@ -124,6 +125,7 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
     ioctl_options.devices = device::resolve_ioctl_devices(cmd.nvidia_ioctl_devices);
     ioctl_options.max_entries = cmd.nvidia_ioctl_max_entries;
     ioctl_options.namer = options.namer;
+    ioctl_options.classifier = options.classifier;
     p.ioctls = std::make_unique<device::IoctlPlane>(ioctl_options);
   }
   p.agent = std::make_unique<agent::Agent>(options);

@@ -32,6 +32,7 @@ std::optional<MountInfoLine> parse_mountinfo_line(const std::string& line) {
   while (dash < f.size() && f[dash] != "-") ++dash;
   if (dash + 2 >= f.size()) return std::nullopt;  // no fstype and source after the separator
   MountInfoLine m;
+  m.device = f[2];
   m.root = unescape_mountinfo(f[3]);
   m.mount_point = unescape_mountinfo(f[4]);
   m.fstype = f[dash + 1];

@@ -8,6 +8,7 @@
 namespace gpuledger {
 
 struct MountInfoLine {
+  std::string device;       // "major:minor" as the kernel wrote it (st_dev of files there)
   std::string root;         // the part of the filesystem mounted here
   std::string mount_point;
   std::string fstype;

@@ -182,8 +182,11 @@ AttributionFacts gather_attribution(const DoctorOptions& options) {
   for (const auto& p : f.driver_paths_checked) {
     if (::stat(p.c_str(), &st) == 0 && seen.insert(p).second) f.libcuda_found.push_back(p);
   }
+  // By name only: doctor reads no tenant's files (the agent judges each
+  // mapped file by its symbols, so a renamed copy is covered all the same).
   for (const auto& c : probes::scan_process_maps(options.proc_root)) {
-    if (seen.insert(c.path).second) f.libcuda_found.push_back(c.path + " (pid " + std::to_string(c.pid) + ")");
+    if (probes::is_cuda_library_name(c.mapping.path) && seen.insert(c.mapping.path).second)
+      f.libcuda_found.push_back(c.mapping.path + " (pid " + std::to_string(c.pid) + ")");
   }
   return f;
 }

@@ -64,7 +64,7 @@ IoctlPlane::IoctlPlane(IoctlPlaneOptions options) : options_(std::move(options))
   if (options_.cgroup_v2_mount.empty() || !resolve_) mounts = identity::discover_cgroup_mounts();
   if (options_.cgroup_v2_mount.empty()) options_.cgroup_v2_mount = mounts.v2;
   if (!resolve_) {
-    auto directory = std::make_shared<identity::WorkloadDirectory>(mounts);
+    auto directory = std::make_shared<identity::WorkloadDirectory>(mounts, options_.classifier);
     resolve_ = [directory](uint64_t id) { return directory->resolve(id); };
   }
 

@@ -33,6 +33,7 @@
 #include "device/ioctl_names.h"
 #include "export/metrics_contributor.h"
 #include "identity/workload.h"
+#include "identity/workload_classifier.h"
 #include "identity/workload_names.h"
 
 struct nvidia_ioctl;
@@ -49,6 +50,7 @@ struct IoctlPlaneOptions {
   // empty: the plane keeps its own directory over the discovered cgroup mounts.
   std::function<identity::Workload(uint64_t cgroup_id)> resolve_workload;
   std::shared_ptr<const identity::WorkloadNamer> namer;
+  identity::ClassifierOptions classifier;  // for its own directory (see identity/workload_classifier.h)
   // How often the kernel maps are swept: counter entries of cgroups that are
   // gone are deleted (their totals stay), in-flight entries of dead threads too.
   std::chrono::milliseconds gc_interval{60000};

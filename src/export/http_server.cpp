@@ -27,7 +27,9 @@ HttpServer::HttpServer(agent::Agent& agent) : agent_(agent), server_(std::make_u
     last_scrape_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   });
   server_->Get("/api/v1/workloads", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(workloads_json(agent_.snapshot()).dump(2), "application/json");
+    // Tenant-named strings may hold any bytes: replaced, never a failed page.
+    res.set_content(workloads_json(agent_.snapshot()).dump(2, ' ', false, nlohmann::json::error_handler_t::replace),
+                    "application/json");
   });
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");

@@ -1,5 +1,6 @@
 #include "identity/workload_classifier.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -181,105 +182,179 @@ std::optional<Container> match_container(std::string_view comp) {
 }
 
 // ---- one classifier per kind; each returns false if the shape is absent -------
+// Each is tried at a trusted start: the top of the hierarchy, or just below a
+// configured cgroup root. Nothing is looked for further down, where a tenant
+// could have made the cgroup.
 
-bool classify_kubernetes(const Components& parts, Workload& w) {
-  bool kubepods_above = false;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const auto colon = split_colons(parts[i]);
-    const auto pod_part = colon ? colon->slice : parts[i];
-    const auto parent = i > 0 ? parts[i - 1] : std::string_view{};
-    auto pod = match_pod(pod_part, parent, kubepods_above);
-    if (parts[i].find("kubepods") != std::string_view::npos) kubepods_above = true;
-    if (!pod) continue;
-
-    // The outermost pod wins (a kind/k3s cluster inside a pod's container is
-    // still that pod to the host). Its container is the first container
-    // cgroup at or below it; anything nested deeper (init, systemd scopes,
-    // inner containers) belongs to that container.
-    w.kind = WorkloadKind::kKubernetes;
-    w.pod_uid = std::move(pod->uid);
-    w.qos_class = std::move(pod->qos);
-    w.id = "k8s/" + w.pod_uid;
-    const std::size_t first = colon ? i : i + 1;  // "slice:prefix:id" holds pod and container
-    for (std::size_t j = first; j < parts.size(); ++j) {
-      auto c = match_container(parts[j]);
-      if (!c) continue;
-      if (c->conmon) break;  // pod-level, see container_from()
-      w.container_id = std::move(c->id);
-      w.container_runtime = std::move(c->runtime);
-      w.id += "/" + w.container_id;
-      break;
-    }
-    return true;
-  }
-  return false;
+bool is_qos_class(std::string_view comp) {
+  return comp == "burstable" || comp == "besteffort" || comp.ends_with("-burstable.slice") ||
+         comp.ends_with("-besteffort.slice");
 }
 
-// Slurm: cgroup v2 ".../slurmstepd.scope/job_<n>/step_<s>/...", cgroup v1
-// "/slurm/uid_<u>/job_<n>/step_<s>/..." and "/slurm_<node>/..." (several
-// slurmd per host). A job_<n> counts only below a component naming slurm.
-bool classify_slurm(const Components& parts, Workload& w) {
-  bool slurm_above = false;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const auto comp = parts[i];
-    if (slurm_above && comp.starts_with("job_") && is_digits(comp.substr(4))) {
-      w.kind = WorkloadKind::kSlurm;
-      w.slurm_job = std::string(comp.substr(4));
-      if (i + 1 < parts.size() && parts[i + 1].starts_with("step_") && parts[i + 1].size() > 5)
-        w.slurm_step = std::string(parts[i + 1].substr(5));
-      w.id = "slurm/" + w.slurm_job;
-      return true;
-    }
-    if (comp.find("slurm") != std::string_view::npos) slurm_above = true;
-  }
-  return false;
-}
-
-// Containers outside Kubernetes: docker-<id>.scope, libpod-<id>.scope, and
-// docker's cgroupfs "/docker/<64hex>". The outermost wins, so docker-in-docker
-// and sub-cgroups belong to the host-visible container. A bare 64-hex id only
-// counts under "docker": elsewhere it could be anything.
-bool classify_container(const Components& parts, Workload& w) {
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    auto c = match_container(parts[i]);
-    if (!c || c->conmon) continue;
-    if (c->runtime.empty()) {
-      if (i == 0 || parts[i - 1] != "docker") continue;
-      c->runtime = "docker";
-    }
-    w.kind = WorkloadKind::kContainer;
+// The pod at parts[i] (and, in containerd's colon notation, its container in
+// the same component); fills `w` and returns true.
+bool take_pod(const Components& parts, std::size_t i, Workload& w) {
+  const auto colon = split_colons(parts[i]);
+  auto pod = match_pod(colon ? colon->slice : parts[i], i > 0 ? parts[i - 1] : std::string_view{}, true);
+  if (!pod) return false;
+  w.kind = WorkloadKind::kKubernetes;
+  w.pod_uid = std::move(pod->uid);
+  w.qos_class = std::move(pod->qos);
+  w.id = "k8s/" + w.pod_uid;
+  // The container is the first container cgroup at or below the pod;
+  // anything nested deeper (init, systemd scopes, inner containers, a pod
+  // path a tenant made inside its container) belongs to that container.
+  for (std::size_t j = colon ? i : i + 1; j < parts.size(); ++j) {
+    auto c = match_container(parts[j]);
+    if (!c) continue;
+    if (c->conmon) break;  // pod-level, see container_from()
     w.container_id = std::move(c->id);
     w.container_runtime = std::move(c->runtime);
-    w.id = "container/" + w.container_id;
+    w.id += "/" + w.container_id;
+    break;
+  }
+  return true;
+}
+
+// Pods as the kubelet lays them out from `r`: kubepods[/qos]/pod (cgroupfs
+// and systemd drivers), kubelet.slice/kubelet-kubepods.slice/..., or
+// containerd's system.slice/containerd.service/<pod slice>:<runtime>:<id>.
+bool classify_kubernetes(const Components& parts, std::size_t r, Workload& w) {
+  const std::size_t n = parts.size();
+  if (r >= n) return false;
+  std::size_t k;  // the kubepods component
+  if (parts[r] == "kubelet.slice" && r + 1 < n && parts[r + 1].starts_with("kubelet-kubepods")) {
+    k = r + 1;
+  } else if (parts[r] == "system.slice" && r + 2 < n && parts[r + 1] == "containerd.service") {
+    return split_colons(parts[r + 2]) && take_pod(parts, r + 2, w);
+  } else if (parts[r].starts_with("kubepods")) {
+    k = r;
+  } else {
+    return false;
+  }
+  if (k + 1 < n && take_pod(parts, k + 1, w)) return true;
+  return k + 2 < n && is_qos_class(parts[k + 1]) && take_pod(parts, k + 2, w);
+}
+
+// Slurm: cgroup v2 "/system.slice/<...>slurmstepd.scope/job_<n>/step_<s>/...",
+// cgroup v1 "/slurm/uid_<u>/job_<n>/step_<s>/..." and "/slurm_<node>/..."
+// (several slurmd per host).
+bool classify_slurm(const Components& parts, std::size_t r, Workload& w) {
+  std::size_t job;
+  if (r + 2 < parts.size() && parts[r] == "system.slice" && parts[r + 1].ends_with("slurmstepd.scope")) {
+    job = r + 2;
+  } else if (r + 2 < parts.size() && parts[r].starts_with("slurm") && parts[r + 1].starts_with("uid_")) {
+    job = r + 2;
+  } else {
+    return false;
+  }
+  const auto comp = parts[job];
+  if (!comp.starts_with("job_") || !is_digits(comp.substr(4))) return false;
+  w.kind = WorkloadKind::kSlurm;
+  w.slurm_job = std::string(comp.substr(4));
+  if (job + 1 < parts.size() && parts[job + 1].starts_with("step_") && parts[job + 1].size() > 5)
+    w.slurm_step = std::string(parts[job + 1].substr(5));
+  w.id = "slurm/" + w.slurm_job;
+  return true;
+}
+
+// Containers outside Kubernetes, where their runtimes put them:
+// system.slice/docker-<id>.scope, machine.slice/libpod-<id>.scope (systemd
+// drivers), docker/<64hex> and libpod_parent/libpod-<id> (cgroupfs). Deeper
+// cgroups (docker-in-docker, services inside) belong to it.
+bool classify_container(const Components& parts, std::size_t r, Workload& w) {
+  if (r + 1 >= parts.size()) return false;
+  const auto parent = parts[r];
+  if (parent != "system.slice" && parent != "machine.slice" && parent != "docker" && parent != "libpod_parent")
+    return false;
+  auto c = match_container(parts[r + 1]);
+  if (!c || c->conmon) return false;
+  if (c->runtime.empty()) {
+    if (parent != "docker") return false;  // a bare 64-hex id only counts under docker
+    c->runtime = "docker";
+  }
+  w.kind = WorkloadKind::kContainer;
+  w.container_id = std::move(c->id);
+  w.container_runtime = std::move(c->runtime);
+  w.id = "container/" + w.container_id;
+  return true;
+}
+
+bool is_unit(std::string_view name) {
+  return (strip_suffix(name, ".service") || strip_suffix(name, ".scope")) && !name.empty();
+}
+
+// A user's systemd manager (user@<uid>.service) and everything below it is
+// that user's to name: a container, pod or unit there is the user's.
+bool is_user_manager(std::string_view comp) { return comp.starts_with("user@") && comp.ends_with(".service"); }
+
+// Inside a user's manager: its units, and rootless containers, named with
+// the manager in front ("user@1000.service/foo.service").
+bool classify_user(const Components& parts, Workload& w) {
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (!is_user_manager(parts[i])) continue;
+    const std::string manager(parts[i]);
+    for (std::size_t j = i + 1; j < parts.size(); ++j) {
+      auto c = match_container(parts[j]);
+      if (c && !c->conmon && !c->runtime.empty()) {
+        w.kind = WorkloadKind::kContainer;
+        w.container_id = std::move(c->id);
+        w.container_runtime = std::move(c->runtime);
+        w.id = "container/" + manager + "/" + w.container_id;
+        return true;
+      }
+      if (is_unit(parts[j])) {
+        w.kind = WorkloadKind::kSystemd;
+        w.systemd_unit = manager + "/" + std::string(parts[j]);
+        w.id = "systemd/" + w.systemd_unit;
+        return true;
+      }
+    }
+    w.kind = WorkloadKind::kSystemd;
+    w.systemd_unit = manager;
+    w.id = "systemd/" + manager;
     return true;
   }
   return false;
 }
 
-// The deepest .service or .scope: "/system.slice/foo.service/worker" is
-// foo.service, "user@1000.service/app.slice/foo.service" is foo.service.
+// The outermost .service or .scope: "/system.slice/foo.service/worker" is
+// foo.service, and so is "/system.slice/foo.service/bar.service" (a delegated
+// service names its sub-cgroups as it likes; they stay its own).
 bool classify_systemd(const Components& parts, Workload& w) {
-  for (std::size_t i = parts.size(); i-- > 0;) {
-    auto name = parts[i];
-    if ((strip_suffix(name, ".service") || strip_suffix(name, ".scope")) && !name.empty()) {
-      w.kind = WorkloadKind::kSystemd;
-      w.systemd_unit = std::string(parts[i]);
-      w.id = "systemd/" + w.systemd_unit;
-      return true;
-    }
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (!is_unit(parts[i])) continue;
+    w.kind = WorkloadKind::kSystemd;
+    w.systemd_unit = std::string(parts[i]);
+    w.id = "systemd/" + w.systemd_unit;
+    return true;
   }
   return false;
+}
+
+// Where the hierarchy starts: the top, and below each configured root that
+// the path is under (longest first, so a nested root wins).
+std::vector<std::size_t> trusted_starts(const Components& parts, const ClassifierOptions& options) {
+  std::vector<std::size_t> starts;
+  for (const auto& root : options.cgroup_roots) {
+    const Components rc = split(root);
+    if (rc.empty() || rc.size() > parts.size()) continue;
+    if (std::equal(rc.begin(), rc.end(), parts.begin())) starts.push_back(rc.size());
+  }
+  std::sort(starts.rbegin(), starts.rend());
+  starts.push_back(0);
+  return starts;
 }
 
 }  // namespace
 
-Workload classify_cgroup_path(std::string_view cgroup_path) {
+Workload classify_cgroup_path(std::string_view cgroup_path, const ClassifierOptions& options) {
   Workload w;
   w.cgroup_path = join(split(cgroup_path));
   const Components parts = split(w.cgroup_path);  // views into w.cgroup_path
-  if (classify_kubernetes(parts, w) || classify_slurm(parts, w) ||
-      classify_container(parts, w) || classify_systemd(parts, w))
-    return w;
+  for (std::size_t r : trusted_starts(parts, options))
+    if (classify_kubernetes(parts, r, w) || classify_slurm(parts, r, w) || classify_container(parts, r, w)) return w;
+  if (classify_user(parts, w) || classify_systemd(parts, w)) return w;
   w.kind = WorkloadKind::kCgroup;
   w.id = w.cgroup_path == "/" ? "cgroup/" : "cgroup" + w.cgroup_path;
   return w;

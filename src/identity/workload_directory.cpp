@@ -18,7 +18,7 @@ const std::string& WorkloadDirectory::mount_for(uint64_t key) const {
 
 void WorkloadDirectory::learn(uint64_t key, const std::string& cgroup_path) {
   std::lock_guard lock(mu_);
-  known_[key] = classify_cgroup_path(cgroup_path);
+  known_[key] = classify_cgroup_path(cgroup_path, classifier_);
 }
 
 Workload WorkloadDirectory::resolve(uint64_t key) {

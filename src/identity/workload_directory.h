@@ -9,12 +9,14 @@
 
 #include "identity/cgroup_fs.h"
 #include "identity/workload.h"
+#include "identity/workload_classifier.h"
 
 namespace gpuledger::identity {
 
 class WorkloadDirectory {
  public:
-  explicit WorkloadDirectory(CgroupMounts mounts) : mounts_(std::move(mounts)) {}
+  explicit WorkloadDirectory(CgroupMounts mounts, ClassifierOptions classifier = {})
+      : mounts_(std::move(mounts)), classifier_(std::move(classifier)) {}
 
   // Records the path of a key (v2 id, or v1 id with GL_CGROUP_V1_BIT).
   void learn(uint64_t key, const std::string& cgroup_path);
@@ -27,6 +29,7 @@ class WorkloadDirectory {
  private:
   const std::string& mount_for(uint64_t key) const;
   CgroupMounts mounts_;
+  ClassifierOptions classifier_;
   std::mutex mu_;
   std::map<uint64_t, Workload> known_;
 };

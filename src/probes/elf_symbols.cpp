@@ -127,16 +127,22 @@ std::map<unsigned, std::string> read_verdefs(Elf* elf, const Sections& secs, con
 }  // namespace
 
 std::vector<ElfFunction> read_dynamic_functions(const std::string& path) {
-  init_libelf(path);
-
   UniqueFd fd(new int(::open(path.c_str(), O_RDONLY | O_CLOEXEC)));
   if (*fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  return read_dynamic_functions(*fd, path);
+}
+
+std::vector<ElfFunction> read_dynamic_functions(int file_fd, const std::string& path) {
+  init_libelf(path);
   struct stat st {};
-  if (::fstat(*fd, &st) != 0) fail(path, std::string("cannot stat: ") + std::strerror(errno));
+  if (::fstat(file_fd, &st) != 0) fail(path, std::string("cannot stat: ") + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) fail(path, "not a regular file");
   if (st.st_size == 0) fail(path, "not an ELF file (empty)");
 
-  UniqueElf elf(elf_begin(*fd, ELF_C_READ_MMAP, nullptr));
+  // ELF_C_READ (not _MMAP): the file may belong to a tenant who can truncate
+  // it while we read; a read() that comes up short is an error, a mapped
+  // page that vanished would be SIGBUS.
+  UniqueElf elf(elf_begin(file_fd, ELF_C_READ, nullptr));
   if (!elf) fail(path, "cannot open with libelf: " + elf_error());
   if (elf_kind(elf.get()) != ELF_K_ELF) fail(path, "not an ELF file");
 

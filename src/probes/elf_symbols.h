@@ -39,6 +39,9 @@ struct ElfFunction {
 // a file that is not ELF ("not an ELF file"), an ELF that is not 64-bit
 // x86-64/aarch64, no .dynsym, or malformed/truncated contents.
 std::vector<ElfFunction> read_dynamic_functions(const std::string& path);
+// The same, from a file already open: what the agent verified is what it
+// reads (`path` only names it in errors). The descriptor is not closed.
+std::vector<ElfFunction> read_dynamic_functions(int file_fd, const std::string& path);
 
 // Parses the suffix of `name` relative to `base`. `name` must be exactly
 //   base ( "_v" digits )? ( "_ptds" | "_ptsz" )?

@@ -1,24 +1,30 @@
 #pragma once
-// Decides which library files get probes and keeps them: one attachment per
-// distinct file (device + inode), however many paths or processes lead to it.
-// Everything offered from outside may be wrong (missing, not ELF, no CUDA in
-// it): that is recorded and reported, never thrown.
+// Decides which files get probes and keeps them: one attachment per distinct
+// file (device + inode of what the kernel probes), however many paths or
+// processes lead to it. A file is the CUDA driver when its exported symbols
+// say so - its name is not asked, so a renamed copy is probed like
+// libcuda.so.1. Everything offered from outside may be wrong or hostile
+// (missing, swapped, not ELF, no CUDA in it): that is recorded and reported,
+// never thrown; files are read and attached only through a descriptor whose
+// inode was checked (mapped_file.h).
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "probes/cuda_entry_points.h"
 #include "probes/cuda_probe_program.h"
+#include "probes/elf_symbols.h"
 #include "probes/library_discovery.h"
 
 namespace gpuledger::probes {
 
 struct LibraryRecord {
-  std::string path;
+  std::string path;  // as the process (or the command line) named it: "pid 42: /usr/lib/libcuda.so.1"
   std::string origin;
   FileId file;
   size_t probes = 0;
@@ -26,13 +32,25 @@ struct LibraryRecord {
   std::string error;  // why it was not attached, if it was not
 };
 
+// Whether the exported functions are the CUDA driver API's own (cuInit and
+// cuDriverGetVersion, which every driver since CUDA 2 exports), not merely
+// some name that starts with "cu".
+bool exports_driver_api(const std::vector<ElfFunction>& functions);
+
 class LibraryAttacher {
  public:
-  LibraryAttacher(CudaProbeProgram& program, ProbePlanOptions options, LibOpenWatcher* watcher);
+  // How many files judged not to be the driver are remembered (by inode) so a
+  // node's every shared library is read once, not at every scan.
+  static constexpr size_t kJudgedFilesBound = 65536;
+  static constexpr size_t kRejectedBound = 256;
 
-  // Attaches to the file at `path` unless that file is already covered.
-  // Returns true if the file is covered afterwards.
+  LibraryAttacher(CudaProbeProgram& program, ProbePlanOptions options, LibOpenWatcher* watcher,
+                  std::string proc_root = "/proc");
+
+  // A host path named on the command line ("cli") or a driver install path
+  // ("host"). Returns true if the file is covered afterwards.
   bool offer(const std::string& path, const std::string& origin);
+  // A file some process maps for execution.
   bool offer(const LibraryCandidate& candidate);
   // Paths named on the command line or found at the driver's usual places are
   // watched: a file replaced there (a driver upgrade) is attached anew.
@@ -42,6 +60,8 @@ class LibraryAttacher {
   std::vector<LibraryRecord> rejected() const;
   size_t probes_attached() const;
   size_t probe_attach_failures() const;
+  size_t files_judged() const;
+  bool judged(const FileId& file) const;  // attached, or known not to be the driver  // distinct files read and found not to be the driver
   std::string call_name(uint32_t id) const;
 
  private:
@@ -49,16 +69,28 @@ class LibraryAttacher {
     LibraryRecord record;
     AttachedLibrary links;
   };
-  std::optional<FileId> probed_file(const LibraryCandidate& candidate);
+  // Reads and attaches `file` (already verified) under `key`, the inode the
+  // kernel will probe. `quiet`: a file that is not the driver is no news.
+  bool judge(OpenedFile& file, const FileId& key, const std::string& origin, bool quiet);
+  // The inode a uprobe through `file` lands on, checked against `mapped`
+  // (the kernel's report) when there is one.
+  std::optional<FileId> probed_inode(const OpenedFile& file, const std::optional<FileId>& mapped, std::string& why);
+  // On overlayfs, swaps `file` for its backing layer file when that is found
+  // and proven to be `key`: probes attached through it pin no container mount.
+  void prefer_backing_file(OpenedFile& file, uint32_t pid, const std::string& path, const FileId& key);
   void reject(const std::string& path, const std::string& origin, const std::string& why, const FileId& file = {});
+  void remember_judged(const FileId& key);
 
   CudaProbeProgram& program_;
   ProbePlanOptions options_;
   LibOpenWatcher* watcher_;
+  std::string proc_root_;
   mutable std::mutex mu_;
   CallNames call_names_;
   std::map<FileId, Entry> attached_;
-  std::map<std::string, LibraryRecord> rejected_;  // by path
+  std::map<std::string, LibraryRecord> rejected_;  // by path, at most kRejectedBound
+  std::set<FileId> not_driver_;                   // at most kJudgedFilesBound
+  std::set<FileId> printed_judged_;               // maps ids the backstop already looked at
   std::map<std::string, std::string> named_paths_;  // path -> origin
 };
 

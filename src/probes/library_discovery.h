@@ -1,56 +1,44 @@
 #pragma once
-// Finding CUDA driver libraries: the places a host driver lives, the
-// libraries processes have mapped (a periodic backstop scan), and a BPF watcher
-// that reports each libcuda file as a process opens it (the fast path).
+// Finding CUDA driver libraries by what they are, not what they are called:
+// the places a host driver lives, every file a running process maps for
+// execution (a periodic backstop scan), and a BPF watcher that reports each
+// file as a process first maps it executable (the fast path). Whether a file
+// is the driver is decided by its exported symbols (library_attacher.h).
 #include <sys/stat.h>
 
-#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "probes/mapped_file.h"
+
 struct lib_discovery;
 
 namespace gpuledger::probes {
 
-// A file's identity as the kernel encodes it (dev = major << 20 | minor).
-struct FileId {
-  uint64_t dev = 0;
-  uint64_t ino = 0;
-  auto operator<=>(const FileId&) const = default;
-};
-FileId file_id_from_stat(const struct stat& st);
 std::optional<FileId> file_id_of(const std::string& path);
 
+// A file some process maps for execution: a candidate for the driver.
 struct LibraryCandidate {
-  std::string path;    // a path the agent can open (through /proc/PID/root for containers)
-  std::string origin;  // "cli", "host", "maps", "open"
   uint32_t pid = 0;
-  // The file a uprobe on `path` lands on, when it is not the path's own
-  // inode: on overlayfs the kernel probes the backing file (see
-  // overlay_backing.h), and two containers of one image share it.
-  std::optional<FileId> probed_file;
+  Mapping mapping;
+  std::string origin;  // "map" (the watcher), "maps" (the backstop scan)
+  // The inode the mapping holds, from the kernel's VMA (watcher events only):
+  // on overlayfs the backing layer's file, which is what a uprobe lands on.
+  std::optional<FileId> mapped_file;
 };
 
-// Whether `path` is on overlayfs, where its inode is not the probed one.
-bool on_overlayfs(const std::string& path);
+// Whether a file name looks like the driver's: only a fast path and a hint for
+// `doctor` - a renamed copy is found by its symbols all the same.
+bool is_cuda_library_name(const std::string& path);
 
 // Where NVIDIA's installers and container toolkits put the driver library.
 std::vector<std::string> default_driver_library_paths();
 
-// A library at `path` as process `pid` sees it: reachable through its root,
-// or through the backing file when it is on overlayfs.
-LibraryCandidate candidate_in_process(const std::string& proc, uint32_t pid, const std::string& path,
-                                      const std::string& origin);
-
-// Every libcuda mapped by a running process, reached through that process's
-// root so copies inside containers resolve.
+// Every executable file mapping of every running process, one per process and
+// file.
 std::vector<LibraryCandidate> scan_process_maps(const std::string& proc = "/proc");
-
-// A path through which the agent can open the file `id` that process `pid`
-// has open or mapped right now: used when the watcher reports an open.
-std::optional<LibraryCandidate> find_process_file(const std::string& proc, uint32_t pid, const FileId& id);
 
 // The BPF watcher (bpf/lib_discovery.bpf.c).
 class LibOpenWatcher {
@@ -61,8 +49,13 @@ class LibOpenWatcher {
   LibOpenWatcher& operator=(const LibOpenWatcher&) = delete;
 
   int events_fd() const;
-  void remember(const FileId& id);  // reported and handled: stay quiet about it
-  void forget(const FileId& id);    // report it again at its next open
+  void remember(const FileId& id);  // judged: stay quiet about it
+  void forget(const FileId& id);    // report it again at its next mapping
+  // The inode the kernel maps (and a uprobe lands on) for the open file `fd`:
+  // itself, or on overlayfs its backing layer's file. Learnt by mapping it
+  // executable in the agent for a moment, which the watcher answers without
+  // a report. nullopt if it cannot be mapped (noexec mount, empty file).
+  std::optional<FileId> identify(int fd);
   uint64_t events_dropped() const;
 
  private:

@@ -92,9 +92,10 @@ TEST(EscapeLabelValue, LeavesOtherBytesUnchanged) {
   // UTF-8 passes through byte for byte.
   const std::string utf8 = "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x9A\x80";
   EXPECT_EQ(escape_label_value(utf8), utf8);
-  // Embedded NUL and high bytes are not touched either.
+  // Embedded NUL is legal UTF-8 and not touched; a byte that is not UTF-8
+  // becomes U+FFFD (Prometheus rejects the whole page over one such label).
   const std::string bytes("a\0\xff", 3);
-  EXPECT_EQ(escape_label_value(bytes), bytes);
+  EXPECT_EQ(escape_label_value(bytes), std::string("a\0\xEF\xBF\xBD", 5));
 }
 
 TEST(EscapeHelp, EscapesBackslashAndNewlineOnly) {

@@ -117,8 +117,9 @@ std::vector<Row> rows() {
     add_same("CgroupfsStaticPod", p, k8s(p, kStatic, "burstable", kCid));
     p = "/kubepods/pod" + kUid + "/" + kCid + "/nested/deeper";
     add_same("CgroupfsNestedUnderContainer", p, k8s(p, kUid, "guaranteed", kCid));
+    // A kubelet --cgroup-root is configured (ClassifyWithRoots below); unconfigured it is just a path.
     p = "/kubelet/kubepods/burstable/pod" + kUid + "/" + kCid;
-    add_same("CgroupfsKubeletRoot", p, k8s(p, kUid, "burstable", kCid));
+    add_same("CgroupfsKubeletRootUnconfigured", p, cgroup(p));
     p = "/kubepods/burstable/pod" + kUid + "/crio-" + kCid;
     add_same("CgroupfsCrio", p, k8s(p, kUid, "burstable", kCid, "cri-o"));
     p = "/kubepods/burstable/pod" + kUidUpper + "/" + kCidUpper;
@@ -129,8 +130,9 @@ std::vector<Row> rows() {
     add_same("CgroupfsPodSubcgroupNotContainer", p, k8s(p, kUid, "burstable"));
     p = "/kubepods/burstable/pod" + kUid + "/" + std::string(64, 'g');
     add_same("CgroupfsContainerIdNotHex", p, k8s(p, kUid, "burstable"));
+    // A k3d node is a docker container: its pods are its own until its cgroup is configured as a root.
     p = "/docker/" + kNode64 + "/kubepods/besteffort/pod" + kUid + "/" + kCid;
-    add_same("CgroupfsK3dInsideDocker", p, k8s(p, kUid, "besteffort", kCid));
+    add_same("CgroupfsK3dInsideDockerUnconfigured", p, container(p, kNode64, "docker"));
   }
 
   // ---- Kubernetes, systemd driver ----
@@ -173,10 +175,10 @@ std::vector<Row> rows() {
     add_same("ContainerdColonNotationNested", p, k8s(p, kUid, "besteffort", kCid, "containerd"));
     p = "/system.slice/containerd.service/kubepods-pod" + kUidU + ".slice:crio:" + kCid;
     add_same("ColonNotationCrioGuaranteed", p, k8s(p, kUid, "guaranteed", kCid, "cri-o"));
-    // A kind node is a docker container; the pod inside it is the workload.
+    // A kind node is a docker container; unconfigured, the pods inside it are the node's.
     p = "/system.slice/docker-" + kNode64 + ".scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
         "kubelet-kubepods-besteffort-pod" + kUidU + ".slice/cri-containerd-" + kCid + ".scope";
-    add_same("KindNodeInDocker", p, k8s(p, kUid, "besteffort", kCid, "containerd"));
+    add_same("KindNodeInDockerUnconfigured", p, container(p, kNode64, "docker"));
   }
 
   // ---- containers outside Kubernetes ----
@@ -193,16 +195,21 @@ std::vector<Row> rows() {
     add_same("ServiceInsideContainerLoses", p, container(p, kCid, "docker"));
     p = "/machine.slice/libpod-" + kCid + ".scope";
     add_same("PodmanSystemd", p, container(p, kCid, "podman"));
+    // A rootless container is its user's: named with the user's manager in front.
     p = "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + kCid + ".scope/container";
-    add_same("PodmanRootless", p, container(p, kCid, "podman"));
+    {
+      Workload w = container(p, kCid, "podman");
+      w.id = "container/user@1000.service/" + kCid;
+      add_same("PodmanRootless", p, w);
+    }
     p = "/libpod_parent/libpod-" + kCid;
     add_same("PodmanCgroupfs", p, container(p, kCid, "podman"));
     // conmon is not a container: falls through to its systemd scope.
     p = "/machine.slice/libpod-conmon-" + kCid + ".scope";
     add_same("PodmanConmonIsSystemdScope", p, systemd(p, "libpod-conmon-" + kCid + ".scope"));
-    // A CRI scope whose pod cgroup is malformed is still a container.
+    // A CRI scope whose pod cgroup is malformed is no pod the kubelet made: only its scope is known.
     p = "/kubepods.slice/kubepods-pod4f5e6d7c_1a2b-4c3d_8e9f_0a1b2c3d4e5f.slice/cri-containerd-" + kCid + ".scope";
-    add_same("CriScopeWithMalformedPod", p, container(p, kCid, "containerd"));
+    add_same("CriScopeWithMalformedPod", p, systemd(p, "cri-containerd-" + kCid + ".scope"));
   }
 
   // ---- systemd ----
@@ -211,11 +218,13 @@ std::vector<Row> rows() {
   add_same("SystemdSessionScope", "/user.slice/user-1000.slice/session-3.scope",
            systemd("/user.slice/user-1000.slice/session-3.scope", "session-3.scope"));
   add_same("SystemdUserService", "/user.slice/user-1000.slice/user@1000.service/app.slice/foo.service",
-           systemd("/user.slice/user-1000.slice/user@1000.service/app.slice/foo.service", "foo.service"));
+           systemd("/user.slice/user-1000.slice/user@1000.service/app.slice/foo.service", "user@1000.service/foo.service"));
   add_same("SystemdUserManagerItself", "/user.slice/user-1000.slice/user@1000.service/init.scope",
-           systemd("/user.slice/user-1000.slice/user@1000.service/init.scope", "init.scope"));
+           systemd("/user.slice/user-1000.slice/user@1000.service/init.scope", "user@1000.service/init.scope"));
   add_same("SystemdServiceSubcgroup", "/system.slice/foo.service/worker",
            systemd("/system.slice/foo.service/worker", "foo.service"));
+  add_same("UserManagerItself", "/user.slice/user-1000.slice/user@1000.service",
+           systemd("/user.slice/user-1000.slice/user@1000.service", "user@1000.service"));
   add_same("SystemdInitScope", "/init.scope", systemd("/init.scope", "init.scope"));
   add_same("SystemdTemplateInstance", "/system.slice/system-getty.slice/getty@tty1.service",
            systemd("/system.slice/system-getty.slice/getty@tty1.service", "getty@tty1.service"));
@@ -244,6 +253,44 @@ std::vector<Row> rows() {
            slurm("/slurm_nodename/uid_1000/job_77/step_2", "77", "2"));
   add_same("SlurmJobNotNumeric", "/slurm/uid_1000/job_abc/step_0", cgroup("/slurm/uid_1000/job_abc/step_0"));
   add_same("JobWithoutSlurmAncestor", "/foo/job_12/step_0", cgroup("/foo/job_12/step_0"));
+
+  // ---- identities forged from below: each stays its maker's ----
+  {
+    const std::string user = "/user.slice/user-1000.slice/user@1000.service";
+    std::string p = user + "/app.slice/kubepods/burstable/pod" + kUid + "/" + kCid;
+    add_same("PodPathInsideAUsersManager", p, systemd(p, "user@1000.service"));
+    p = user + "/app.slice/kubepods.slice/kubepods-pod" + kUidU + ".slice/cri-containerd-" + kCid + ".scope";
+    {
+      Workload w = container(p, kCid, "containerd");
+      w.id = "container/user@1000.service/" + kCid;
+      add_same("SystemdPodPathInsideAUsersManager", p, w);
+    }
+    p = user + "/app.slice/trainer.service";
+    add_same("SystemServiceNameInsideAUsersManager", p, systemd(p, "user@1000.service/trainer.service"));
+    p = user + "/app.slice/docker-" + kCid2 + ".scope";
+    {
+      Workload w = container(p, kCid2, "docker");
+      w.id = "container/user@1000.service/" + kCid2;
+      add_same("DockerScopeInsideAUsersManager", p, w);
+    }
+    p = user + "/slurm/uid_0/job_77/step_0";
+    add_same("SlurmJobInsideAUsersManager", p, systemd(p, "user@1000.service"));
+    // A pod's container that makes sub-cgroups naming another pod stays itself.
+    p = "/kubepods/burstable/pod" + kUid + "/" + kCid + "/kubepods/burstable/pod" + kStatic + "/" + kCid2;
+    add_same("PodPathInsideAPod", p, k8s(p, kUid, "burstable", kCid));
+    p = "/kubepods/burstable/extra/pod" + kUid + "/" + kCid;
+    add_same("PodBelowAnUnknownLevel", p, cgroup(p));
+    p = "/system.slice/foo.service/kubepods/pod" + kUid + "/" + kCid;
+    add_same("PodPathInsideADelegatedService", p, systemd(p, "foo.service"));
+    p = "/system.slice/foo.service/bar.service";
+    add_same("ServiceInsideADelegatedService", p, systemd(p, "foo.service"));
+    p = "/system.slice/foo.service/docker-" + kCid + ".scope";
+    add_same("ContainerScopeInsideADelegatedService", p, systemd(p, "foo.service"));
+    p = "/system.slice/slurmstepd.scope/job_1/step_0/user/job_2/step_0";
+    add_same("SlurmJobInsideAJob", p, slurm(p, "1", "0"));
+    p = "/system.slice/foo.service/slurmstepd.scope/job_5";
+    add_same("SlurmPathInsideAService", p, systemd(p, "foo.service"));
+  }
 
   // ---- everything else, and normalisation ----
   add("Root", "/", cgroup("/"));
@@ -278,6 +325,29 @@ std::vector<Row> rows() {
   add_same("NonAscii", "/système.slice/ünïcode-☃.service", systemd("/système.slice/ünïcode-☃.service", "ünïcode-☃.service"));
   add_same("NonAsciiCgroup", "/日本/語", cgroup("/日本/語"));
   return r;
+}
+
+// Configured roots: a kubelet --cgroup-root, a kind or k3d node in a container.
+TEST(ClassifyWithRoots, PodsBelowAConfiguredRootAreRecognised) {
+  ClassifierOptions roots;
+  roots.cgroup_roots = {"/kubelet", "/docker/" + kNode64, "/system.slice/docker-" + kNode64 + ".scope/"};
+  std::string p = "/kubelet/kubepods/burstable/pod" + kUid + "/" + kCid;
+  EXPECT_EQ(classify_cgroup_path(p, roots), k8s(p, kUid, "burstable", kCid));
+  p = "/docker/" + kNode64 + "/kubepods/besteffort/pod" + kUid + "/" + kCid;
+  EXPECT_EQ(classify_cgroup_path(p, roots), k8s(p, kUid, "besteffort", kCid));
+  p = "/system.slice/docker-" + kNode64 + ".scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
+      "kubelet-kubepods-besteffort-pod" + kUidU + ".slice/cri-containerd-" + kCid + ".scope";
+  EXPECT_EQ(classify_cgroup_path(p, roots), k8s(p, kUid, "besteffort", kCid, "containerd"));
+  p = "/kubelet/system.slice/slurmstepd.scope/job_3/step_1";
+  EXPECT_EQ(classify_cgroup_path(p, roots), slurm(p, "3", "1"));
+  // The node's own processes are still the node container.
+  p = "/docker/" + kNode64 + "/system.slice/containerd.service";
+  EXPECT_EQ(classify_cgroup_path(p, roots), container(p, kNode64, "docker"));
+  // A root must match whole components, and a pod deeper than the kubelet puts it is still refused.
+  p = "/kubeletx/kubepods/pod" + kUid + "/" + kCid;
+  EXPECT_EQ(classify_cgroup_path(p, roots), cgroup(p));
+  p = "/kubelet/x/kubepods/pod" + kUid + "/" + kCid;
+  EXPECT_EQ(classify_cgroup_path(p, roots), cgroup(p));
 }
 
 class ClassifyShapes : public ::testing::TestWithParam<Row> {};

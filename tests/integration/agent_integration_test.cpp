@@ -45,6 +45,7 @@ agent::AgentOptions sim_options(bool discover) {
   options.cuda_libs = {kSimLib};
   options.discover = discover;
   options.scan_interval = std::chrono::milliseconds(5000);
+  options.classifier.cgroup_roots = {test_cgroup("")};  // the tenants' hierarchy starts there
   return options;
 }
 
@@ -302,12 +303,12 @@ TEST_F(AgentIntegration, SecondLibraryCopyIsFoundWithoutBeingNamed) {
       if (lib.file == *copy_id) origin = lib.origin;
     return !origin.empty();
   };
-  // Opening the library is the trigger ("open"); the periodic scan of
-  // process maps ("maps", every 5 s here) is only a backstop.
+  // Mapping the library for execution is the trigger ("map"); the periodic
+  // scan of process maps ("maps", every 5 s here) is only a backstop.
   auto started = std::chrono::steady_clock::now();
   ASSERT_TRUE(eventually(covered, std::chrono::milliseconds(3000)));
   auto waited = std::chrono::steady_clock::now() - started;
-  EXPECT_EQ(origin, "open");
+  EXPECT_EQ(origin, "map");
   EXPECT_LT(waited, std::chrono::milliseconds(1000));
   RecordProperty("coverage_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()));
   EXPECT_TRUE(agent_->snapshot().self.rejected_libraries.empty());
@@ -479,7 +480,7 @@ TEST_F(AgentOwnInstance, BadLibrariesAreReportedAndTheAgentKeepsRunning) {
   for (const auto& r : self.rejected_libraries) why[r.path] = r.error;
   EXPECT_NE(why["/nonexistent/libcuda.so.1"].find("no such file"), std::string::npos);
   EXPECT_NE(why[text.string()].find("not an ELF file"), std::string::npos);
-  EXPECT_NE(why["/lib/x86_64-linux-gnu/libm.so.6"].find("no CUDA driver entry points"), std::string::npos);
+  EXPECT_NE(why["/lib/x86_64-linux-gnu/libm.so.6"].find("does not export the CUDA driver API"), std::string::npos);
 
   ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/after-bad.service"));
   ASSERT_EQ(run_tenant({cg.dir()}, "init; launch 1 1 1 1 1 1 x2", {}, {"--quiet"}).exit_code, 0);

@@ -87,6 +87,7 @@ class KubernetesEndToEnd : public ::testing::Test {
     agent::AgentOptions options;
     options.cuda_libs = {kSimLib};
     options.discover = false;
+    options.classifier.cgroup_roots = {test_cgroup("")};  // the tenants' hierarchy starts there
     options.namer = std::make_shared<kubernetes::TeamNamer>(*directory_, config.team_rule, config.teams);
     agent_ = new agent::Agent(options);
     agent_->start();
