@@ -52,12 +52,12 @@ Agent::Agent(AgentOptions options)
       mounts_(require_mounts(options_)),
       program_(std::make_unique<probes::CudaProbeProgram>(program_config(options_, mounts_))),
       directory_(mounts_, options_.classifier) {
-  if (options_.discover) {
-    try {
-      watcher_ = std::make_unique<probes::LibOpenWatcher>();
-    } catch (const Error& e) {
-      spdlog::warn("{}; libraries are found by the periodic scan only", e.what());
-    }
+  // Loaded even without discovery: it also tells which inode the kernel
+  // probes for a named library on overlayfs (LibOpenWatcher::identify).
+  try {
+    watcher_ = std::make_unique<probes::LibOpenWatcher>();
+  } catch (const Error& e) {
+    spdlog::warn("{}; libraries are found by the periodic scan only", e.what());
   }
   probes::ProbePlanOptions plan;
   plan.launch_returns = options_.launch_returns;
@@ -75,7 +75,12 @@ Agent::Agent(AgentOptions options)
   for (const auto& path : options_.cuda_libs) attacher_->offer(path, "cli");
   if (options_.discover) {
     for (const auto& path : probes::default_driver_library_paths()) attacher_->offer(path, "host");
+    const auto started = std::chrono::steady_clock::now();
     scan_for_libraries();
+    spdlog::info("first scan of executable mappings: {} files judged not to be the CUDA driver, {} attached, in {} ms",
+                 attacher_->files_judged(), attacher_->attached().size(),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started)
+                     .count());
   }
 }
 
@@ -137,7 +142,7 @@ void Agent::handle_event(const void* data, size_t size) {
       spdlog::debug("process {} ended its CUDA life", h->tgid);
       break;
     case GL_EV_LIB_MAP:
-      if (size >= sizeof(gl_lib_map_event)) handle_library_map(*static_cast<const gl_lib_map_event*>(data));
+      if (options_.discover && size >= sizeof(gl_lib_map_event)) handle_library_map(*static_cast<const gl_lib_map_event*>(data));
       break;
     default:
       break;
@@ -273,8 +278,9 @@ AgentSnapshot Agent::snapshot() {
   self.probe_attach_failures = attacher_->probe_attach_failures();
   self.libraries = attacher_->attached();
   self.rejected_libraries = attacher_->rejected();
+  self.files_judged_not_driver = attacher_->files_judged();
   self.kernel_stats = probes::read_stats(fds.stats);
-  self.library_watcher = watcher_ != nullptr;
+  self.library_watcher = watcher_ && options_.discover;
   self.library_events_dropped = watcher_ ? watcher_->events_dropped() : 0;
   self.workloads_retired = workloads_retired_;
   self.maps = {

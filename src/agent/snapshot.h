@@ -52,6 +52,7 @@ struct SelfView {
   std::vector<MapUsage> maps;
   std::array<uint64_t, GL_STAT_COUNT> kernel_stats{};
   uint64_t library_events_dropped = 0;
+  size_t files_judged_not_driver = 0;  // mapped executable files read and found not to be the driver
   bool library_watcher = false;  // event-driven discovery is on
   uint64_t workloads_retired = 0;
 };

@@ -140,8 +140,12 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
   out.family("gpuledger_cuda_libraries_rejected", MetricType::kGauge,
              "Library paths offered or found that could not be attached (see the log and /api/v1/workloads).");
   out.sample({}, static_cast<uint64_t>(self.rejected_libraries.size()));
+  out.family("gpuledger_library_files_judged", MetricType::kGauge,
+             "Executable files mapped on the node that were read and found not to export the CUDA driver API "
+             "(remembered by inode so each is read once).");
+  out.sample({}, static_cast<uint64_t>(self.files_judged_not_driver));
   out.family("gpuledger_library_watcher_enabled", MetricType::kGauge,
-             "1 when libraries are discovered as they are opened, 0 when only the periodic scan runs.");
+             "1 when libraries are discovered as they are mapped for execution, 0 when only the periodic scan runs.");
   out.sample({}, uint64_t{self.library_watcher ? 1u : 0u});
 
   out.family("gpuledger_bpf_map_entries", MetricType::kGauge, "Entries in use in a BPF map.");

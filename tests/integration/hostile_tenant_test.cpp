@@ -179,7 +179,9 @@ TEST_F(HostileTenant, APodPathBuiltInsideAUsersTreeIsNotThatPod) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->usage.counters.launches, 1000u);
   for (const auto& w : snap.workloads) {
-    if (w.workload.pod_uid == uid) EXPECT_EQ(w.workload.id, v->workload.id) << "another workload took the pod's UID";
+    if (w.workload.pod_uid == uid) {
+      EXPECT_EQ(w.workload.id, v->workload.id) << "another workload took the pod's UID";
+    }
   }
   agent.stop();
 }
