@@ -1,8 +1,12 @@
 #include "probes/library_attacher.h"
 
+#include <fstream>
+#include <iterator>
+
 #include "common/error.h"
 #include "common/log.h"
 #include "probes/elf_symbols.h"
+#include "probes/overlay_backing.h"
 
 namespace gpuledger::probes {
 
@@ -28,6 +32,15 @@ std::optional<FileId> LibraryAttacher::probed_file(const LibraryCandidate& candi
   // An overlay inode is not what the kernel probes: attaching by it could
   // probe one file twice. Without its backing file, leave it alone.
   if (on_overlayfs(candidate.path)) {
+    // A path named to the agent (not seen in a process) is in the agent's own
+    // view: in a container, its image's layers, found through its own mounts
+    // (the host's root first, as for other processes; then its own view).
+    if (candidate.pid == 0) {
+      std::ifstream in("/proc/self/mountinfo");
+      std::string mountinfo((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (auto backing = overlay_backing_file(mountinfo, candidate.path, {"/proc/1/root", ""}))
+        if (auto id = file_id_of(*backing)) return id;
+    }
     reject(candidate.path, candidate.origin, "on overlayfs, and its backing layer file was not found");
     return std::nullopt;
   }
