@@ -1,10 +1,11 @@
 // Every Grafana dashboard panel's query, run against a real Prometheus that
 // scraped a real agent: `gpuledger demo` (real probes, cgroups and ledger,
 // simulated tenants and GPUs). Each query must succeed and return data, and
-// each template variable must have values.
+// each template variable must have values. The agent's page also goes through
+// `promtool check metrics`.
 //   node dashboards_test.mjs GPULEDGER_BINARY PROMETHEUS DASHBOARD_DIR
 // Exit 77 (skip) without root, unless CI=true: then it fails.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -98,6 +99,21 @@ for (const file of readdirSync(dashboardDir).filter((f) => f.endsWith(".json")).
     }
   }
 }
+// `promtool check metrics` on the agent's page: the only finding allowed is
+// the camelCase of dcgm-exporter's own label names (UUID, modelName, Hostname),
+// kept so that the two join (docs/operating.md).
+const page = await (await fetch(`http://127.0.0.1:${agentPort}/metrics`)).text();
+const lint = spawnSync("promtool", ["check", "metrics"], { input: page, encoding: "utf8" });
+const findings = `${lint.stdout}${lint.stderr}`.split("\n").filter((l) => l.trim());
+const unexpected = findings.filter((l) => !l.endsWith("label names should be written in 'snake_case' not 'camelCase'"));
+checked++;
+if (unexpected.length || lint.error) {
+  failures++;
+  console.log(`FAIL promtool check metrics: ${lint.error ?? unexpected.join("; ")}`);
+} else {
+  console.log(`ok   promtool check metrics: ${findings.length} camelCase-label findings (dcgm-exporter's names), nothing else`);
+}
+
 cleanup();
 await new Promise((r) => (demo.exitCode !== null ? r() : demo.on("exit", r)));
 rmSync(work, { recursive: true, force: true });
