@@ -79,7 +79,7 @@ for (const file of readdirSync(dashboardDir).filter((f) => f.endsWith(".json")).
   const board = JSON.parse(readFileSync(join(dashboardDir, file), "utf8"));
   const panels = board.panels.flatMap((p) => [p, ...(p.panels ?? [])]).filter((p) => p.type !== "row");
   for (const v of board.templating.list.filter((v) => v.type === "query")) {
-    const m = v.definition.match(/^label_values\((.*), *(\w+)\)$/);
+    const m = (v.query?.query ?? v.query).match(/^label_values\((.*), *(\w+)\)$/);
     const r = m && (await api(`label/${m[2]}/values?match[]=${encodeURIComponent(expand(m[1]))}`));
     const ok = r?.status === "success" && r.data.length > 0;
     console.log(`${ok ? "ok  " : "FAIL"} ${file} variable ${v.name}: ${ok ? r.data.length + " values" : JSON.stringify(r)}`);
