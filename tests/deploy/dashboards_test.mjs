@@ -57,9 +57,12 @@ const api = async (path) => {
 };
 const query = (expr) => api(`query?query=${encodeURIComponent(expr)}`).catch((e) => ({ status: "error", error: String(e) }));
 
-// Ready when rates over the window have data for costs, launches and device readings.
-const readiness = ["rate(gpuledger_cost_total[10s])", "rate(gpuledger_cuda_kernel_launches_total[10s])",
-  "gpuledger_gpu_sm_active_ratio", "gpuledger_gpu_share_ratio", 'rate(gpuledger_cost_total{team="__unallocated__"}[10s])'];
+// Ready when the rates over a panel's window are above zero: ledger windows
+// (5 s in the demo) have closed within it, launches were counted, the device
+// plane has read its GPUs.
+const readiness = ["rate(gpuledger_cost_total[10s]) > 0", "rate(gpuledger_held_gpu_seconds_total[10s]) > 0",
+  "rate(gpuledger_busy_gpu_seconds_total[10s]) > 0", "rate(gpuledger_cuda_kernel_launches_total[10s]) > 0",
+  "gpuledger_gpu_sm_active_ratio", "gpuledger_gpu_share_ratio", 'rate(gpuledger_cost_total{team="__unallocated__"}[10s]) > 0'];
 let ready = false;
 for (const until = deadline(40000); !ready && Date.now() < until; await sleep(500)) {
   const results = await Promise.all(readiness.map(query));
