@@ -20,6 +20,18 @@ got=$("${podman[@]}" run --rm "${limits[@]}" "gpuledger:$version" --version)
 [[ $got == "gpuledger $version" ]] || { echo "FAIL: --version in the image says '$got'"; exit 1; }
 echo "ok: gpuledger:$version --version: $got"
 
+# The image is a clean Debian 12 root into which apt installed the package:
+# installed, its conffile, unit and the demo's simulators where they belong.
+"${podman[@]}" run --rm "${limits[@]}" --entrypoint /bin/sh "gpuledger:$version" -c '
+  set -e
+  test "$(dpkg-query -W -f="\${Status} \${Version}" gpuledger)" = "install ok installed '"$version"'"
+  grep -qx /etc/gpuledger/config.yaml /var/lib/dpkg/info/gpuledger.conffiles
+  test -f /etc/gpuledger/config.yaml -a -f /lib/systemd/system/gpuledger.service
+  test -x /usr/lib/gpuledger/gpuledger-cudasim -a -f /usr/lib/gpuledger/sim/lib/libcuda.so.1
+  test -f /usr/lib/gpuledger/sim/nvml/libnvidia-ml.so.1 -a -f /usr/share/gpuledger/prometheus/gpuledger-rules.yaml
+  ! command -v gcc' || { echo "FAIL: the package's files in the image"; exit 1; }
+echo "ok: the package is installed in the clean root, with its conffile, unit and simulators, and no compiler"
+
 storage=$("${podman[@]}" info --format '{{.Store.GraphRoot}}')
 out=$("${podman[@]}" run --rm "${limits[@]}" --privileged --pid=host --cgroupns=host \
   -v /sys/fs/cgroup:/sys/fs/cgroup -v "$storage:$storage:ro" \
