@@ -11,8 +11,13 @@ fi
 
 mapfile -t packages < <(grep -v '^\s*#' scripts/packages.txt | awk 'NF')
 missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for line in "${packages[@]}"; do
+  # `a|b`: any one of them will do (e.g. kubectl from another repository); a is installed if none is.
+  IFS='|' read -ra alternatives <<<"${line// /}"
+  found=
+  for p in "${alternatives[@]}"; do installed "$p" && found=1 && break; done
+  [[ -n $found ]] || missing+=("${alternatives[0]}")
 done
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
@@ -25,6 +30,8 @@ if [[ ! -r /sys/kernel/btf/vmlinux ]]; then
   echo "setup: /sys/kernel/btf/vmlinux is missing: gpuledger needs a kernel built with BTF (CONFIG_DEBUG_INFO_BTF)" >&2
   exit 1
 fi
+
+scripts/install-test-tools.sh
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}"
 cmake --build build -j"$(nproc)"

@@ -9,7 +9,7 @@ int main(int argc, char** argv) {
   using namespace gpuledger::cli;
   CLI::App app{"gpuledger - attributes GPU (CUDA) work to the workloads on this node with eBPF"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "gpuledger 0.1.0");
+  app.set_version_flag("--version", "gpuledger " GPULEDGER_VERSION);  // CMake project version
 
   AgentCommand agent;
   auto* agent_cmd = app.add_subcommand("agent", "Run the node agent: probe every libcuda, serve /metrics");

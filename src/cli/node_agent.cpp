@@ -36,6 +36,7 @@ device::DevicePlaneOptions device_options(const AgentCommand& cmd) {
   o.scrape.timeout = std::chrono::milliseconds(cmd.dcgm_timeout_ms);
   o.dcgm_stale_after = std::max(std::chrono::milliseconds(60000), 3 * o.dcgm_interval);
   o.nvidia_proc_root = cmd.nvidia_proc_root;
+  o.hostname = kubernetes::resolve_node_name(cmd.node_name);  // the `Hostname` label: the node, not the pod
   return o;
 }
 

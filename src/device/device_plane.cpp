@@ -142,7 +142,9 @@ void DevicePlane::rebuild_locked() {
     return std::tie(a.gpu_uuid, a.pid) < std::tie(b.gpu_uuid, b.pid);
   });
   // Fill labels a source lacks (e.g. NVML readings' index, DCGM's model) from the inventory.
+  // `Hostname` is this node's name for every source: dcgm-exporter's own is its pod's name.
   for (auto& r : s.readings) {
+    r.hostname = options_.hostname;
     const GpuInfo* g = s.gpu_by_uuid(r.uuid);
     if (!g) continue;
     if (!r.gpu_index) r.gpu_index = g->index;
@@ -160,6 +162,18 @@ void DevicePlane::write_metrics(exporter::ExpositionWriter& out) const { write_d
 
 namespace {
 std::string index_label(const std::optional<unsigned>& i) { return i ? std::to_string(*i) : std::string(); }
+
+// One series per GPU (or MIG instance) and field, so that a plain sum() counts
+// each GPU once: DCGM's reading where it has the field, else NVML's. The
+// `source` label says which one it is.
+bool preferred_source(const DeviceSnapshot& s, const DeviceReading& r, DeviceField field) {
+  if (r.source == Source::kDcgm) return true;
+  return std::none_of(s.readings.begin(), s.readings.end(), [&](const DeviceReading& other) {
+    // A GPU-wide NVML reading gives way to DCGM's per-instance ones on a MIG GPU too.
+    return other.source == Source::kDcgm && other.uuid == r.uuid &&
+           (other.gpu_instance_id == r.gpu_instance_id || r.gpu_instance_id.empty()) && other[field].has_value();
+  });
+}
 }  // namespace
 
 void write_device_metrics(const DeviceSnapshot& s, exporter::ExpositionWriter& out) {
@@ -182,7 +196,7 @@ void write_device_metrics(const DeviceSnapshot& s, exporter::ExpositionWriter& o
     out.family(info.metric, MetricType::kGauge, info.help);
     for (const auto& r : s.readings) {
       const auto& v = r[info.field];
-      if (!v) continue;
+      if (!v || !preferred_source(s, r, info.field)) continue;
       Labels labels{{"gpu", index_label(r.gpu_index)},
                     {"UUID", r.uuid},
                     {"modelName", r.model},

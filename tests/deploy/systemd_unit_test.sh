@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# systemd-analyze verify on the shipped unit: every directive known, the
+# command executable (the unit's /usr/bin/gpuledger pointed at this build's).
+# Usage: systemd_unit_test.sh UNIT GPULEDGER_BINARY
+set -euo pipefail
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+sed "s|/usr/bin/gpuledger|$2|" "$1" >"$dir/gpuledger.service"
+out=$(systemd-analyze verify "$dir/gpuledger.service" 2>&1) || { echo "$out"; exit 1; }
+[[ -z $out ]] || { echo "FAIL: systemd-analyze verify: $out"; exit 1; }
+grep -E '^(ProtectSystem=strict|StateDirectory=gpuledger|CapabilityBoundingSet=CAP_BPF )' "$1" | wc -l | grep -qx 3 ||
+  { echo "FAIL: the unit lost its hardening (ProtectSystem, StateDirectory, capabilities)"; exit 1; }
+echo "ok: $1 verifies"
