@@ -26,6 +26,7 @@ probes::ProbeProgramConfig program_config(const AgentOptions& options, const ide
   config.v1_subsys_index = mounts.v1_subsys_index;
   config.max_workloads = options.max_workloads;
   config.per_probe_links = options.per_probe_links;
+  config.runtime_mode = probes::to_bpf_mode(options.runtime_probes);
   return config;
 }
 
@@ -60,6 +61,8 @@ Agent::Agent(AgentOptions options)
   probes::ProbePlanOptions plan;
   plan.launch_returns = options_.launch_returns;
   attacher_ = std::make_unique<probes::LibraryAttacher>(*program_, plan, watcher_.get());
+  if (options_.runtime_probes != probes::RuntimeProbes::kOff)
+    runtime_ = std::make_unique<probes::RuntimeAttacher>(*program_);
 
   auto on_event = [](void* ctx, void* data, size_t size) {
     static_cast<Agent*>(ctx)->handle_event(data, size);
@@ -89,7 +92,11 @@ void Agent::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::string Agent::call_name(uint32_t call_id) const { return attacher_->call_name(call_id); }
+std::string Agent::call_name(uint32_t call_id) const {
+  if (call_id >= GL_RUNTIME_CALL_BASE && runtime_)
+    if (auto name = runtime_->call_name(call_id)) return *name;
+  return attacher_->call_name(call_id);
+}
 
 void Agent::run() {
   using clock = std::chrono::steady_clock;
@@ -122,6 +129,17 @@ void Agent::scan_for_libraries(const std::string& origin) {
     if (!origin.empty()) candidate.origin = origin;
     attacher_->offer(candidate);
   }
+  scan_for_runtimes();
+}
+
+void Agent::scan_for_runtimes() {
+  if (!runtime_) return;
+  for (const auto& candidate : probes::scan_runtime_candidates(options_.proc_root)) runtime_->offer(candidate);
+}
+
+void Agent::offer_runtimes_of(uint32_t pid) {
+  if (!runtime_) return;
+  for (const auto& candidate : probes::runtime_candidates(options_.proc_root, pid, "open")) runtime_->offer(candidate);
 }
 
 void Agent::handle_event(const void* data, size_t size) {
@@ -143,6 +161,11 @@ void Agent::handle_event(const void* data, size_t size) {
     case GL_EV_PROC_EXIT:
       spdlog::debug("process {} ended its CUDA life", h->tgid);
       break;
+    case GL_EV_RUNTIME_BYPASS:
+      ++runtime_bypass_processes_;
+      spdlog::info("process {} reaches the CUDA driver around its exported symbols: its runtime calls are "
+                   "counted by the runtime probes", h->tgid);
+      break;
     case GL_EV_LIB_OPEN:
       if (size >= sizeof(gl_lib_open_event)) handle_library_open(*static_cast<const gl_lib_open_event*>(data));
       break;
@@ -155,6 +178,8 @@ void Agent::handle_library_open(const gl_lib_open_event& ev) {
   probes::FileId id{ev.file.dev, ev.file.ino};
   // Reached through the process's root, so a copy inside a container resolves.
   auto candidate = probes::find_process_file(options_.proc_root, ev.h.tgid, id);
+  // A process opening the driver is about to use it: its runtime, if any, is in its files now.
+  offer_runtimes_of(ev.h.tgid);
   if (candidate && attacher_->offer(*candidate)) return;
   spdlog::debug("opened {} (pid {}) could not be resolved yet", ev.name, ev.h.tgid);
   // Hear about it again at its next open. Opens that came in the meantime
@@ -270,8 +295,10 @@ AgentSnapshot Agent::snapshot() {
 
   auto fds = program_->maps();
   SelfView& self = snap.self;
-  self.probes_attached = attacher_->probes_attached();
-  self.probe_attach_failures = attacher_->probe_attach_failures();
+  self.probes_attached = attacher_->probes_attached() + (runtime_ ? runtime_->probes_attached() : 0);
+  self.probe_attach_failures = attacher_->probe_attach_failures() + (runtime_ ? runtime_->probe_attach_failures() : 0);
+  if (runtime_) self.runtime_libraries = runtime_->attached();
+  self.runtime_bypass_processes = runtime_bypass_processes_;
   self.libraries = attacher_->attached();
   self.rejected_libraries = attacher_->rejected();
   self.kernel_stats = probes::read_stats(fds.stats);

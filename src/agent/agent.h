@@ -21,6 +21,9 @@
 #include "probes/cuda_probe_program.h"
 #include "probes/library_attacher.h"
 #include "probes/library_discovery.h"
+#include "probes/runtime_attacher.h"
+#include "probes/runtime_discovery.h"
+#include "probes/runtime_entry_points.h"
 
 namespace gpuledger::agent {
 
@@ -28,6 +31,9 @@ struct AgentOptions {
   std::vector<std::string> cuda_libs;     // --cuda-lib, attached first
   bool discover = true;                   // host paths, opens, process maps
   bool launch_returns = false;            // count launches at return (errors too)
+  // CUDA runtime probes (docs/runtime-probes.md): auto counts at the runtime
+  // level only the calls the driver-level probes missed.
+  probes::RuntimeProbes runtime_probes = probes::RuntimeProbes::kAuto;
   uint32_t max_workloads = 16384;
   bool per_probe_links = false;           // see ProbeProgramConfig
   std::string v1_controller = "memory";   // fallback hierarchy on cgroup v1 hosts
@@ -65,12 +71,17 @@ class Agent : public ledger::CallNameLookup {
   // Offers every libcuda mapped by a running process; `origin` names what
   // prompted the scan when it is not the periodic backstop ("maps").
   void scan_for_libraries(const std::string& origin = "");
+  // Offers the files of processes that use the driver to the runtime attacher.
+  void scan_for_runtimes();
+  void offer_runtimes_of(uint32_t pid);
 
   AgentOptions options_;
   identity::CgroupMounts mounts_;
   std::unique_ptr<probes::CudaProbeProgram> program_;
   std::unique_ptr<probes::LibOpenWatcher> watcher_;
   std::unique_ptr<probes::LibraryAttacher> attacher_;
+  std::unique_ptr<probes::RuntimeAttacher> runtime_;  // none with --runtime-probes off
+  std::atomic<uint64_t> runtime_bypass_processes_{0};
   probes::RingBufferHandle events_;
   identity::WorkloadDirectory directory_;
   ledger::UsageTotals totals_;

@@ -10,6 +10,7 @@ struct AgentCommand {
   std::vector<std::string> cuda_libs;
   bool no_discovery = false;
   bool launch_returns = false;
+  std::string runtime_probes = "auto";  // off | auto | on (probes::parse_runtime_probes)
   bool per_probe_links = false;
   unsigned max_workloads = 16384;
   unsigned scan_interval_ms = 5000;

@@ -140,6 +140,19 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
   out.family("gpuledger_cuda_libraries_rejected", MetricType::kGauge,
              "Library paths offered or found that could not be attached (see the log and /api/v1/workloads).");
   out.sample({}, static_cast<uint64_t>(self.rejected_libraries.size()));
+  out.family("gpuledger_cuda_runtime_libraries_attached", MetricType::kGauge,
+             "Distinct files holding the CUDA runtime (shared libcudart, or programs linking it statically) "
+             "with runtime probes attached (--runtime-probes).");
+  out.sample({}, static_cast<uint64_t>(self.runtime_libraries.size()));
+  out.family("gpuledger_runtime_probe_calls_total", MetricType::kCounter,
+             "CUDA runtime calls seen by the runtime probes, by which level counted them (counted here: "
+             "runtime; de-duplicated: driver).");
+  out.sample({{"counted_by", "runtime"}}, self.kernel_stats[GL_STAT_RUNTIME_COUNTED]);
+  out.sample({{"counted_by", "driver"}}, self.kernel_stats[GL_STAT_RUNTIME_LEFT_TO_DRIVER]);
+  out.family("gpuledger_runtime_bypass_processes_total", MetricType::kCounter,
+             "Processes whose CUDA runtime reached the driver around its exported symbols (a runtime call "
+             "no driver probe saw): their runtime calls are counted by the runtime probes.");
+  out.sample({}, self.runtime_bypass_processes);
   out.family("gpuledger_library_watcher_enabled", MetricType::kGauge,
              "1 when libraries are discovered as they are opened, 0 when only the periodic scan runs.");
   out.sample({}, uint64_t{self.library_watcher ? 1u : 0u});
