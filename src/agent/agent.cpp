@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -61,8 +62,10 @@ Agent::Agent(AgentOptions options)
   probes::ProbePlanOptions plan;
   plan.launch_returns = options_.launch_returns;
   attacher_ = std::make_unique<probes::LibraryAttacher>(*program_, plan, watcher_.get());
-  if (options_.runtime_probes != probes::RuntimeProbes::kOff)
+  if (options_.runtime_probes != probes::RuntimeProbes::kOff) {
     runtime_ = std::make_unique<probes::RuntimeAttacher>(*program_);
+    if (options_.discover) runtime_worker_ = std::make_unique<RuntimeDiscoveryWorker>(*runtime_, options_.proc_root);
+  }
 
   auto on_event = [](void* ctx, void* data, size_t size) {
     static_cast<Agent*>(ctx)->handle_event(data, size);
@@ -129,17 +132,7 @@ void Agent::scan_for_libraries(const std::string& origin) {
     if (!origin.empty()) candidate.origin = origin;
     attacher_->offer(candidate);
   }
-  scan_for_runtimes();
-}
-
-void Agent::scan_for_runtimes() {
-  if (!runtime_) return;
-  for (const auto& candidate : probes::scan_runtime_candidates(options_.proc_root)) runtime_->offer(candidate);
-}
-
-void Agent::offer_runtimes_of(uint32_t pid) {
-  if (!runtime_) return;
-  for (const auto& candidate : probes::runtime_candidates(options_.proc_root, pid, "open")) runtime_->offer(candidate);
+  if (runtime_worker_) runtime_worker_->scan_all();
 }
 
 void Agent::handle_event(const void* data, size_t size) {
@@ -178,8 +171,9 @@ void Agent::handle_library_open(const gl_lib_open_event& ev) {
   probes::FileId id{ev.file.dev, ev.file.ino};
   // Reached through the process's root, so a copy inside a container resolves.
   auto candidate = probes::find_process_file(options_.proc_root, ev.h.tgid, id);
-  // A process opening the driver is about to use it: its runtime, if any, is in its files now.
-  offer_runtimes_of(ev.h.tgid);
+  // A process opening the driver is about to use it: its runtime, if any, is
+  // in its files now. Read on the runtime worker: this thread stays quick.
+  if (runtime_worker_) runtime_worker_->look_at(ev.h.tgid);
   if (candidate && attacher_->offer(*candidate)) return;
   spdlog::debug("opened {} (pid {}) could not be resolved yet", ev.name, ev.h.tgid);
   // Hear about it again at its next open. Opens that came in the meantime

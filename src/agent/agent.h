@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/runtime_discovery_worker.h"
 #include "agent/snapshot.h"
 #include "identity/cgroup_fs.h"
 #include "identity/workload_directory.h"
@@ -22,7 +23,6 @@
 #include "probes/library_attacher.h"
 #include "probes/library_discovery.h"
 #include "probes/runtime_attacher.h"
-#include "probes/runtime_discovery.h"
 #include "probes/runtime_entry_points.h"
 
 namespace gpuledger::agent {
@@ -71,9 +71,6 @@ class Agent : public ledger::CallNameLookup {
   // Offers every libcuda mapped by a running process; `origin` names what
   // prompted the scan when it is not the periodic backstop ("maps").
   void scan_for_libraries(const std::string& origin = "");
-  // Offers the files of processes that use the driver to the runtime attacher.
-  void scan_for_runtimes();
-  void offer_runtimes_of(uint32_t pid);
 
   AgentOptions options_;
   identity::CgroupMounts mounts_;
@@ -81,6 +78,7 @@ class Agent : public ledger::CallNameLookup {
   std::unique_ptr<probes::LibOpenWatcher> watcher_;
   std::unique_ptr<probes::LibraryAttacher> attacher_;
   std::unique_ptr<probes::RuntimeAttacher> runtime_;  // none with --runtime-probes off
+  std::unique_ptr<RuntimeDiscoveryWorker> runtime_worker_;  // declared after what it uses: stopped first
   std::atomic<uint64_t> runtime_bypass_processes_{0};
   probes::RingBufferHandle events_;
   identity::WorkloadDirectory directory_;

@@ -34,13 +34,18 @@ bool RuntimeAttacher::offer(const LibraryCandidate& candidate) {
   auto id = candidate.probed_file ? candidate.probed_file
                                   : (on_overlayfs(path) ? std::nullopt : file_id_of(path));
   if (!id) return false;
+  {
+    std::lock_guard lock(mu_);
+    if (attached_.contains(*id)) return true;
+    if (without_runtime_.contains(*id)) return false;
+  }
+  // Read without the lock: a large file takes a while, and snapshots wait on it.
+  std::vector<ElfFunction> symbols = runtime_symbols(path);
   std::lock_guard lock(mu_);
   if (attached_.contains(*id)) return true;
-  if (without_runtime_.contains(*id)) return false;
-
   std::vector<ProbeSpec> specs;
   try {
-    specs = plan_runtime_probes(runtime_symbols(path), call_names_);
+    specs = plan_runtime_probes(symbols, call_names_);
   } catch (const Error& e) {  // runtime call ids ran out
     spdlog::warn("CUDA runtime in {} not probed: {}", path, e.what());
   }
