@@ -366,6 +366,23 @@ static __always_inline void record_alloc(struct gl_counters *c, struct gl_proc_s
     count_stat(GL_STAT_ALLOCS_UNTRACKED);
 }
 
+/* At an allocation's return: the pointer it wrote (*out, 32 bits wide in a
+ * legacy form) and its bytes (pitched: the pitch it wrote x height). */
+static __always_inline __u64 read_allocation(__u32 kind, __u32 legacy, const struct gl_call_stash *s, __u64 *ptr) {
+  *ptr = 0;
+  if (legacy) {
+    __u32 p32 = 0;
+    bpf_probe_read_user(&p32, sizeof(p32), (void *)s->a0);
+    *ptr = p32;
+  } else {
+    bpf_probe_read_user(ptr, sizeof(*ptr), (void *)s->a0);
+  }
+  if (kind != GL_KIND_ALLOC_PITCH) return s->a1;
+  __u64 pitch = 0;
+  bpf_probe_read_user(&pitch, sizeof(pitch), (void *)s->a1);
+  return pitch * s->a2;
+}
+
 static __always_inline void record_free(struct gl_counters *c, struct gl_proc_state *p, __u32 tgid,
                                         __u64 ptr) {
   struct gl_alloc_key ak = {.tgid = tgid, .ptr = ptr};
@@ -507,19 +524,7 @@ int gl_call_return(struct pt_regs *ctx) {
       break;
     case GL_KIND_ALLOC:
     case GL_KIND_ALLOC_PITCH:
-      if (GL_COOKIE_LEGACY(cookie)) {
-        __u32 p32 = 0;
-        bpf_probe_read_user(&p32, sizeof(p32), (void *)s.a0);
-        ptr = p32;
-      } else {
-        bpf_probe_read_user(&ptr, sizeof(ptr), (void *)s.a0);
-      }
-      bytes = s.a1;
-      if (kind == GL_KIND_ALLOC_PITCH) {
-        __u64 pitch = 0;
-        bpf_probe_read_user(&pitch, sizeof(pitch), (void *)s.a1);
-        bytes = pitch * s.a2;
-      }
+      bytes = read_allocation(kind, GL_COOKIE_LEGACY(cookie), &s, &ptr);
       record_alloc(c, p, tgid, key, device, ptr, bytes);
       break;
     case GL_KIND_FREE:

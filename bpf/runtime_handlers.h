@@ -141,13 +141,17 @@ int gl_rt_return(struct pt_regs *ctx) {
   __u64 tid = bpf_get_current_pid_tgid();
   __u64 cookie = bpf_get_attach_cookie(ctx);
   struct gl_thread_state *t = bpf_map_lookup_elem(&threads, &tid);
-  if (!t || t->runtime.call.cookie != cookie) {
+  if (!t || !t->runtime.call.cookie) {
     count_stat(GL_STAT_STASH_MISSING);
     return 0;
   }
   /* A return pops the return address: only the outer call's lands at its
-   * entry stack pointer + 8. A nested call's return is not ours. */
+   * entry stack pointer + 8. A nested runtime call's return is not ours. */
   if (PT_REGS_SP(ctx) != t->runtime.entry_sp + 8) return 0;
+  if (t->runtime.call.cookie != cookie) {
+    count_stat(GL_STAT_STASH_MISSING);
+    return 0;
+  }
   struct gl_call_stash s = t->runtime.call;
   bool driver_seen = t->runtime.driver_seen;
   t->runtime.call.cookie = 0;
@@ -193,13 +197,7 @@ int gl_rt_return(struct pt_regs *ctx) {
       break;
     case GL_KIND_ALLOC:
     case GL_KIND_ALLOC_PITCH:
-      bpf_probe_read_user(&ptr, sizeof(ptr), (void *)s.a0);
-      bytes = s.a1;
-      if (kind == GL_KIND_ALLOC_PITCH) {
-        __u64 pitch = 0;
-        bpf_probe_read_user(&pitch, sizeof(pitch), (void *)s.a1);
-        bytes = pitch * s.a2;
-      }
+      bytes = read_allocation(kind, 0, &s, &ptr);
       record_alloc(c, p, tgid, key, device, ptr, bytes);
       break;
     case GL_KIND_FREE:

@@ -77,6 +77,10 @@ Agent::Agent(AgentOptions options)
     throw Error("cannot open the library watcher's ring buffer");
 
   for (const auto& path : options_.cuda_libs) attacher_->offer(path, "cli");
+  if (runtime_)
+    for (const auto& path : options_.runtime_libs)
+      if (!runtime_->offer(probes::LibraryCandidate{path, "cli", 0, std::nullopt}))
+        spdlog::warn("--cuda-runtime-lib {}: no CUDA runtime entry points found to probe", path);
   if (options_.discover) {
     for (const auto& path : probes::default_driver_library_paths()) attacher_->offer(path, "host");
     scan_for_libraries();

@@ -34,6 +34,7 @@ struct AgentOptions {
   // CUDA runtime probes (docs/runtime-probes.md): auto counts at the runtime
   // level only the calls the driver-level probes missed.
   probes::RuntimeProbes runtime_probes = probes::RuntimeProbes::kAuto;
+  std::vector<std::string> runtime_libs;  // --cuda-runtime-lib: files holding the runtime, probed first
   uint32_t max_workloads = 16384;
   bool per_probe_links = false;           // see ProbeProgramConfig
   std::string v1_controller = "memory";   // fallback hierarchy on cgroup v1 hosts

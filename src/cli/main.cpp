@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
                         "there, de-duplicated against the driver; off probes the driver only")
       ->check(CLI::IsMember({"off", "auto", "on"}))
       ->capture_default_str();
+  agent_cmd->add_option("--cuda-runtime-lib", agent.cuda_runtime_libs,
+                        "A file holding the CUDA runtime to probe (repeatable): a libcudart, or a program that "
+                        "links it statically; others are found in the processes that use the driver");
   agent_cmd->add_option("--max-workloads", agent.max_workloads, "Capacity of the in-kernel workload map")
       ->capture_default_str();
   agent_cmd->add_option("--scan-interval-ms", agent.scan_interval_ms,
