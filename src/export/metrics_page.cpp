@@ -140,7 +140,7 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
   out.family("gpuledger_cuda_libraries_rejected", MetricType::kGauge,
              "Library paths offered or found that could not be attached (see the log and /api/v1/workloads).");
   out.sample({}, static_cast<uint64_t>(self.rejected_libraries.size()));
-  out.family("gpuledger_cuda_runtime_libraries_attached", MetricType::kGauge,
+  out.family("gpuledger_runtime_libraries_attached", MetricType::kGauge,
              "Distinct files holding the CUDA runtime (shared libcudart, or programs linking it statically) "
              "with runtime probes attached (--runtime-probes).");
   out.sample({}, static_cast<uint64_t>(self.runtime_libraries.size()));
