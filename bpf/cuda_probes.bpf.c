@@ -286,12 +286,15 @@ static __always_inline __u32 call_class(__u32 kind) {
 /* The driver side of the per-thread de-duplication (runtime_handlers.h has
  * the other): a driver call of the class of the runtime call in flight on
  * this thread is that call seen again. Marks it seen, and says whether the
- * runtime level counts it (--runtime-probes on) rather than this one. A
- * nested call runs below the runtime call's frame; a driver call at or above
- * it means that runtime call's return was never seen: the marker is stale. */
-static __always_inline bool runtime_owns(struct gl_thread_state *t, __u32 kind, __u64 sp) {
+ * runtime level counts it (--runtime-probes on) rather than this one.
+ * Nested means within the runtime call's frame: a driver entry at or below
+ * its entry stack pointer (at: the runtime function tail-called the driver),
+ * a driver return at most 8 bytes above it (its return address popped). A
+ * probe above that means the runtime call's return was never seen: the
+ * marker is stale. `sp` is the probe's stack pointer; `at_return` says which. */
+static __always_inline bool runtime_owns(struct gl_thread_state *t, __u32 kind, __u64 sp, bool at_return) {
   if (!t || !t->runtime.call.cookie) return false;
-  if (sp >= t->runtime.entry_sp) {
+  if (sp > t->runtime.entry_sp + (at_return ? 8 : 0)) {
     t->runtime.call.cookie = 0;
     return false;
   }
@@ -307,7 +310,7 @@ int gl_launch(struct pt_regs *ctx) {
   __u32 kind = GL_COOKIE_KIND(bpf_get_attach_cookie(ctx));
   __u64 threads = kind == GL_KIND_GRAPH ? 0 : launch_threads(ctx, kind);
   struct gl_thread_state *t = thread_state(bpf_get_current_pid_tgid());
-  if (runtime_owns(t, kind, PT_REGS_SP(ctx))) return 0;
+  if (runtime_owns(t, kind, PT_REGS_SP(ctx), false)) return 0;
   count_launch(t, kind, threads);
   return 0;
 }
@@ -489,7 +492,7 @@ int gl_call_return(struct pt_regs *ctx) {
   t->call.cookie = 0;
 
   __u32 kind = GL_COOKIE_KIND(cookie);
-  if (runtime_owns(t, kind, PT_REGS_SP(ctx))) return 0;
+  if (runtime_owns(t, kind, PT_REGS_SP(ctx), true)) return 0;
   __u32 tgid = tid >> 32;
   __u32 device = t->device;
   __u64 key = current_cgroup_key();

@@ -59,9 +59,10 @@ int gl_rt_entry(struct pt_regs *ctx) {
   __u64 sp = PT_REGS_SP(ctx);
   struct gl_thread_state *t = thread_state(bpf_get_current_pid_tgid());
   if (!t) return 0;
-  /* A runtime entry point called by another one in flight: the outer call is
-   * the application's, and it alone counts. */
-  if (t->runtime.call.cookie && sp < t->runtime.entry_sp) return 0;
+  /* A runtime entry point called by another one in flight (in its frame, or
+   * tail-called from it at the same stack pointer): the outer call is the
+   * application's, and it alone counts. */
+  if (t->runtime.call.cookie && sp <= t->runtime.entry_sp) return 0;
 
   struct gl_runtime_call r = {.call = {.cookie = cookie}, .entry_sp = sp};
   switch (GL_COOKIE_KIND(cookie)) {
@@ -146,12 +147,10 @@ int gl_rt_return(struct pt_regs *ctx) {
     return 0;
   }
   /* A return pops the return address: only the outer call's lands at its
-   * entry stack pointer + 8. A nested runtime call's return is not ours. */
-  if (PT_REGS_SP(ctx) != t->runtime.entry_sp + 8) return 0;
-  if (t->runtime.call.cookie != cookie) {
-    count_stat(GL_STAT_STASH_MISSING);
-    return 0;
-  }
+   * entry stack pointer + 8. A nested runtime call's return is not ours; nor
+   * is a tail-called one's, which returns through the same frame just before
+   * the outer's (return probes fire innermost first). */
+  if (PT_REGS_SP(ctx) != t->runtime.entry_sp + 8 || t->runtime.call.cookie != cookie) return 0;
   struct gl_call_stash s = t->runtime.call;
   bool driver_seen = t->runtime.driver_seen;
   t->runtime.call.cookie = 0;

@@ -110,6 +110,16 @@ class RuntimeProbesTest : public ::testing::Test {
     EXPECT_EQ(errors, 1u) << "the one failing cudaMalloc, counted once";
   }
 
+  // The application's runtime calls that count: launches, graphs,
+  // allocations, its two cudaFree, copies and syncs.
+  static uint64_t counted_calls(const nlohmann::json& t) {
+    uint64_t copies = 0;
+    for (const auto& [direction, n] : t["memcpy"].items()) copies += n.get<uint64_t>();
+    return t["launches"].get<uint64_t>() + t["graph_launches"].get<uint64_t>() + t["allocations"].get<uint64_t>() +
+           2 + copies + t["syncs"].get<uint64_t>();
+  }
+  uint64_t counted_by_runtime() { return agent_->snapshot().self.kernel_stats[GL_STAT_RUNTIME_COUNTED]; }
+
   std::string error_call(const std::string& id) {
     const auto* w = workload(id);
     return w && w->usage.errors_by_call.size() == 1 ? w->usage.errors_by_call.begin()->first : "";
@@ -146,11 +156,13 @@ TEST_F(RuntimeProbesTest, AutoIsExactEitherWayAndCountsAtTheRuntimeOnlyWhatTheDr
   EXPECT_EQ(error_call(exported), "cuMemAlloc_v2");
   auto snap = agent_->snapshot();
   EXPECT_EQ(snap.self.kernel_stats[GL_STAT_RUNTIME_COUNTED], 0u);
-  EXPECT_GT(snap.self.kernel_stats[GL_STAT_RUNTIME_LEFT_TO_DRIVER], 0u);
+  // Every counted call, and the failing cudaMalloc whose error the driver counted.
+  EXPECT_EQ(snap.self.kernel_stats[GL_STAT_RUNTIME_LEFT_TO_DRIVER], counted_calls(truth) + 1);
   EXPECT_EQ(snap.self.runtime_bypass_processes, 0u);
 
   truth = run(kShared, "rt-auto-bypass", {kBypass}, {}, &bypassed);
   expect_exact(bypassed, truth);
+  EXPECT_EQ(counted_by_runtime(), counted_calls(truth));
   EXPECT_EQ(error_call(bypassed), "cudaMalloc");
   EXPECT_TRUE(eventually([&] { return agent_->snapshot().self.runtime_bypass_processes == 1; }));
 
@@ -161,7 +173,7 @@ TEST_F(RuntimeProbesTest, AutoIsExactEitherWayAndCountsAtTheRuntimeOnlyWhatTheDr
   EXPECT_TRUE(eventually([&] {
     const auto* w = workload(on_device1);
     return w && w->by_gpu.size() == 1 && w->by_gpu[0].uuid == kUuid1;
-  })) << "every count on ordinal 1, the second visible GPU";
+  }, std::chrono::milliseconds(10000))) << "every count on ordinal 1, the second visible GPU";
 }
 
 // on: the runtime level counts every runtime call; the driver probes skip the
@@ -171,12 +183,13 @@ TEST_F(RuntimeProbesTest, OnCountsEveryRuntimeCallOnceEitherWay) {
   std::string exported, bypassed;
   auto truth = run(kShared, "rt-on-exported", {}, {"--ptsz"}, &exported);
   expect_exact(exported, truth);
+  EXPECT_EQ(counted_by_runtime(), counted_calls(truth)) << "every call counted at the runtime level";
   EXPECT_EQ(error_call(exported), "cudaMalloc");
   EXPECT_EQ(agent_->snapshot().self.runtime_bypass_processes, 0u);
 
   truth = run(kShared, "rt-on-bypass", {kBypass}, {}, &bypassed);
   expect_exact(bypassed, truth);
-  EXPECT_GT(agent_->snapshot().self.kernel_stats[GL_STAT_RUNTIME_COUNTED], 0u);
+  EXPECT_EQ(counted_by_runtime(), 2 * counted_calls(truth));
 }
 
 // nvcc's default: the runtime linked into the executable, found by the
@@ -186,9 +199,33 @@ TEST_F(RuntimeProbesTest, StaticallyLinkedRuntimeIsFoundByItsSymbolsAndCountedEx
   std::string bypassed, exported;
   auto truth = run(kStatic, "rt-static-bypass", {kBypass}, {}, &bypassed);
   expect_exact(bypassed, truth);
+  EXPECT_EQ(counted_by_runtime(), counted_calls(truth));
   truth = run(kStatic, "rt-static-exported", {}, {"--ptsz"}, &exported);
   expect_exact(exported, truth);
+  EXPECT_EQ(counted_by_runtime(), counted_calls(truth)) << "none more: the driver saw them";
   EXPECT_EQ(error_call(exported), "cuMemAlloc_v2");
+}
+
+// A runtime entry point that calls another (cudaMemcpy -> the exported
+// cudaMemcpyAsync): the inner one is nested in the outer's frame and counts
+// nothing, at either level; the runtime level counts exactly the
+// application's calls where it counts at all.
+TEST_F(RuntimeProbesTest, ANestedRuntimeCallCountsOnceInEveryMode) {
+  for (auto mode : {RuntimeProbes::kOn, RuntimeProbes::kAuto}) {
+    start_agent(mode);
+    for (bool bypass : {false, true}) {
+      std::string id, name = std::string("rt-nested-") + (mode == RuntimeProbes::kOn ? "on" : "auto") +
+                                 (bypass ? "-bypass" : "");
+      SCOPED_TRACE(name);
+      std::vector<std::string> env = {"CUDARTSIM_NESTED=1"};
+      if (bypass) env.push_back(kBypass);
+      uint64_t before = counted_by_runtime();
+      auto truth = run(kShared, name, env, {}, &id);
+      expect_exact(id, truth);
+      EXPECT_EQ(counted_by_runtime() - before, mode == RuntimeProbes::kAuto && !bypass ? 0u : counted_calls(truth));
+    }
+    agent_.reset();
+  }
 }
 
 }  // namespace
