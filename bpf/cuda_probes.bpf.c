@@ -479,6 +479,29 @@ static __always_inline void apply_context_op(struct gl_thread_state *t, __u32 tg
   }
 }
 
+/* What a successful call adds, whichever level saw it (`dir`: a copy's
+ * direction; `legacy`: 32-bit pointers and sizes). */
+static __always_inline void count_success(struct gl_thread_state *t, struct gl_counters *c, struct gl_proc_state *p,
+                                          __u32 tgid, __u64 key, __u32 device, __u32 kind, __u32 legacy, __u64 dir,
+                                          const struct gl_call_stash *s) {
+  __u64 ptr = 0, bytes;
+  switch (call_class(kind)) {
+    case GL_KIND_MEMCPY:
+      add_memcpy(c, dir, s->a0);
+      break;
+    case GL_KIND_ALLOC:
+      bytes = read_allocation(kind, legacy, s, &ptr);
+      record_alloc(c, p, tgid, key, device, ptr, bytes);
+      break;
+    case GL_KIND_FREE:
+      record_free(c, p, tgid, s->a0);
+      break;
+    case GL_KIND_SYNC:
+      add_sync(t, c, s->start_ns);
+      break;
+  }
+}
+
 SEC("uretprobe")
 int gl_call_return(struct pt_regs *ctx) {
   __u64 tid = bpf_get_current_pid_tgid();
@@ -518,25 +541,7 @@ int gl_call_return(struct pt_regs *ctx) {
     return 0;
   }
   struct gl_counters *c = counters_for(key, device);
-  if (!c) return 0;
-  __u64 ptr = 0, bytes = 0;
-
-  switch (kind) {
-    case GL_KIND_MEMCPY:
-      add_memcpy(c, GL_COOKIE_DIR(cookie), s.a0);
-      break;
-    case GL_KIND_ALLOC:
-    case GL_KIND_ALLOC_PITCH:
-      bytes = read_allocation(kind, GL_COOKIE_LEGACY(cookie), &s, &ptr);
-      record_alloc(c, p, tgid, key, device, ptr, bytes);
-      break;
-    case GL_KIND_FREE:
-      record_free(c, p, tgid, s.a0);
-      break;
-    case GL_KIND_SYNC:
-      add_sync(t, c, s.start_ns);
-      break;
-  }
+  if (c) count_success(t, c, p, tgid, key, device, kind, GL_COOKIE_LEGACY(cookie), GL_COOKIE_DIR(cookie), &s);
   return 0;
 }
 

@@ -187,25 +187,8 @@ int gl_rt_return(struct pt_regs *ctx) {
     return 0;
   }
   struct gl_counters *c = counters_for(key, device);
-  if (!c) return 0;
-  __u64 ptr = 0, bytes = 0;
-  switch (kind) {
-    case GL_KIND_RT_MEMCPY:
-    case GL_KIND_MEMCPY:
-      add_memcpy(c, s.a1, s.a0);
-      break;
-    case GL_KIND_ALLOC:
-    case GL_KIND_ALLOC_PITCH:
-      bytes = read_allocation(kind, 0, &s, &ptr);
-      record_alloc(c, p, tgid, key, device, ptr, bytes);
-      break;
-    case GL_KIND_FREE:
-      record_free(c, p, tgid, s.a0);
-      break;
-    case GL_KIND_SYNC:
-      add_sync(t, c, s.start_ns);
-      break;
-  }
+  /* A copy's direction is in a1: the cudaMemcpyKind's, or the peer family's. */
+  if (c) count_success(t, c, p, tgid, key, device, kind, 0, s.a1, &s);
   return 0;
 }
 
