@@ -27,10 +27,11 @@ using namespace gpuledger::bench;
 
 struct Options {
   bool quick = false;
-  std::string parts = "123";  // which of the three measurements to run
+  std::string parts = "1r23";  // which of the three measurements to run
   std::string markdown;
   std::string agent_binary;
   std::string cuda_lib;
+  std::string cudart;
 };
 
 // Full mode is what docs/performance.md reports; --quick is a smoke test
@@ -50,7 +51,8 @@ void usage(const char* argv0) {
       "usage: %s [--quick] [--part 123] [--markdown FILE] [--agent PATH] [--cuda-lib PATH]\n"
       "  --quick          small counts, for CI smoke runs (~20 s on a 2-vCPU VM, most of it\n"
       "                   detaching the --per-probe-links agent)\n"
-      "  --part DIGITS    run only these parts: 1 probe overhead, 2 agent CPU, 3 agent memory\n"
+      "  --part DIGITS    run only these parts: 1 probe overhead, 2 agent CPU, 3 agent memory,\n"
+      "                   r the runtime path (--runtime-probes; default parts: 1r23)\n"
       "  --markdown FILE  also write the report to FILE\n"
       "  --agent PATH     the gpuledger binary (default: next to this one)\n"
       "  --cuda-lib PATH  the CUDA driver simulator (default: sim/lib/libcuda.so.1 next to this one)\n"
@@ -62,6 +64,7 @@ bool parse(int argc, char** argv, Options& o) {
   fs::path here = fs::canonical("/proc/self/exe").parent_path();
   o.agent_binary = (here / "gpuledger").string();
   o.cuda_lib = (here / "sim/lib/libcuda.so.1").string();
+  o.cudart = (here / "sim/lib/libcudart.so.12").string();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string& out) {
@@ -132,6 +135,7 @@ int main(int argc, char** argv) {
     std::string report = machine_section(options);
     auto wanted = [&](char part) { return options.parts.find(part) != std::string::npos; };
     if (wanted('1')) report += "\n" + measure_probe_overhead(lib, cgroups, sizes.probe);
+    if (wanted('r')) report += "\n" + measure_runtime_overhead(lib, cgroups, options.cudart, sizes.probe);
     if (wanted('2')) report += "\n" + measure_agent_cpu(lib, cgroups, options.agent_binary, sizes.cpu_seconds);
     if (wanted('3')) report += "\n" + measure_agent_memory(lib, cgroups, options.agent_binary, sizes.workloads);
     std::printf("%s", report.c_str());

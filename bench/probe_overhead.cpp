@@ -1,6 +1,7 @@
 #include "probe_overhead.h"
 
 #include <bpf/libbpf.h>
+#include <dlfcn.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +26,7 @@
 #include "probes/elf_symbols.h"
 #include "report.h"
 #include "sim_library.h"
+#include "cuda_runtime_sim.h"
 #include "probes/uprobe_multi.h"
 
 namespace gpuledger::bench {
@@ -412,6 +415,197 @@ std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cg
            fixed(median(detach_seconds[i]), 2) + " s\n";
   for (const auto& w : warnings) out += "\nWARNING: " + w + "\n";
   out += baseline_warnings(measurements);
+  return out;
+}
+
+
+// ------------------------------------------------- part 1b: the runtime path
+
+namespace {
+
+// The runtime stand-in, from a private copy like the driver's. Its first call
+// dlopens "libcuda.so.1": the private driver copy already loaded carries that
+// SONAME, so the loader hands back that one, not the build tree's file.
+struct RuntimeApp {
+  using set_device_fn = int (*)(int);
+  using malloc_fn = int (*)(void**, size_t);
+  using launch_fn = int (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t);
+  using memcpy_fn = int (*)(void*, const void*, size_t, cudaMemcpyKind);
+  std::string dir, path;
+  launch_fn launch = nullptr;
+  memcpy_fn memcpy = nullptr;
+  void* buffer = nullptr;
+  char host[4096] = {};
+
+  explicit RuntimeApp(const std::string& original) {
+    char tmpl[] = "/tmp/gpuledger-bench-rt.XXXXXX";
+    if (!::mkdtemp(tmpl)) throw Error("cannot create a temporary directory");
+    dir = tmpl;
+    path = dir + "/gpuledger-bench-cudart.so";
+    std::filesystem::copy_file(original, path);
+    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) throw Error(std::string("cannot load the runtime stand-in: ") + ::dlerror());
+    auto set_device = reinterpret_cast<set_device_fn>(::dlsym(h, "cudaSetDevice"));
+    auto alloc = reinterpret_cast<malloc_fn>(::dlsym(h, "cudaMalloc"));
+    launch = reinterpret_cast<launch_fn>(::dlsym(h, "cudaLaunchKernel"));
+    memcpy = reinterpret_cast<memcpy_fn>(::dlsym(h, "cudaMemcpy"));
+    if (!set_device || !alloc || !launch || !memcpy) throw Error("the runtime stand-in lacks an entry point");
+    if (set_device(0) != 0 || alloc(&buffer, sizeof host) != 0) throw Error("the runtime stand-in failed to start");
+  }
+  ~RuntimeApp() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+void runtime_kernel_stub() {}
+
+struct RuntimeCall {
+  const char* symbol;          // the runtime entry point
+  const char* driver_symbol;   // what it calls in the driver
+  bool driver_return;          // the agent's driver probe has a return probe
+  std::function<int(const RuntimeApp&)> invoke;
+};
+
+const std::vector<RuntimeCall>& runtime_calls() {
+  static const std::vector<RuntimeCall> calls = {
+      {"cudaLaunchKernel", "cuLaunchKernel", false,
+       [](const RuntimeApp& a) {
+         return a.launch(reinterpret_cast<const void*>(&runtime_kernel_stub), dim3{1, 1, 1}, dim3{32, 1, 1},
+                         nullptr, 0, nullptr);
+       }},
+      {"cudaMemcpy", "cuMemcpyHtoD_v2", true,
+       [](const RuntimeApp& a) {
+         return a.memcpy(a.buffer, a.host, sizeof a.host, cudaMemcpyHostToDevice);
+       }},
+  };
+  return calls;
+}
+
+double ns_per_runtime_call(const RuntimeApp& app, const RuntimeCall& call, size_t n) {
+  for (size_t i = 0; i < 1000; ++i) call.invoke(app);
+  auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < n; ++i)
+    if (call.invoke(app) != 0) throw Error(std::string(call.symbol) + " failed");
+  std::chrono::duration<double, std::nano> elapsed = std::chrono::steady_clock::now() - start;
+  return elapsed.count() / static_cast<double>(n);
+}
+
+// The floor of the runtime path: empty probes where the agent puts its own,
+// entry and return on the runtime call, and the driver probes' shape beneath.
+class RuntimeFloor : public Attachment {
+ public:
+  RuntimeFloor(const EmptyProgram& program, bool multi, const std::string& runtime, uint64_t runtime_offset,
+               const std::string& driver, uint64_t driver_offset, bool driver_return)
+      : runtime_(program, multi, runtime, {runtime_offset}, true),
+        driver_(program, multi, driver, {driver_offset}, driver_return) {}
+  size_t probe_count() const override { return runtime_.probe_count() + driver_.probe_count(); }
+
+ private:
+  EmptyProbes runtime_, driver_;
+};
+
+class RuntimeAgent : public Attachment {
+ public:
+  RuntimeAgent(const std::string& driver, const std::string& runtime, probes::RuntimeProbes mode) {
+    agent::AgentOptions options;
+    options.cuda_libs = {driver};
+    options.discover = false;
+    options.runtime_probes = mode;
+    options.runtime_libs = {runtime};
+    agent_ = std::make_unique<agent::Agent>(options);
+    agent_->start();
+    auto self = agent_->snapshot().self;
+    if (self.probe_attach_failures != 0 || (mode != probes::RuntimeProbes::kOff) != !self.runtime_libraries.empty())
+      throw Error("the agent did not attach cleanly to the runtime stand-in");
+  }
+  std::string check(uint64_t launches_made) override {
+    uint64_t counted = 0;
+    for (const auto& w : agent_->snapshot().workloads) counted += w.usage.counters.launches;
+    if (counted >= launches_made) return "";
+    return "agent counted " + std::to_string(counted) + " of " + std::to_string(launches_made) + " launches";
+  }
+
+ private:
+  std::unique_ptr<agent::Agent> agent_;
+};
+
+}  // namespace
+
+std::string measure_runtime_overhead(const SimLibrary& lib, const BenchCgroups& cgroups, const std::string& cudart,
+                                     const ProbeOverheadOptions& options) {
+  BenchCgroups::move_self_to(cgroups.make("runtime-overhead"));
+  PinnedToOneCpu pinned;
+  CudaSession driver_session(lib.api());  // the simulator's settings (no simulated time), and cuInit
+  RuntimeApp app(cudart);
+
+  auto driver_functions = probes::read_dynamic_functions(lib.path());
+  auto runtime_functions = probes::read_dynamic_functions(app.path);
+  EmptyProgram multi_empty(true), perf_empty(false);
+  const bool multi = uprobe_multi_supported(multi_empty, lib.path(), driver_functions.front().file_offset);
+  const EmptyProgram& empty = multi ? multi_empty : perf_empty;
+
+  struct Config {
+    const char* label;
+    std::function<std::unique_ptr<Attachment>(const RuntimeCall&)> attach;
+  };
+  const std::vector<Config> configs = {
+      {"(a) no probe", [](const RuntimeCall&) { return std::make_unique<NoProbe>(); }},
+      {"(b) floor: empty runtime entry+return, driver probes' shape",
+       [&](const RuntimeCall& c) -> std::unique_ptr<Attachment> {
+         return std::make_unique<RuntimeFloor>(empty, multi, app.path, offset_of(runtime_functions, c.symbol),
+                                               lib.path(), offset_of(driver_functions, c.driver_symbol),
+                                               c.driver_return);
+       }},
+      {"(c) agent --runtime-probes off",
+       [&](const RuntimeCall&) { return std::make_unique<RuntimeAgent>(lib.path(), app.path, probes::RuntimeProbes::kOff); }},
+      {"(d) agent --runtime-probes auto",
+       [&](const RuntimeCall&) { return std::make_unique<RuntimeAgent>(lib.path(), app.path, probes::RuntimeProbes::kAuto); }},
+      {"(e) agent --runtime-probes on",
+       [&](const RuntimeCall&) { return std::make_unique<RuntimeAgent>(lib.path(), app.path, probes::RuntimeProbes::kOn); }},
+  };
+
+  // samples[config][call] = ns/call per round
+  std::vector<std::map<std::string, std::vector<double>>> samples(configs.size());
+  std::vector<std::string> warnings;
+  for (int round = 0; round < options.rounds; ++round) {
+    progress("runtime path: round %d/%d", round + 1, options.rounds);
+    for (const auto& call : runtime_calls()) {
+      for (size_t i = 0; i < configs.size(); ++i) {
+        auto attached = configs[i].attach(call);
+        samples[i][call.symbol].push_back(ns_per_runtime_call(app, call, options.calls_per_round));
+        if (call.driver_return) continue;  // launches only: the agent's check counts launches
+        if (auto w = attached->check(1000 + options.calls_per_round); !w.empty() && i >= 2)
+          warnings.push_back(configs[i].label + (": " + w));
+      }
+    }
+  }
+  BenchCgroups::move_self_to(cgroups.mount());
+
+  auto added = [&](size_t i, const std::string& symbol) {
+    std::vector<double> diffs;
+    for (size_t r = 0; r < samples[0][symbol].size(); ++r) diffs.push_back(samples[i][symbol][r] - samples[0][symbol][r]);
+    return median(diffs);
+  };
+  MarkdownTable table({"Runtime call", "Calls/round", "Configuration", "ns/call (median)", "added ns vs (a)",
+                       "added / (b)'s added"});
+  for (const auto& call : runtime_calls()) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      std::string add = i ? fixed(added(i, call.symbol), 1) : "-";
+      std::string vs = i >= 3 ? ratio(added(i, call.symbol), added(1, call.symbol)) : "-";
+      table.add_row({call.symbol, std::to_string(options.calls_per_round), configs[i].label,
+                     fixed(median(samples[i][call.symbol]), 1), add, vs});
+    }
+  }
+  std::string out = "## 1b. Added cost per CUDA runtime call (--runtime-probes)\n\n";
+  out += "The runtime stand-in (a private copy of " + cudart + ") calling a private copy of the driver "
+         "simulator, through its exported symbols: every call is seen at both levels. Rounds: " +
+         std::to_string(options.rounds) + ", medians over rounds, calling thread pinned to one CPU. The floor (b) "
+         "is empty probes at the same places the agent's auto/on probes go: entry and return of the runtime call, "
+         "and the driver probe beneath it (launch: entry; copy: entry and return). Multi-uprobe links: " +
+         std::string(multi ? "available" : "not available") + ".\n\n";
+  out += table.render();
+  for (const auto& w : warnings) out += "\nWARNING: " + w + "\n";
   return out;
 }
 

@@ -18,4 +18,10 @@ struct ProbeOverheadOptions {
 std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cgroups,
                                    const ProbeOverheadOptions& options);
 
+// Part 1b: the same for CUDA runtime calls (the runtime stand-in at `cudart`,
+// calling the driver copy in `lib`): the agent with --runtime-probes off, auto
+// and on, against empty probes where auto/on put theirs.
+std::string measure_runtime_overhead(const SimLibrary& lib, const BenchCgroups& cgroups, const std::string& cudart,
+                                     const ProbeOverheadOptions& options);
+
 }  // namespace gpuledger::bench

@@ -20,6 +20,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 cgroup_v2_root_id = 1;
 const volatile __u32 v1_fallback_subsys = 0xffffffff; /* css_set.subsys index, or none */
 const volatile bool exact_threads_legacy = false;
+const volatile __u32 runtime_mode = GL_RUNTIME_OFF; /* enum gl_runtime_mode */
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -255,11 +256,51 @@ static __always_inline void add_launch(struct gl_counters *c, __u32 kind, __u64 
 
 /* A launch opens the thread's busy span unless one is open: the GPU is taken
  * to be busy from then until a synchronisation on this thread returns. */
-static __always_inline void count_launch(struct gl_thread_state *t, __u32 kind, __u64 threads) {
-  __u32 device = t ? t->device : GL_DEVICE_UNKNOWN;
+static __always_inline void count_launch_on(struct gl_thread_state *t, __u32 device, __u32 kind,
+                                            __u64 threads) {
   if (t && !t->span_start_ns) t->span_start_ns = bpf_ktime_get_ns();
   struct gl_counters *c = counters_for(current_cgroup_key(), device);
   if (c) add_launch(c, kind, threads);
+}
+
+static __always_inline void count_launch(struct gl_thread_state *t, __u32 kind, __u64 threads) {
+  count_launch_on(t, t ? t->device : GL_DEVICE_UNKNOWN, kind, threads);
+}
+
+/* What a call counts as, whichever level sees it: launches, copies and
+ * allocations have driver and runtime shapes of their own. */
+static __always_inline __u32 call_class(__u32 kind) {
+  switch (kind) {
+    case GL_KIND_LAUNCH_EX:
+    case GL_KIND_RT_LAUNCH:
+      return GL_KIND_LAUNCH;
+    case GL_KIND_RT_MEMCPY:
+      return GL_KIND_MEMCPY;
+    case GL_KIND_ALLOC_PITCH:
+      return GL_KIND_ALLOC;
+    default:
+      return kind;
+  }
+}
+
+/* The driver side of the per-thread de-duplication (runtime_handlers.h has
+ * the other): a driver call of the class of the runtime call in flight on
+ * this thread is that call seen again. Marks it seen, and says whether the
+ * runtime level counts it (--runtime-probes on) rather than this one.
+ * Nested means within the runtime call's frame: a driver entry at or below
+ * its entry stack pointer (at: the runtime function tail-called the driver),
+ * a driver return at most 8 bytes above it (its return address popped). A
+ * probe above that means the runtime call's return was never seen: the
+ * marker is stale. `sp` is the probe's stack pointer; `at_return` says which. */
+static __always_inline bool runtime_owns(struct gl_thread_state *t, __u32 kind, __u64 sp, bool at_return) {
+  if (!t || !t->runtime.call.cookie) return false;
+  if (sp > t->runtime.entry_sp + (at_return ? 8 : 0)) {
+    t->runtime.call.cookie = 0;
+    return false;
+  }
+  if (call_class(GL_COOKIE_KIND(t->runtime.call.cookie)) != call_class(kind)) return false;
+  t->runtime.driver_seen = 1;
+  return runtime_mode == GL_RUNTIME_ON;
 }
 
 /* Launches, entry only: the cheapest form, for the hottest calls. Counts
@@ -268,7 +309,9 @@ SEC("uprobe")
 int gl_launch(struct pt_regs *ctx) {
   __u32 kind = GL_COOKIE_KIND(bpf_get_attach_cookie(ctx));
   __u64 threads = kind == GL_KIND_GRAPH ? 0 : launch_threads(ctx, kind);
-  count_launch(thread_state(bpf_get_current_pid_tgid()), kind, threads);
+  struct gl_thread_state *t = thread_state(bpf_get_current_pid_tgid());
+  if (runtime_owns(t, kind, PT_REGS_SP(ctx), false)) return 0;
+  count_launch(t, kind, threads);
   return 0;
 }
 
@@ -326,6 +369,23 @@ static __always_inline void record_alloc(struct gl_counters *c, struct gl_proc_s
     count_stat(GL_STAT_ALLOCS_UNTRACKED);
 }
 
+/* At an allocation's return: the pointer it wrote (*out, 32 bits wide in a
+ * legacy form) and its bytes (pitched: the pitch it wrote x height). */
+static __always_inline __u64 read_allocation(__u32 kind, __u32 legacy, const struct gl_call_stash *s, __u64 *ptr) {
+  *ptr = 0;
+  if (legacy) {
+    __u32 p32 = 0;
+    bpf_probe_read_user(&p32, sizeof(p32), (void *)s->a0);
+    *ptr = p32;
+  } else {
+    bpf_probe_read_user(ptr, sizeof(*ptr), (void *)s->a0);
+  }
+  if (kind != GL_KIND_ALLOC_PITCH) return s->a1;
+  __u64 pitch = 0;
+  bpf_probe_read_user(&pitch, sizeof(pitch), (void *)s->a1);
+  return pitch * s->a2;
+}
+
 static __always_inline void record_free(struct gl_counters *c, struct gl_proc_state *p, __u32 tgid,
                                         __u64 ptr) {
   struct gl_alloc_key ak = {.tgid = tgid, .ptr = ptr};
@@ -343,6 +403,24 @@ static __always_inline void record_free(struct gl_counters *c, struct gl_proc_st
   /* Freed bytes go back to the workload and device that allocated them. */
   struct gl_counters *oc = counters_of(owner.cgroup_key, owner.device);
   if (oc) __sync_fetch_and_add(&oc->freed_bytes, owner.bytes);
+}
+
+static __always_inline void add_memcpy(struct gl_counters *c, __u64 dir, __u64 bytes) {
+  if (dir >= GL_DIR_COUNT) return;
+  __sync_fetch_and_add(&c->memcpy_bytes[dir], bytes);
+  __sync_fetch_and_add(&c->memcpy_calls[dir], 1);
+}
+
+/* A synchronisation that returned: time blocked since `start_ns`, and the
+ * work launched before it is complete, which closes the thread's busy span. */
+static __always_inline void add_sync(struct gl_thread_state *t, struct gl_counters *c, __u64 start_ns) {
+  __u64 now = bpf_ktime_get_ns();
+  __sync_fetch_and_add(&c->syncs, 1);
+  __sync_fetch_and_add(&c->sync_ns, now - start_ns);
+  if (t->span_start_ns) {
+    __sync_fetch_and_add(&c->busy_ns, now - t->span_start_ns);
+    t->span_start_ns = 0;
+  }
 }
 
 static __always_inline void count_error(__u64 key, __u32 call_id, __u32 device) {
@@ -401,6 +479,29 @@ static __always_inline void apply_context_op(struct gl_thread_state *t, __u32 tg
   }
 }
 
+/* What a successful call adds, whichever level saw it (`dir`: a copy's
+ * direction; `legacy`: 32-bit pointers and sizes). */
+static __always_inline void count_success(struct gl_thread_state *t, struct gl_counters *c, struct gl_proc_state *p,
+                                          __u32 tgid, __u64 key, __u32 device, __u32 kind, __u32 legacy, __u64 dir,
+                                          const struct gl_call_stash *s) {
+  __u64 ptr = 0, bytes;
+  switch (call_class(kind)) {
+    case GL_KIND_MEMCPY:
+      add_memcpy(c, dir, s->a0);
+      break;
+    case GL_KIND_ALLOC:
+      bytes = read_allocation(kind, legacy, s, &ptr);
+      record_alloc(c, p, tgid, key, device, ptr, bytes);
+      break;
+    case GL_KIND_FREE:
+      record_free(c, p, tgid, s->a0);
+      break;
+    case GL_KIND_SYNC:
+      add_sync(t, c, s->start_ns);
+      break;
+  }
+}
+
 SEC("uretprobe")
 int gl_call_return(struct pt_regs *ctx) {
   __u64 tid = bpf_get_current_pid_tgid();
@@ -414,6 +515,7 @@ int gl_call_return(struct pt_regs *ctx) {
   t->call.cookie = 0;
 
   __u32 kind = GL_COOKIE_KIND(cookie);
+  if (runtime_owns(t, kind, PT_REGS_SP(ctx), true)) return 0;
   __u32 tgid = tid >> 32;
   __u32 device = t->device;
   __u64 key = current_cgroup_key();
@@ -439,50 +541,11 @@ int gl_call_return(struct pt_regs *ctx) {
     return 0;
   }
   struct gl_counters *c = counters_for(key, device);
-  if (!c) return 0;
-  __u64 ptr = 0, bytes = 0, dir, now;
-
-  switch (kind) {
-    case GL_KIND_MEMCPY:
-      dir = GL_COOKIE_DIR(cookie);
-      if (dir < GL_DIR_COUNT) {
-        __sync_fetch_and_add(&c->memcpy_bytes[dir], s.a0);
-        __sync_fetch_and_add(&c->memcpy_calls[dir], 1);
-      }
-      break;
-    case GL_KIND_ALLOC:
-    case GL_KIND_ALLOC_PITCH:
-      if (GL_COOKIE_LEGACY(cookie)) {
-        __u32 p32 = 0;
-        bpf_probe_read_user(&p32, sizeof(p32), (void *)s.a0);
-        ptr = p32;
-      } else {
-        bpf_probe_read_user(&ptr, sizeof(ptr), (void *)s.a0);
-      }
-      bytes = s.a1;
-      if (kind == GL_KIND_ALLOC_PITCH) {
-        __u64 pitch = 0;
-        bpf_probe_read_user(&pitch, sizeof(pitch), (void *)s.a1);
-        bytes = pitch * s.a2;
-      }
-      record_alloc(c, p, tgid, key, device, ptr, bytes);
-      break;
-    case GL_KIND_FREE:
-      record_free(c, p, tgid, s.a0);
-      break;
-    case GL_KIND_SYNC:
-      now = bpf_ktime_get_ns();
-      __sync_fetch_and_add(&c->syncs, 1);
-      __sync_fetch_and_add(&c->sync_ns, now - s.start_ns);
-      /* The work launched before this sync is complete: close the span. */
-      if (t->span_start_ns) {
-        __sync_fetch_and_add(&c->busy_ns, now - t->span_start_ns);
-        t->span_start_ns = 0;
-      }
-      break;
-  }
+  if (c) count_success(t, c, p, tgid, key, device, kind, GL_COOKIE_LEGACY(cookie), GL_COOKIE_DIR(cookie), &s);
   return 0;
 }
+
+#include "runtime_handlers.h"
 
 /* A process that ends its life frees everything it still held: the driver
  * tears its contexts down. Every thread exit passes here; only the last thread

@@ -37,7 +37,25 @@ enum gl_call_kind {
   GL_KIND_MEMCPY = 7,      /* bytes in the argument named by the cookie */
   GL_KIND_SYNC = 8,        /* time between entry and return is time blocked */
   GL_KIND_CONTEXT = 9,     /* context bookkeeping: which device a thread's calls go to */
+  /* CUDA runtime entry points (libcudart) whose arguments differ from the driver's: */
+  GL_KIND_RT_LAUNCH = 10,  /* cudaLaunchKernel(func, dim3 grid, dim3 block, ...): dim3 by value, 2 registers each */
+  GL_KIND_RT_MEMCPY = 11,  /* cudaMemcpy[Async](dst, src, bytes, enum cudaMemcpyKind kind, ...) */
+  GL_KIND_RT_SET_DEVICE = 12, /* cudaSetDevice(int device): the thread's runtime device */
 };
+
+/* --runtime-probes: how the runtime-level handlers count (see docs/runtime-probes.md).
+ * off: no runtime probes. auto: the driver level counts; a runtime call that
+ * completes with no driver probe of its class firing on its thread is counted
+ * at the runtime level (and flags its process). on: every runtime call is
+ * counted at the runtime level; driver probes skip the calls nested in one. */
+enum gl_runtime_mode {
+  GL_RUNTIME_OFF = 0,
+  GL_RUNTIME_AUTO = 1,
+  GL_RUNTIME_ON = 2,
+};
+/* Runtime entry points get call ids from here up (errors are named by id);
+ * the driver's names take the ids below. */
+#define GL_RUNTIME_CALL_BASE 192
 
 /* What a GL_KIND_CONTEXT entry point does to the calling thread's contexts
  * (carried in the cookie's direction bits). */
@@ -138,6 +156,15 @@ struct gl_call_stash {
 /* Per thread: its context stack (top is current), the current context's
  * device, the start of its open busy span, and the call in flight. One
  * lookup on a return finds all of it. */
+/* A CUDA runtime call in flight on a thread: its arguments, and whether a
+ * driver probe of the same class fired inside it (per-thread de-duplication). */
+struct gl_runtime_call {
+  struct gl_call_stash call; /* call.cookie 0: none in flight */
+  gl_u64 entry_sp;           /* stack pointer at entry: tells nested and stale calls apart */
+  gl_u32 driver_seen;
+  gl_u32 pad;
+};
+
 struct gl_thread_state {
   gl_u64 ctx_stack[GL_CTX_STACK];
   gl_u32 depth;
@@ -145,7 +172,8 @@ struct gl_thread_state {
   gl_u64 span_start_ns;
   struct gl_call_stash call;
   gl_u32 process_known; /* the process is in the processes map: no need to look */
-  gl_u32 pad;
+  gl_u32 runtime_device_plus1; /* cudaSetDevice's ordinal + 1; 0: never called (the runtime uses 0) */
+  struct gl_runtime_call runtime;
 };
 
 /* A process seen making CUDA calls. */
@@ -164,7 +192,9 @@ enum gl_stat {
   GL_STAT_STASH_MISSING = 4,      /* return without its entry (attached mid-call) */
   GL_STAT_WORKLOADS_NOMEM = 5,    /* a new workload entry could not be allocated: counted under key 0 */
   GL_STAT_THREADS_FULL = 6,       /* thread map full: that thread's device and spans are unknown */
-  GL_STAT_COUNT = 7,
+  GL_STAT_RUNTIME_COUNTED = 7,    /* calls counted by the runtime-level probes */
+  GL_STAT_RUNTIME_LEFT_TO_DRIVER = 8, /* runtime calls the driver-level probes counted (de-duplicated) */
+  GL_STAT_COUNT = 9,
 };
 
 /* Events to userspace: rare by construction (a new workload, a process that
@@ -174,6 +204,7 @@ enum gl_event_type {
   GL_EV_PROC_START = 2,
   GL_EV_PROC_EXIT = 3,
   GL_EV_LIB_MAP = 4,
+  GL_EV_RUNTIME_BYPASS = 5, /* a gl_proc_event: the process's runtime reached the driver around its exported symbols */
 };
 
 #define GL_PATH_DEPTH 12
@@ -211,11 +242,20 @@ struct gl_file_id {
  * backing layer's file, which is what a uprobe lands on), read from the VMA
  * in the kernel: no path, nothing the process could swap. [start, end) is
  * the mapping, as /proc/PID/map_files names it. */
+/* What the agent decided about a file (the watcher's known_files values). */
+enum gl_file_verdict {
+  GL_FILE_PENDING = 0, /* reported, not judged yet */
+  GL_FILE_DRIVER = 1,  /* the CUDA driver, probed: each later mapping is reported too */
+  GL_FILE_OTHER = 2,   /* anything else: never reported again */
+};
+
 struct gl_lib_map_event {
   struct gl_event_header h;
   struct gl_file_id file;
   gl_u64 start;
   gl_u64 end;
+  gl_u32 known_driver; /* a driver already probed, mapped by another process */
+  gl_u32 pad;
   char name[64]; /* the file's name (no directory), for the log only */
 };
 

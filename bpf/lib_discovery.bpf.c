@@ -24,9 +24,9 @@ char LICENSE[] SEC("license") = "GPL";
 #define GL_NR_MMAP 9
 #define GL_NR_MPROTECT 10
 
-/* Files already reported: the agent marks each one it has judged (attached,
- * or not a driver) and deletes those it could not resolve, so they are
- * reported again at their next mapping. LRU: a node maps more distinct files
+/* Files already reported, with the agent's verdict (enum gl_file_verdict):
+ * it marks each one it has judged and deletes those it could not resolve, so
+ * they are reported again at their next mapping. LRU: a node maps more distinct files
  * over months than any fixed table holds; an evicted one is reported once more
  * and the agent's own cache answers it. */
 struct {
@@ -109,15 +109,22 @@ int BPF_PROG(gl_exec_map, struct pt_regs *regs, long ret) {
     return 0;
   }
 
-  __u8 pending = 0;
-  if (bpf_map_update_elem(&known_files, &look.id, &pending, BPF_NOEXIST) != 0) return 0;
+  __u32 known_driver = 0;
+  __u8 *verdict = bpf_map_lookup_elem(&known_files, &look.id);
+  if (verdict) {
+    if (*verdict != GL_FILE_DRIVER) return 0;
+    known_driver = 1; /* a process taking up the driver: the agent looks for its runtime */
+  } else {
+    __u8 pending = GL_FILE_PENDING;
+    if (bpf_map_update_elem(&known_files, &look.id, &pending, BPF_NOEXIST) != 0) return 0;
+  }
 
   struct gl_lib_map_event *ev = bpf_ringbuf_reserve(&lib_events, sizeof(*ev), 0);
   if (!ev) {
     __u32 zero = 0;
     __u64 *n = bpf_map_lookup_elem(&lib_events_dropped, &zero);
     if (n) __sync_fetch_and_add(n, 1);
-    bpf_map_delete_elem(&known_files, &look.id); /* report it at its next mapping */
+    if (!known_driver) bpf_map_delete_elem(&known_files, &look.id); /* report it at its next mapping */
     return 0;
   }
   ev->h.type = GL_EV_LIB_MAP;
@@ -126,6 +133,8 @@ int BPF_PROG(gl_exec_map, struct pt_regs *regs, long ret) {
   ev->file = look.id;
   ev->start = look.start;
   ev->end = look.end;
+  ev->known_driver = known_driver;
+  ev->pad = 0;
   bpf_probe_read_kernel_str(ev->name, sizeof(ev->name), look.name);
   bpf_ringbuf_submit(ev, 0);
   return 0;

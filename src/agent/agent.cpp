@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -28,6 +29,7 @@ probes::ProbeProgramConfig program_config(const AgentOptions& options, const ide
   config.v1_subsys_index = mounts.v1_subsys_index;
   config.max_workloads = options.max_workloads;
   config.per_probe_links = options.per_probe_links;
+  config.runtime_mode = probes::to_bpf_mode(options.runtime_probes);
   return config;
 }
 
@@ -62,6 +64,15 @@ Agent::Agent(AgentOptions options)
   probes::ProbePlanOptions plan;
   plan.launch_returns = options_.launch_returns;
   attacher_ = std::make_unique<probes::LibraryAttacher>(*program_, plan, watcher_.get(), options_.proc_root);
+  if (options_.runtime_probes != probes::RuntimeProbes::kOff) {
+    runtime_ = std::make_unique<probes::RuntimeAttacher>(*program_, watcher_.get(), options_.proc_root);
+    if (options_.discover)
+      runtime_worker_ = std::make_unique<RuntimeDiscoveryWorker>(*runtime_, options_.proc_root, [this] {
+        std::set<probes::FileId> drivers;
+        for (const auto& lib : attacher_->attached()) drivers.insert(lib.file);
+        return drivers;
+      });
+  }
 
   auto on_event = [](void* ctx, void* data, size_t size) {
     static_cast<Agent*>(ctx)->handle_event(data, size);
@@ -73,6 +84,9 @@ Agent::Agent(AgentOptions options)
     throw Error("cannot open the library watcher's ring buffer");
 
   for (const auto& path : options_.cuda_libs) attacher_->offer(path, "cli");
+  if (runtime_)
+    for (const auto& path : options_.runtime_libs)
+      if (!runtime_->offer(path)) spdlog::warn("--cuda-runtime-lib {}: no CUDA runtime entry points found to probe", path);
   if (options_.discover) {
     for (const auto& path : probes::default_driver_library_paths()) attacher_->offer(path, "host");
     const auto started = std::chrono::steady_clock::now();
@@ -96,7 +110,11 @@ void Agent::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::string Agent::call_name(uint32_t call_id) const { return attacher_->call_name(call_id); }
+std::string Agent::call_name(uint32_t call_id) const {
+  if (call_id >= GL_RUNTIME_CALL_BASE && runtime_)
+    if (auto name = runtime_->call_name(call_id)) return *name;
+  return attacher_->call_name(call_id);
+}
 
 void Agent::run() {
   using clock = std::chrono::steady_clock;
@@ -120,6 +138,7 @@ void Agent::run() {
 
 void Agent::scan_for_libraries() {
   for (const auto& candidate : probes::scan_process_maps(options_.proc_root)) attacher_->offer(candidate);
+  if (runtime_worker_) runtime_worker_->scan_all();
 }
 
 void Agent::handle_event(const void* data, size_t size) {
@@ -141,6 +160,11 @@ void Agent::handle_event(const void* data, size_t size) {
     case GL_EV_PROC_EXIT:
       spdlog::debug("process {} ended its CUDA life", h->tgid);
       break;
+    case GL_EV_RUNTIME_BYPASS:
+      ++runtime_bypass_processes_;
+      spdlog::info("process {} reaches the CUDA driver around its exported symbols: its runtime calls are "
+                   "counted by the runtime probes", h->tgid);
+      break;
     case GL_EV_LIB_MAP:
       if (options_.discover && size >= sizeof(gl_lib_map_event)) handle_library_map(*static_cast<const gl_lib_map_event*>(data));
       break;
@@ -150,6 +174,12 @@ void Agent::handle_event(const void* data, size_t size) {
 }
 
 void Agent::handle_library_map(const gl_lib_map_event& ev) {
+  if (ev.known_driver) {
+    // A process taking up a driver already probed: its runtime, if any, is
+    // mapped by now. Read on the runtime worker: this thread stays quick.
+    if (runtime_worker_) runtime_worker_->look_at(ev.h.tgid);
+    return;
+  }
   const probes::FileId id{ev.file.dev, ev.file.ino};
   probes::LibraryCandidate candidate{ev.h.tgid, {}, "map", id};
   auto lines = probes::exec_mappings(options_.proc_root, ev.h.tgid, ev.start);
@@ -161,7 +191,10 @@ void Agent::handle_library_map(const gl_lib_map_event& ev) {
     candidate.mapping.printed = id;
     candidate.mapping.path = std::string(ev.name, strnlen(ev.name, sizeof(ev.name)));
   }
-  if (attacher_->offer(candidate)) return;
+  if (attacher_->offer(candidate)) {
+    if (runtime_worker_) runtime_worker_->look_at(ev.h.tgid);
+    return;
+  }
   // Judged files are remembered by the attacher (and the watcher keeps quiet
   // about them); one that could not be opened is reported again at its next
   // mapping, by whichever process maps it.
@@ -274,8 +307,10 @@ AgentSnapshot Agent::snapshot() {
 
   auto fds = program_->maps();
   SelfView& self = snap.self;
-  self.probes_attached = attacher_->probes_attached();
-  self.probe_attach_failures = attacher_->probe_attach_failures();
+  self.probes_attached = attacher_->probes_attached() + (runtime_ ? runtime_->probes_attached() : 0);
+  self.probe_attach_failures = attacher_->probe_attach_failures() + (runtime_ ? runtime_->probe_attach_failures() : 0);
+  if (runtime_) self.runtime_libraries = runtime_->attached();
+  self.runtime_bypass_processes = runtime_bypass_processes_;
   self.libraries = attacher_->attached();
   self.rejected_libraries = attacher_->rejected();
   self.files_judged_not_driver = attacher_->files_judged();

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/runtime_discovery_worker.h"
 #include "agent/snapshot.h"
 #include "identity/cgroup_fs.h"
 #include "identity/workload_classifier.h"
@@ -22,6 +23,8 @@
 #include "probes/cuda_probe_program.h"
 #include "probes/library_attacher.h"
 #include "probes/library_discovery.h"
+#include "probes/runtime_attacher.h"
+#include "probes/runtime_entry_points.h"
 
 namespace gpuledger::agent {
 
@@ -29,6 +32,10 @@ struct AgentOptions {
   std::vector<std::string> cuda_libs;     // --cuda-lib, attached first
   bool discover = true;                   // host paths, opens, process maps
   bool launch_returns = false;            // count launches at return (errors too)
+  // CUDA runtime probes (docs/runtime-probes.md): auto counts at the runtime
+  // level only the calls the driver-level probes missed.
+  probes::RuntimeProbes runtime_probes = probes::RuntimeProbes::kAuto;
+  std::vector<std::string> runtime_libs;  // --cuda-runtime-lib: files holding the runtime, probed first
   uint32_t max_workloads = 16384;
   bool per_probe_links = false;           // see ProbeProgramConfig
   std::string v1_controller = "memory";   // fallback hierarchy on cgroup v1 hosts
@@ -75,6 +82,9 @@ class Agent : public ledger::CallNameLookup {
   std::unique_ptr<probes::CudaProbeProgram> program_;
   std::unique_ptr<probes::LibOpenWatcher> watcher_;
   std::unique_ptr<probes::LibraryAttacher> attacher_;
+  std::unique_ptr<probes::RuntimeAttacher> runtime_;  // none with --runtime-probes off
+  std::unique_ptr<RuntimeDiscoveryWorker> runtime_worker_;  // declared after what it uses: stopped first
+  std::atomic<uint64_t> runtime_bypass_processes_{0};
   probes::RingBufferHandle events_;
   identity::WorkloadDirectory directory_;
   ledger::UsageTotals totals_;

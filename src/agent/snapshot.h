@@ -49,6 +49,8 @@ struct SelfView {
   size_t probe_attach_failures = 0;
   std::vector<probes::LibraryRecord> libraries;
   std::vector<probes::LibraryRecord> rejected_libraries;
+  std::vector<probes::LibraryRecord> runtime_libraries;  // files whose CUDA runtime is probed
+  uint64_t runtime_bypass_processes = 0;  // processes seen reaching the driver around its exported symbols
   std::vector<MapUsage> maps;
   std::array<uint64_t, GL_STAT_COUNT> kernel_stats{};
   uint64_t library_events_dropped = 0;

@@ -11,6 +11,8 @@ struct AgentCommand {
   std::vector<std::string> cgroup_roots;  // extra places a node's hierarchy starts (kind, k3d, --cgroup-root)
   bool no_discovery = false;
   bool launch_returns = false;
+  std::string runtime_probes = "auto";  // off | auto | on (probes::parse_runtime_probes)
+  std::vector<std::string> cuda_runtime_libs;
   bool per_probe_links = false;
   unsigned max_workloads = 16384;
   unsigned scan_interval_ms = 5000;

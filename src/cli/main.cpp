@@ -30,6 +30,15 @@ int main(int argc, char** argv) {
   agent_cmd->add_flag("--launch-returns", agent.launch_returns,
                       "Also probe launch returns: counts only successful launches and their errors, at "
                       "the price of a return probe on the hottest calls");
+  agent_cmd->add_option("--runtime-probes", agent.runtime_probes,
+                        "Probe the CUDA runtime (libcudart, shared or linked into a program) too: auto counts "
+                        "at that level only the calls the driver probes missed; on counts every runtime call "
+                        "there, de-duplicated against the driver; off probes the driver only")
+      ->check(CLI::IsMember({"off", "auto", "on"}))
+      ->capture_default_str();
+  agent_cmd->add_option("--cuda-runtime-lib", agent.cuda_runtime_libs,
+                        "A file holding the CUDA runtime to probe (repeatable): a libcudart, or a program that "
+                        "links it statically; others are found in the processes that use the driver");
   agent_cmd->add_option("--max-workloads", agent.max_workloads, "Capacity of the in-kernel workload map")
       ->capture_default_str();
   agent_cmd->add_option("--scan-interval-ms", agent.scan_interval_ms,

@@ -110,6 +110,8 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   options.cuda_libs = cmd.cuda_libs;
   options.discover = !cmd.no_discovery;
   options.launch_returns = cmd.launch_returns;
+  options.runtime_probes = probes::parse_runtime_probes(cmd.runtime_probes).value_or(probes::RuntimeProbes::kAuto);
+  options.runtime_libs = cmd.cuda_runtime_libs;
   options.per_probe_links = cmd.per_probe_links;
   options.max_workloads = cmd.max_workloads;
   options.scan_interval = std::chrono::milliseconds(cmd.scan_interval_ms);

@@ -144,6 +144,19 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
              "Executable files mapped on the node that were read and found not to export the CUDA driver API "
              "(remembered by inode so each is read once).");
   out.sample({}, static_cast<uint64_t>(self.files_judged_not_driver));
+  out.family("gpuledger_runtime_libraries_attached", MetricType::kGauge,
+             "Distinct files holding the CUDA runtime (shared libcudart, or programs linking it statically) "
+             "with runtime probes attached (--runtime-probes).");
+  out.sample({}, static_cast<uint64_t>(self.runtime_libraries.size()));
+  out.family("gpuledger_runtime_probe_calls_total", MetricType::kCounter,
+             "CUDA runtime calls seen by the runtime probes, by which level counted them (counted here: "
+             "runtime; de-duplicated: driver).");
+  out.sample({{"counted_by", "runtime"}}, self.kernel_stats[GL_STAT_RUNTIME_COUNTED]);
+  out.sample({{"counted_by", "driver"}}, self.kernel_stats[GL_STAT_RUNTIME_LEFT_TO_DRIVER]);
+  out.family("gpuledger_runtime_bypass_processes_total", MetricType::kCounter,
+             "Processes whose CUDA runtime reached the driver around its exported symbols (a runtime call "
+             "no driver probe saw): their runtime calls are counted by the runtime probes.");
+  out.sample({}, self.runtime_bypass_processes);
   out.family("gpuledger_library_watcher_enabled", MetricType::kGauge,
              "1 when libraries are discovered as they are mapped for execution, 0 when only the periodic scan runs.");
   out.sample({}, uint64_t{self.library_watcher ? 1u : 0u});

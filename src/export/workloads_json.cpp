@@ -80,9 +80,12 @@ nlohmann::json workloads_json(const agent::AgentSnapshot& snap) {
   nlohmann::json libraries = nlohmann::json::array(), rejected = nlohmann::json::array();
   for (const auto& lib : snap.self.libraries) libraries.push_back(library_json(lib));
   for (const auto& lib : snap.self.rejected_libraries) rejected.push_back(library_json(lib));
+  nlohmann::json runtimes = nlohmann::json::array();
+  for (const auto& lib : snap.self.runtime_libraries) runtimes.push_back(library_json(lib));
   return {{"workloads", workloads},
           {"libraries", libraries},
           {"rejected_libraries", rejected},
+          {"runtime_libraries", runtimes},
           {"probes_attached", snap.self.probes_attached}};
 }
 

@@ -55,15 +55,15 @@ const std::vector<EntryPointFamily>& entry_point_families() {
 
 uint32_t CallNames::id_of(const std::string& name) {
   if (auto it = ids_.find(name); it != ids_.end()) return it->second;
-  if (names_.size() >= GL_MAX_CALLS) throw Error("too many distinct CUDA entry points to name: " + name);
-  auto id = static_cast<uint32_t>(names_.size());
+  if (first_ + names_.size() >= limit_) throw Error("too many distinct CUDA entry points to name: " + name);
+  auto id = static_cast<uint32_t>(first_ + names_.size());
   ids_.emplace(name, id);
   names_.push_back(name);
   return id;
 }
 
 const std::string* CallNames::name_of(uint32_t id) const {
-  return id < names_.size() ? &names_[id] : nullptr;
+  return id >= first_ && id - first_ < names_.size() ? &names_[id - first_] : nullptr;
 }
 
 namespace {

@@ -33,17 +33,22 @@ const std::vector<EntryPointFamily>& entry_point_families();
 // small stable id: errors are counted in the kernel per id and named back here.
 class CallNames {
  public:
+  // Ids run from `first` up to (not including) `limit`: the driver's names
+  // take the ids below GL_RUNTIME_CALL_BASE, the runtime's the ones above.
+  explicit CallNames(uint32_t first = 0, uint32_t limit = GL_RUNTIME_CALL_BASE) : first_(first), limit_(limit) {}
   // Returns the id of `name`, assigning the next one; throws when ids run out.
   uint32_t id_of(const std::string& name);
   const std::string* name_of(uint32_t id) const;
   size_t size() const { return names_.size(); }
 
  private:
+  uint32_t first_, limit_;
   std::map<std::string, uint32_t, std::less<>> ids_;
   std::vector<std::string> names_;
 };
 
-enum class ProbeProgram { kLaunch, kCallEntry };
+// kRuntime: a CUDA runtime entry point (gl_rt_entry, and gl_rt_return with it).
+enum class ProbeProgram { kLaunch, kCallEntry, kRuntime };
 
 // One uprobe to attach: where, which program, with which cookie, and whether
 // the return probe goes with it.

@@ -50,11 +50,13 @@ void CudaProbeProgram::load(bool multi) {
   if (!skel_) throw Error(std::string("cannot open the CUDA probe program: ") + std::strerror(errno));
   skel_->rodata->cgroup_v2_root_id = config_.cgroup_v2_root_id;
   skel_->rodata->v1_fallback_subsys = config_.v1_subsys_index.value_or(0xffffffff);
+  skel_->rodata->runtime_mode = config_.runtime_mode;
   bpf_map__set_max_entries(skel_->maps.workload_counters, config_.max_workloads);
   bpf_map__set_max_entries(skel_->maps.call_errors, config_.max_workloads);
   bpf_map__set_max_entries(skel_->maps.live_allocations, config_.max_live_allocations);
   if (multi) {
-    for (bpf_program* prog : {skel_->progs.gl_launch, skel_->progs.gl_call_entry, skel_->progs.gl_call_return})
+    for (bpf_program* prog : {skel_->progs.gl_launch, skel_->progs.gl_call_entry, skel_->progs.gl_call_return,
+                              skel_->progs.gl_rt_entry, skel_->progs.gl_rt_return})
       bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kAttachUprobeMulti));
   }
   if (int err = cuda_probes__load(skel_); err) {
@@ -110,14 +112,18 @@ void CudaProbeProgram::attach_multi(AttachedLibrary& lib, const std::vector<Prob
   };
   Group groups[] = {{skel_->progs.gl_launch, false, "launch entries", {}, {}},
                     {skel_->progs.gl_call_entry, false, "call entries", {}, {}},
-                    {skel_->progs.gl_call_return, true, "call returns", {}, {}}};
+                    {skel_->progs.gl_call_return, true, "call returns", {}, {}},
+                    {skel_->progs.gl_rt_entry, false, "runtime entries", {}, {}},
+                    {skel_->progs.gl_rt_return, true, "runtime returns", {}, {}}};
   for (const auto& spec : specs) {
-    Group& entry = spec.program == ProbeProgram::kLaunch ? groups[0] : groups[1];
+    bool runtime = spec.program == ProbeProgram::kRuntime;
+    Group& entry = groups[runtime ? 3 : spec.program == ProbeProgram::kLaunch ? 0 : 1];
     entry.offsets.push_back(spec.file_offset);
     entry.cookies.push_back(spec.cookie);
     if (spec.with_return) {
-      groups[2].offsets.push_back(spec.file_offset);
-      groups[2].cookies.push_back(spec.cookie);
+      Group& ret = groups[runtime ? 4 : 2];
+      ret.offsets.push_back(spec.file_offset);
+      ret.cookies.push_back(spec.cookie);
     }
   }
   for (auto& g : groups) {
@@ -144,10 +150,12 @@ void CudaProbeProgram::attach_each(AttachedLibrary& lib, const std::vector<Probe
     ++lib.probes;
   };
   for (const auto& spec : specs) {
-    bpf_program* entry =
-        spec.program == ProbeProgram::kLaunch ? skel_->progs.gl_launch : skel_->progs.gl_call_entry;
+    bool runtime = spec.program == ProbeProgram::kRuntime;
+    bpf_program* entry = runtime ? skel_->progs.gl_rt_entry
+                         : spec.program == ProbeProgram::kLaunch ? skel_->progs.gl_launch
+                                                                 : skel_->progs.gl_call_entry;
     attach_one(spec, entry, false);
-    if (spec.with_return) attach_one(spec, skel_->progs.gl_call_return, true);
+    if (spec.with_return) attach_one(spec, runtime ? skel_->progs.gl_rt_return : skel_->progs.gl_call_return, true);
   }
 }
 

@@ -24,6 +24,8 @@ struct ProbeProgramConfig {
   // One perf-event link per probe even where multi-uprobe links exist (the
   // path kernels before 6.6 take; selectable so that it stays tested).
   bool per_probe_links = false;
+  // How runtime-level probes count (--runtime-probes); off attaches none.
+  gl_runtime_mode runtime_mode = GL_RUNTIME_OFF;
 };
 
 // The uprobes on one library file; detached when destroyed.

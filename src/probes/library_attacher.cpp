@@ -4,9 +4,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "probes/overlay_layers.h"
-
-#include <unistd.h>
+#include "probes/probe_target.h"
 
 namespace gpuledger::probes {
 
@@ -40,26 +38,20 @@ void LibraryAttacher::remember_judged(const FileId& key) {
     not_driver_.clear();
   }
   not_driver_.insert(key);
-  if (watcher_) watcher_->remember(key);
+  if (watcher_) watcher_->remember(key, false);
 }
 
 bool LibraryAttacher::offer(const std::string& path, const std::string& origin) {
   std::lock_guard lock(mu_);
   if (origin == "cli" || origin == "host") named_paths_.emplace(path, origin);
   std::string why;
-  auto file = open_named_file(path, why);
-  if (!file) {
-    if (origin != "host") reject(path, origin, why);
+  auto target = open_named_probe_target(proc_root_, path, watcher_, why);
+  if (!target) {
+    if (origin != "host" || why != "no such file") reject(path, origin, why);
     return false;
   }
-  auto key = probed_inode(*file, std::nullopt, why);
-  if (!key) {
-    reject(path, origin, why);
-    return false;
-  }
-  if (attached_.contains(*key)) return true;
-  prefer_backing_file(*file, static_cast<uint32_t>(::getpid()), path, *key);
-  return judge(*file, *key, origin, false);
+  if (attached_.contains(target->key)) return true;
+  return judge(target->file, target->key, origin, false);
 }
 
 bool LibraryAttacher::offer(const LibraryCandidate& candidate) {
@@ -75,8 +67,8 @@ bool LibraryAttacher::offer(const LibraryCandidate& candidate) {
   // judged by its symbols all the same.
   const bool quiet = !is_cuda_library_name(m.path);
   std::string why;
-  auto file = open_mapped_file(proc_root_, candidate.pid, m, candidate.mapped_file, why);
-  if (!file) {
+  auto target = open_probe_target(proc_root_, candidate, watcher_, why);
+  if (!target) {
     if (why.starts_with(kGone)) {
       spdlog::debug("pid {}: {}: {}", candidate.pid, m.path, why);
       return false;
@@ -84,48 +76,11 @@ bool LibraryAttacher::offer(const LibraryCandidate& candidate) {
     if (!quiet) reject("pid " + std::to_string(candidate.pid) + ": " + m.path, candidate.origin, why);
     return false;
   }
-  auto key = probed_inode(*file, candidate.mapped_file, why);
-  if (!key) {
-    if (!quiet) reject(file->label, candidate.origin, why);
-    return false;
-  }
   if (printed_judged_.size() >= kJudgedFilesBound) printed_judged_.clear();
   printed_judged_.insert(m.printed);
-  if (attached_.contains(*key)) return true;
-  if (not_driver_.contains(*key)) return false;
-  prefer_backing_file(*file, candidate.pid, m.path, *key);
-  return judge(*file, *key, candidate.origin, quiet);
-}
-
-std::optional<FileId> LibraryAttacher::probed_inode(const OpenedFile& file, const std::optional<FileId>& mapped,
-                                                    std::string& why) {
-  if (!file.on_overlay) return file.id;
-  // An overlay inode is not what the kernel probes: two containers of one
-  // image would be probed twice under two keys, and count every call twice.
-  // No path the agent could walk to the backing layer is trustworthy (a
-  // tenant writes its own mount options), so the kernel names it.
-  auto real = watcher_ ? watcher_->identify(file.fd.get()) : std::nullopt;
-  if (!real) {
-    why = "on overlayfs, and the kernel could not name its backing file (needs the mapping watcher; "
-          "the file must be mappable)";
-    return std::nullopt;
-  }
-  if (mapped && *real != *mapped) {
-    why = "the mapping now holds another file: unmapped and remapped";
-    return std::nullopt;
-  }
-  return real;
-}
-
-void LibraryAttacher::prefer_backing_file(OpenedFile& file, uint32_t pid, const std::string& path,
-                                          const FileId& key) {
-  if (!file.on_overlay || attached_.contains(key) || not_driver_.contains(key)) return;
-  if (auto backing = open_overlay_backing(proc_root_, pid, path, file.id.dev, key)) {
-    file = std::move(*backing);
-    return;
-  }
-  spdlog::warn("{}: its backing layer file was not found in the host's mount table; probes attached through "
-               "the overlay keep that mount busy until they are detached", file.label);
+  if (attached_.contains(target->key)) return true;
+  if (not_driver_.contains(target->key)) return false;
+  return judge(target->file, target->key, candidate.origin, quiet);
 }
 
 bool LibraryAttacher::judge(OpenedFile& file, const FileId& key, const std::string& origin, bool quiet) {
@@ -168,7 +123,7 @@ bool LibraryAttacher::judge(OpenedFile& file, const FileId& key, const std::stri
   for (auto it = rejected_.begin(); it != rejected_.end();)
     it = it->second.file == key ? rejected_.erase(it) : std::next(it);
   attached_.emplace(key, std::move(entry));
-  if (watcher_) watcher_->remember(key);
+  if (watcher_) watcher_->remember(key, true);
   return true;
 }
 

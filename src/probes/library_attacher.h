@@ -72,12 +72,6 @@ class LibraryAttacher {
   // Reads and attaches `file` (already verified) under `key`, the inode the
   // kernel will probe. `quiet`: a file that is not the driver is no news.
   bool judge(OpenedFile& file, const FileId& key, const std::string& origin, bool quiet);
-  // The inode a uprobe through `file` lands on, checked against `mapped`
-  // (the kernel's report) when there is one.
-  std::optional<FileId> probed_inode(const OpenedFile& file, const std::optional<FileId>& mapped, std::string& why);
-  // On overlayfs, swaps `file` for its backing layer file when that is found
-  // and proven to be `key`: probes attached through it pin no container mount.
-  void prefer_backing_file(OpenedFile& file, uint32_t pid, const std::string& path, const FileId& key);
   void reject(const std::string& path, const std::string& origin, const std::string& why, const FileId& file = {});
   void remember_judged(const FileId& key);
 

@@ -90,10 +90,10 @@ LibOpenWatcher::~LibOpenWatcher() {
 
 int LibOpenWatcher::events_fd() const { return bpf_map__fd(skel_->maps.lib_events); }
 
-void LibOpenWatcher::remember(const FileId& id) {
+void LibOpenWatcher::remember(const FileId& id, bool is_driver) {
   gl_file_id key{id.dev, id.ino};
-  uint8_t handled = 1;
-  bpf_map_update_elem(bpf_map__fd(skel_->maps.known_files), &key, &handled, BPF_ANY);
+  uint8_t verdict = is_driver ? GL_FILE_DRIVER : GL_FILE_OTHER;
+  bpf_map_update_elem(bpf_map__fd(skel_->maps.known_files), &key, &verdict, BPF_ANY);
 }
 
 void LibOpenWatcher::forget(const FileId& id) {

@@ -49,7 +49,10 @@ class LibOpenWatcher {
   LibOpenWatcher& operator=(const LibOpenWatcher&) = delete;
 
   int events_fd() const;
-  void remember(const FileId& id);  // judged: stay quiet about it
+  // Judged: stay quiet about it - except that each later mapping of a driver
+  // is reported (as `driver`), since a process that maps the driver may hold
+  // a CUDA runtime to probe (runtime_discovery.h).
+  void remember(const FileId& id, bool is_driver);
   void forget(const FileId& id);    // report it again at its next mapping
   // The inode the kernel maps (and a uprobe lands on) for the open file `fd`:
   // itself, or on overlayfs its backing layer's file. Learnt by mapping it

@@ -326,11 +326,24 @@ TEST(CallNames, AssignsIdsInOrderAndLooksThemUp) {
 }
 
 TEST(CallNames, ThrowsWhenIdsRunOut) {
+  // The driver's names stop where the runtime's ids begin.
   CallNames names;
-  for (int i = 0; i < GL_MAX_CALLS; ++i) EXPECT_EQ(names.id_of("f" + std::to_string(i)), static_cast<uint32_t>(i));
+  for (int i = 0; i < GL_RUNTIME_CALL_BASE; ++i)
+    EXPECT_EQ(names.id_of("f" + std::to_string(i)), static_cast<uint32_t>(i));
   EXPECT_THROW(names.id_of("one_too_many"), gpuledger::Error);
-  EXPECT_EQ(names.id_of("f255"), 255u);  // existing names still resolve
-  EXPECT_EQ(names.size(), static_cast<size_t>(GL_MAX_CALLS));
+  EXPECT_EQ(names.id_of("f191"), 191u);  // existing names still resolve
+  EXPECT_EQ(names.size(), static_cast<size_t>(GL_RUNTIME_CALL_BASE));
+}
+
+TEST(CallNames, RuntimeNamesTakeTheIdsAboveTheDriversAndNoOthers) {
+  CallNames names(GL_RUNTIME_CALL_BASE, GL_MAX_CALLS);
+  EXPECT_EQ(names.id_of("cudaMalloc"), uint32_t{GL_RUNTIME_CALL_BASE});
+  EXPECT_EQ(names.name_of(0), nullptr);
+  ASSERT_NE(names.name_of(GL_RUNTIME_CALL_BASE), nullptr);
+  EXPECT_EQ(*names.name_of(GL_RUNTIME_CALL_BASE), "cudaMalloc");
+  for (int i = 1; i < GL_MAX_CALLS - GL_RUNTIME_CALL_BASE; ++i) names.id_of("r" + std::to_string(i));
+  EXPECT_EQ(names.id_of("r63"), 255u);
+  EXPECT_THROW(names.id_of("one_too_many"), gpuledger::Error);
 }
 
 TEST(EntryPointFamilies, BasesAreUnique) {

@@ -1,0 +1,122 @@
+#include "probes/runtime_attacher.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "probes/elf_symbols.h"
+#include "probes/runtime_entry_points.h"
+#include "probes/static_symbols.h"
+
+namespace gpuledger::probes {
+namespace {
+
+// A file's functions from both symbol tables: a shared libcudart exports
+// them; a statically linked runtime keeps them in .symtab unless stripped.
+// Either table may be missing or unreadable: the file is then what the other says.
+std::vector<ElfFunction> runtime_symbols(const OpenedFile& file) {
+  std::vector<ElfFunction> all;
+  for (auto reader : {static_cast<std::vector<ElfFunction> (*)(int, const std::string&)>(&read_dynamic_functions),
+                      static_cast<std::vector<ElfFunction> (*)(int, const std::string&)>(&read_static_functions)}) {
+    try {
+      auto found = reader(file.fd.get(), file.label);
+      all.insert(all.end(), found.begin(), found.end());
+    } catch (const Error&) {
+    }
+  }
+  return all;
+}
+
+constexpr size_t kMaxRemembered = 65536;  // files known to hold no runtime; forgotten past this
+
+}  // namespace
+
+bool RuntimeAttacher::offer(const LibraryCandidate& candidate) {
+  if (candidate.mapped_file) {
+    std::lock_guard lock(mu_);
+    if (attached_.contains(*candidate.mapped_file)) return true;
+    if (without_runtime_.contains(*candidate.mapped_file)) return false;
+  }
+  std::string why;
+  auto target = open_probe_target(proc_root_, candidate, watcher_, why);
+  if (!target) {
+    spdlog::debug("CUDA runtime candidate pid {}: {}: {}", candidate.pid, candidate.mapping.path, why);
+    return false;
+  }
+  return offer_target(std::move(*target), candidate.origin);
+}
+
+bool RuntimeAttacher::offer(const std::string& path) {
+  std::string why;
+  auto target = open_named_probe_target(proc_root_, path, watcher_, why);
+  if (!target) {
+    spdlog::warn("--cuda-runtime-lib {}: {}", path, why);
+    return false;
+  }
+  return offer_target(std::move(*target), "cli");
+}
+
+bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin) {
+  const FileId id = target.key;
+  {
+    std::lock_guard lock(mu_);
+    if (attached_.contains(id)) return true;
+    if (without_runtime_.contains(id)) return false;
+  }
+  // Read without the lock: a large file takes a while, and snapshots wait on it.
+  std::vector<ElfFunction> symbols = runtime_symbols(target.file);
+  std::lock_guard lock(mu_);
+  if (attached_.contains(id)) return true;
+  const std::string& path = target.file.label;
+  std::vector<ProbeSpec> specs;
+  try {
+    specs = plan_runtime_probes(symbols, call_names_);
+  } catch (const Error& e) {  // runtime call ids ran out
+    spdlog::warn("CUDA runtime in {} not probed: {}", path, e.what());
+  }
+  if (specs.empty()) {
+    if (without_runtime_.size() >= kMaxRemembered) without_runtime_.clear();
+    without_runtime_.insert(id);
+    return false;
+  }
+  // Through the verified descriptor, as for the driver.
+  Entry entry;
+  entry.links = program_.attach(target.file.attach_path(), specs);
+  entry.record = LibraryRecord{path, origin, id, entry.links.probes, entry.links.failures, ""};
+  if (entry.links.probes == 0) {
+    spdlog::warn("CUDA runtime in {} not probed: every probe failed ({})", path, entry.links.failures.front());
+    without_runtime_.insert(id);
+    return false;
+  }
+  spdlog::info("attached {} runtime probes to {} ({}; dev {} inode {})", entry.record.probes, path, origin, id.dev,
+               id.ino);
+  attached_.emplace(id, std::move(entry));
+  return true;
+}
+
+std::vector<LibraryRecord> RuntimeAttacher::attached() const {
+  std::lock_guard lock(mu_);
+  std::vector<LibraryRecord> out;
+  for (const auto& [id, entry] : attached_) out.push_back(entry.record);
+  return out;
+}
+
+size_t RuntimeAttacher::probes_attached() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, entry] : attached_) n += entry.record.probes;
+  return n;
+}
+
+size_t RuntimeAttacher::probe_attach_failures() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, entry] : attached_) n += entry.record.probe_failures.size();
+  return n;
+}
+
+std::optional<std::string> RuntimeAttacher::call_name(uint32_t id) const {
+  std::lock_guard lock(mu_);
+  const std::string* name = call_names_.name_of(id);
+  return name ? std::optional<std::string>(*name) : std::nullopt;
+}
+
+}  // namespace gpuledger::probes
