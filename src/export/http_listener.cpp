@@ -19,6 +19,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -314,7 +315,7 @@ struct HttpListener::Impl {
     Connection* oldest = nullptr;
     for (auto& [id, c] : connections)
       if ((c.phase == Phase::kReading || c.phase == Phase::kHandshake || c.phase == Phase::kLingering) &&
-          (!oldest || c.waiting_since < oldest->waiting_since))
+          (!oldest || std::tie(c.waiting_since, c.id) < std::tie(oldest->waiting_since, oldest->id)))
         oldest = &c;
     if (!oldest) return false;
     close_connection(oldest->id);
