@@ -189,6 +189,7 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   p.server->add_contributor(p.efficiency.get());
   if (p.ioctls) p.server->add_contributor(p.ioctls.get());
   if (p.xids) p.server->add_contributor(p.xids.get());
+  p.main_loop.beat();  // started; run_agent's loop beats from here on
   p.server->serve();
   spdlog::info("gpuledger agent serving {}://{}:{}/metrics", http.web.tls ? "https" : "http", host, p.port);
 }
