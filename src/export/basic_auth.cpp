@@ -59,21 +59,48 @@ bool decode_base64(const std::string& text, std::string& out) {
 
 BasicAuth::BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)) {}
 
-bool BasicAuth::allows(const std::string& authorization) const {
+namespace {
+
+struct Credentials {
+  std::string user, password, hash, cache_key;
+  bool known_user = false;
+};
+
+// Splits "Basic base64(user:password)"; false when malformed.
+bool parse_credentials(const std::string& authorization, const std::map<std::string, std::string>& users,
+                       Credentials& out) {
   if (authorization.size() < 6 || strncasecmp(authorization.c_str(), "Basic ", 6) != 0) return false;
   std::string decoded;
   if (!decode_base64(authorization.substr(6), decoded)) return false;
   auto colon = decoded.find(':');
   if (colon == std::string::npos) return false;
-  const std::string user = decoded.substr(0, colon), password = decoded.substr(colon + 1);
-  auto it = users_.find(user);
-  const std::string& hash = it == users_.end() ? std::string(kDummyHash) : it->second;
-  const std::string key = sha256(user + '\0' + password + '\0' + hash);
+  out.user = decoded.substr(0, colon);
+  out.password = decoded.substr(colon + 1);
+  auto it = users.find(out.user);
+  out.known_user = it != users.end();
+  out.hash = out.known_user ? it->second : std::string(kDummyHash);
+  out.cache_key = sha256(out.user + '\0' + out.password + '\0' + out.hash);
+  return true;
+}
+
+}  // namespace
+
+bool BasicAuth::verified_before(const std::string& authorization) const {
+  Credentials c;
+  if (!parse_credentials(authorization, users_, c)) return false;
+  std::lock_guard lock(mu_);
+  return verified_.count(c.cache_key) > 0;
+}
+
+bool BasicAuth::allows(const std::string& authorization) const {
+  Credentials c;
+  if (!parse_credentials(authorization, users_, c)) return false;
+  const std::string& key = c.cache_key;
   {
     std::lock_guard lock(mu_);
     if (verified_.count(key)) return true;
   }
-  bool ok = bcrypt_matches(password, hash) && it != users_.end();
+  bool ok = bcrypt_matches(c.password, c.hash) && c.known_user;
   if (ok) {
     std::lock_guard lock(mu_);
     if (verified_.size() >= kMaxVerified) verified_.clear();

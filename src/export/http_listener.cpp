@@ -86,9 +86,14 @@ struct HttpListener::Impl {
   std::unordered_map<uint64_t, Connection> connections;  // event-loop thread only
   uint64_t next_id = 2;
 
+  // Two lanes: requests the `slow` predicate picks (say, a password to check
+  // with bcrypt) queue for one worker of their own, so a flood of them never
+  // delays the others.
+  enum Lane { kFast = 0, kSlow = 1 };
+  std::function<bool(const HttpRequest&)> slow;
   std::mutex mu;  // guards jobs, done, stopping
-  std::condition_variable jobs_cv;
-  std::deque<Job> jobs;
+  std::condition_variable jobs_cv[2];
+  std::deque<Job> jobs[2];
   std::vector<Done> done;
   bool stopping = false;
 
@@ -272,11 +277,12 @@ struct HttpListener::Impl {
     }
     c.phase = Phase::kWorking;
     watch(c, 0);  // not read while a worker builds its answer
+    const Lane lane = slow && slow(request) ? kSlow : kFast;
     {
       std::lock_guard lock(mu);
-      jobs.push_back({c.id, std::move(request)});
+      jobs[lane].push_back({c.id, std::move(request)});
     }
-    jobs_cv.notify_one();
+    jobs_cv[lane].notify_one();
   }
 
   // --- accepting --------------------------------------------------------------
@@ -389,15 +395,15 @@ struct HttpListener::Impl {
     for (uint64_t id : all) close_connection(id);
   }
 
-  void work() {
+  void work(Lane lane) {
     while (true) {
       Job job;
       {
         std::unique_lock lock(mu);
-        jobs_cv.wait(lock, [&] { return stopping || !jobs.empty(); });
+        jobs_cv[lane].wait(lock, [&] { return stopping || !jobs[lane].empty(); });
         if (stopping) return;
-        job = std::move(jobs.front());
-        jobs.pop_front();
+        job = std::move(jobs[lane].front());
+        jobs[lane].pop_front();
       }
       HttpResponse response;
       try {
@@ -469,10 +475,11 @@ int HttpListener::bind(const std::string& host, int port) {
   return impl_->bound_port();
 }
 
-void HttpListener::serve(HttpHandler handler) {
+void HttpListener::serve(HttpHandler handler, std::function<bool(const HttpRequest&)> slow) {
   Impl& m = *impl_;
   if (m.listen_fd < 0) throw Error("http: serve() before bind()");
   m.handler = std::move(handler);
+  m.slow = std::move(slow);
   m.epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
   m.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (m.epoll_fd < 0 || m.wake_fd < 0) throw Error(std::string("http: epoll: ") + std::strerror(errno));
@@ -483,7 +490,9 @@ void HttpListener::serve(HttpHandler handler) {
   ev.data.u64 = kWakeId;
   ::epoll_ctl(m.epoll_fd, EPOLL_CTL_ADD, m.wake_fd, &ev);
   m.running = true;
-  for (unsigned i = 0; i < std::max(1u, m.limits.workers); ++i) m.workers.emplace_back([&m] { m.work(); });
+  for (unsigned i = 0; i < std::max(1u, m.limits.workers); ++i)
+    m.workers.emplace_back([&m] { m.work(Impl::kFast); });
+  if (m.slow) m.workers.emplace_back([&m] { m.work(Impl::kSlow); });
   m.loop_thread = std::thread([&m] { m.loop(); });
 }
 
@@ -496,7 +505,7 @@ void HttpListener::stop() {
     std::lock_guard lock(m.mu);
     m.stopping = true;
   }
-  m.jobs_cv.notify_all();
+  for (auto& cv : m.jobs_cv) cv.notify_all();
   for (auto& t : m.workers) t.join();
   m.workers.clear();
 }

@@ -49,8 +49,10 @@ class HttpListener {
   // SO_REUSEPORT: a port another process holds is an Error naming the address.
   // An agent binds first, before loading probes, so a second one fails fast.
   int bind(const std::string& host, int port);
-  // Serves in the background until stop(); after bind().
-  void serve(HttpHandler handler);
+  // Serves in the background until stop(); after bind(). Requests `slow`
+  // picks are answered by one worker of their own, behind one another, never
+  // ahead of or instead of the rest.
+  void serve(HttpHandler handler, std::function<bool(const HttpRequest&)> slow = nullptr);
   void stop();
 
  private:

@@ -18,6 +18,9 @@ namespace {
 // can hold it for seconds, never this long.
 constexpr std::chrono::seconds kAttributionLoopAllowance{30};
 
+// Kubelet probes: answered without credentials, never queued behind a bcrypt.
+bool is_probe(const HttpRequest& r) { return r.path == "/healthz" || r.path == "/readyz"; }
+
 }  // namespace
 
 std::unique_ptr<HttpListener> make_listener(const HttpServerOptions& options) {
@@ -56,8 +59,7 @@ HttpResponse HttpServer::handle(const HttpRequest& request) {
   HttpResponse res;
   // Probes (kubelet) reach health without credentials; they tell only whether
   // and why the agent is (not) working. Everything else needs them when set.
-  const bool health = request.path == "/healthz" || request.path == "/readyz";
-  if (auth_.enabled() && !health && !auth_.allows(request.header("authorization"))) {
+  if (auth_.enabled() && !is_probe(request) && !auth_.allows(request.header("authorization"))) {
     res = status_response(401);
     res.headers.push_back({"WWW-Authenticate", "Basic realm=\"gpuledger\", charset=\"UTF-8\""});
   } else if (request.path == "/metrics") {
@@ -66,7 +68,7 @@ HttpResponse HttpServer::handle(const HttpRequest& request) {
     res.content_type = "application/json";
     // Tenant-chosen names may hold any bytes: replaced, never a 500.
     res.body = workloads_json(agent_.snapshot()).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-  } else if (request.path == "/healthz" || request.path == "/readyz") {
+  } else if (is_probe(request)) {
     std::vector<HealthCheck> checks = liveness_;
     if (request.path == "/readyz")
       checks = {[this] {
@@ -90,7 +92,15 @@ int HttpServer::start(const std::string& host, int port) {
 }
 
 void HttpServer::serve() {
-  listener_->serve([this](const HttpRequest& r) { return handle(r); });
+  // Credentials not seen before cost a bcrypt (tens of ms by design): those
+  // wait in their own lane, so a flood of wrong passwords never delays a
+  // scraper whose credentials were verified already, or a health probe.
+  std::function<bool(const HttpRequest&)> slow;
+  if (auth_.enabled())
+    slow = [this](const HttpRequest& r) {
+      return !is_probe(r) && !auth_.verified_before(r.header("authorization"));
+    };
+  listener_->serve([this](const HttpRequest& r) { return handle(r); }, std::move(slow));
 }
 
 void HttpServer::stop() {

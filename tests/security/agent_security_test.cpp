@@ -274,6 +274,61 @@ TEST(AgentWebConfig, TlsAndBasicAuth) {
       << "no plain HTTP beside TLS";
 }
 
+// Unverified credentials cost a bcrypt each (~200 ms at cost 12): a flood of
+// wrong passwords is answered in its own lane and never delays a scraper
+// whose password was verified once, nor a health probe.
+TEST(AgentWebConfig, AFloodOfWrongPasswordsDoesNotDelayScrapes) {
+  GL_REQUIRE_BPF();
+  auto dir = scratch("flood");
+  auto made = run_shell("htpasswd -nbBC 12 prometheus right");
+  ASSERT_EQ(made.status, 0) << made.out;
+  std::ofstream(dir / "web.yml") << "basic_auth_users:\n  prometheus: "
+                                 << made.out.substr(made.out.find(':') + 1, made.out.find('\n') - made.out.find(':') - 1)
+                                 << "\n";
+  Agent agent({"--no-discovery", "--cuda-lib", sim_library(), "--store", "", "--web-config-file",
+               (dir / "web.yml").string()});
+  auto get_as = [&](const std::string& password, double* seconds) {
+    auto basic = run_shell("printf 'prometheus:" + password + "' | base64 -w0").out;
+    auto started = Clock::now();
+    RawClient c(agent.port());
+    c.send("GET /metrics HTTP/1.1\r\nHost: a\r\nAuthorization: Basic " + basic + "\r\nConnection: close\r\n\r\n");
+    std::string response = c.read_response(20000);
+    if (seconds) *seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return response.substr(0, 12);
+  };
+  ASSERT_EQ(get_as("right", nullptr), "HTTP/1.1 200");  // verified once (one bcrypt)
+  const std::string wrong = "Basic " + run_shell("printf 'prometheus:wrong' | base64 -w0").out;
+  std::atomic<bool> done{false};
+  std::atomic<int> refused{0};
+  std::vector<std::thread> flood;
+  for (int i = 0; i < 16; ++i)
+    flood.emplace_back([&] {
+      while (!done) {
+        RawClient c(agent.port());
+        c.send("GET /metrics HTTP/1.1\r\nHost: a\r\nAuthorization: " + wrong + "\r\nConnection: close\r\n\r\n");
+        if (c.read_response(20000).rfind("HTTP/1.1 401", 0) == 0) ++refused;
+      }
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  double worst = 0;
+  for (int i = 0; i < 10; ++i) {
+    double seconds = 0;
+    EXPECT_EQ(get_as("right", &seconds), "HTTP/1.1 200");
+    worst = std::max(worst, seconds);
+    int status = 0;
+    get_body(agent.port(), "/readyz", &status);
+    EXPECT_EQ(status, 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  done = true;
+  for (auto& t : flood) t.join();
+  EXPECT_GT(refused, 0);
+  EXPECT_LT(worst, 1.0);
+  std::printf("[ auth ] 16 clients flooding wrong passwords (%d refused): worst verified scrape %.1f ms\n",
+              refused.load(), worst * 1000);
+  fs::remove_all(dir);
+}
+
 // Least privilege: the agent holds exactly agent_capabilities() (setpriv
 // drops every other from the bounding set, so root's exec gets only these),
 // and attributes a tenant that runs as another user from a private copy of
