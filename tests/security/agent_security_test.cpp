@@ -111,7 +111,7 @@ class AgentSurface : public ::testing::Test {
 TEST_F(AgentSurface, ASecondAgentOnTheSamePortIsRefused) {
   auto dir = scratch("port");
   auto started = Clock::now();
-  auto r = run_shell(gpuledger_binary() + " agent --no-nvml --pod-resources-socket '' --store " +
+  auto r = run(gpuledger_binary() + " agent --no-nvml --pod-resources-socket '' --store " +
                      (dir / "other.db").string() + " --listen 127.0.0.1:" + std::to_string(port()));
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("cannot listen on 127.0.0.1:" + std::to_string(port()) +
@@ -127,7 +127,7 @@ TEST_F(AgentSurface, ASecondAgentOnTheSamePortIsRefused) {
 // Issue 8: two agents on one --store were accepted (and would charge twice).
 TEST_F(AgentSurface, ASecondAgentOnTheSameStoreIsRefused) {
   const std::string store = (*dir_ / "ledger.db").string();
-  auto r = run_shell(gpuledger_binary() + " agent --no-nvml --pod-resources-socket '' --listen 127.0.0.1:0 --store " +
+  auto r = run(gpuledger_binary() + " agent --no-nvml --pod-resources-socket '' --listen 127.0.0.1:0 --store " +
                      store);
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("the ledger store " + store + " is in use by another process (pid " +
@@ -233,7 +233,7 @@ TEST_F(AgentSurface, AnInvalidUtf8CgroupNameYieldsValidJsonAndMetrics) {
   EXPECT_TRUE(found) << json;
   auto dir = scratch("promtool");
   std::ofstream(dir / "page.txt") << get_body(port(), "/metrics");
-  auto check = run_shell("promtool check metrics < " + (dir / "page.txt").string());
+  auto check = run("promtool check metrics < " + (dir / "page.txt").string());
   EXPECT_EQ(check.out.find("error"), std::string::npos) << check.out;
   EXPECT_NE(check.status, 3) << check.out;
   fs::remove_all(dir);
@@ -244,7 +244,7 @@ TEST_F(AgentSurface, AnInvalidUtf8CgroupNameYieldsValidJsonAndMetrics) {
 TEST(AgentWebConfig, TlsAndBasicAuth) {
   GL_REQUIRE_BPF();
   TestPki pki("agent");
-  auto made = run_shell("htpasswd -nbBC 5 prometheus 'right horse'");
+  auto made = run("htpasswd -nbBC 5 prometheus 'right horse'");
   ASSERT_EQ(made.status, 0) << made.out;
   std::string hash = made.out.substr(made.out.find(':') + 1);
   hash = hash.substr(0, hash.find('\n'));
@@ -255,7 +255,7 @@ TEST(AgentWebConfig, TlsAndBasicAuth) {
   EXPECT_NE(agent.log().find("serving https://127.0.0.1:"), std::string::npos);
   const std::string base = "https://127.0.0.1:" + std::to_string(agent.port());
   auto curl = [&](const std::string& args) {
-    auto r = run_shell("curl -sS --max-time 10 -o /dev/null -w '%{http_code}' --cacert " + pki.path("ca.crt") + " " +
+    auto r = run("curl -sS --max-time 10 -o /dev/null -w '%{http_code}' --cacert " + pki.path("ca.crt") + " " +
                        args);
     return r.out;
   };
@@ -267,7 +267,7 @@ TEST(AgentWebConfig, TlsAndBasicAuth) {
   EXPECT_EQ(curl(base + "/api/v1/workloads"), "401");
   EXPECT_EQ(curl(base + "/healthz"), "200") << "probes need no credentials";
   EXPECT_EQ(curl(base + "/readyz"), "200");
-  EXPECT_NE(run_shell("curl -sS --max-time 5 -o /dev/null -w '%{http_code}' http://127.0.0.1:" +
+  EXPECT_NE(run("curl -sS --max-time 5 -o /dev/null -w '%{http_code}' http://127.0.0.1:" +
                       std::to_string(agent.port()) + "/healthz")
                 .out,
             "200")
@@ -280,7 +280,7 @@ TEST(AgentWebConfig, TlsAndBasicAuth) {
 TEST(AgentWebConfig, AFloodOfWrongPasswordsDoesNotDelayScrapes) {
   GL_REQUIRE_BPF();
   auto dir = scratch("flood");
-  auto made = run_shell("htpasswd -nbBC 12 prometheus right");
+  auto made = run("htpasswd -nbBC 12 prometheus right");
   ASSERT_EQ(made.status, 0) << made.out;
   std::ofstream(dir / "web.yml") << "basic_auth_users:\n  prometheus: "
                                  << made.out.substr(made.out.find(':') + 1, made.out.find('\n') - made.out.find(':') - 1)
@@ -288,7 +288,7 @@ TEST(AgentWebConfig, AFloodOfWrongPasswordsDoesNotDelayScrapes) {
   Agent agent({"--no-discovery", "--cuda-lib", sim_library(), "--store", "", "--web-config-file",
                (dir / "web.yml").string()});
   auto get_as = [&](const std::string& password, double* seconds) {
-    auto basic = run_shell("printf 'prometheus:" + password + "' | base64 -w0").out;
+    auto basic = run("printf 'prometheus:" + password + "' | base64 -w0").out;
     auto started = Clock::now();
     RawClient c(agent.port());
     c.send("GET /metrics HTTP/1.1\r\nHost: a\r\nAuthorization: Basic " + basic + "\r\nConnection: close\r\n\r\n");
@@ -297,7 +297,7 @@ TEST(AgentWebConfig, AFloodOfWrongPasswordsDoesNotDelayScrapes) {
     return response.substr(0, 12);
   };
   ASSERT_EQ(get_as("right", nullptr), "HTTP/1.1 200");  // verified once (one bcrypt)
-  const std::string wrong = "Basic " + run_shell("printf 'prometheus:wrong' | base64 -w0").out;
+  const std::string wrong = "Basic " + run("printf 'prometheus:wrong' | base64 -w0").out;
   std::atomic<bool> done{false};
   std::atomic<int> refused{0};
   std::vector<std::thread> flood;
@@ -348,7 +348,7 @@ TEST_P(LeastPrivilege, TheAgentAttributesAnotherUsersTenant) {
   auto dir = scratch("caps");
   fs::create_directories(dir / "private");
   fs::copy_file(sim_library(), dir / "private" / "libcuda.so.1");
-  ASSERT_EQ(run_shell("chown -R 65534:65534 " + (dir / "private").string() + " && chmod 700 " +
+  ASSERT_EQ(run("chown -R 65534:65534 " + (dir / "private").string() + " && chmod 700 " +
                       (dir / "private").string()).status, 0);
 
   Agent agent({"--store", "", "--scan-interval-ms", "500"},
@@ -406,7 +406,7 @@ INSTANTIATE_TEST_SUITE_P(Capabilities, LeastPrivilege, ::testing::Values("", "sy
 TEST(LeastPrivilegeDoctor, NamesEachMissingCapability) {
   GL_REQUIRE_BPF();
   const std::string caps = device::setpriv_capability_list();
-  auto full = run_shell("setpriv --bounding-set=-all," + caps + " --inh-caps=-all -- " + gpuledger_binary() +
+  auto full = run("setpriv --bounding-set=-all," + caps + " --inh-caps=-all -- " + gpuledger_binary() +
                         " doctor --pod-resources-socket ''");
   auto line_of = [](const std::string& table, const std::string& plane) {
     auto at = table.find("\n" + plane + " ");
@@ -416,7 +416,7 @@ TEST(LeastPrivilegeDoctor, NamesEachMissingCapability) {
   EXPECT_NE(line.find(" OK "), std::string::npos) << full.out;
   EXPECT_NE(line.find("all held: CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG"), std::string::npos)
       << full.out;
-  auto fewer = run_shell("setpriv --bounding-set=-all,+bpf,+sys_ptrace --inh-caps=-all -- " + gpuledger_binary() +
+  auto fewer = run("setpriv --bounding-set=-all,+bpf,+sys_ptrace --inh-caps=-all -- " + gpuledger_binary() +
                          " doctor --pod-resources-socket ''");
   EXPECT_EQ(fewer.status, 1) << "no CAP_PERFMON: attribution is unavailable\n" << fewer.out;
   EXPECT_NE(line_of(fewer.out, "capabilities").find(" UNAVAILABLE "), std::string::npos) << fewer.out;

@@ -50,25 +50,29 @@ bool RawClient::send(const std::string& bytes) {
   return true;
 }
 
+bool RawClient::receive_more(std::string& out, std::chrono::steady_clock::time_point until) {
+  char buf[65536];
+  pollfd p{fd_, POLLIN, 0};
+  if (::poll(&p, 1, remaining_ms(until)) <= 0) return false;
+  ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+  if (n <= 0) return false;
+  out.append(buf, static_cast<size_t>(n));
+  return true;
+}
+
 std::string RawClient::read_until_closed(int timeout_ms) {
   auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
   std::string out = std::move(pending_);
   pending_.clear();
-  char buf[65536];
-  while (true) {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, remaining_ms(until)) <= 0) return out;
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n <= 0) return out;
-    out.append(buf, static_cast<size_t>(n));
+  while (receive_more(out, until)) {
   }
+  return out;
 }
 
 std::string RawClient::read_response(int timeout_ms) {
   auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
   std::string out = std::move(pending_);
   pending_.clear();
-  char buf[65536];
   while (true) {
     size_t end = out.find("\r\n\r\n");
     if (end != std::string::npos) {
@@ -80,11 +84,7 @@ std::string RawClient::read_response(int timeout_ms) {
         return out.substr(0, end + 4 + length);
       }
     }
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, remaining_ms(until)) <= 0) return out;
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n <= 0) return out;
-    out.append(buf, static_cast<size_t>(n));
+    if (!receive_more(out, until)) return out;
   }
 }
 
@@ -100,8 +100,7 @@ bool RawClient::closed_within(int timeout_ms) {
   while (true) {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, remaining_ms(until)) <= 0) return false;
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n <= 0) return true;
+    if (::recv(fd_, buf, sizeof buf, 0) <= 0) return true;  // read and dropped until the close
   }
 }
 

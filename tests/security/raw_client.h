@@ -1,6 +1,7 @@
 #pragma once
 // Test support: a raw TCP client that sends exactly the bytes a test writes
 // (slow, malformed or oversized requests) and reads what comes back.
+#include <chrono>
 #include <string>
 
 namespace gpuledger::testing {
@@ -24,6 +25,8 @@ class RawClient {
   bool closed_within(int timeout_ms);
 
  private:
+  // Appends what arrives before `until`; false on timeout, close or error.
+  bool receive_more(std::string& out, std::chrono::steady_clock::time_point until);
   int fd_ = -1;
   std::string pending_;
 };

@@ -1,25 +1,11 @@
 #include "test_pki.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <stdexcept>
 
 namespace gpuledger::testing {
-
-ShellResult run_shell(const std::string& command) {
-  ShellResult r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
 
 TestPki::TestPki(const std::string& tag)
     : dir_(std::filesystem::temp_directory_path() / ("gl_pki_" + tag + "_" + std::to_string(::getpid()))) {
@@ -40,7 +26,7 @@ TestPki::TestPki(const std::string& tag)
     std::fputs(script.c_str(), f);
     std::fclose(f);
   }
-  auto r = run_shell("sh " + script_file.string());
+  auto r = run("sh " + script_file.string());
   if (r.status != 0) throw std::runtime_error("openssl: " + r.out);
 }
 

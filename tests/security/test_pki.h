@@ -1,17 +1,13 @@
 #pragma once
 // Test support: a throwaway certificate authority made with the openssl CLI
 // (server certificate for 127.0.0.1, a client certificate, and a rogue one
-// from another CA), and a shell runner.
+// from another CA).
 #include <filesystem>
 #include <string>
 
-namespace gpuledger::testing {
+#include "cli_process.h"  // tests/report: run() a shell command
 
-struct ShellResult {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-ShellResult run_shell(const std::string& command);
+namespace gpuledger::testing {
 
 class TestPki {
  public:

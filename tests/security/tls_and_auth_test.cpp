@@ -18,7 +18,7 @@ namespace gpuledger::exporter {
 namespace {
 
 namespace fs = std::filesystem;
-using gpuledger::testing::run_shell;
+using gpuledger::testing::run;
 using gpuledger::testing::TestPki;
 
 class Tls : public ::testing::Test {
@@ -41,7 +41,7 @@ class Tls : public ::testing::Test {
   }
   // curl's exit status and the HTTP code it printed.
   std::pair<int, std::string> curl(const std::string& args) {
-    auto r = run_shell("curl -sS --max-time 5 -o /dev/null -w '%{http_code}' " + args);
+    auto r = run("curl -sS --max-time 5 -o /dev/null -w '%{http_code}' " + args);
     return {r.status, r.out.substr(0, 3)};
   }
   std::string tls_yaml(const std::string& extra = "") {
@@ -134,12 +134,12 @@ TEST(WebConfig, ReadsTheExporterToolkitFormat) {
 }
 
 std::string basic(const std::string& user_colon_password) {
-  auto r = run_shell("printf '%s' '" + user_colon_password + "' | base64 -w0");
+  auto r = run("printf '%s' '" + user_colon_password + "' | base64 -w0");
   return "Basic " + r.out;
 }
 
 TEST(BasicAuthTest, ChecksBcryptHashesFromHtpasswd) {
-  auto made = run_shell("htpasswd -nbBC 5 prometheus 's3cret pass'");
+  auto made = run("htpasswd -nbBC 5 prometheus 's3cret pass'");
   ASSERT_EQ(made.status, 0) << made.out;
   std::string hash = made.out.substr(made.out.find(':') + 1);
   hash = hash.substr(0, hash.find('\n'));
