@@ -92,9 +92,9 @@ TEST(EscapeLabelValue, LeavesOtherBytesUnchanged) {
   // UTF-8 passes through byte for byte.
   const std::string utf8 = "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x9A\x80";
   EXPECT_EQ(escape_label_value(utf8), utf8);
-  // Embedded NUL and high bytes are not touched either.
+  // An embedded NUL is not touched; an invalid byte becomes U+FFFD (common/utf8.h).
   const std::string bytes("a\0\xff", 3);
-  EXPECT_EQ(escape_label_value(bytes), bytes);
+  EXPECT_EQ(escape_label_value(bytes), std::string("a\0\xEF\xBF\xBD", 5));
 }
 
 TEST(EscapeHelp, EscapesBackslashAndNewlineOnly) {
