@@ -69,7 +69,7 @@ std::string RawClient::read_until_closed(int timeout_ms) {
   return out;
 }
 
-std::string RawClient::read_response(int timeout_ms) {
+std::string RawClient::read_response(int timeout_ms, bool head_only) {
   auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
   std::string out = std::move(pending_);
   pending_.clear();
@@ -78,7 +78,7 @@ std::string RawClient::read_response(int timeout_ms) {
     if (end != std::string::npos) {
       size_t length = 0;
       auto at = out.find("Content-Length: ");
-      if (at != std::string::npos && at < end) length = std::stoul(out.substr(at + 16));
+      if (at != std::string::npos && at < end && !head_only) length = std::stoul(out.substr(at + 16));
       if (out.size() >= end + 4 + length) {
         pending_ = out.substr(end + 4 + length);
         return out.substr(0, end + 4 + length);

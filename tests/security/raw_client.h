@@ -17,8 +17,9 @@ class RawClient {
   bool send(const std::string& bytes);
   // Reads until the peer closes or `timeout_ms` passes.
   std::string read_until_closed(int timeout_ms);
-  // Reads one whole response (head and Content-Length body), or what came by the timeout.
-  std::string read_response(int timeout_ms);
+  // Reads one whole response (head and Content-Length body; the head alone
+  // for an answer to HEAD), or what came by the timeout.
+  std::string read_response(int timeout_ms, bool head_only = false);
   // True when something (data or a close) can be read within `timeout_ms`; reads nothing.
   bool readable(int timeout_ms);
   // True when the peer closed (EOF or reset) within `timeout_ms`.
