@@ -1,8 +1,6 @@
 #include "export/http_listener.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
@@ -14,16 +12,15 @@
 
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <mutex>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
 
 #include "common/error.h"
 #include "common/log.h"
+#include "export/http_workers.h"
+#include "export/listen_socket.h"
 
 namespace gpuledger::exporter {
 namespace {
@@ -58,44 +55,17 @@ struct Connection {
   bool peer_done = false;         // the client shut its side: answer what was read, then close
 };
 
-struct Job {
-  uint64_t id;
-  HttpRequest request;
-};
-
-struct Done {
-  uint64_t id;
-  std::string bytes;
-  bool keep_alive;
-};
-
-std::string describe(const std::string& host, int port) {
-  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 }  // namespace
 
 struct HttpListener::Impl {
-  HttpHandler handler;
   HttpLimits limits;
   std::shared_ptr<SSL_CTX> tls;
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
   std::atomic<bool> running{false};
   std::thread loop_thread;
-  std::vector<std::thread> workers;
+  std::unique_ptr<HttpWorkers> workers;
   std::unordered_map<uint64_t, Connection> connections;  // event-loop thread only
   uint64_t next_id = 2;
-
-  // Two lanes: requests the `slow` predicate picks (say, a password to check
-  // with bcrypt) queue for one worker of their own, so a flood of them never
-  // delays the others.
-  enum Lane { kFast = 0, kSlow = 1 };
-  std::function<bool(const HttpRequest&)> slow;
-  std::mutex mu;  // guards jobs, done, stopping
-  std::condition_variable jobs_cv[2];
-  std::deque<Job> jobs[2];
-  std::vector<Done> done;
-  bool stopping = false;
 
   ~Impl() {
     for (int fd : {listen_fd, epoll_fd, wake_fd})
@@ -277,12 +247,7 @@ struct HttpListener::Impl {
     }
     c.phase = Phase::kWorking;
     watch(c, 0);  // not read while a worker builds its answer
-    const Lane lane = slow && slow(request) ? kSlow : kFast;
-    {
-      std::lock_guard lock(mu);
-      jobs[lane].push_back({c.id, std::move(request)});
-    }
-    jobs_cv[lane].notify_one();
+    workers->submit(c.id, std::move(request));
   }
 
   // --- accepting --------------------------------------------------------------
@@ -344,12 +309,7 @@ struct HttpListener::Impl {
   }
 
   void deliver_done(Clock::time_point now) {
-    std::vector<Done> ready;
-    {
-      std::lock_guard lock(mu);
-      ready.swap(done);
-    }
-    for (auto& d : ready) {
+    for (auto& d : workers->take_done()) {
       auto it = connections.find(d.id);
       if (it == connections.end()) continue;
       begin_write(it->second, std::move(d.bytes), !d.keep_alive || it->second.peer_done, now);
@@ -394,73 +354,6 @@ struct HttpListener::Impl {
     for (auto& [id, c] : connections) all.push_back(id);
     for (uint64_t id : all) close_connection(id);
   }
-
-  void work(Lane lane) {
-    while (true) {
-      Job job;
-      {
-        std::unique_lock lock(mu);
-        jobs_cv[lane].wait(lock, [&] { return stopping || !jobs[lane].empty(); });
-        if (stopping) return;
-        job = std::move(jobs[lane].front());
-        jobs[lane].pop_front();
-      }
-      HttpResponse response;
-      try {
-        response = handler(job.request);
-      } catch (const std::exception& e) {
-        spdlog::warn("http: {} {}: {}", job.request.method, job.request.path, e.what());
-        response = status_response(500);
-      }
-      bool keep_alive = job.request.keep_alive();
-      std::string bytes = serialize_response(response, keep_alive, job.request.method == "HEAD");
-      {
-        std::lock_guard lock(mu);
-        done.push_back({job.id, std::move(bytes), keep_alive});
-      }
-      wake();
-    }
-  }
-
-  void bind_listener(const std::string& host, int port) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE;
-    addrinfo* found = nullptr;
-    const std::string service = std::to_string(port);
-    int gai = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
-    if (gai != 0) throw Error("cannot listen on " + describe(host, port) + ": " + ::gai_strerror(gai));
-    std::string why = "no address";
-    for (addrinfo* ai = found; ai; ai = ai->ai_next) {
-      int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-      if (fd < 0) {
-        why = std::strerror(errno);
-        continue;
-      }
-      // SO_REUSEADDR only lets a restart bind past TIME_WAIT; unlike
-      // SO_REUSEPORT it never lets two live agents share the port.
-      int one = 1;
-      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 128) == 0) {
-        listen_fd = fd;
-        break;
-      }
-      why = errno == EADDRINUSE ? "address already in use (is another gpuledger agent running?)"
-                                : std::strerror(errno);
-      ::close(fd);
-    }
-    ::freeaddrinfo(found);
-    if (listen_fd < 0) throw Error("cannot listen on " + describe(host, port) + ": " + why);
-  }
-
-  int bound_port() const {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    ::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
-    return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-  }
 };
 
 HttpListener::HttpListener(HttpLimits limits, std::shared_ptr<SSL_CTX> tls) : impl_(std::make_unique<Impl>()) {
@@ -471,15 +364,13 @@ HttpListener::HttpListener(HttpLimits limits, std::shared_ptr<SSL_CTX> tls) : im
 HttpListener::~HttpListener() { stop(); }
 
 int HttpListener::bind(const std::string& host, int port) {
-  impl_->bind_listener(host, port);
-  return impl_->bound_port();
+  impl_->listen_fd = listen_on(host, port);
+  return bound_port(impl_->listen_fd);
 }
 
 void HttpListener::serve(HttpHandler handler, std::function<bool(const HttpRequest&)> slow) {
   Impl& m = *impl_;
   if (m.listen_fd < 0) throw Error("http: serve() before bind()");
-  m.handler = std::move(handler);
-  m.slow = std::move(slow);
   m.epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
   m.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (m.epoll_fd < 0 || m.wake_fd < 0) throw Error(std::string("http: epoll: ") + std::strerror(errno));
@@ -490,9 +381,7 @@ void HttpListener::serve(HttpHandler handler, std::function<bool(const HttpReque
   ev.data.u64 = kWakeId;
   ::epoll_ctl(m.epoll_fd, EPOLL_CTL_ADD, m.wake_fd, &ev);
   m.running = true;
-  for (unsigned i = 0; i < std::max(1u, m.limits.workers); ++i)
-    m.workers.emplace_back([&m] { m.work(Impl::kFast); });
-  if (m.slow) m.workers.emplace_back([&m] { m.work(Impl::kSlow); });
+  m.workers = std::make_unique<HttpWorkers>(std::move(handler), std::move(slow), m.limits.workers, [&m] { m.wake(); });
   m.loop_thread = std::thread([&m] { m.loop(); });
 }
 
@@ -501,13 +390,7 @@ void HttpListener::stop() {
   if (!m.running.exchange(false)) return;
   m.wake();
   if (m.loop_thread.joinable()) m.loop_thread.join();
-  {
-    std::lock_guard lock(m.mu);
-    m.stopping = true;
-  }
-  for (auto& cv : m.jobs_cv) cv.notify_all();
-  for (auto& t : m.workers) t.join();
-  m.workers.clear();
+  m.workers.reset();
 }
 
 }  // namespace gpuledger::exporter

@@ -21,10 +21,9 @@
 #include <string>
 
 #include "export/http_message.h"
+#include "export/http_workers.h"
 
 namespace gpuledger::exporter {
-
-using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct HttpLimits {
   size_t max_connections = 256;
