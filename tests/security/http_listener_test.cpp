@@ -120,6 +120,17 @@ TEST_F(Listener, KeepAlivePipeliningAndHead) {
   EXPECT_EQ(calls_, 3);
 }
 
+// A client may send its request and shut its side at once: it is answered.
+TEST_F(Listener, ARequestFollowedByAHalfCloseIsAnswered) {
+  serve();
+  RawClient client(port_);
+  client.send("GET /half HTTP/1.1\r\nHost: x\r\n\r\n");
+  client.finish_sending();
+  std::string response = client.read_until_closed(3000);
+  EXPECT_EQ(response.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << response;
+  EXPECT_NE(response.find("\r\n\r\nGET /half\n"), std::string::npos) << response;
+}
+
 // A head must arrive whole within header_timeout of its first byte: a client
 // trickling one byte at a time is answered 408 and cut off.
 TEST_F(Listener, ATrickledHeadIsCutAtTheHeaderDeadline) {

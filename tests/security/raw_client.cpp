@@ -50,6 +50,8 @@ bool RawClient::send(const std::string& bytes) {
   return true;
 }
 
+void RawClient::finish_sending() { ::shutdown(fd_, SHUT_WR); }
+
 bool RawClient::receive_more(std::string& out, std::chrono::steady_clock::time_point until) {
   char buf[65536];
   pollfd p{fd_, POLLIN, 0};

@@ -15,6 +15,8 @@ class RawClient {
 
   // Sends what the socket takes without blocking; false once the peer is gone.
   bool send(const std::string& bytes);
+  // Shuts the sending side (a client that sends its request and half-closes).
+  void finish_sending();
   // Reads until the peer closes or `timeout_ms` passes.
   std::string read_until_closed(int timeout_ms);
   // Reads one whole response (head and Content-Length body; the head alone

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -12,6 +13,7 @@
 #include "export/http_listener.h"
 #include "export/tls_context.h"
 #include "export/web_config.h"
+#include "raw_client.h"
 #include "test_pki.h"
 
 namespace gpuledger::exporter {
@@ -30,7 +32,9 @@ class Tls : public ::testing::Test {
     fs::path file = pki_->dir() / "web.yml";
     std::ofstream(file) << yaml;
     WebConfig config = load_web_config(file.string());
-    listener_ = std::make_unique<HttpListener>(HttpLimits{}, make_tls_context(*config.tls));
+    HttpLimits limits;
+    limits.header_timeout = std::chrono::milliseconds(500);
+    listener_ = std::make_unique<HttpListener>(limits, make_tls_context(*config.tls));
     int port = listener_->bind("127.0.0.1", 0);
     listener_->serve([](const HttpRequest&) {
       HttpResponse r;
@@ -58,6 +62,20 @@ TEST_F(Tls, ServesHttpsWithTheConfiguredCertificate) {
   EXPECT_EQ(curl("--cacert " + pki_->path("ca.crt") + url), std::make_pair(0, std::string("200")));
   EXPECT_EQ(curl(url).first, 60) << "an unknown CA is refused by the client";
   EXPECT_NE(curl("http://127.0.0.1:" + std::to_string(port) + "/metrics").second, "200") << "no plain HTTP";
+}
+
+// The head deadline covers the TLS handshake: a client that connects and
+// never completes one is cut off like a slow HTTP client.
+TEST_F(Tls, AStalledHandshakeIsCutAtTheHeadDeadline) {
+  int port = serve(tls_yaml());
+  gpuledger::testing::RawClient silent(port), partial(port);
+  partial.send(std::string("\x16\x03\x01\x02\x00\x01", 6));  // the start of a ClientHello, never finished
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_TRUE(silent.closed_within(3000));
+  EXPECT_TRUE(partial.closed_within(3000));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 1.5);
+  EXPECT_EQ(curl("--cacert " + pki_->path("ca.crt") + " https://127.0.0.1:" + std::to_string(port) + "/x").second,
+            "200");
 }
 
 TEST_F(Tls, MinVersionIsEnforced) {
