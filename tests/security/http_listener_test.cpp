@@ -209,13 +209,13 @@ TEST(ListenerLanes, AFloodOfSlowRequestsDoesNotDelayTheRest) {
   int port = listener.bind("127.0.0.1", 0);
   listener.serve(
       [](const HttpRequest& r) {
-        if (r.path == "/slow") std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (r.path == "/slow") std::this_thread::sleep_for(std::chrono::milliseconds(150));
         return HttpResponse{};
       },
       [](const HttpRequest& r) { return r.path == "/slow"; });
   std::atomic<bool> done{false};
   std::vector<std::thread> flood;
-  for (int i = 0; i < 8; ++i)  // with one shared lane, a request would wait ~400 ms behind them
+  for (int i = 0; i < 8; ++i)  // with one shared lane, a request would wait ~600 ms behind them
     flood.emplace_back([&] {
       while (!done) timed_get(port, "/slow");
     });
@@ -229,7 +229,7 @@ TEST(ListenerLanes, AFloodOfSlowRequestsDoesNotDelayTheRest) {
   }
   done = true;
   for (auto& t : flood) t.join();
-  EXPECT_LT(worst, 0.1);
+  EXPECT_LT(worst, 0.3);
 }
 
 // No SO_REUSEPORT: a second listener on a taken port fails, naming it.
