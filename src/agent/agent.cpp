@@ -121,6 +121,11 @@ void Agent::run() {
   auto next_scan = clock::now() + options_.scan_interval;
   auto next_gc = clock::now() + options_.gc_interval;
   while (running_) {
+    loop_beat_ns_ = clock::now().time_since_epoch().count();
+    if (!map_read_) {  // readiness means counters can be read, scraped or not
+      std::lock_guard lock(refresh_mu_);
+      refresh_locked();
+    }
     // Wakes on the first event: a library must be covered within ~100 ms of being mapped.
     ring_buffer__poll(events_.get(), 100);
     auto now = clock::now();
@@ -229,6 +234,16 @@ void Agent::refresh_locked() {
   auto fds = program_->maps();
   totals_.absorb(probes::read_workload_counters(fds.workload_counters), probes::read_call_errors(fds.call_errors),
                  *this);
+  map_read_ = true;
+}
+
+Agent::Health Agent::health() const {
+  Health h;
+  if (int64_t ns = loop_beat_ns_.load(); ns != 0)
+    h.last_loop = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(ns));
+  h.map_read = map_read_;
+  h.probes_attached = attacher_->probes_attached();
+  return h;
 }
 
 void Agent::retire_gone_workloads() {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +63,13 @@ class Agent : public ledger::CallNameLookup {
   void start();
   void stop();
   AgentSnapshot snapshot();
+  // For /healthz and /readyz: cheap, takes no map lock.
+  struct Health {
+    std::optional<std::chrono::steady_clock::time_point> last_loop;  // none: the loop never turned
+    bool map_read = false;       // the counter maps were read at least once
+    size_t probes_attached = 0;
+  };
+  Health health() const;
   std::string call_name(uint32_t call_id) const override;
 
  private:
@@ -91,6 +99,8 @@ class Agent : public ledger::CallNameLookup {
   std::mutex refresh_mu_;  // a map reading and the deletes that follow it are one step
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> workloads_retired_{0};
+  std::atomic<int64_t> loop_beat_ns_{0};  // steady_clock of the loop's last turn; 0: never
+  std::atomic<bool> map_read_{false};
   std::mutex views_mu_;
   // What the latest process of each workload said about its visible GPUs.
   std::map<uint64_t, identity::ProcessGpuView> gpu_views_;

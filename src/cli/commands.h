@@ -7,6 +7,7 @@ namespace gpuledger::cli {
 
 struct AgentCommand {
   std::string listen = "127.0.0.1:9401";  // 9400 is dcgm-exporter's
+  std::string web_config_file;            // exporter-toolkit TLS and basic auth; empty: plain HTTP
   std::vector<std::string> cuda_libs;
   std::vector<std::string> cgroup_roots;  // extra places a node's hierarchy starts (kind, k3d, --cgroup-root)
   bool no_discovery = false;

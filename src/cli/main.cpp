@@ -13,8 +13,13 @@ int main(int argc, char** argv) {
 
   AgentCommand agent;
   auto* agent_cmd = app.add_subcommand("agent", "Run the node agent: probe every libcuda, serve /metrics");
-  agent_cmd->add_option("--listen", agent.listen, "HOST:PORT to serve /metrics, /api/v1/workloads, /healthz")
+  agent_cmd->add_option("--listen", agent.listen,
+                        "HOST:PORT to serve /metrics, /api/v1/workloads, /healthz, /readyz")
       ->capture_default_str();
+  agent_cmd->add_option("--web-config-file", agent.web_config_file,
+                        "TLS and basic authentication, in the Prometheus exporter-toolkit format "
+                        "(tls_server_config, basic_auth_users) that node_exporter and dcgm-exporter read")
+      ->check(CLI::ExistingFile);
   agent_cmd->add_option("--cuda-lib", agent.cuda_libs,
                         "A CUDA driver library to probe (repeatable); others are found on their own");
   agent_cmd->add_option("--cgroup-root", agent.cgroup_roots,

@@ -6,13 +6,16 @@
 
 #include "agent/agent.h"
 #include "common/error.h"
+#include "common/file_lock.h"
 #include "common/log.h"
 #include "config/agent_config.h"
 #include "device/device_plane.h"
 #include "device/workload_efficiency.h"
 #include "device/ioctl_plane.h"
 #include "device/xid_monitor.h"
+#include "export/health.h"
 #include "export/http_server.h"
+#include "export/web_config.h"
 #include "kubernetes/cluster_config.h"
 #include "kubernetes/kubernetes_metadata.h"
 #include "kubernetes/kubernetes_metrics.h"
@@ -60,6 +63,9 @@ ledger::PriceBook price_book(const AgentCommand& cmd) {
 }  // namespace
 
 struct NodeAgent::Parts {
+  std::unique_ptr<FileLock> store_lock;  // first in, last out: held until everything else stopped
+  std::unique_ptr<exporter::HttpListener> listener;  // bound early; the server takes it
+  exporter::Heartbeat main_loop;
   config::AgentConfig config;
   std::shared_ptr<kubernetes::PodDirectory> pods;
   std::optional<kubernetes::ClusterConfig> cluster;
@@ -81,6 +87,17 @@ struct NodeAgent::Parts {
 NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()) {
   Parts& p = *parts_;
   auto [host, port] = exporter::parse_listen_address(cmd.listen);
+  // A second agent for this node is refused before it loads a probe: two on
+  // one store would double-charge, two on one port would split the scrapes.
+  if (!cmd.store.empty()) {
+    auto dir = std::filesystem::path(cmd.store).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir);
+    p.store_lock = std::make_unique<FileLock>(cmd.store + ".lock", "the ledger store " + cmd.store);
+  }
+  exporter::HttpServerOptions http;
+  if (!cmd.web_config_file.empty()) http.web = exporter::load_web_config(cmd.web_config_file);
+  p.listener = exporter::make_listener(http);
+  p.port = p.listener->bind(host, port);
   p.config = cmd.config.empty() ? config::AgentConfig{} : config::load_agent_config(cmd.config);
 
   p.devices = std::make_unique<device::DevicePlane>(device_options(cmd));
@@ -156,10 +173,13 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   if (p.k8s) p.k8s->start();
   if (p.pod_resources) p.pod_resources->start();
 
-  p.server = std::make_unique<exporter::HttpServer>(*p.agent);
+  p.server = std::make_unique<exporter::HttpServer>(*p.agent, http.web, std::move(p.listener));
+  // The main loop feeds the ledger every --ledger-interval-ms.
+  const auto allowed = std::max(std::chrono::seconds(60),
+                                std::chrono::seconds(3 * (cmd.ledger_interval_ms / 1000 + 1)));
+  p.server->add_liveness_check([&p, allowed] { return exporter::loop_alive("main", p.main_loop.last(), allowed); });
   if (!cmd.store.empty()) {
     p.prices = price_book(cmd);
-    std::filesystem::create_directories(std::filesystem::path(cmd.store).parent_path());
     p.store = std::make_unique<ledger::Store>(cmd.store);
     p.accountant = std::make_unique<ledger::Accountant>(*p.store, p.prices);
     p.server->add_contributor(p.accountant.get());
@@ -174,8 +194,9 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   p.server->add_contributor(p.efficiency.get());
   if (p.ioctls) p.server->add_contributor(p.ioctls.get());
   if (p.xids) p.server->add_contributor(p.xids.get());
-  p.port = p.server->start(host, port);
-  spdlog::info("gpuledger agent serving http://{}:{}/metrics", host, p.port);
+  p.main_loop.beat();  // started; run_agent's loop beats from here on
+  p.server->serve();
+  spdlog::info("gpuledger agent serving {}://{}:{}/metrics", http.web.tls ? "https" : "http", host, p.port);
 }
 
 NodeAgent::~NodeAgent() {
@@ -192,6 +213,7 @@ int NodeAgent::port() const { return parts_->port; }
 
 void NodeAgent::observe() {
   Parts& p = *parts_;
+  p.main_loop.beat();
   if (!p.accountant) return;
   double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto allocations =

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "device/capabilities.h"
 #include "device/dcgm_scraper.h"
 #include "device/nvml_client.h"
 #include "device/proc_inventory.h"
@@ -251,6 +252,7 @@ DcgmFacts gather_dcgm(const std::string& url) {
 std::vector<PlaneReport> run_doctor(const DoctorOptions& options) {
   std::vector<PlaneReport> reports;
   reports.push_back(judge_attribution(gather_attribution(options)));
+  reports.push_back(judge_capabilities(read_effective_caps()));
   NvmlFacts nvml = gather_nvml(options.nvml_library);
   InventoryFacts inv{options.nvidia_proc_root, read_proc_inventory(options.nvidia_proc_root).size(), nvml.devices};
   reports.push_back(judge_inventory(inv));

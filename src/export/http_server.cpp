@@ -1,7 +1,5 @@
 #include "export/http_server.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -9,52 +7,104 @@
 #include "agent/agent.h"
 #include "common/error.h"
 #include "export/metrics_page.h"
+#include "export/tls_context.h"
 #include "export/prometheus_text.h"
 #include "export/workloads_json.h"
 
 namespace gpuledger::exporter {
+namespace {
 
-HttpServer::HttpServer(agent::Agent& agent) : agent_(agent), server_(std::make_unique<httplib::Server>()) {
-  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    auto started = std::chrono::steady_clock::now();
-    std::string body = render_metrics(agent_.snapshot(), last_scrape_seconds_.load());
-    for (const auto* contributor : contributors_) {
-      ExpositionWriter extra;
-      contributor->write_metrics(extra);
-      body += extra.text();
-    }
-    res.set_content(body, std::string(kPrometheusContentType).c_str());
-    last_scrape_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  });
-  server_->Get("/api/v1/workloads", [this](const httplib::Request&, httplib::Response& res) {
-    // Tenant-named strings may hold any bytes: replaced, never a failed page.
-    res.set_content(workloads_json(agent_.snapshot()).dump(2, ' ', false, nlohmann::json::error_handler_t::replace),
-                    "application/json");
-  });
-  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
+// The attribution loop polls every 100 ms; a library scan under heavy churn
+// can hold it for seconds, never this long.
+constexpr std::chrono::seconds kAttributionLoopAllowance{30};
+
+// Kubelet probes: answered without credentials, never queued behind a bcrypt.
+bool is_probe(const HttpRequest& r) { return r.path == "/healthz" || r.path == "/readyz"; }
+
+}  // namespace
+
+std::unique_ptr<HttpListener> make_listener(const HttpServerOptions& options) {
+  std::shared_ptr<SSL_CTX> tls = options.web.tls ? make_tls_context(*options.web.tls) : nullptr;
+  return std::make_unique<HttpListener>(options.limits, std::move(tls));
+}
+
+HttpServer::HttpServer(agent::Agent& agent, HttpServerOptions options)
+    : HttpServer(agent, options.web, make_listener(options)) {}
+
+HttpServer::HttpServer(agent::Agent& agent, const WebConfig& web, std::unique_ptr<HttpListener> listener)
+    : agent_(agent), auth_(web.basic_auth_users), extra_headers_(web.headers), listener_(std::move(listener)) {
+  liveness_.push_back([this] { return loop_alive("attribution", agent_.health().last_loop, kAttributionLoopAllowance); });
 }
 
 HttpServer::~HttpServer() { stop(); }
 
 void HttpServer::add_contributor(const MetricsContributor* contributor) { contributors_.push_back(contributor); }
+void HttpServer::add_liveness_check(HealthCheck check) { liveness_.push_back(std::move(check)); }
+
+HttpResponse HttpServer::metrics() {
+  auto started = std::chrono::steady_clock::now();
+  HttpResponse res;
+  res.content_type = std::string(kPrometheusContentType);
+  res.body = render_metrics(agent_.snapshot(), last_scrape_seconds_.load());
+  for (const auto* contributor : contributors_) {
+    ExpositionWriter extra;
+    contributor->write_metrics(extra);
+    res.body += extra.text();
+  }
+  last_scrape_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return res;
+}
+
+HttpResponse HttpServer::handle(const HttpRequest& request) {
+  HttpResponse res;
+  // Probes (kubelet) reach health without credentials; they tell only whether
+  // and why the agent is (not) working. Everything else needs them when set.
+  if (auth_.enabled() && !is_probe(request) && !auth_.allows(request.header("authorization"))) {
+    res = status_response(401);
+    res.headers.push_back({"WWW-Authenticate", "Basic realm=\"gpuledger\", charset=\"UTF-8\""});
+  } else if (request.path == "/metrics") {
+    res = metrics();
+  } else if (request.path == "/api/v1/workloads") {
+    res.content_type = "application/json";
+    // Tenant-chosen names may hold any bytes: replaced, never a 500.
+    res.body = workloads_json(agent_.snapshot()).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  } else if (is_probe(request)) {
+    std::vector<HealthCheck> checks = liveness_;
+    if (request.path == "/readyz")
+      checks = {[this] {
+        auto h = agent_.health();
+        return attribution_ready(h.probes_attached, h.map_read);
+      }};
+    HealthAnswer answer = run_health_checks(checks);
+    res.status = answer.status;
+    res.body = answer.body;
+  } else {
+    res = status_response(404);
+  }
+  res.headers.insert(res.headers.end(), extra_headers_.begin(), extra_headers_.end());
+  return res;
+}
 
 int HttpServer::start(const std::string& host, int port) {
-  int bound = port;
-  if (port == 0) {
-    bound = server_->bind_to_any_port(host.c_str());
-  } else if (!server_->bind_to_port(host.c_str(), port)) {
-    bound = -1;
-  }
-  if (bound < 0) throw Error("cannot listen on " + host + ":" + std::to_string(port));
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  int bound = listener_->bind(host, port);
+  serve();
   return bound;
 }
 
+void HttpServer::serve() {
+  // Credentials not seen before cost a bcrypt (tens of ms by design): those
+  // wait in their own lane, so a flood of wrong passwords never delays a
+  // scraper whose credentials were verified already, or a health probe.
+  std::function<bool(const HttpRequest&)> slow;
+  if (auth_.enabled())
+    slow = [this](const HttpRequest& r) {
+      return !is_probe(r) && !auth_.verified_before(r.header("authorization"));
+    };
+  listener_->serve([this](const HttpRequest& r) { return handle(r); }, std::move(slow));
+}
+
 void HttpServer::stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (listener_) listener_->stop();
 }
 
 std::pair<std::string, int> parse_listen_address(const std::string& address) {

@@ -1,16 +1,17 @@
 #pragma once
-// Serves /metrics, /api/v1/workloads and /healthz from an agent.
+// Serves /metrics, /api/v1/workloads, /healthz and /readyz from an agent,
+// over the hardened listener (http_listener.h), with the TLS and basic
+// authentication of --web-config-file (web_config.h).
 #include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "export/basic_auth.h"
+#include "export/health.h"
+#include "export/http_listener.h"
 #include "export/metrics_contributor.h"
-
-namespace httplib {
-class Server;
-}
+#include "export/web_config.h"
 
 namespace gpuledger::agent {
 class Agent;
@@ -18,23 +19,41 @@ class Agent;
 
 namespace gpuledger::exporter {
 
+struct HttpServerOptions {
+  WebConfig web;      // TLS, basic auth, extra headers; default: plain HTTP, open
+  HttpLimits limits;
+};
+
+// A listener with the options' TLS, not yet bound; throws Error on bad TLS files.
+std::unique_ptr<HttpListener> make_listener(const HttpServerOptions& options);
+
 class HttpServer {
  public:
-  explicit HttpServer(agent::Agent& agent);
+  explicit HttpServer(agent::Agent& agent, HttpServerOptions options = {});  // throws Error on bad TLS files
+  // Serves on a listener already bound (make_listener, then bind): start() then only serves.
+  HttpServer(agent::Agent& agent, const WebConfig& web, std::unique_ptr<HttpListener> bound);
   // Adds series to /metrics; the contributor must outlive the server.
   void add_contributor(const MetricsContributor* contributor);
+  // Adds a check to /healthz beside the attribution loop's own.
+  void add_liveness_check(HealthCheck check);
   ~HttpServer();
-  // Binds host:port (port 0 picks one) and serves in a background thread;
-  // returns the bound port. Throws Error when it cannot bind.
+  // Binds host:port (port 0 picks one) and serves in the background;
+  // returns the bound port. Throws Error naming the address when it cannot.
   int start(const std::string& host, int port);
+  void serve();  // on the listener given bound
   void stop();
 
  private:
+  HttpResponse handle(const HttpRequest& request);
+  HttpResponse metrics();
+
   agent::Agent& agent_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  BasicAuth auth_;
+  std::vector<std::pair<std::string, std::string>> extra_headers_;
+  std::unique_ptr<HttpListener> listener_;
   std::atomic<double> last_scrape_seconds_{0.0};
   std::vector<const MetricsContributor*> contributors_;
+  std::vector<HealthCheck> liveness_;
 };
 
 // Splits "HOST:PORT" (IPv6 as "[::1]:9400"); throws Error on a malformed value.

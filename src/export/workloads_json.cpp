@@ -69,7 +69,9 @@ nlohmann::json workloads_json(const agent::AgentSnapshot& snap) {
   for (const auto& w : snap.workloads) {
     nlohmann::json processes = nlohmann::json::array();
     for (const auto& p : w.processes)
-      processes.push_back({{"pid", p.pid}, {"comm", p.comm}, {"live_bytes", p.live_bytes}});
+      // PIDs (to match nvidia-smi and NVML per-process rows) and live bytes only: no
+      // process names, command lines or environment reach an HTTP client.
+      processes.push_back({{"pid", p.pid}, {"live_bytes", p.live_bytes}});
     workloads.push_back({{"workload", w.workload.id},
                          {"identity", identity_json(w.workload, w.names)},
                          {"cgroup_paths", w.cgroup_paths},

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "common/error.h"
+#include "common/utf8.h"
 
 namespace gpuledger::ledger {
 
@@ -62,7 +63,11 @@ class Stmt {
   ~Stmt() { sqlite3_finalize(s_); }
   Stmt& bind(int i, int64_t v) { return check(sqlite3_bind_int64(s_, i, v)); }
   Stmt& bind(int i, double v) { return check(sqlite3_bind_double(s_, i, v)); }
-  Stmt& bind(int i, const std::string& v) { return check(sqlite3_bind_text(s_, i, v.c_str(), -1, SQLITE_TRANSIENT)); }
+  // Names come from tenants: stored as valid UTF-8 (common/utf8.h), never raw bytes.
+  Stmt& bind(int i, const std::string& v) {
+    const std::string text = valid_utf8(v);
+    return check(sqlite3_bind_text(s_, i, text.c_str(), -1, SQLITE_TRANSIENT));
+  }
   Stmt& bind(int i, const std::optional<double>& v) {
     return v ? bind(i, *v) : check(sqlite3_bind_null(s_, i));
   }
@@ -82,9 +87,12 @@ class Stmt {
   }
   int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
   double f64(int c) const { return sqlite3_column_double(s_, c); }
+  // Rows written before names were sanitised (or by another writer) may hold
+  // any bytes: what is read is valid UTF-8 whatever is stored.
   std::string text(int c) const {
     auto p = sqlite3_column_text(s_, c);
-    return p ? reinterpret_cast<const char*>(p) : "";
+    if (!p) return "";
+    return valid_utf8({reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(s_, c))});
   }
   bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
   std::optional<double> opt(int c) const { return null(c) ? std::nullopt : std::optional<double>(f64(c)); }

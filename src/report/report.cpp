@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/utf8.h"
 #include "ledger/prices.h"
 
 namespace gpuledger::report {
@@ -414,7 +415,8 @@ std::string render_json(const Report& r) {
   j["cost_by_team_over_time"] = nlohmann::json::array();
   for (const auto& [start, teams] : r.cost_by_team_over_time)
     j["cost_by_team_over_time"].push_back({{"start", format_rfc3339(start)}, {"cost_micros", teams}});
-  return j.dump(2) + "\n";
+  // Invalid bytes in a key become U+FFFD instead of a type_error (and an abort).
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 namespace {
@@ -570,11 +572,13 @@ std::string render_html(const Report& r) {
 }
 
 std::string render(const Report& r, Format f) {
+  // Group keys are tenant-chosen names (and a fleet report's come from any
+  // Prometheus): every format leaves as valid UTF-8.
   switch (f) {
-    case Format::kTable: return render_table(r);
-    case Format::kCsv: return render_csv(r);
+    case Format::kTable: return valid_utf8(render_table(r));
+    case Format::kCsv: return valid_utf8(render_csv(r));
     case Format::kJson: return render_json(r);
-    case Format::kHtml: return render_html(r);
+    case Format::kHtml: return valid_utf8(render_html(r));
   }
   return "";
 }

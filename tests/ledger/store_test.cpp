@@ -171,3 +171,36 @@ TEST_F(StoreTest, ForeignDatabaseAndMissingFile) {
 
 }  // namespace
 }  // namespace gpuledger::ledger
+
+namespace gpuledger::ledger {
+namespace {
+
+// Tenants name their cgroups: an account or label with invalid UTF-8 is
+// stored (and read back) with each bad sequence as U+FFFD, never raw.
+TEST_F(StoreTest, InvalidUtf8NamesAreStoredAsValidText) {
+  WindowRecord w = sample(1'800'000'000);
+  w.accounts[0].account = "k8s/pod-\xff";
+  w.accounts[0].labels.team = "vis\xc3(ion";
+  for (auto& c : w.charges) c.account = "k8s/pod-\xff";
+  {
+    Store store(path());
+    ASSERT_TRUE(store.insert_window(w));
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path().c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT hex(account), hex(team) FROM accounts", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "6B38732F706F642DEFBFBD");  // k8s/pod-U+FFFD
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 1)), "766973EFBFBD28696F6E");    // vis U+FFFD (ion
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  Store store(path(), Store::Mode::kReadOnly);
+  auto windows = store.windows(w.start, w.end);
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_EQ(windows[0].accounts[0].account, "k8s/pod-\xef\xbf\xbd");
+  EXPECT_EQ(windows[0].charges.size(), 2u);
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger

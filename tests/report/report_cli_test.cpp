@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <sqlite3.h>
+
+#include "common/utf8.h"
 #include "report/report.h"
 #include "cli_process.h"
 #include "report_fixture.h"
@@ -40,6 +43,31 @@ TEST(ReportCli, EveryFormatMatchesTheLibrary) {
   Proc got = run(gpuledger() + " report --store " + store.path() + kRange + " --format html -o " + out.string());
   EXPECT_EQ(got.status, 0) << got.out;
   EXPECT_EQ(slurp(out).rfind("<!DOCTYPE html>", 0), 0u);
+}
+
+// Rows an older agent (or any other writer) stored with raw invalid bytes:
+// every format still renders, as valid UTF-8 with U+FFFD where a bad byte was.
+TEST(ReportCli, InvalidUtf8InStoredRowsNeverBreaksAReport) {
+  testing::FixtureStore store("utf8");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(store.path().c_str(), &db), SQLITE_OK);
+  for (const char* sql : {
+           "UPDATE accounts SET team = CAST(X'7465616dff' AS TEXT), namespace = CAST(X'6e73c328' AS TEXT), "
+           "pod = CAST(X'706f64eda080' AS TEXT) WHERE account NOT LIKE '\\_\\_%' ESCAPE '\\'",
+           "UPDATE accounts SET account = account || CAST(X'fe' AS TEXT) WHERE account NOT LIKE '\\_\\_%' ESCAPE '\\'",
+           "UPDATE charges SET account = account || CAST(X'fe' AS TEXT) WHERE account NOT LIKE '\\_\\_%' ESCAPE '\\'",
+           "UPDATE windows SET model = CAST(X'483130308081' AS TEXT)"})
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  for (const char* by : {"team", "namespace", "pod", "workload", "gpu"}) {
+    for (const char* fmt : {"table", "csv", "json", "html"}) {
+      Proc got = run(gpuledger() + " report --store " + store.path() + kRange + " --by " + by + " --format " + fmt);
+      EXPECT_EQ(got.status, 0) << by << " " << fmt << ": " << got.out;
+      EXPECT_TRUE(is_valid_utf8(got.out)) << by << " " << fmt;
+    }
+  }
+  Proc got = run(gpuledger() + " report --store " + store.path() + kRange + " --by team --format json");
+  EXPECT_NE(got.out.find("team\xEF\xBF\xBD"), std::string::npos) << got.out;
 }
 
 TEST(ReportCli, ClearErrors) {
