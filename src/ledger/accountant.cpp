@@ -353,6 +353,10 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
     for (const auto& h : sw.holders) sw.labels[h.account] = labels_[h.account];
     for (const auto& [a, act] : sw.activity) sw.labels[a] = labels_[a];
     WindowRecord rec = account_window(prices_, start, start + L, sw, observed_seconds, source);
+    if (rec.cost_micros == 0 && unpriced_logged_.insert(slot.uuid).second)
+      spdlog::warn("ledger: GPU {} ({}) has no price: no per_uuid, per_model or default_per_hour entry matches it, "
+                   "so its time is billed at 0",
+                   slot.uuid, slot.model);
     if (store_.insert_window(rec)) {
       std::lock_guard lock(mu_);
       ++windows_written_;
@@ -360,10 +364,16 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
     }
   }
   slots_.clear();
-  if (prices_.retention_days > 0 && start - last_prune_ >= 3600) {
+  if (start - last_prune_ >= 3600) {
     last_prune_ = start;
-    int64_t gone = store_.delete_before(start - int64_t{prices_.retention_days} * 86400);
-    if (gone > 0) spdlog::info("ledger: retention deleted {} windows", gone);
+    if (prices_.retention_days > 0) {
+      int64_t gone = store_.delete_before(start - int64_t{prices_.retention_days} * 86400);
+      if (gone > 0) spdlog::info("ledger: retention deleted {} windows", gone);
+    }
+    if (prices_.rollup_after_hours > 0) {
+      int64_t merged = store_.roll_up_before(start - int64_t{prices_.rollup_after_hours} * 3600);
+      if (merged > 0) spdlog::info("ledger: merged {} windows into hourly ones", merged);
+    }
   }
 }
 

@@ -41,11 +41,14 @@
 //    so it is neither lost twice nor counted twice.
 //
 // Retention: after writing a window, at most once an hour, windows that ended
-// more than PriceBook::retention_days ago are deleted (0: never).
+// more than PriceBook::retention_days ago are deleted (0: never), and windows
+// that started more than PriceBook::rollup_after_hours ago are merged into one
+// per GPU and hour (hourly_rollup.h; 0: never).
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -162,6 +165,7 @@ class Accountant : public exporter::MetricsContributor {
   std::map<std::string, AccountLabels> labels_;
   uint64_t unattributed_ = 0;
   int64_t last_prune_ = 0;
+  std::set<std::string> unpriced_logged_;  // slots already reported as priced at 0
 
   mutable std::mutex mu_;  // guards the metrics below
   struct SeriesKey {

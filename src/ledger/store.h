@@ -21,6 +21,7 @@
 // a gpuledger store, or a store from a newer schema throws Error with the path
 // and what to do, never crashes.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -109,10 +110,20 @@ class Store {
   // writes nothing) when (start, slot.uuid) is already stored. Throws Error when
   // the charges do not add up to cost_micros.
   bool insert_window(const WindowRecord& window);
+  // The same for several windows in one transaction; returns how many were new.
+  size_t insert_windows(const std::vector<WindowRecord>& windows);
   // The end of the latest stored window, over all GPUs; nullopt when empty.
   std::optional<int64_t> last_window_end() const;
   // Windows with from <= start < to, by (start, gpu uuid), with accounts and charges.
   std::vector<WindowRecord> windows(int64_t from, int64_t to) const;
+  // The same windows, streamed in storage order (not sorted): one window in
+  // memory at a time, so a month of windows costs no more memory than one.
+  void for_each_window(int64_t from, int64_t to, const std::function<void(WindowRecord&&)>& fn) const;
+  // Merges the windows shorter than an hour that started before `cutoff`
+  // (rounded down to the hour) into one window per GPU slot and hour
+  // (hourly_rollup.h): costs, charges and held time conserved exactly per
+  // GPU and account. Returns how many windows were merged away.
+  int64_t roll_up_before(int64_t cutoff);
   LedgerTotals totals() const;
   // Deletes windows that ended at or before `cutoff`; returns how many.
   int64_t delete_before(int64_t cutoff);
@@ -121,6 +132,10 @@ class Store {
 
  private:
   void exec(const std::string& sql) const;
+  void check_charges(const WindowRecord& window) const;
+  bool insert_window_in_transaction(const WindowRecord& window);
+  void for_each_window_with_id(int64_t from, int64_t to,
+                               const std::function<void(int64_t, WindowRecord&&)>& fn) const;
   [[noreturn]] void fail(const std::string& what) const;
   std::string path_;
   sqlite3* db_ = nullptr;

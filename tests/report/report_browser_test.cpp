@@ -58,7 +58,7 @@ TEST(ReportHtmlE2E, RendersInHeadlessChromium) {
   EXPECT_NE(dom.out.find("class=\"bar\""), std::string::npos);
   EXPECT_NE(dom.out.find("class=\"point\""), std::string::npos);
   EXPECT_NE(dom.out.find("class=\"idle\""), std::string::npos);
-  EXPECT_NE(dom.out.find("<td>0.351428</td>"), std::string::npos);
+  EXPECT_NE(dom.out.find("title=\"0.351428 USD (exact)\">0.35</td>"), std::string::npos);
 }
 
 }  // namespace
