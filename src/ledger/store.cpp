@@ -334,6 +334,12 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
   }
 }
 
+std::optional<int64_t> Store::first_window_start() const {
+  Stmt s(db_, "SELECT min(start) FROM windows", *this);
+  if (s.step() && !s.null(0)) return s.i64(0);
+  return std::nullopt;
+}
+
 std::vector<WindowRecord> Store::windows(int64_t from, int64_t to) const {
   std::vector<WindowRecord> out;
   for_each_window(from, to, [&](WindowRecord&& w) { out.push_back(std::move(w)); });
@@ -354,13 +360,27 @@ LedgerTotals Store::totals() const {
   while (c.step())
     t.cost.push_back({c.text(0), {c.text(1), c.text(2), c.text(3), c.text(4)}, c.text(5),
                       c.text(6) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, c.i64(7)});
+  std::string efficiency;
+  for (const char* ratio : {"sm_active", "sm_occupancy", "tensor_active", "dram_active"})
+    efficiency += std::string(", total(a.") + ratio + " * (w.end - w.start) * w.gpu_fraction), total(CASE WHEN a." +
+                  ratio + " IS NULL THEN 0 ELSE (w.end - w.start) * w.gpu_fraction END)";
   Stmt a(db_,
-         "SELECT a.account, a.namespace, a.pod, a.container, a.team, w.gpu_uuid, "
-         "sum(a.held_share * (w.end - w.start) * w.gpu_fraction), sum(a.gpu_busy_seconds * w.gpu_fraction) "
-         "FROM accounts a JOIN windows w ON w.id = a.window_id GROUP BY 1,2,3,4,5,6 ORDER BY 1,2,3,4,5,6",
+         ("SELECT a.account, a.namespace, a.pod, a.container, a.team, w.gpu_uuid, "
+          "sum(a.held_share * (w.end - w.start) * w.gpu_fraction), sum(a.gpu_busy_seconds * w.gpu_fraction), "
+          "total(a.vram_byte_seconds), sum(a.launches)" +
+          efficiency + " FROM accounts a JOIN windows w ON w.id = a.window_id GROUP BY 1,2,3,4,5,6 ORDER BY 1,2,3,4,5,6")
+             .c_str(),
          *this);
-  while (a.step())
-    t.seconds.push_back({a.text(0), {a.text(1), a.text(2), a.text(3), a.text(4)}, a.text(5), a.f64(6), a.f64(7)});
+  while (a.step()) {
+    LedgerTotals::Seconds s{a.text(0), {a.text(1), a.text(2), a.text(3), a.text(4)}, a.text(5), a.f64(6), a.f64(7)};
+    s.vram_byte_seconds = a.f64(8);
+    s.launches = static_cast<uint64_t>(a.i64(9));
+    for (int i = 0; i < 4; ++i) {
+      s.efficiency_weighted[i] = a.f64(10 + 2 * i);
+      s.efficiency_known[i] = a.f64(11 + 2 * i);
+    }
+    t.seconds.push_back(std::move(s));
+  }
   Stmt g(db_, "SELECT gpu_uuid, sum(busy_fraction * (end - start)) FROM windows GROUP BY 1 ORDER BY 1", *this);
   while (g.step()) t.gpu_busy_seconds.emplace_back(g.text(0), g.f64(1));
   return t;

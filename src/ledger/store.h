@@ -20,6 +20,7 @@
 // Opening a file that is not a SQLite database, a SQLite database that is not
 // a gpuledger store, or a store from a newer schema throws Error with the path
 // and what to do, never crashes.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -91,6 +92,12 @@ struct LedgerTotals {
     AccountLabels labels;
     std::string uuid;
     double held_gpu_seconds, busy_gpu_seconds;  // x gpu_fraction
+    double vram_byte_seconds = 0;
+    uint64_t launches = 0;
+    // Per ratio (sm_active, sm_occupancy, tensor_active, dram_active), over
+    // the windows where the account had a value: the sum of value x window
+    // GPU-seconds, and of window GPU-seconds (their quotient: the average).
+    std::array<double, 4> efficiency_weighted{}, efficiency_known{};
   };
   std::vector<Cost> cost;
   std::vector<Seconds> seconds;
@@ -114,6 +121,8 @@ class Store {
   size_t insert_windows(const std::vector<WindowRecord>& windows);
   // The end of the latest stored window, over all GPUs; nullopt when empty.
   std::optional<int64_t> last_window_end() const;
+  // The start of the earliest stored window; nullopt when empty.
+  std::optional<int64_t> first_window_start() const;
   // Windows with from <= start < to, by (start, gpu uuid), with accounts and charges.
   std::vector<WindowRecord> windows(int64_t from, int64_t to) const;
   // The same windows, streamed in storage order (not sorted): one window in
