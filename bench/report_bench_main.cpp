@@ -31,7 +31,8 @@ using namespace gpuledger::bench;
 
 struct Options {
   bool quick = false;
-  bool raw = false;  // also a store that was never rolled up
+  bool raw = false;   // also a store that was never rolled up
+  bool keep = false;  // leave the stores in --dir
   NodeMonthShape shape;
   std::string markdown;
   std::string gpuledger;
@@ -73,7 +74,7 @@ std::string mib(double bytes) { return fixed(bytes / (1024.0 * 1024.0), 1) + " M
 std::string measure_store(const Options& o, const std::string& label, const NodeMonthShape& shape,
                           bool& ok) {
   const std::string store = o.dir + "/" + label + ".db";
-  fs::remove(store);
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(store + suffix);
   progress("writing %s (%d GPUs, %d workloads, %d days of %d s windows, rollup after %d h)", store.c_str(),
            shape.gpus, shape.workloads, shape.days, shape.window_seconds, shape.rollup_after_hours);
   const NodeMonthStats st = write_node_month(store, shape);
@@ -121,17 +122,19 @@ std::string measure_store(const Options& o, const std::string& label, const Node
   }
   progress("timed %s", label.c_str());
   out << table.render() << "\n";
-  fs::remove(store);
+  if (!o.keep)
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(store + suffix);
   fs::remove(json_out);
   return out.str();
 }
 
 void usage(const char* argv0) {
   std::printf(
-      "usage: %s [--quick] [--raw] [--days N] [--rollup-after-hours H] [--markdown FILE] [--gpuledger PATH]"
+      "usage: %s [--quick] [--raw] [--keep] [--days N] [--rollup-after-hours H] [--markdown FILE] [--gpuledger PATH]"
       " [--dir DIR]\n"
       "  --quick          one day instead of thirty, one run per report (a smoke test)\n"
       "  --raw            also time a store that was never rolled up (every 60 s window kept)\n"
+      "  --keep           leave the stores in --dir (to look at the reports)\n"
       "  --days N         days of ledger (default 30)\n"
       "  --rollup-after-hours H   as the agent's `rollup_after_hours` (default 24)\n"
       "  --markdown FILE  also write the report to FILE\n"
@@ -147,6 +150,7 @@ bool parse(int argc, char** argv, Options& o) {
     const char* v = nullptr;
     if (a == "--quick") o.quick = true;
     else if (a == "--raw") o.raw = true;
+    else if (a == "--keep") o.keep = true;
     else if (a == "--days" && (v = value())) o.shape.days = std::atoi(v);
     else if (a == "--rollup-after-hours" && (v = value())) o.shape.rollup_after_hours = std::atoi(v);
     else if (a == "--markdown" && (v = value())) o.markdown = v;
@@ -189,7 +193,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpuledger-report-bench: %s\n", e.what());
     ok = false;
   }
-  if (own_dir) fs::remove_all(o.dir);
+  if (own_dir && !o.keep) fs::remove_all(o.dir);
   std::printf("%s", report.c_str());
   if (!o.markdown.empty()) std::ofstream(o.markdown) << report;
   return ok ? 0 : 1;

@@ -129,14 +129,7 @@ int64_t parse_time(const std::string& text, int64_t now) {
   return static_cast<int64_t>(timegm(&tm)) - offset;
 }
 
-std::string format_rfc3339(int64_t unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string format_rfc3339(int64_t unix_seconds) { return format_utc(unix_seconds, "%Y-%m-%dT%H:%M:%SZ"); }
 
 // ---------------------------------------------------------------- rendering
 

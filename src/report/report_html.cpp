@@ -64,13 +64,11 @@ std::string tick_label(double v, double step) {
   return fixed(v, std::min(decimals, 6));
 }
 
-std::string time_label(int64_t t, int64_t span) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, span > 2 * 86400 ? "%b %d" : span > 3600 * 6 ? "%d %H:%M" : "%H:%M", &tm);
-  return buf;
+// A tick's label says as much as the ticks' spacing needs: the day for whole
+// days apart, the time too when closer, the time alone within one day.
+std::string time_label(int64_t t, int64_t tick_spacing, int64_t span) {
+  if (tick_spacing % 86400 == 0) return format_utc(t, "%b %d");
+  return format_utc(t, span > 86400 ? "%b %d %H:%M" : "%H:%M");
 }
 
 // Axes with ticks and grid lines for a chart whose y runs from 0 to y_max
@@ -131,7 +129,8 @@ std::string svg_cost_over_time(const Report& r) {
     const int64_t t = r.from + static_cast<int64_t>(i) * bucket;
     s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << T + H_plot << "\" x2=\"" << fixed(x, 1) << "\" y2=\""
       << T + H_plot + 5 << "\" stroke=\"#333\"/><text class=\"tick\" x=\"" << fixed(x, 1) << "\" y=\""
-      << T + H_plot + 18 << "\" text-anchor=\"middle\" font-size=\"11\">" << time_label(t, r.to - r.from)
+      << T + H_plot + 18 << "\" text-anchor=\"middle\" font-size=\"11\">"
+      << time_label(t, static_cast<int64_t>(every) * bucket, r.to - r.from)
       << "</text>";
   }
   s << "<text x=\"" << L + W_plot / 2 << "\" y=\"" << H - 6 << "\" text-anchor=\"middle\" font-size=\"11\">Time (UTC)"
@@ -247,6 +246,7 @@ std::string svg_idle_share(const Report& r) {
 }
 
 std::string duration_words(int64_t seconds) {
+  if (seconds < 3600) return std::to_string(seconds / 60) + " min";
   if (seconds % 86400 == 0) return std::to_string(seconds / 86400) + (seconds == 86400 ? " day" : " days");
   if (seconds % 3600 == 0) return std::to_string(seconds / 3600) + (seconds == 3600 ? " hour" : " hours");
   return fixed(static_cast<double>(seconds) / 3600.0, 1) + " hours";

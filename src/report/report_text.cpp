@@ -52,13 +52,15 @@ std::string html_escape(const std::string& raw) {
   return out;
 }
 
-std::string format_date_time(int64_t unix_seconds) {
+std::string format_utc(int64_t unix_seconds, const char* strftime_format) {
   std::time_t t = static_cast<std::time_t>(unix_seconds);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, strftime_format, &tm);
   return buf;
 }
+
+std::string format_date_time(int64_t unix_seconds) { return format_utc(unix_seconds, "%Y-%m-%d %H:%M UTC"); }
 
 }  // namespace gpuledger::report

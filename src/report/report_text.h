@@ -15,6 +15,7 @@ std::string pct(const std::optional<double>& ratio);  // "37.5%" or "unknown"
 std::string html_escape(const std::string& text);     // also makes it valid UTF-8
 // A name a tenant chose (pod, team, ...), safe to print: valid UTF-8.
 std::string display_name(const std::string& name);
+std::string format_utc(int64_t unix_seconds, const char* strftime_format);
 std::string format_date_time(int64_t unix_seconds);  // "2026-11-30 14:05 UTC"
 
 }  // namespace gpuledger::report
