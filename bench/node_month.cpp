@@ -92,7 +92,7 @@ NodeMonthStats write_node_month(const std::string& path, const NodeMonthShape& s
       batch.clear();
       if (shape.rollup_after_hours > 0 && t - last_rollup >= 3600) {
         last_rollup = t;
-        store.roll_up_before(t - int64_t{shape.rollup_after_hours} * 3600);
+        store.roll_up_before(t - int64_t{shape.rollup_after_hours} * 3600, 1);  // as the agent
       }
       if ((t - shape.start) % 86400 == 0 && t > shape.start)
         progress("wrote day %lld of %d", static_cast<long long>((t - shape.start) / 86400), shape.days);

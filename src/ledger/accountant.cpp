@@ -380,7 +380,8 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
       if (gone > 0) spdlog::info("ledger: retention deleted {} windows", gone);
     }
     if (prices_.rollup_after_hours > 0) {
-      int64_t merged = store_.roll_up_before(start - int64_t{prices_.rollup_after_hours} * 3600);
+      // A day per hour at most: a store from before roll-ups catches up without stalling the window loop.
+      int64_t merged = store_.roll_up_before(start - int64_t{prices_.rollup_after_hours} * 3600, 1);
       if (merged > 0) spdlog::info("ledger: merged {} windows into hourly ones", merged);
     }
   }

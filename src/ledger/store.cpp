@@ -386,12 +386,12 @@ LedgerTotals Store::totals() const {
   return t;
 }
 
-int64_t Store::roll_up_before(int64_t cutoff) {
+int64_t Store::roll_up_before(int64_t cutoff, int max_days) {
   const int64_t end = cutoff / kRollupSeconds * kRollupSeconds;
   Stmt next(db_, "SELECT min(start) FROM windows WHERE start >= ? AND start < ? AND end - start < ?", *this);
   int64_t merged_away = 0, lo = INT64_MIN;
   // A day at a time: memory stays bounded on a store that was never rolled up.
-  while (true) {
+  for (int days = 0; days < max_days; ++days) {
     next.reset();
     next.bind(1, lo).bind(2, end).bind(3, kRollupSeconds);
     if (!next.step() || next.null(0)) break;

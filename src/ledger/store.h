@@ -21,6 +21,7 @@
 // a gpuledger store, or a store from a newer schema throws Error with the path
 // and what to do, never crashes.
 #include <array>
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -131,8 +132,10 @@ class Store {
   // Merges the windows shorter than an hour that started before `cutoff`
   // (rounded down to the hour) into one window per GPU slot and hour
   // (hourly_rollup.h): costs, charges and held time conserved exactly per
-  // GPU and account. Returns how many windows were merged away.
-  int64_t roll_up_before(int64_t cutoff);
+  // GPU and account. Returns how many windows were merged away. At most
+  // `max_days` days of windows are merged per call (the agent calls it hourly
+  // with 1: a store from before roll-ups catches up without stalling it).
+  int64_t roll_up_before(int64_t cutoff, int max_days = INT_MAX);
   LedgerTotals totals() const;
   // Deletes windows that ended at or before `cutoff`; returns how many.
   int64_t delete_before(int64_t cutoff);

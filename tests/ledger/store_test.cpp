@@ -157,6 +157,7 @@ TEST_F(StoreTest, RollUpKeepsEveryMicroUnitPerGpuAndAccount) {
   const LedgerTotals before = s.totals();
   const auto detail = s.windows(0, 3600);
   // The third hour is younger than the cutoff: it keeps its windows.
+  EXPECT_EQ(s.roll_up_before(2 * 3600 + 1800, 0), 0);  // no day's work allowed: nothing done
   EXPECT_EQ(s.roll_up_before(2 * 3600 + 1800), 2 * 2 * 59);
   EXPECT_EQ(s.roll_up_before(2 * 3600 + 1800), 0);  // idempotent
   auto ws = s.windows(0, 3 * 3600);
