@@ -118,7 +118,10 @@ void Store::exec(const std::string& sql) const {
 Store::Store(const std::string& path, Mode mode) : path_(path) {
   if (mode == Mode::kReadOnly && !std::filesystem::exists(path)) fail("no such file (is --store right?)");
   int flags = mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  if (sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+  // A read-only store serves one reader (a report): no mutex around every
+  // column read. The agent's store is shared by its threads.
+  flags |= mode == Mode::kReadOnly ? SQLITE_OPEN_NOMUTEX : SQLITE_OPEN_FULLMUTEX;
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;

@@ -1,6 +1,7 @@
 // Aggregation: windows in, rows out, one window at a time.
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "ledger/efficiency_mean.h"
@@ -59,6 +60,31 @@ struct ReportBuilder::State {
   Coverage coverage;
   std::map<std::string, bool> gpu_has_device;
   std::map<std::string, ModelPrice> prices;
+
+  // An account's groups, found once (std::map nodes do not move) and again
+  // only when its labels change; --by gpu groups by the window's GPU instead.
+  struct AccountKeys {
+    ledger::AccountLabels labels;
+    std::string team;
+    Row* pod = nullptr;
+    Group* group = nullptr;
+  };
+  std::unordered_map<std::string, AccountKeys> keys;
+  const AccountKeys& keys_for(const WindowRecord& w, const AccountRecord& a) {
+    auto [it, fresh] = keys.try_emplace(a.account);
+    AccountKeys& k = it->second;
+    if (fresh || !(k.labels == a.labels)) {
+      k.labels = a.labels;
+      k.team = group_key(GroupBy::kTeam, w, a);
+      k.pod = &pods_by_team[k.team][group_key(GroupBy::kPod, w, a)];
+      if (by != GroupBy::kGpu) k.group = &groups[group_key(by, w, a)];
+    }
+    if (by == GroupBy::kGpu && (fresh || k.group->row.key != w.slot.uuid)) {
+      k.group = &groups[w.slot.uuid];
+      k.group->row.key = w.slot.uuid;
+    }
+    return k;
+  }
 };
 
 ReportBuilder::ReportBuilder(int64_t from, int64_t to, GroupBy by) : s_(std::make_unique<State>()) {
@@ -91,52 +117,59 @@ void ReportBuilder::add(const WindowRecord& w) {
   price.gpu_hours += gpu_hours;
 
   // Accounts charged without a record of their own (none today) still get a row.
-  std::map<std::string, const AccountRecord*> records;
-  for (const auto& a : w.accounts) records[a.account] = &a;
+  // A window has a handful of accounts: vectors searched in place beat maps.
+  std::vector<const AccountRecord*> records;
+  records.reserve(w.accounts.size() + w.charges.size());
+  for (const auto& a : w.accounts) records.push_back(&a);
   std::vector<AccountRecord> synthetic;
   synthetic.reserve(w.charges.size());
+  auto record_of = [&](const std::string& account) -> const AccountRecord* {
+    for (const AccountRecord* r : records)
+      if (r->account == account) return r;
+    return nullptr;
+  };
   for (const auto& ch : w.charges)
-    if (!records.count(ch.account)) {
+    if (!record_of(ch.account)) {
       synthetic.push_back(AccountRecord{});
       synthetic.back().account = ch.account;
-      records[ch.account] = &synthetic.back();
+      records.push_back(&synthetic.back());
     }
 
-  std::map<std::string, ledger::Efficiency> window_efficiency;  // the groups' values in this window
-  for (const auto& [name, a] : records) {
-    const std::string key = group_key(s.by, w, *a);
-    Row& row = s.groups[key].row;
+  std::vector<std::pair<State::Group*, ledger::Efficiency>> window_efficiency;  // the groups' values here
+  for (const AccountRecord* a : records) {
+    const State::AccountKeys& k = s.keys_for(w, *a);
+    Row& row = k.group->row;
     const double held = a->held_share * len * w.gpu_fraction / 3600.0;
     row.gpu_hours_held += held;
     row.gpu_hours_busy += a->gpu_busy_seconds * w.gpu_fraction / 3600.0;
     row.vram_gib_hours += a->vram_byte_seconds / kBytesPerGiB / 3600.0;
     row.launches += a->launches;
+    auto e = std::find_if(window_efficiency.begin(), window_efficiency.end(),
+                          [&](const auto& ge) { return ge.first == k.group; });
+    if (e == window_efficiency.end()) e = window_efficiency.insert(e, {k.group, {}});
     if (s.by == GroupBy::kGpu) {
-      window_efficiency[key] = w.device;
+      e->second = w.device;
     } else {
-      auto& e = window_efficiency[key];
-      add_opt(e.sm_active, a->efficiency.sm_active);
-      add_opt(e.sm_occupancy, a->efficiency.sm_occupancy);
-      add_opt(e.tensor_active, a->efficiency.tensor_active);
-      add_opt(e.dram_active, a->efficiency.dram_active);
+      add_opt(e->second.sm_active, a->efficiency.sm_active);
+      add_opt(e->second.sm_occupancy, a->efficiency.sm_occupancy);
+      add_opt(e->second.tensor_active, a->efficiency.tensor_active);
+      add_opt(e->second.dram_active, a->efficiency.dram_active);
     }
-    Row& pod = s.pods_by_team[group_key(GroupBy::kTeam, w, *a)][group_key(GroupBy::kPod, w, *a)];
-    pod.gpu_hours_held += held;
-    pod.gpu_hours_busy += a->gpu_busy_seconds * w.gpu_fraction / 3600.0;
+    k.pod->gpu_hours_held += held;
+    k.pod->gpu_hours_busy += a->gpu_busy_seconds * w.gpu_fraction / 3600.0;
   }
-  for (const auto& [key, e] : window_efficiency) {
-    auto& g = s.groups[key];
-    g.efficiency.add(e, len * w.gpu_fraction);
-    if (s.by == GroupBy::kGpu) g.row.efficiency_hours += gpu_hours;
+  for (auto& [group, e] : window_efficiency) {
+    group->efficiency.add(e, len * w.gpu_fraction);
+    if (s.by == GroupBy::kGpu) group->row.efficiency_hours += gpu_hours;
   }
+  std::map<std::string, int64_t>* cost_now = nullptr;
   for (const auto& ch : w.charges) {
-    const AccountRecord& a = *records.at(ch.account);
-    Row& row = s.groups[group_key(s.by, w, a)].row;
+    const State::AccountKeys& k = s.keys_for(w, *record_of(ch.account));
+    Row& row = k.group->row;
     (ch.kind == ChargeKind::kBusy ? row.cost_busy_micros : row.cost_idle_micros) += ch.micros;
-    const std::string team = group_key(GroupBy::kTeam, w, a);
-    Row& pod = s.pods_by_team[team][group_key(GroupBy::kPod, w, a)];
-    (ch.kind == ChargeKind::kBusy ? pod.cost_busy_micros : pod.cost_idle_micros) += ch.micros;
-    s.cost_by_start[w.start][team] += ch.micros;
+    (ch.kind == ChargeKind::kBusy ? k.pod->cost_busy_micros : k.pod->cost_idle_micros) += ch.micros;
+    if (!cost_now) cost_now = &s.cost_by_start[w.start];
+    (*cost_now)[k.team] += ch.micros;
   }
 }
 
