@@ -241,14 +241,26 @@ Report fleet_report(const std::string& url, int64_t from, int64_t to, GroupBy by
 
   FleetCounters counters(prom, from, to);
   std::map<std::string, Row> rows;
+  std::map<std::string, std::map<std::string, Row>> pods_by_team;  // the per-team sections
+  auto pod_of = [&](const Labels& l) -> Row& {
+    return pods_by_team[fleet_group_key(GroupBy::kTeam, l)][fleet_group_key(GroupBy::kPod, l)];
+  };
   for (const auto& [labels, v] : counters.increase("gpuledger_cost_total")) {
+    const bool busy = get(labels, "kind") == "busy";
     Row& row = rows[fleet_group_key(by, labels)];
-    (get(labels, "kind") == "busy" ? row.cost_busy_micros : row.cost_idle_micros) += micros(v);
+    (busy ? row.cost_busy_micros : row.cost_idle_micros) += micros(v);
+    Row& pod = pod_of(labels);
+    (busy ? pod.cost_busy_micros : pod.cost_idle_micros) += micros(v);
   }
-  for (const auto& [labels, v] : counters.increase("gpuledger_held_gpu_seconds_total"))
+  for (const auto& [labels, v] : counters.increase("gpuledger_held_gpu_seconds_total")) {
     rows[fleet_group_key(by, labels)].gpu_hours_held += v / 3600.0;
-  for (const auto& [labels, v] : counters.increase("gpuledger_busy_gpu_seconds_total"))
+    pod_of(labels).gpu_hours_held += v / 3600.0;
+  }
+  for (const auto& [labels, v] : counters.increase("gpuledger_busy_gpu_seconds_total")) {
     rows[fleet_group_key(by, labels)].gpu_hours_busy += v / 3600.0;
+    pod_of(labels).gpu_hours_busy += v / 3600.0;
+  }
+  r.teams = team_sections(pods_by_team);
   for (const auto& [labels, v] : counters.increase("gpuledger_ledger_vram_byte_seconds_total"))
     rows[fleet_group_key(by, labels)].vram_gib_hours += v / (1024.0 * 1024.0 * 1024.0) / 3600.0;
   for (const auto& [labels, v] : counters.increase("gpuledger_ledger_launches_total"))

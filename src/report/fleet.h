@@ -17,6 +17,14 @@
 // local report's except where one group has several accounts on one shared
 // GPU, which the local report adds up per window). --by workload is per node
 // ("<instance> namespace/pod/container").
+//
+// Cost: per counter family, four instant queries (last_over_time,
+// min_over_time, resets over the range; the value at --from) and raw samples
+// only for the rare series that went down. Prometheus loads every sample of
+// the range for the *_over_time functions: a month of a large fleet can pass
+// its --query.max-samples (50 M by default; ~290 series at a 15 s scrape for
+// 30 days); then the query fails with Prometheus' own message (report shorter
+// ranges, or raise the limit). Splitting the range into chunks is not done.
 #include <string>
 
 #include "report/report.h"

@@ -129,6 +129,9 @@ Report build_report(const std::vector<ledger::WindowRecord>& windows, int64_t fr
 Report build_report(const ledger::Store& store, int64_t from, int64_t to, GroupBy by);
 // Fills total, top_wasters and sorts rows; used by build_report and the fleet report.
 void finish_report(Report& report);
+// The per-team sections (by total cost, each with its five largest pods) from
+// rows by team and pod key.
+std::vector<TeamPods> team_sections(const std::map<std::string, std::map<std::string, Row>>& pods_by_team);
 
 struct RenderOptions {
   bool csv_totals = false;  // CSV: a last row with the totals (key "TOTAL")

@@ -205,30 +205,36 @@ Report ReportBuilder::finish() {
     if (!device) r.coverage.gpus_without_device.push_back(uuid);
   }
   for (const auto& [model, p] : s.prices) r.prices.push_back(p);
-  for (auto& [team, pods] : s.pods_by_team) {
+  r.teams = team_sections(s.pods_by_team);
+  finish_report(r);
+  return r;
+}
+
+std::vector<TeamPods> team_sections(const std::map<std::string, std::map<std::string, Row>>& pods_by_team) {
+  auto by_cost = [](const Row& a, const Row& b) {
+    if (a.cost_total_micros() != b.cost_total_micros()) return a.cost_total_micros() > b.cost_total_micros();
+    return a.key < b.key;
+  };
+  std::vector<TeamPods> teams;
+  for (const auto& [team, pods] : pods_by_team) {
     TeamPods t;
     t.team = team;
     t.total.key = team;
-    for (auto& [pod, row] : pods) {
-      row.key = pod;
+    for (const auto& [pod, row] : pods) {
       t.total.gpu_hours_held += row.gpu_hours_held;
       t.total.gpu_hours_busy += row.gpu_hours_busy;
       t.total.cost_busy_micros += row.cost_busy_micros;
       t.total.cost_idle_micros += row.cost_idle_micros;
       t.top_pods.push_back(row);
+      t.top_pods.back().key = pod;
     }
-    std::sort(t.top_pods.begin(), t.top_pods.end(), [](const Row& a, const Row& b) {
-      if (a.cost_total_micros() != b.cost_total_micros()) return a.cost_total_micros() > b.cost_total_micros();
-      return a.key < b.key;
-    });
+    std::sort(t.top_pods.begin(), t.top_pods.end(), by_cost);
     if (t.top_pods.size() > 5) t.top_pods.resize(5);
-    r.teams.push_back(std::move(t));
+    teams.push_back(std::move(t));
   }
-  std::stable_sort(r.teams.begin(), r.teams.end(), [](const TeamPods& a, const TeamPods& b) {
-    return a.total.cost_total_micros() > b.total.cost_total_micros();
-  });
-  finish_report(r);
-  return r;
+  std::stable_sort(teams.begin(), teams.end(),
+                   [&](const TeamPods& a, const TeamPods& b) { return by_cost(a.total, b.total); });
+  return teams;
 }
 
 Report build_report(const std::vector<WindowRecord>& windows, int64_t from, int64_t to, GroupBy by) {

@@ -138,6 +138,11 @@ TEST(FleetE2E, ExactAcrossGapsRestartsAndLateStarts) {
     EXPECT_FALSE(has_note(r, "Node " + gone.instance() + ": Prometheus has no data"));
     EXPECT_FALSE(has_note(r, "Node " + anew.instance() + ": Prometheus has no data"));
     EXPECT_TRUE(has_note(r, "within one scrape interval"));
+    // Who pays what, for the HTML summary: teams by cost, with their pods.
+    ASSERT_EQ(r.teams.size(), 4u);
+    EXPECT_EQ(r.teams[0].team, "anew");
+    EXPECT_EQ(r.teams[0].top_pods.at(0).key, "ml/anew-pod");
+    EXPECT_EQ(r.teams[0].total.cost_total_micros(), 1'250'000);
 
     // --by workload keeps nodes apart.
     Report w = fleet_report(prom.url(), from, to, GroupBy::kWorkload);
