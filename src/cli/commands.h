@@ -69,6 +69,8 @@ struct ReportCommand {
   std::string store = "/var/lib/gpuledger/ledger.db";
   std::string from = "-24h";
   std::string to = "now";
+  std::string month;             // "2026-11": the month's range instead of from/to
+  bool csv_totals = false;
   std::string by = "team";       // team | namespace | pod | workload | gpu
   std::string format = "table";  // table | csv | json | html
   std::string output;            // file; empty: stdout

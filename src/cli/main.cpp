@@ -118,9 +118,17 @@ int main(int argc, char** argv) {
       "report", "The GPU chargeback: GPU-hours held and busy, cost (busy, idle), efficiency and top wasters, "
                 "from the ledger store (or the whole fleet from Prometheus)");
   report_cmd->add_option("--store", report.store, "The ledger store (SQLite)")->capture_default_str();
-  report_cmd->add_option("--from", report.from, "Start: RFC 3339, Unix seconds, now or relative (-24h, -7d)")
-      ->capture_default_str();
-  report_cmd->add_option("--to", report.to, "End (exclusive), same forms as --from")->capture_default_str();
+  auto* from_opt = report_cmd
+                       ->add_option("--from", report.from,
+                                    "Start: a date (2026-11-01, midnight UTC), RFC 3339, Unix seconds, now or "
+                                    "relative (-24h, -7d)")
+                       ->capture_default_str();
+  auto* to_opt =
+      report_cmd->add_option("--to", report.to, "End (exclusive), same forms as --from")->capture_default_str();
+  report_cmd->add_option("--month", report.month, "A calendar month in UTC, e.g. 2026-11 (instead of --from/--to)")
+      ->excludes(from_opt)
+      ->excludes(to_opt);
+  report_cmd->add_flag("--csv-totals", report.csv_totals, "CSV: end with a TOTAL row");
   report_cmd->add_option("--by", report.by, "team, namespace, pod, workload or gpu")->capture_default_str();
   report_cmd->add_option("--format", report.format, "table, csv, json or html")->capture_default_str();
   report_cmd->add_option("-o,--output", report.output, "Write to this file instead of stdout");

@@ -56,7 +56,9 @@ std::optional<kubernetes::ClusterConfig> cluster_config(const AgentCommand& cmd)
 ledger::PriceBook price_book(const AgentCommand& cmd) {
   if (!cmd.prices.empty()) return ledger::load_prices(cmd.prices);
   if (!cmd.config.empty()) return ledger::load_prices(cmd.config);  // its `cost:` section
-  spdlog::warn("ledger: no prices (--prices or a `cost:` section in --config): every charge is 0");
+  spdlog::warn(
+      "ledger: no GPU prices are configured, so every GPU-hour is billed at 0. Give the agent a price list "
+      "with --prices FILE or a `cost:` section in --config (docs/ledger.md)");
   return {};
 }
 

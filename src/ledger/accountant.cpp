@@ -111,15 +111,23 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
 Accountant::Accountant(Store& store, PriceBook prices, int64_t max_backfill_seconds)
     : store_(store), prices_(std::move(prices)), max_backfill_(max_backfill_seconds) {
   stored_end_ = store_.last_window_end();
+  const std::optional<int64_t> first = store_.first_window_start();
   // The counters on /metrics continue from the ledger, across restarts.
   const LedgerTotals totals = store_.totals();
   std::lock_guard lock(mu_);
+  counters_since_ = first;
   for (const auto& c : totals.cost)
     cost_micros_[{SeriesKey{export_labels(c.account, c.labels), c.uuid}, c.kind}] += c.micros;
   for (const auto& s : totals.seconds) {
     SeriesKey k{export_labels(s.account, s.labels), s.uuid};
     held_gpu_seconds_[k] += s.held_gpu_seconds;
     busy_gpu_seconds_[k] += s.busy_gpu_seconds;
+    vram_byte_seconds_[k] += s.vram_byte_seconds;
+    launches_[k] += s.launches;
+    for (int i = 0; i < 4; ++i) {
+      efficiency_weighted_[k][i] += s.efficiency_weighted[i];
+      efficiency_known_[k][i] += s.efficiency_known[i];
+    }
   }
   for (const auto& [uuid, s] : totals.gpu_busy_seconds) gpu_busy_seconds_[uuid] += s;
 }
@@ -353,17 +361,29 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
     for (const auto& h : sw.holders) sw.labels[h.account] = labels_[h.account];
     for (const auto& [a, act] : sw.activity) sw.labels[a] = labels_[a];
     WindowRecord rec = account_window(prices_, start, start + L, sw, observed_seconds, source);
+    if (rec.cost_micros == 0 && unpriced_logged_.insert(slot.uuid).second)
+      spdlog::warn("ledger: GPU {} ({}) has no price: no per_uuid, per_model or default_per_hour entry matches it, "
+                   "so its time is billed at 0",
+                   slot.uuid, slot.model);
     if (store_.insert_window(rec)) {
       std::lock_guard lock(mu_);
       ++windows_written_;
+      if (!counters_since_ || rec.start < *counters_since_) counters_since_ = rec.start;
       record_metrics_locked(rec);
     }
   }
   slots_.clear();
-  if (prices_.retention_days > 0 && start - last_prune_ >= 3600) {
+  if (start - last_prune_ >= 3600) {
     last_prune_ = start;
-    int64_t gone = store_.delete_before(start - int64_t{prices_.retention_days} * 86400);
-    if (gone > 0) spdlog::info("ledger: retention deleted {} windows", gone);
+    if (prices_.retention_days > 0) {
+      int64_t gone = store_.delete_before(start - int64_t{prices_.retention_days} * 86400);
+      if (gone > 0) spdlog::info("ledger: retention deleted {} windows", gone);
+    }
+    if (prices_.rollup_after_hours > 0) {
+      // A day per hour at most: a store from before roll-ups catches up without stalling the window loop.
+      int64_t merged = store_.roll_up_before(start - int64_t{prices_.rollup_after_hours} * 3600, 1);
+      if (merged > 0) spdlog::info("ledger: merged {} windows into hourly ones", merged);
+    }
   }
 }
 
@@ -391,6 +411,15 @@ void Accountant::record_metrics_locked(const WindowRecord& w) {
     held_gpu_seconds_[k] += a.held_share * len * w.gpu_fraction;
     busy_gpu_seconds_[k] += a.gpu_busy_seconds * w.gpu_fraction;
     if (w.cost_micros == 0) share_[k] += a.held_share;
+    vram_byte_seconds_[k] += a.vram_byte_seconds;
+    launches_[k] += a.launches;
+    const std::optional<double> ratios[4] = {a.efficiency.sm_active, a.efficiency.sm_occupancy,
+                                             a.efficiency.tensor_active, a.efficiency.dram_active};
+    for (int i = 0; i < 4; ++i) {
+      if (!ratios[i]) continue;
+      efficiency_weighted_[k][i] += *ratios[i] * len * w.gpu_fraction;
+      efficiency_known_[k][i] += len * w.gpu_fraction;
+    }
   }
   gpu_busy_seconds_[w.slot.uuid] += w.busy_fraction * len;
 }
@@ -427,8 +456,34 @@ void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
   out.family("gpuledger_busy_gpu_seconds_total", exporter::MetricType::kCounter,
              "Busy GPU-seconds attributed to the account (a MIG instance counts its fraction of a GPU)");
   for (const auto& [key, v] : busy_gpu_seconds_) out.sample(labels(key), v);
+  out.family("gpuledger_ledger_vram_byte_seconds_total", exporter::MetricType::kCounter,
+             "GPU memory the account held over time, in byte-seconds, from the ledger's windows");
+  for (const auto& [key, v] : vram_byte_seconds_) out.sample(labels(key), v);
+  out.family("gpuledger_ledger_launches_total", exporter::MetricType::kCounter,
+             "Kernel launches counted for the account in the ledger's windows");
+  for (const auto& [key, v] : launches_) out.sample(labels(key), v);
+  // Efficiency for fleet reports: weighted / known is the account's average ratio.
+  static const char* kRatios[4] = {"sm_active", "sm_occupancy", "tensor_active", "dram_active"};
+  auto per_ratio = [&](const std::map<SeriesKey, std::array<double, 4>>& m) {
+    for (const auto& [key, v] : m)
+      for (int i = 0; i < 4; ++i) {
+        auto l = labels(key);
+        l.emplace_back("ratio", kRatios[i]);
+        out.sample(l, v[i]);
+      }
+  };
+  out.family("gpuledger_ledger_efficiency_weighted_gpu_seconds_total", exporter::MetricType::kCounter,
+             "Device efficiency ratio (label ratio) times window GPU-seconds, over the account's windows that had a "
+             "device value; divided by gpuledger_ledger_efficiency_known_gpu_seconds_total: the average ratio");
+  per_ratio(efficiency_weighted_);
+  out.family("gpuledger_ledger_efficiency_known_gpu_seconds_total", exporter::MetricType::kCounter,
+             "Window GPU-seconds of the account's windows that had a device value for the ratio (label ratio)");
+  per_ratio(efficiency_known_);
   out.family("gpuledger_ledger_info", exporter::MetricType::kGauge, "The ledger's currency (label), always 1");
   out.sample({{"currency", prices_.currency}}, uint64_t{1});
+  out.family("gpuledger_ledger_first_window_timestamp_seconds", exporter::MetricType::kGauge,
+             "Start (Unix seconds) of the earliest window the ledger's counters include; absent while empty");
+  if (counters_since_) out.sample({}, static_cast<double>(*counters_since_));
   out.family("gpuledger_ledger_windows_total", exporter::MetricType::kCounter,
              "Accounting windows written to the ledger store by this agent");
   out.sample({}, static_cast<uint64_t>(windows_written_));

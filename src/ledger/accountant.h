@@ -41,11 +41,15 @@
 //    so it is neither lost twice nor counted twice.
 //
 // Retention: after writing a window, at most once an hour, windows that ended
-// more than PriceBook::retention_days ago are deleted (0: never).
+// more than PriceBook::retention_days ago are deleted (0: never), and windows
+// that started more than PriceBook::rollup_after_hours ago are merged into one
+// per GPU and hour (hourly_rollup.h; 0: never).
+#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -162,6 +166,7 @@ class Accountant : public exporter::MetricsContributor {
   std::map<std::string, AccountLabels> labels_;
   uint64_t unattributed_ = 0;
   int64_t last_prune_ = 0;
+  std::set<std::string> unpriced_logged_;  // slots already reported as priced at 0
 
   mutable std::mutex mu_;  // guards the metrics below
   struct SeriesKey {
@@ -174,9 +179,15 @@ class Accountant : public exporter::MetricsContributor {
     bool operator==(const SeriesKey&) const = default;
   };
   std::map<std::pair<SeriesKey, ChargeKind>, int64_t> cost_micros_;
-  std::map<SeriesKey, double> held_gpu_seconds_, busy_gpu_seconds_, share_;
+  std::map<SeriesKey, double> held_gpu_seconds_, busy_gpu_seconds_, share_, vram_byte_seconds_;
+  std::map<SeriesKey, uint64_t> launches_;
+  std::map<SeriesKey, std::array<double, 4>> efficiency_weighted_, efficiency_known_;  // LedgerTotals::Seconds
   std::map<std::string, double> gpu_busy_seconds_;
   uint64_t windows_written_ = 0;
+  // The start of the earliest window the counters include (they start from
+  // the store's totals): a fleet report tells a ledger that began after its
+  // --from (count from 0) from history Prometheus did not see.
+  std::optional<int64_t> counters_since_;
 };
 
 // The labels an account is exported with: its own, or for the special

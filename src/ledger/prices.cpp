@@ -142,6 +142,11 @@ PriceBook parse_prices(const std::string& yaml_text, const std::string& source) 
       if (!v.IsScalar() || !YAML::convert<int>::decode(v, d) || d < 0)
         fail(source, v, "retention_days: expected a number of days (0: keep everything)");
       book.retention_days = d;
+    } else if (key == "rollup_after_hours") {
+      int h = -1;
+      if (!v.IsScalar() || !YAML::convert<int>::decode(v, h) || h < 0)
+        fail(source, v, "rollup_after_hours: expected a number of hours (0: never merge windows into hours)");
+      book.rollup_after_hours = h;
     } else if (key == "idle_policy") {
       if (!v.IsScalar()) fail(source, v, "idle_policy: expected holders, usage or idle");
       try {

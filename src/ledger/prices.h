@@ -15,6 +15,8 @@
 //   window_seconds: 60             # accounting window, aligned to the clock
 //   idle_policy: holders           # holders | usage | idle (window_split.h)
 //   retention_days: 365            # windows older than this are deleted (0: keep all)
+//   rollup_after_hours: 24         # windows older than this are merged into hours
+//                                  # (hourly_rollup.h; 0: keep every window)
 //
 // Prices are per GPU-hour with at most 6 decimals (micro-units), parsed as
 // decimals, never as binary floats. A MIG instance whose UUID is not priced
@@ -49,6 +51,7 @@ struct PriceBook {
   int window_seconds = 60;
   IdlePolicy idle_policy = IdlePolicy::kHolders;
   int retention_days = 365;
+  int rollup_after_hours = 24;
 };
 
 PriceBook parse_prices(const std::string& yaml_text, const std::string& source_name = "<prices>");

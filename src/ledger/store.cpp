@@ -2,11 +2,15 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <climits>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include "common/error.h"
 #include "common/utf8.h"
+#include "ledger/hourly_rollup.h"
 
 namespace gpuledger::ledger {
 
@@ -45,13 +49,13 @@ CREATE TABLE accounts(
   held_share REAL NOT NULL, busy_seconds REAL NOT NULL, activity_share REAL NOT NULL,
   gpu_busy_seconds REAL NOT NULL, vram_byte_seconds REAL NOT NULL, launches INTEGER NOT NULL,
   sm_active REAL, sm_occupancy REAL, tensor_active REAL, dram_active REAL,
-  PRIMARY KEY(window_id, account));
+  PRIMARY KEY(window_id, account)) WITHOUT ROWID;
 CREATE TABLE charges(
   window_id INTEGER NOT NULL REFERENCES windows(id) ON DELETE CASCADE,
   account TEXT NOT NULL,
   kind TEXT NOT NULL CHECK(kind IN ('busy','idle')),
   micros INTEGER NOT NULL CHECK(micros >= 0),
-  PRIMARY KEY(window_id, account, kind));
+  PRIMARY KEY(window_id, account, kind)) WITHOUT ROWID;
 )";
 
 class Stmt {
@@ -122,7 +126,10 @@ void Store::exec(const std::string& sql) const {
 Store::Store(const std::string& path, Mode mode) : path_(path) {
   if (mode == Mode::kReadOnly && !std::filesystem::exists(path)) fail("no such file (is --store right?)");
   int flags = mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  if (sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+  // A read-only store serves one reader (a report): no mutex around every
+  // column read. The agent's store is shared by its threads.
+  flags |= mode == Mode::kReadOnly ? SQLITE_OPEN_NOMUTEX : SQLITE_OPEN_FULLMUTEX;
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
@@ -182,7 +189,7 @@ int Store::schema_version() const {
   return v.step() ? static_cast<int>(v.i64(0)) : 0;
 }
 
-bool Store::insert_window(const WindowRecord& w) {
+void Store::check_charges(const WindowRecord& w) const {
   int64_t sum = 0;
   for (const auto& c : w.charges) {
     if (c.micros < 0) fail("negative charge for " + c.account);
@@ -191,49 +198,72 @@ bool Store::insert_window(const WindowRecord& w) {
   if (sum != w.cost_micros)
     fail("window " + std::to_string(w.start) + " " + w.slot.uuid + ": charges add up to " + std::to_string(sum) +
          ", not the cost " + std::to_string(w.cost_micros));
+}
+
+bool Store::insert_window(const WindowRecord& w) {
+  check_charges(w);
   exec("BEGIN IMMEDIATE");
   try {
-    Stmt ins(db_,
-             "INSERT OR IGNORE INTO windows(start,end,gpu_uuid,parent_uuid,model,mig_profile,gpu_fraction,currency,"
-             "cost_micros,busy_micros,idle_micros,busy_fraction,busy_source,exclusive,observed_seconds,source,"
-             "sm_active,sm_occupancy,tensor_active,dram_active) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-             *this);
-    ins.bind(1, w.start).bind(2, w.end).bind(3, w.slot.uuid).bind(4, w.slot.parent_uuid).bind(5, w.slot.model);
-    ins.bind(6, w.slot.mig_profile).bind(7, w.gpu_fraction).bind(8, w.currency).bind(9, w.cost_micros);
-    ins.bind(10, w.busy_micros).bind(11, w.idle_micros).bind(12, w.busy_fraction).bind(13, w.busy_source);
-    ins.bind(14, int64_t{w.exclusive}).bind(15, w.observed_seconds).bind(16, w.source);
-    ins.bind(17, w.device.sm_active).bind(18, w.device.sm_occupancy).bind(19, w.device.tensor_active);
-    ins.bind(20, w.device.dram_active);
-    ins.step();
-    if (sqlite3_changes(db_) == 0) {
+    if (!insert_window_in_transaction(w)) {
       exec("ROLLBACK");
       return false;
-    }
-    int64_t id = sqlite3_last_insert_rowid(db_);
-    Stmt acc(db_,
-             "INSERT INTO accounts(window_id,account,namespace,pod,container,team,held_share,busy_seconds,"
-             "activity_share,gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,"
-             "dram_active) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-             *this);
-    for (const auto& a : w.accounts) {
-      acc.bind(1, id).bind(2, a.account).bind(3, a.labels.namespace_name).bind(4, a.labels.pod);
-      acc.bind(5, a.labels.container).bind(6, a.labels.team).bind(7, a.held_share).bind(8, a.busy_seconds);
-      acc.bind(9, a.activity_share).bind(10, a.gpu_busy_seconds).bind(11, a.vram_byte_seconds);
-      acc.bind(12, static_cast<int64_t>(a.launches)).bind(13, a.efficiency.sm_active);
-      acc.bind(14, a.efficiency.sm_occupancy).bind(15, a.efficiency.tensor_active).bind(16, a.efficiency.dram_active);
-      acc.step();
-      acc.reset();
-    }
-    Stmt ch(db_, "INSERT INTO charges(window_id,account,kind,micros) VALUES(?,?,?,?)", *this);
-    for (const auto& c : w.charges) {
-      ch.bind(1, id).bind(2, c.account).bind(3, std::string(to_string(c.kind))).bind(4, c.micros);
-      ch.step();
-      ch.reset();
     }
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
+  }
+  return true;
+}
+
+size_t Store::insert_windows(const std::vector<WindowRecord>& windows) {
+  for (const auto& w : windows) check_charges(w);
+  size_t inserted = 0;
+  exec("BEGIN IMMEDIATE");
+  try {
+    for (const auto& w : windows) inserted += insert_window_in_transaction(w) ? 1 : 0;
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return inserted;
+}
+
+bool Store::insert_window_in_transaction(const WindowRecord& w) {
+  Stmt ins(db_,
+           "INSERT OR IGNORE INTO windows(start,end,gpu_uuid,parent_uuid,model,mig_profile,gpu_fraction,currency,"
+           "cost_micros,busy_micros,idle_micros,busy_fraction,busy_source,exclusive,observed_seconds,source,"
+           "sm_active,sm_occupancy,tensor_active,dram_active) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           *this);
+  ins.bind(1, w.start).bind(2, w.end).bind(3, w.slot.uuid).bind(4, w.slot.parent_uuid).bind(5, w.slot.model);
+  ins.bind(6, w.slot.mig_profile).bind(7, w.gpu_fraction).bind(8, w.currency).bind(9, w.cost_micros);
+  ins.bind(10, w.busy_micros).bind(11, w.idle_micros).bind(12, w.busy_fraction).bind(13, w.busy_source);
+  ins.bind(14, int64_t{w.exclusive}).bind(15, w.observed_seconds).bind(16, w.source);
+  ins.bind(17, w.device.sm_active).bind(18, w.device.sm_occupancy).bind(19, w.device.tensor_active);
+  ins.bind(20, w.device.dram_active);
+  ins.step();
+  if (sqlite3_changes(db_) == 0) return false;
+  int64_t id = sqlite3_last_insert_rowid(db_);
+  Stmt acc(db_,
+           "INSERT INTO accounts(window_id,account,namespace,pod,container,team,held_share,busy_seconds,"
+           "activity_share,gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,"
+           "dram_active) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           *this);
+  for (const auto& a : w.accounts) {
+    acc.bind(1, id).bind(2, a.account).bind(3, a.labels.namespace_name).bind(4, a.labels.pod);
+    acc.bind(5, a.labels.container).bind(6, a.labels.team).bind(7, a.held_share).bind(8, a.busy_seconds);
+    acc.bind(9, a.activity_share).bind(10, a.gpu_busy_seconds).bind(11, a.vram_byte_seconds);
+    acc.bind(12, static_cast<int64_t>(a.launches)).bind(13, a.efficiency.sm_active);
+    acc.bind(14, a.efficiency.sm_occupancy).bind(15, a.efficiency.tensor_active).bind(16, a.efficiency.dram_active);
+    acc.step();
+    acc.reset();
+  }
+  Stmt ch(db_, "INSERT INTO charges(window_id,account,kind,micros) VALUES(?,?,?,?)", *this);
+  for (const auto& c : w.charges) {
+    ch.bind(1, id).bind(2, c.account).bind(3, std::string(to_string(c.kind))).bind(4, c.micros);
+    ch.step();
+    ch.reset();
   }
   return true;
 }
@@ -244,16 +274,38 @@ std::optional<int64_t> Store::last_window_end() const {
   return std::nullopt;
 }
 
-std::vector<WindowRecord> Store::windows(int64_t from, int64_t to) const {
-  std::vector<WindowRecord> out;
-  std::map<int64_t, size_t> by_id;
+void Store::for_each_window(int64_t from, int64_t to, const std::function<void(WindowRecord&&)>& fn) const {
+  for_each_window_with_id(from, to, [&](int64_t, WindowRecord&& w) { fn(std::move(w)); });
+}
+
+// Three cursors in window-id order, merged: one window (with its accounts and
+// charges) in memory at a time, no sort, whatever the range's size.
+void Store::for_each_window_with_id(int64_t from, int64_t to,
+                                    const std::function<void(int64_t, WindowRecord&&)>& fn) const {
+  Stmt range(db_, "SELECT min(id), max(id) FROM windows WHERE start >= ? AND start < ?", *this);
+  range.bind(1, from).bind(2, to);
+  if (!range.step() || range.null(0)) return;
+  const int64_t first_id = range.i64(0), last_id = range.i64(1);
   Stmt s(db_,
          "SELECT id,start,end,gpu_uuid,parent_uuid,model,mig_profile,gpu_fraction,currency,cost_micros,busy_micros,"
          "idle_micros,busy_fraction,busy_source,exclusive,observed_seconds,source,sm_active,sm_occupancy,"
-         "tensor_active,dram_active FROM windows WHERE start >= ? AND start < ? ORDER BY start, gpu_uuid",
+         "tensor_active,dram_active FROM windows WHERE id BETWEEN ? AND ? AND start >= ? AND start < ? ORDER BY id",
          *this);
-  s.bind(1, from).bind(2, to);
+  s.bind(1, first_id).bind(2, last_id).bind(3, from).bind(4, to);
+  Stmt a(db_,
+         "SELECT window_id,account,namespace,pod,container,team,held_share,busy_seconds,activity_share,"
+         "gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,dram_active "
+         "FROM accounts WHERE window_id BETWEEN ? AND ? ORDER BY window_id, account",
+         *this);
+  a.bind(1, first_id).bind(2, last_id);
+  Stmt c(db_,
+         "SELECT window_id,account,kind,micros FROM charges WHERE window_id BETWEEN ? AND ? "
+         "ORDER BY window_id, account, kind",
+         *this);
+  c.bind(1, first_id).bind(2, last_id);
+  bool a_row = a.step(), c_row = c.step();
   while (s.step()) {
+    const int64_t id = s.i64(0);
     WindowRecord w;
     w.start = s.i64(1);
     w.end = s.i64(2);
@@ -272,39 +324,39 @@ std::vector<WindowRecord> Store::windows(int64_t from, int64_t to) const {
     w.observed_seconds = s.f64(15);
     w.source = s.text(16);
     w.device = {s.opt(17), s.opt(18), s.opt(19), s.opt(20)};
-    by_id[s.i64(0)] = out.size();
-    out.push_back(std::move(w));
+    while (a_row && a.i64(0) < id) a_row = a.step();  // a window outside [from, to)
+    for (; a_row && a.i64(0) == id; a_row = a.step()) {
+      AccountRecord r;
+      r.account = a.text(1);
+      r.labels = {a.text(2), a.text(3), a.text(4), a.text(5)};
+      r.held_share = a.f64(6);
+      r.busy_seconds = a.f64(7);
+      r.activity_share = a.f64(8);
+      r.gpu_busy_seconds = a.f64(9);
+      r.vram_byte_seconds = a.f64(10);
+      r.launches = static_cast<uint64_t>(a.i64(11));
+      r.efficiency = {a.opt(12), a.opt(13), a.opt(14), a.opt(15)};
+      w.accounts.push_back(std::move(r));
+    }
+    while (c_row && c.i64(0) < id) c_row = c.step();
+    for (; c_row && c.i64(0) == id; c_row = c.step())
+      w.charges.push_back({c.text(1), c.text(2) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, c.i64(3)});
+    fn(id, std::move(w));
   }
-  if (out.empty()) return out;
-  Stmt a(db_,
-         "SELECT a.window_id,account,namespace,pod,container,team,held_share,busy_seconds,activity_share,"
-         "gpu_busy_seconds,vram_byte_seconds,launches,a.sm_active,a.sm_occupancy,a.tensor_active,a.dram_active "
-         "FROM accounts a JOIN windows w ON w.id = a.window_id WHERE w.start >= ? AND w.start < ? "
-         "ORDER BY a.window_id, account",
-         *this);
-  a.bind(1, from).bind(2, to);
-  while (a.step()) {
-    AccountRecord r;
-    r.account = a.text(1);
-    r.labels = {a.text(2), a.text(3), a.text(4), a.text(5)};
-    r.held_share = a.f64(6);
-    r.busy_seconds = a.f64(7);
-    r.activity_share = a.f64(8);
-    r.gpu_busy_seconds = a.f64(9);
-    r.vram_byte_seconds = a.f64(10);
-    r.launches = static_cast<uint64_t>(a.i64(11));
-    r.efficiency = {a.opt(12), a.opt(13), a.opt(14), a.opt(15)};
-    out[by_id.at(a.i64(0))].accounts.push_back(std::move(r));
-  }
-  Stmt c(db_,
-         "SELECT c.window_id,account,kind,micros FROM charges c JOIN windows w ON w.id = c.window_id "
-         "WHERE w.start >= ? AND w.start < ? ORDER BY c.window_id, account, kind",
-         *this);
-  c.bind(1, from).bind(2, to);
-  while (c.step()) {
-    out[by_id.at(c.i64(0))].charges.push_back(
-        {c.text(1), c.text(2) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, c.i64(3)});
-  }
+}
+
+std::optional<int64_t> Store::first_window_start() const {
+  Stmt s(db_, "SELECT min(start) FROM windows", *this);
+  if (s.step() && !s.null(0)) return s.i64(0);
+  return std::nullopt;
+}
+
+std::vector<WindowRecord> Store::windows(int64_t from, int64_t to) const {
+  std::vector<WindowRecord> out;
+  for_each_window(from, to, [&](WindowRecord&& w) { out.push_back(std::move(w)); });
+  std::sort(out.begin(), out.end(), [](const WindowRecord& x, const WindowRecord& y) {
+    return std::tie(x.start, x.slot.uuid) < std::tie(y.start, y.slot.uuid);
+  });
   return out;
 }
 
@@ -319,16 +371,77 @@ LedgerTotals Store::totals() const {
   while (c.step())
     t.cost.push_back({c.text(0), {c.text(1), c.text(2), c.text(3), c.text(4)}, c.text(5),
                       c.text(6) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, c.i64(7)});
+  std::string efficiency;
+  for (const char* ratio : {"sm_active", "sm_occupancy", "tensor_active", "dram_active"})
+    efficiency += std::string(", total(a.") + ratio + " * (w.end - w.start) * w.gpu_fraction), total(CASE WHEN a." +
+                  ratio + " IS NULL THEN 0 ELSE (w.end - w.start) * w.gpu_fraction END)";
   Stmt a(db_,
-         "SELECT a.account, a.namespace, a.pod, a.container, a.team, w.gpu_uuid, "
-         "sum(a.held_share * (w.end - w.start) * w.gpu_fraction), sum(a.gpu_busy_seconds * w.gpu_fraction) "
-         "FROM accounts a JOIN windows w ON w.id = a.window_id GROUP BY 1,2,3,4,5,6 ORDER BY 1,2,3,4,5,6",
+         ("SELECT a.account, a.namespace, a.pod, a.container, a.team, w.gpu_uuid, "
+          "sum(a.held_share * (w.end - w.start) * w.gpu_fraction), sum(a.gpu_busy_seconds * w.gpu_fraction), "
+          "total(a.vram_byte_seconds), sum(a.launches)" +
+          efficiency + " FROM accounts a JOIN windows w ON w.id = a.window_id GROUP BY 1,2,3,4,5,6 ORDER BY 1,2,3,4,5,6")
+             .c_str(),
          *this);
-  while (a.step())
-    t.seconds.push_back({a.text(0), {a.text(1), a.text(2), a.text(3), a.text(4)}, a.text(5), a.f64(6), a.f64(7)});
+  while (a.step()) {
+    LedgerTotals::Seconds s{a.text(0), {a.text(1), a.text(2), a.text(3), a.text(4)}, a.text(5), a.f64(6), a.f64(7)};
+    s.vram_byte_seconds = a.f64(8);
+    s.launches = static_cast<uint64_t>(a.i64(9));
+    for (int i = 0; i < 4; ++i) {
+      s.efficiency_weighted[i] = a.f64(10 + 2 * i);
+      s.efficiency_known[i] = a.f64(11 + 2 * i);
+    }
+    t.seconds.push_back(std::move(s));
+  }
   Stmt g(db_, "SELECT gpu_uuid, sum(busy_fraction * (end - start)) FROM windows GROUP BY 1 ORDER BY 1", *this);
   while (g.step()) t.gpu_busy_seconds.emplace_back(g.text(0), g.f64(1));
   return t;
+}
+
+int64_t Store::roll_up_before(int64_t cutoff, int max_days) {
+  const int64_t end = cutoff / kRollupSeconds * kRollupSeconds;
+  Stmt next(db_, "SELECT min(start) FROM windows WHERE start >= ? AND start < ? AND end - start < ?", *this);
+  int64_t merged_away = 0, lo = INT64_MIN;
+  // A day at a time: memory stays bounded on a store that was never rolled up.
+  for (int days = 0; days < max_days; ++days) {
+    next.reset();
+    next.bind(1, lo).bind(2, end).bind(3, kRollupSeconds);
+    if (!next.step() || next.null(0)) break;
+    const int64_t day = next.i64(0) / kRollupSeconds * kRollupSeconds;
+    const int64_t day_end = std::min(end, day + 24 * kRollupSeconds);
+    using Key = std::tuple<int64_t, std::string, std::string, double>;  // hour, slot, currency, fraction
+    std::map<Key, std::vector<std::pair<int64_t, WindowRecord>>> hours;
+    for_each_window_with_id(day, day_end, [&](int64_t id, WindowRecord&& w) {
+      if (w.end - w.start >= kRollupSeconds) return;
+      Key k{w.start / kRollupSeconds, w.slot.uuid, w.currency, w.gpu_fraction};
+      hours[k].emplace_back(id, std::move(w));
+    });
+    exec("BEGIN IMMEDIATE");
+    try {
+      Stmt del(db_, "DELETE FROM windows WHERE id = ?", *this);
+      for (auto& [key, group] : hours) {
+        if (group.size() < 2) continue;
+        std::sort(group.begin(), group.end(),
+                  [](const auto& x, const auto& y) { return x.second.start < y.second.start; });
+        std::vector<WindowRecord> ws;
+        for (auto& [id, w] : group) {
+          del.bind(1, id);
+          del.step();
+          del.reset();
+          ws.push_back(std::move(w));
+        }
+        WindowRecord merged = merge_windows(ws);
+        check_charges(merged);
+        if (!insert_window_in_transaction(merged)) fail("roll-up: hour " + std::to_string(merged.start) + " clashes");
+        merged_away += static_cast<int64_t>(ws.size()) - 1;
+      }
+      exec("COMMIT");
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+    lo = day_end;
+  }
+  return merged_away;
 }
 
 int64_t Store::delete_before(int64_t cutoff) {

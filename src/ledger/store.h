@@ -20,7 +20,10 @@
 // Opening a file that is not a SQLite database, a SQLite database that is not
 // a gpuledger store, or a store from a newer schema throws Error with the path
 // and what to do, never crashes.
+#include <array>
+#include <climits>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -90,6 +93,12 @@ struct LedgerTotals {
     AccountLabels labels;
     std::string uuid;
     double held_gpu_seconds, busy_gpu_seconds;  // x gpu_fraction
+    double vram_byte_seconds = 0;
+    uint64_t launches = 0;
+    // Per ratio (sm_active, sm_occupancy, tensor_active, dram_active), over
+    // the windows where the account had a value: the sum of value x window
+    // GPU-seconds, and of window GPU-seconds (their quotient: the average).
+    std::array<double, 4> efficiency_weighted{}, efficiency_known{};
   };
   std::vector<Cost> cost;
   std::vector<Seconds> seconds;
@@ -109,10 +118,24 @@ class Store {
   // writes nothing) when (start, slot.uuid) is already stored. Throws Error when
   // the charges do not add up to cost_micros.
   bool insert_window(const WindowRecord& window);
+  // The same for several windows in one transaction; returns how many were new.
+  size_t insert_windows(const std::vector<WindowRecord>& windows);
   // The end of the latest stored window, over all GPUs; nullopt when empty.
   std::optional<int64_t> last_window_end() const;
+  // The start of the earliest stored window; nullopt when empty.
+  std::optional<int64_t> first_window_start() const;
   // Windows with from <= start < to, by (start, gpu uuid), with accounts and charges.
   std::vector<WindowRecord> windows(int64_t from, int64_t to) const;
+  // The same windows, streamed in storage order (not sorted): one window in
+  // memory at a time, so a month of windows costs no more memory than one.
+  void for_each_window(int64_t from, int64_t to, const std::function<void(WindowRecord&&)>& fn) const;
+  // Merges the windows shorter than an hour that started before `cutoff`
+  // (rounded down to the hour) into one window per GPU slot and hour
+  // (hourly_rollup.h): costs, charges and held time conserved exactly per
+  // GPU and account. Returns how many windows were merged away. At most
+  // `max_days` days of windows are merged per call (the agent calls it hourly
+  // with 1: a store from before roll-ups catches up without stalling it).
+  int64_t roll_up_before(int64_t cutoff, int max_days = INT_MAX);
   LedgerTotals totals() const;
   // Deletes windows that ended at or before `cutoff`; returns how many.
   int64_t delete_before(int64_t cutoff);
@@ -121,6 +144,10 @@ class Store {
 
  private:
   void exec(const std::string& sql) const;
+  void check_charges(const WindowRecord& window) const;
+  bool insert_window_in_transaction(const WindowRecord& window);
+  void for_each_window_with_id(int64_t from, int64_t to,
+                               const std::function<void(int64_t, WindowRecord&&)>& fn) const;
   [[noreturn]] void fail(const std::string& what) const;
   std::string path_;
   sqlite3* db_ = nullptr;

@@ -4,16 +4,27 @@
 // gpuledger_held_gpu_seconds_total, gpuledger_busy_gpu_seconds_total,
 // gpuledger_ledger_info{currency}).
 //
-// Amounts are counter differences: the value of
-//   sum by (namespace,pod,container,team,UUID[,kind]) (<counter>)
-// at --to minus its value at --from (a series absent at --from counts 0; one
-// that went down - an agent whose ledger was pruned - counts its value at
-// --to). The counters grow when windows close, so the fleet report covers
-// the windows that closed in (from, to], and the local report the windows
-// that started in [from, to). Unlike increase(), this does not extrapolate,
-// so the fleet amounts are the nodes' ledgers' exact sums (micro-units).
-// Efficiency columns are unknown in the fleet report (not exported per
-// account); --by workload groups by namespace/pod/container.
+// Amounts are each series' exact growth over [from, to) (fleet_counter.h):
+// no extrapolation, the last sample of a series that ended before --to, no
+// history from before --from (a node whose counters Prometheus did not see at
+// --from is billed from its first sample on, and the span before is stated in
+// the report's notes). The counters grow when windows close, so the fleet
+// report covers the windows that closed in the range, the local report the
+// windows that started in it: the two differ by at most one scrape interval
+// per node at each end. VRAM, launches and efficiency come from the ledger
+// counters the agents export for them (gpuledger_ledger_*): efficiency is the
+// accounts' average over their GPU-seconds with a device value (equal to the
+// local report's except where one group has several accounts on one shared
+// GPU, which the local report adds up per window). --by workload is per node
+// ("<instance> namespace/pod/container").
+//
+// Cost: per counter family, four instant queries (last_over_time,
+// min_over_time, resets over the range; the value at --from) and raw samples
+// only for the rare series that went down. Prometheus loads every sample of
+// the range for the *_over_time functions: a month of a large fleet can pass
+// its --query.max-samples (50 M by default; ~290 series at a 15 s scrape for
+// 30 days); then the query fails with Prometheus' own message (report shorter
+// ranges, or raise the limit). Splitting the range into chunks is not done.
 #include <string>
 
 #include "report/report.h"

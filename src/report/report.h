@@ -13,12 +13,18 @@
 //                    averages over the group's windows (weight: window x
 //                    gpu_fraction) of the group's per-window value (device
 //                    values on exclusive GPUs, apportioned by activity share
-//                    on shared ones); unknown when no window had a device value
+//                    on shared ones); unknown when no window had a device value.
+//                    The TOTAL row's: the rows' values weighted by their held
+//                    GPU-hours (--by gpu: by their window GPU-hours).
 //   vram_gib_hours, launches
 // Rows are sorted by total cost (descending), then key. "Top wasters" are the
 // (non-special) rows with the largest idle cost, at most 5.
+//
+// A report is built streaming (ReportBuilder: one window at a time), so a
+// month of windows takes the memory of its groups, not of its rows.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,9 +40,11 @@ Format parse_format(const std::string& text);     // throws Error
 std::string to_string(GroupBy by);
 
 // "now", relative "-24h" / "-30m" / "-7d" / "-90s" (from now), RFC 3339
-// ("2026-11-29T10:00:00Z", "...+02:00", fractional seconds dropped), or Unix
-// seconds. Throws Error otherwise.
+// ("2026-11-29T10:00:00Z", "...+02:00", fractional seconds dropped), a plain
+// date ("2026-11-01": its midnight, UTC) or Unix seconds. Throws Error otherwise.
 int64_t parse_time(const std::string& text, int64_t now);
+// "2026-11" -> [2026-11-01T00:00:00Z, 2026-12-01T00:00:00Z). Throws Error otherwise.
+std::pair<int64_t, int64_t> parse_month(const std::string& text);
 std::string format_rfc3339(int64_t unix_seconds);  // UTC, "Z"
 
 struct Row {
@@ -48,7 +56,34 @@ struct Row {
   ledger::Efficiency efficiency;  // unknown = nullopt
   double vram_gib_hours = 0;
   uint64_t launches = 0;
+  double efficiency_hours = 0;  // the weight of this row's efficiency in the TOTAL's
   int64_t cost_total_micros() const { return cost_busy_micros + cost_idle_micros; }
+};
+
+// What the range's data covers: how much of it had device readings (else
+// busy time comes from eBPF kernel spans and efficiency is unknown).
+struct Coverage {
+  int64_t windows = 0;                  // stored (GPU slot, window) records in the range
+  int64_t windows_without_device = 0;   // of those, with no device reading at all
+  int64_t hourly_windows = 0;           // of those, rolled up into hours (hourly_rollup.h)
+  double window_gpu_hours = 0;          // sum of window length x GPU fraction
+  double observed_gpu_hours = 0;        // of that, watched by a running agent
+  std::vector<std::string> gpus;                  // every GPU slot seen
+  std::vector<std::string> gpus_without_device;   // slots with no device reading in any window
+};
+
+// The effective price of a GPU model over the range: cost / GPU-hours.
+struct ModelPrice {
+  std::string model;
+  int64_t cost_micros = 0;
+  double gpu_hours = 0;
+};
+
+// A team's largest pods (by total cost), for the per-team sections.
+struct TeamPods {
+  std::string team;
+  Row total;
+  std::vector<Row> top_pods;  // at most 5
 };
 
 struct Report {
@@ -61,6 +96,26 @@ struct Report {
   std::vector<Row> top_wasters;
   int64_t bucket_seconds = 0;
   std::vector<std::pair<int64_t, std::map<std::string, int64_t>>> cost_by_team_over_time;  // micros
+  int64_t generated_at = 0;  // Unix seconds; 0: not stated
+  Coverage coverage;
+  std::vector<ModelPrice> prices;
+  std::vector<TeamPods> teams;     // by total cost
+  std::vector<std::string> notes;  // caveats in plain words (no prices, data not covered, ...)
+};
+
+// Builds a report one window at a time (windows in any order).
+class ReportBuilder {
+ public:
+  ReportBuilder(int64_t from, int64_t to, GroupBy by);
+  ~ReportBuilder();
+  ReportBuilder(const ReportBuilder&) = delete;
+  ReportBuilder& operator=(const ReportBuilder&) = delete;
+  void add(const ledger::WindowRecord& window);
+  Report finish();  // throws Error when the windows mix currencies
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
 };
 
 // The group key of an account in a window. Special accounts (__idle__,
@@ -70,12 +125,20 @@ struct Report {
 std::string group_key(GroupBy by, const ledger::WindowRecord& window, const ledger::AccountRecord& account);
 
 Report build_report(const std::vector<ledger::WindowRecord>& windows, int64_t from, int64_t to, GroupBy by);
+// The same, streaming the store's windows (Store::for_each_window).
+Report build_report(const ledger::Store& store, int64_t from, int64_t to, GroupBy by);
 // Fills total, top_wasters and sorts rows; used by build_report and the fleet report.
 void finish_report(Report& report);
+// The per-team sections (by total cost, each with its five largest pods) from
+// rows by team and pod key.
+std::vector<TeamPods> team_sections(const std::map<std::string, std::map<std::string, Row>>& pods_by_team);
 
-std::string render(const Report& report, Format format);
+struct RenderOptions {
+  bool csv_totals = false;  // CSV: a last row with the totals (key "TOTAL")
+};
+std::string render(const Report& report, Format format, const RenderOptions& options = {});
 std::string render_table(const Report& report);
-std::string render_csv(const Report& report);
+std::string render_csv(const Report& report, bool totals_row = false);
 std::string render_json(const Report& report);
 std::string render_html(const Report& report);
 

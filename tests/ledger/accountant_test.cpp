@@ -272,6 +272,22 @@ TEST_F(AccountantTest, RetentionDeletesOldWindows) {
   EXPECT_EQ(ws.back().source, "live");
 }
 
+TEST_F(AccountantTest, OldWindowsAreRolledUpToHoursWithTheSameBill) {
+  prices_.rollup_after_hours = 1;
+  Store store(db());
+  Accountant acc(store, prices_);
+  testing::run_fixture(acc, 0, 2 * 3600);  // two hours of 60 s windows
+  const int64_t before = report::build_report(store, kT0, kT0 + 3 * 3600, report::GroupBy::kPod).total.cost_total_micros();
+  const size_t windows_before = store.windows(kT0, kT0 + 3600).size();
+  testing::run_fixture(acc, 2 * 3600, 3 * 3600 + 60);  // an hour later the first hour is older than 1 h
+  auto first_hour = store.windows(kT0, kT0 + 3600);
+  ASSERT_FALSE(first_hour.empty());
+  EXPECT_LT(first_hour.size(), windows_before);
+  EXPECT_EQ(first_hour.front().end - first_hour.front().start, 3600);
+  EXPECT_EQ(report::build_report(store, kT0, kT0 + 2 * 3600, report::GroupBy::kPod).total.cost_total_micros(),
+            before);
+}
+
 TEST(SnapshotUsage, FromTheAgentSnapshot) {
   agent::AgentSnapshot snap;
   agent::WorkloadView v;

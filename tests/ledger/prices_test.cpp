@@ -19,6 +19,7 @@ per_uuid:
 window_seconds: 300
 idle_policy: usage
 retention_days: 30
+rollup_after_hours: 48
 )";
 
 TEST(Prices, ParsesEveryKey) {
@@ -32,6 +33,9 @@ TEST(Prices, ParsesEveryKey) {
   EXPECT_EQ(b.idle_policy, IdlePolicy::kUsage);
   EXPECT_EQ(b.retention_days, 30);
   EXPECT_EQ(PriceBook{}.retention_days, 365);
+  EXPECT_EQ(b.rollup_after_hours, 48);
+  EXPECT_EQ(PriceBook{}.rollup_after_hours, 24);
+  EXPECT_THROW(parse_prices("rollup_after_hours: -1\n"), Error);
 }
 
 TEST(Prices, CostSectionAndEmpty) {

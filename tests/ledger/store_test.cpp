@@ -4,10 +4,13 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <tuple>
 #include <fstream>
 
 #include "common/error.h"
+#include "ledger/hourly_rollup.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -107,6 +110,103 @@ TEST_F(StoreTest, Retention) {
   auto ws = s.windows(0, 1000);
   ASSERT_EQ(ws.size(), 3u);
   EXPECT_EQ(ws[0].start, 120);
+}
+
+TEST_F(StoreTest, StreamingSeesWhatWindowsReturns) {
+  Store s(path());
+  for (int i = 0; i < 5; ++i) {
+    s.insert_window(sample(i * 60, "GPU-2"));
+    s.insert_window(sample(i * 60, "GPU-1"));
+  }
+  std::vector<WindowRecord> streamed;
+  s.for_each_window(60, 240, [&](WindowRecord&& w) { streamed.push_back(std::move(w)); });
+  ASSERT_EQ(streamed.size(), 6u);
+  auto sorted = s.windows(60, 240);
+  std::sort(streamed.begin(), streamed.end(),
+            [](const auto& x, const auto& y) { return std::tie(x.start, x.slot.uuid) < std::tie(y.start, y.slot.uuid); });
+  EXPECT_EQ(streamed, sorted);
+  EXPECT_EQ(sorted[0], sample(60, "GPU-1"));
+}
+
+// Two holders of a shared GPU, one charged more than the other, over two
+// hours of 60 s windows, then rolled up: per GPU and per account, every
+// micro-unit and every held second is still there.
+WindowRecord shared_window(int64_t start, int64_t cost, const std::string& uuid) {
+  WindowRecord w = sample(start, uuid);
+  w.cost_micros = cost;
+  w.busy_micros = cost / 3;
+  w.idle_micros = cost - cost / 3;
+  AccountRecord b = w.accounts[0];
+  b.account = "k8s/pod-b";
+  b.labels.team = start < 3600 ? "" : "nlp";  // labels learned later: the latest win
+  b.held_share = 0.25;
+  b.launches = 7;
+  b.efficiency.sm_active = std::nullopt;
+  w.accounts[0].held_share = 0.75;
+  w.accounts.push_back(b);
+  w.charges = {{"k8s/pod-a", ChargeKind::kBusy, w.busy_micros},
+               {"k8s/pod-a", ChargeKind::kIdle, w.idle_micros / 2},
+               {"k8s/pod-b", ChargeKind::kIdle, w.idle_micros - w.idle_micros / 2}};
+  return w;
+}
+
+TEST_F(StoreTest, RollUpKeepsEveryMicroUnitPerGpuAndAccount) {
+  Store s(path());
+  for (int64_t t = 0; t < 3 * 3600; t += 60)
+    for (const char* gpu : {"GPU-1", "GPU-2"}) s.insert_window(shared_window(t, 68'333 + t % 7, gpu));
+  const LedgerTotals before = s.totals();
+  const auto detail = s.windows(0, 3600);
+  // The third hour is younger than the cutoff: it keeps its windows.
+  EXPECT_EQ(s.roll_up_before(2 * 3600 + 1800, 0), 0);  // no day's work allowed: nothing done
+  EXPECT_EQ(s.roll_up_before(2 * 3600 + 1800), 2 * 2 * 59);
+  EXPECT_EQ(s.roll_up_before(2 * 3600 + 1800), 0);  // idempotent
+  auto ws = s.windows(0, 3 * 3600);
+  ASSERT_EQ(ws.size(), 2u * 2 + 2 * 60);
+  const WindowRecord& hour = ws[0];
+  EXPECT_EQ(hour.start, 0);
+  EXPECT_EQ(hour.end, 3600);
+  EXPECT_EQ(hour.slot.uuid, "GPU-1");
+  int64_t cost = 0;
+  for (const auto& w : detail)
+    if (w.slot.uuid == "GPU-1") cost += w.cost_micros;
+  EXPECT_EQ(hour.cost_micros, cost);
+  ASSERT_EQ(hour.accounts.size(), 2u);
+  EXPECT_DOUBLE_EQ(hour.accounts[0].held_share, 0.75);
+  EXPECT_EQ(hour.accounts[1].launches, 60u * 7);
+  EXPECT_EQ(hour.accounts[1].labels.team, "");       // never learned within the hour
+  EXPECT_EQ(ws[2].accounts[1].labels.team, "nlp");   // the second hour's
+  EXPECT_FALSE(hour.accounts[1].efficiency.sm_active);  // unknown stays unknown
+  EXPECT_DOUBLE_EQ(*hour.accounts[0].efficiency.sm_active, 0.5);
+  // Exact, per GPU, account and kind; held seconds to rounding.
+  const LedgerTotals after = s.totals();
+  ASSERT_EQ(after.cost.size(), before.cost.size());
+  for (size_t i = 0; i < before.cost.size(); ++i) {
+    EXPECT_EQ(after.cost[i].micros, before.cost[i].micros) << before.cost[i].account << " " << before.cost[i].uuid;
+    EXPECT_EQ(after.cost[i].kind, before.cost[i].kind);
+  }
+  ASSERT_EQ(after.seconds.size(), before.seconds.size());
+  double held_before = 0;
+  for (size_t i = 0; i < before.seconds.size(); ++i) {
+    EXPECT_NEAR(after.seconds[i].held_gpu_seconds, before.seconds[i].held_gpu_seconds, 1e-6);
+    EXPECT_NEAR(after.seconds[i].busy_gpu_seconds, before.seconds[i].busy_gpu_seconds, 1e-6);
+    held_before += before.seconds[i].held_gpu_seconds;
+  }
+  EXPECT_EQ(held_before, 2 * 3 * 3600.0);
+}
+
+TEST(HourlyRollup, MergeKeepsAgreementAndSaysMixed) {
+  WindowRecord a, b;
+  a.start = 0, a.end = 60, b.start = 60, b.end = 120;
+  a.source = b.source = "live";
+  a.busy_source = "device", b.busy_source = "spans";
+  a.busy_fraction = 1.0, b.busy_fraction = 0.0;
+  a.device.sm_active = 0.4;  // b has no device reading
+  WindowRecord m = merge_windows({a, b});
+  EXPECT_EQ(m.source, "live");
+  EXPECT_EQ(m.busy_source, "mixed");
+  EXPECT_DOUBLE_EQ(m.busy_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(*m.device.sm_active, 0.4);
+  EXPECT_FALSE(m.device.dram_active);
 }
 
 std::string open_error(const std::string& p, Store::Mode mode = Store::Mode::kReadWrite) {

@@ -19,24 +19,13 @@
 #include <thread>
 
 #include "export/prometheus_text.h"
+#include "prometheus_server.h"
 #include "report_fixture.h"
 
 namespace gpuledger::report {
 namespace {
 
 namespace fs = std::filesystem;
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 // One node: its own ledger store, accountant and /metrics endpoint.
 struct Node {
@@ -63,8 +52,7 @@ struct Node {
 };
 
 TEST(FleetE2E, FleetReportEqualsTheSumOfTheNodes) {
-  const std::string prometheus = "/usr/bin/prometheus";
-  if (!fs::exists(prometheus)) {
+  if (!fs::exists(testing::PrometheusServer::kBinary)) {
     if (gpuledger::testing::running_in_ci()) FAIL() << "prometheus is required under CI=true (apt-get install prometheus)";
     GTEST_SKIP() << "prometheus not installed";
   }
@@ -75,49 +63,16 @@ TEST(FleetE2E, FleetReportEqualsTheSumOfTheNodes) {
   {
     Node a(dir / "a", testing::kFixturePrices, 120);
     Node b(dir / "b", "currency: USD\ndefault_per_hour: 0.90\nper_model: {H100: 2.40}\n", 180);
-    const int port = free_port();
-    std::ofstream(dir / "prometheus.yml") << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                                          << "scrape_configs:\n  - job_name: gpuledger\n    static_configs:\n"
-                                          << "      - targets: ['127.0.0.1:" << a.port << "', '127.0.0.1:" << b.port
-                                          << "']\n";
-    pid_t pid = fork();
-    if (pid == 0) {
-      std::string log = (dir / "prometheus.log").string();
-      freopen(log.c_str(), "w", stdout);
-      freopen(log.c_str(), "a", stderr);
-      std::string cfg = "--config.file=" + (dir / "prometheus.yml").string();
-      std::string tsdb = "--storage.tsdb.path=" + (dir / "tsdb").string();
-      std::string listen = "--web.listen-address=127.0.0.1:" + std::to_string(port);
-      execl(prometheus.c_str(), "prometheus", cfg.c_str(), tsdb.c_str(), listen.c_str(), "--log.level=warn",
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    ASSERT_GT(pid, 0);
-    struct Reap {
-      pid_t pid;
-      ~Reap() {
-        kill(pid, SIGTERM);
-        int st;
-        waitpid(pid, &st, 0);
-      }
-    } reap{pid};
-
+    testing::PrometheusServer prom(dir, {a.port, b.port});
+    ASSERT_TRUE(prom.started());
     // Wait until both targets have been scraped.
-    httplib::Client cli("127.0.0.1", port);
-    bool ready = false;
-    for (int i = 0; i < 600 && !ready; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      auto res = cli.Get("/api/v1/query?query=count(gpuledger_ledger_info)");
-      if (!res || res->status != 200) continue;
-      auto j = nlohmann::json::parse(res->body, nullptr, false);
-      if (!j.is_discarded() && !j["data"]["result"].empty() && j["data"]["result"][0]["value"][1] == "2") ready = true;
-    }
-    ASSERT_TRUE(ready) << "prometheus did not scrape both agents; see " << (dir / "prometheus.log");
+    ASSERT_TRUE(prom.wait_for_value("count(gpuledger_ledger_info)", 2))
+        << "prometheus did not scrape both agents; see " << prom.log_path();
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
 
     const int64_t now =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    const std::string url = "http://127.0.0.1:" + std::to_string(port);
+    const std::string url = prom.url();
     for (auto by : {GroupBy::kTeam, GroupBy::kNamespace, GroupBy::kPod, GroupBy::kGpu}) {
       Report fleet = fleet_report(url, now - 3600, now, by);
       auto windows = a.store.windows(testing::kT0, testing::kT0 + 1000);
@@ -132,6 +87,18 @@ TEST(FleetE2E, FleetReportEqualsTheSumOfTheNodes) {
         EXPECT_EQ(fleet.rows[i].cost_idle_micros, local.rows[i].cost_idle_micros) << local.rows[i].key;
         EXPECT_NEAR(fleet.rows[i].gpu_hours_held, local.rows[i].gpu_hours_held, 1e-9) << local.rows[i].key;
         EXPECT_NEAR(fleet.rows[i].gpu_hours_busy, local.rows[i].gpu_hours_busy, 1e-9) << local.rows[i].key;
+        // As rich as the local rows: VRAM, launches and (one account per group) efficiency.
+        EXPECT_NEAR(fleet.rows[i].vram_gib_hours, local.rows[i].vram_gib_hours, 1e-9) << local.rows[i].key;
+        EXPECT_EQ(fleet.rows[i].launches, local.rows[i].launches) << local.rows[i].key;
+        if (by == GroupBy::kPod) {
+          const auto& f = fleet.rows[i].efficiency;
+          const auto& l = local.rows[i].efficiency;
+          ASSERT_EQ(f.sm_active.has_value(), l.sm_active.has_value()) << local.rows[i].key;
+          if (l.sm_active) {
+            EXPECT_NEAR(*f.sm_active, *l.sm_active, 1e-9) << local.rows[i].key;
+          }
+          EXPECT_EQ(f.tensor_active.has_value(), l.tensor_active.has_value()) << local.rows[i].key;
+        }
       }
       EXPECT_EQ(fleet.total.cost_total_micros(), local.total.cost_total_micros());
     }

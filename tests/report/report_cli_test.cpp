@@ -33,8 +33,10 @@ TEST(ReportCli, EveryFormatMatchesTheLibrary) {
   ledger::Store s(store.path(), ledger::Store::Mode::kReadOnly);
   for (const char* by : {"team", "namespace", "pod", "workload", "gpu"}) {
     Report r = build_report(s.windows(kT0, kT0 + 120), kT0, kT0 + 120, parse_group_by(by));
+    r.generated_at = kT0 + 3600;  // SOURCE_DATE_EPOCH: a reproducible generation time
     for (const char* fmt : {"table", "csv", "json", "html"}) {
-      Proc got = run(gpuledger() + " report --store " + store.path() + kRange + " --by " + by + " --format " + fmt);
+      Proc got = run("SOURCE_DATE_EPOCH=" + std::to_string(kT0 + 3600) + " " + gpuledger() + " report --store " +
+                     store.path() + kRange + " --by " + by + " --format " + fmt);
       EXPECT_EQ(got.status, 0) << got.out;
       EXPECT_EQ(got.out, render(r, parse_format(fmt))) << by << " " << fmt;
     }
@@ -68,6 +70,26 @@ TEST(ReportCli, InvalidUtf8InStoredRowsNeverBreaksAReport) {
   }
   Proc got = run(gpuledger() + " report --store " + store.path() + kRange + " --by team --format json");
   EXPECT_NE(got.out.find("team\xEF\xBF\xBD"), std::string::npos) << got.out;
+}
+
+TEST(ReportCli, MonthsPlainDatesAndCsvTotals) {
+  testing::FixtureStore store("cli_month");
+  // The fixture's two minutes are in January 2027.
+  Proc month = run(gpuledger() + " report --store " + store.path() + " --month 2027-01 --format json");
+  ASSERT_EQ(month.status, 0) << month.out;
+  EXPECT_NE(month.out.find("\"from\": \"2027-01-01T00:00:00Z\""), std::string::npos) << month.out;
+  EXPECT_NE(month.out.find("\"to\": \"2027-02-01T00:00:00Z\""), std::string::npos);
+  EXPECT_NE(month.out.find("\"cost_total_micros\": 351428"), std::string::npos);
+  Proc dates = run(gpuledger() + " report --store " + store.path() + " --from 2027-01-15 --to 2027-01-16 --format csv"
+                   " --csv-totals");
+  ASSERT_EQ(dates.status, 0) << dates.out;
+  EXPECT_NE(dates.out.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189428,0.351428,"), std::string::npos) << dates.out;
+  Proc both = run(gpuledger() + " report --store " + store.path() + " --month 2027-01 --from -1d");
+  EXPECT_NE(both.status, 0);
+  EXPECT_NE(both.out.find("excludes"), std::string::npos) << both.out;
+  Proc bad = run(gpuledger() + " report --store " + store.path() + " --month 2027-13");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.out.find("--month '2027-13'"), std::string::npos) << bad.out;
 }
 
 TEST(ReportCli, ClearErrors) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "report/report_text.h"
 #include "report_fixture.h"
 
 namespace gpuledger::report {
@@ -26,7 +27,7 @@ vision                   0.0500          0.0400   0.144000   0.054000    0.19800
 nlp                      0.0310          0.0050   0.018000   0.075428    0.093428      12.5%          6.2%        unknown      unknown          0.0000       240
 __unallocated__          0.0000          0.0000   0.000000   0.060000    0.060000    unknown       unknown        unknown      unknown          0.0000         0
 ----------------------------------------------------------------------------------------------------------------------------------------------------------------
-TOTAL                    0.0810          0.0450   0.162000   0.189428    0.351428    unknown       unknown        unknown      unknown          0.1000      1560
+TOTAL                    0.0810          0.0450   0.162000   0.189428    0.351428      27.9%         14.0%        unknown      unknown          0.1000      1560
 
 Top wasters (idle cost)
   1. nlp     0.075428 USD idle (80.7% of its cost)
@@ -41,11 +42,51 @@ TEST(ReportFormat, Csv) {
   EXPECT_EQ(lf, 4u);
   EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\r')), lf);
   std::erase(csv, '\r');
-  EXPECT_EQ(csv, R"(team,gpu_hours_held,gpu_hours_busy,cost_busy,cost_idle,cost_total,sm_active,sm_occupancy,tensor_active,dram_active,vram_gib_hours,launches
-vision,0.050000,0.040000,0.144000,0.054000,0.198000,0.3750,0.1875,,,0.100000,1320
-nlp,0.030952,0.005000,0.018000,0.075428,0.093428,0.1250,0.0625,,,0.000000,240
-__unallocated__,0.000000,0.000000,0.000000,0.060000,0.060000,,,,,0.000000,0
+  EXPECT_EQ(csv, R"(team,gpu_hours_held,gpu_hours_busy,cost_busy,cost_idle,cost_total,sm_active,sm_occupancy,tensor_active,dram_active,vram_gib_hours,launches,currency
+vision,0.050000,0.040000,0.144000,0.054000,0.198000,0.3750,0.1875,,,0.100000,1320,USD
+nlp,0.030952,0.005000,0.018000,0.075428,0.093428,0.1250,0.0625,,,0.000000,240,USD
+__unallocated__,0.000000,0.000000,0.000000,0.060000,0.060000,,,,,0.000000,0,USD
 )");
+}
+
+TEST(ReportFormat, CsvTotalsRow) {
+  std::string csv = render(fixture_report(GroupBy::kTeam), Format::kCsv, RenderOptions{.csv_totals = true});
+  EXPECT_NE(csv.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189428,0.351428,0.2794,0.1397,,,0.100000,1560,USD\r\n"),
+            std::string::npos)
+      << csv;
+}
+
+TEST(ReportFormat, TotalEfficiencyIsWeightedByHeldTime) {
+  Report r;
+  Row a, b, c;
+  a.key = "a", a.gpu_hours_held = a.efficiency_hours = 3, a.efficiency.sm_active = 0.8;
+  b.key = "b", b.gpu_hours_held = b.efficiency_hours = 1, b.efficiency.sm_active = 0.4;
+  c.key = "c", c.gpu_hours_held = c.efficiency_hours = 5;  // unknown: not counted as 0
+  r.rows = {a, b, c};
+  finish_report(r);
+  EXPECT_DOUBLE_EQ(*r.total.efficiency.sm_active, 0.7);
+  EXPECT_FALSE(r.total.efficiency.tensor_active);
+}
+
+TEST(ReportFormat, NoPricesIsSaidInPlainWords) {
+  Report r;
+  Row a;
+  a.key = "a", a.gpu_hours_held = 2;
+  r.rows = {a};
+  finish_report(r);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("No prices are configured"), std::string::npos);
+  EXPECT_NE(render_table(r).find("No prices are configured"), std::string::npos);
+  EXPECT_NE(render_html(r).find("No prices are configured"), std::string::npos);
+  EXPECT_TRUE(fixture_report(GroupBy::kTeam).notes.empty());
+}
+
+TEST(ReportFormat, MoneyForPeople) {
+  EXPECT_EQ(money_cents(351'428), "0.35");
+  EXPECT_EQ(money_cents(5'000), "0.01");  // half a cent rounds up
+  EXPECT_EQ(money_cents(4'999), "0.00");
+  EXPECT_EQ(money_cents(1'234'567'890), "1,234.57");
+  EXPECT_EQ(money_cents(0), "0.00");
 }
 
 TEST(ReportFormat, CsvQuoting) {
@@ -58,7 +99,7 @@ TEST(ReportFormat, CsvQuoting) {
   r.rows = {row};
   finish_report(r);
   std::string csv = render_csv(r);
-  EXPECT_NE(csv.find("\r\n\"team \"\"x\"\", inc\",0.000000,0.000000,0.000001,0.000000,0.000001,,,,,0.000000,0\r\n"),
+  EXPECT_NE(csv.find("\r\n\"team \"\"x\"\", inc\",0.000000,0.000000,0.000001,0.000000,0.000001,,,,,0.000000,0,USD\r\n"),
             std::string::npos)
       << csv;
 }
@@ -108,7 +149,27 @@ TEST(ReportFormat, HtmlIsSelfContained) {
   // No external resources: no scripts, stylesheets, images or fonts fetched from anywhere.
   for (const char* bad : {" src=", " href=", "<script", "<link", "@import", "url("})
     EXPECT_EQ(html.find(bad), std::string::npos) << bad;
-  EXPECT_NE(html.find("<td>0.351428</td>"), std::string::npos);
+  // On screen to the cent, the exact amount in the tooltip.
+  EXPECT_NE(html.find("<td class=\"money\" title=\"0.351428 USD (exact)\">0.35</td>"), std::string::npos);
+  for (const char* header : {"GPU-hours held", "Idle cost (USD)", "Kernel launches"})
+    EXPECT_NE(html.find(std::string("<th>") + header + "</th>"), std::string::npos) << header;
+  EXPECT_EQ(html.find("gpu_hours_held"), std::string::npos);  // no snake_case for finance
+  // Summary first: the total comes before the table.
+  EXPECT_LT(html.find("id=\"total\""), html.find("id=\"report\""));
+  for (const char* id : {"who-pays", "prices", "coverage", "glossary"})
+    EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+  EXPECT_NE(html.find("Unallocated (GPU in use, holder unknown)"), std::string::npos);
+}
+
+TEST(ReportFormat, HtmlNamesAreValidUtf8) {
+  Report r;
+  Row row;
+  row.key = std::string("team-\xff\xfe");
+  row.cost_idle_micros = 5;
+  r.rows = {row};
+  finish_report(r);
+  EXPECT_NE(render_html(r).find("team-\xEF\xBF\xBD\xEF\xBF\xBD"), std::string::npos);
+  EXPECT_NO_THROW(nlohmann::json::parse(render_json(r)));
 }
 
 TEST(ReportFormat, HtmlEscapes) {
@@ -137,7 +198,13 @@ TEST(ReportTime, Parse) {
   EXPECT_EQ(parse_time("2027-01-15T08:00:00.123Z", now), kT0);
   EXPECT_EQ(parse_time("1800000000", now), kT0);
   EXPECT_EQ(format_rfc3339(kT0), "2027-01-15T08:00:00Z");
-  for (const char* bad : {"yesterday", "-5y", "2027-01-15", "2027-01-15T08:00:00", "-h"})
+  EXPECT_EQ(parse_time("2027-01-15", now), kT0 - 8 * 3600);  // a plain date: its midnight, UTC
+  EXPECT_EQ(parse_time("2026-11-01", now), 1'793'491'200);
+  EXPECT_EQ(parse_month("2026-11"), (std::pair<int64_t, int64_t>{1'793'491'200, 1'793'491'200 + 30 * 86400}));
+  EXPECT_EQ(parse_month("2026-12").second, parse_time("2027-01-01", now));
+  EXPECT_EQ(parse_month("2028-02").second - parse_month("2028-02").first, 29 * 86400);  // leap year
+  for (const char* bad : {"2026-13", "2026-1", "26-11", "2026-11-01"}) EXPECT_THROW(parse_month(bad), Error) << bad;
+  for (const char* bad : {"yesterday", "-5y", "2027-13-15", "2027-01-15T08:00:00", "-h", "2027-1-15"})
     EXPECT_THROW(parse_time(bad, now), Error) << bad;
   EXPECT_THROW(parse_group_by("cluster"), Error);
   EXPECT_THROW(parse_format("xml"), Error);

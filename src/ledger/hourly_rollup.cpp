@@ -1,0 +1,79 @@
+#include "ledger/hourly_rollup.h"
+
+#include <map>
+
+#include "ledger/efficiency_mean.h"
+
+namespace gpuledger::ledger {
+
+namespace {
+
+template <typename Get>
+std::string agreed(const std::vector<WindowRecord>& ws, Get get) {
+  for (const auto& w : ws)
+    if (get(w) != get(ws.front())) return "mixed";
+  return get(ws.front());
+}
+
+struct AccountSum {
+  AccountRecord record;
+  double held_seconds = 0, activity_seconds = 0;
+  EfficiencyMean efficiency;
+};
+
+}  // namespace
+
+WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
+  WindowRecord m;
+  if (ws.empty()) return m;
+  m.slot = ws.front().slot;
+  m.gpu_fraction = ws.front().gpu_fraction;
+  m.currency = ws.front().currency;
+  m.start = ws.front().start;
+  m.end = ws.front().end;
+  m.exclusive = true;
+  EfficiencyMean device;
+  double busy_seconds = 0;
+  std::map<std::string, AccountSum> accounts;
+  std::map<std::pair<std::string, ChargeKind>, int64_t> charges;
+  for (const auto& w : ws) {
+    const double len = static_cast<double>(w.end - w.start);
+    m.start = std::min(m.start, w.start);
+    m.end = std::max(m.end, w.end);
+    m.cost_micros += w.cost_micros;
+    m.busy_micros += w.busy_micros;
+    m.idle_micros += w.idle_micros;
+    m.observed_seconds += w.observed_seconds;
+    m.exclusive = m.exclusive && w.exclusive;
+    busy_seconds += w.busy_fraction * len;
+    device.add(w.device, len);
+    for (const auto& a : w.accounts) {
+      AccountSum& s = accounts[a.account];
+      s.record.account = a.account;
+      if (!(a.labels == AccountLabels{})) s.record.labels = a.labels;  // in start order: the latest wins
+      s.held_seconds += a.held_share * len;
+      s.activity_seconds += a.activity_share * len;
+      s.record.busy_seconds += a.busy_seconds;
+      s.record.gpu_busy_seconds += a.gpu_busy_seconds;
+      s.record.vram_byte_seconds += a.vram_byte_seconds;
+      s.record.launches += a.launches;
+      s.efficiency.add(a.efficiency, len);
+    }
+    for (const auto& c : w.charges) charges[{c.account, c.kind}] += c.micros;
+  }
+  const double total = static_cast<double>(m.end - m.start);
+  m.busy_fraction = total > 0 ? busy_seconds / total : 0;
+  m.device = device.mean();
+  m.busy_source = agreed(ws, [](const WindowRecord& w) { return w.busy_source; });
+  m.source = agreed(ws, [](const WindowRecord& w) { return w.source; });
+  for (auto& [name, s] : accounts) {
+    s.record.held_share = total > 0 ? s.held_seconds / total : 0;
+    s.record.activity_share = total > 0 ? s.activity_seconds / total : 0;
+    s.record.efficiency = s.efficiency.mean();
+    m.accounts.push_back(std::move(s.record));
+  }
+  for (const auto& [key, micros] : charges) m.charges.push_back({key.first, key.second, micros});
+  return m;
+}
+
+}  // namespace gpuledger::ledger

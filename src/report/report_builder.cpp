@@ -1,0 +1,287 @@
+// Aggregation: windows in, rows out, one window at a time.
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "ledger/efficiency_mean.h"
+#include "ledger/hourly_rollup.h"
+#include "ledger/prices.h"
+#include "report/report.h"
+
+namespace gpuledger::report {
+
+using ledger::AccountRecord;
+using ledger::ChargeKind;
+using ledger::WindowRecord;
+
+namespace {
+
+bool is_special(const std::string& account) {
+  return account == ledger::kIdleAccount || account == ledger::kUnallocatedAccount;
+}
+
+void add_opt(std::optional<double>& to, const std::optional<double>& v) {
+  if (v) to = to.value_or(0) + *v;
+}
+
+bool has_device_reading(const ledger::Efficiency& e) {
+  return e.sm_active || e.sm_occupancy || e.tensor_active || e.dram_active;
+}
+
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
+}  // namespace
+
+std::string group_key(GroupBy by, const WindowRecord& w, const AccountRecord& a) {
+  if (by == GroupBy::kGpu) return w.slot.uuid;
+  if (is_special(a.account)) return a.account;
+  switch (by) {
+    case GroupBy::kTeam: return a.labels.team.empty() ? "(no team)" : a.labels.team;
+    case GroupBy::kNamespace: return a.labels.namespace_name.empty() ? "(no namespace)" : a.labels.namespace_name;
+    case GroupBy::kPod:
+      return a.labels.pod.empty() ? a.account : a.labels.namespace_name + "/" + a.labels.pod;
+    default: return a.account;
+  }
+}
+
+struct ReportBuilder::State {
+  struct Group {
+    Row row;
+    ledger::EfficiencyMean efficiency;
+  };
+  int64_t from, to;
+  GroupBy by;
+  std::map<std::string, Group> groups;
+  std::map<std::string, std::map<std::string, Row>> pods_by_team;
+  std::map<int64_t, std::map<std::string, int64_t>> cost_by_start;  // window start -> team -> micros
+  std::set<std::string> currencies;
+  int64_t min_window = 0;
+  Coverage coverage;
+  std::map<std::string, bool> gpu_has_device;
+  std::map<std::string, ModelPrice> prices;
+
+  // An account's groups, found once (std::map nodes do not move) and again
+  // only when its labels change; --by gpu groups by the window's GPU instead.
+  struct AccountKeys {
+    ledger::AccountLabels labels;
+    std::string team;
+    Row* pod = nullptr;
+    Group* group = nullptr;
+  };
+  std::unordered_map<std::string, AccountKeys> keys;
+  const AccountKeys& keys_for(const WindowRecord& w, const AccountRecord& a) {
+    auto [it, fresh] = keys.try_emplace(a.account);
+    AccountKeys& k = it->second;
+    if (fresh || !(k.labels == a.labels)) {
+      k.labels = a.labels;
+      k.team = group_key(GroupBy::kTeam, w, a);
+      k.pod = &pods_by_team[k.team][group_key(GroupBy::kPod, w, a)];
+      if (by != GroupBy::kGpu) k.group = &groups[group_key(by, w, a)];
+    }
+    if (by == GroupBy::kGpu && (fresh || k.group->row.key != w.slot.uuid)) {
+      k.group = &groups[w.slot.uuid];
+      k.group->row.key = w.slot.uuid;
+    }
+    return k;
+  }
+};
+
+ReportBuilder::ReportBuilder(int64_t from, int64_t to, GroupBy by) : s_(std::make_unique<State>()) {
+  s_->from = from;
+  s_->to = to;
+  s_->by = by;
+}
+
+ReportBuilder::~ReportBuilder() = default;
+
+void ReportBuilder::add(const WindowRecord& w) {
+  State& s = *s_;
+  s.currencies.insert(w.currency);
+  const int64_t len_s = w.end - w.start;
+  const double len = static_cast<double>(len_s);
+  const double gpu_hours = len * w.gpu_fraction / 3600.0;
+  if (s.min_window == 0 || len_s < s.min_window) s.min_window = len_s;
+
+  Coverage& c = s.coverage;
+  ++c.windows;
+  const bool device = has_device_reading(w.device);
+  if (!device) ++c.windows_without_device;
+  if (len_s >= ledger::kRollupSeconds) ++c.hourly_windows;
+  c.window_gpu_hours += gpu_hours;
+  c.observed_gpu_hours += std::min(w.observed_seconds, len) * w.gpu_fraction / 3600.0;
+  s.gpu_has_device[w.slot.uuid] |= device;
+  ModelPrice& price = s.prices[w.slot.model];
+  price.model = w.slot.model;
+  price.cost_micros += w.cost_micros;
+  price.gpu_hours += gpu_hours;
+
+  // Accounts charged without a record of their own (none today) still get a row.
+  // A window has a handful of accounts: vectors searched in place beat maps.
+  std::vector<const AccountRecord*> records;
+  records.reserve(w.accounts.size() + w.charges.size());
+  for (const auto& a : w.accounts) records.push_back(&a);
+  std::vector<AccountRecord> synthetic;
+  synthetic.reserve(w.charges.size());
+  auto record_of = [&](const std::string& account) -> const AccountRecord* {
+    for (const AccountRecord* r : records)
+      if (r->account == account) return r;
+    return nullptr;
+  };
+  for (const auto& ch : w.charges)
+    if (!record_of(ch.account)) {
+      synthetic.push_back(AccountRecord{});
+      synthetic.back().account = ch.account;
+      records.push_back(&synthetic.back());
+    }
+
+  std::vector<std::pair<State::Group*, ledger::Efficiency>> window_efficiency;  // the groups' values here
+  for (const AccountRecord* a : records) {
+    const State::AccountKeys& k = s.keys_for(w, *a);
+    Row& row = k.group->row;
+    const double held = a->held_share * len * w.gpu_fraction / 3600.0;
+    row.gpu_hours_held += held;
+    row.gpu_hours_busy += a->gpu_busy_seconds * w.gpu_fraction / 3600.0;
+    row.vram_gib_hours += a->vram_byte_seconds / kBytesPerGiB / 3600.0;
+    row.launches += a->launches;
+    auto e = std::find_if(window_efficiency.begin(), window_efficiency.end(),
+                          [&](const auto& ge) { return ge.first == k.group; });
+    if (e == window_efficiency.end()) e = window_efficiency.insert(e, {k.group, {}});
+    if (s.by == GroupBy::kGpu) {
+      e->second = w.device;
+    } else {
+      add_opt(e->second.sm_active, a->efficiency.sm_active);
+      add_opt(e->second.sm_occupancy, a->efficiency.sm_occupancy);
+      add_opt(e->second.tensor_active, a->efficiency.tensor_active);
+      add_opt(e->second.dram_active, a->efficiency.dram_active);
+    }
+    k.pod->gpu_hours_held += held;
+    k.pod->gpu_hours_busy += a->gpu_busy_seconds * w.gpu_fraction / 3600.0;
+  }
+  for (auto& [group, e] : window_efficiency) {
+    group->efficiency.add(e, len * w.gpu_fraction);
+    if (s.by == GroupBy::kGpu) group->row.efficiency_hours += gpu_hours;
+  }
+  std::map<std::string, int64_t>* cost_now = nullptr;
+  for (const auto& ch : w.charges) {
+    const State::AccountKeys& k = s.keys_for(w, *record_of(ch.account));
+    Row& row = k.group->row;
+    (ch.kind == ChargeKind::kBusy ? row.cost_busy_micros : row.cost_idle_micros) += ch.micros;
+    (ch.kind == ChargeKind::kBusy ? k.pod->cost_busy_micros : k.pod->cost_idle_micros) += ch.micros;
+    if (!cost_now) cost_now = &s.cost_by_start[w.start];
+    (*cost_now)[k.team] += ch.micros;
+  }
+}
+
+Report ReportBuilder::finish() {
+  State& s = *s_;
+  Report r;
+  r.from = s.from;
+  r.to = s.to;
+  r.by = s.by;
+  if (s.currencies.size() > 1) throw Error("the range mixes currencies; report a range with one currency");
+  if (!s.currencies.empty()) r.currency = *s.currencies.begin();
+  for (auto& [key, g] : s.groups) {
+    g.row.key = key;
+    g.row.efficiency = g.efficiency.mean();
+    if (s.by != GroupBy::kGpu) g.row.efficiency_hours = g.row.gpu_hours_held;
+    r.rows.push_back(g.row);
+  }
+  // Cost over time by team, in at most ~48 buckets of whole windows.
+  const int64_t span = std::max<int64_t>(1, s.to - s.from);
+  int64_t bucket = std::max<int64_t>(s.min_window > 0 ? s.min_window : 60, (span + 47) / 48);
+  if (s.min_window > 0) bucket = (bucket + s.min_window - 1) / s.min_window * s.min_window;
+  r.bucket_seconds = bucket;
+  std::map<int64_t, std::map<std::string, int64_t>> series;
+  for (const auto& [start, teams] : s.cost_by_start) {
+    const int64_t b = s.from + (start - s.from) / bucket * bucket;
+    for (const auto& [team, micros] : teams) series[b][team] += micros;
+  }
+  r.cost_by_team_over_time.assign(series.begin(), series.end());
+
+  r.coverage = s.coverage;
+  for (const auto& [uuid, device] : s.gpu_has_device) {
+    r.coverage.gpus.push_back(uuid);
+    if (!device) r.coverage.gpus_without_device.push_back(uuid);
+  }
+  for (const auto& [model, p] : s.prices) r.prices.push_back(p);
+  r.teams = team_sections(s.pods_by_team);
+  finish_report(r);
+  return r;
+}
+
+std::vector<TeamPods> team_sections(const std::map<std::string, std::map<std::string, Row>>& pods_by_team) {
+  auto by_cost = [](const Row& a, const Row& b) {
+    if (a.cost_total_micros() != b.cost_total_micros()) return a.cost_total_micros() > b.cost_total_micros();
+    return a.key < b.key;
+  };
+  std::vector<TeamPods> teams;
+  for (const auto& [team, pods] : pods_by_team) {
+    TeamPods t;
+    t.team = team;
+    t.total.key = team;
+    for (const auto& [pod, row] : pods) {
+      t.total.gpu_hours_held += row.gpu_hours_held;
+      t.total.gpu_hours_busy += row.gpu_hours_busy;
+      t.total.cost_busy_micros += row.cost_busy_micros;
+      t.total.cost_idle_micros += row.cost_idle_micros;
+      t.top_pods.push_back(row);
+      t.top_pods.back().key = pod;
+    }
+    std::sort(t.top_pods.begin(), t.top_pods.end(), by_cost);
+    if (t.top_pods.size() > 5) t.top_pods.resize(5);
+    teams.push_back(std::move(t));
+  }
+  std::stable_sort(teams.begin(), teams.end(),
+                   [&](const TeamPods& a, const TeamPods& b) { return by_cost(a.total, b.total); });
+  return teams;
+}
+
+Report build_report(const std::vector<WindowRecord>& windows, int64_t from, int64_t to, GroupBy by) {
+  ReportBuilder b(from, to, by);
+  for (const auto& w : windows) b.add(w);
+  return b.finish();
+}
+
+Report build_report(const ledger::Store& store, int64_t from, int64_t to, GroupBy by) {
+  ReportBuilder b(from, to, by);
+  store.for_each_window(from, to, [&](WindowRecord&& w) { b.add(w); });
+  return b.finish();
+}
+
+void finish_report(Report& r) {
+  std::sort(r.rows.begin(), r.rows.end(), [](const Row& a, const Row& b) {
+    if (a.cost_total_micros() != b.cost_total_micros()) return a.cost_total_micros() > b.cost_total_micros();
+    return a.key < b.key;
+  });
+  r.total = Row();
+  r.total.key = "TOTAL";
+  ledger::EfficiencyMean efficiency;
+  for (const auto& row : r.rows) {
+    r.total.gpu_hours_held += row.gpu_hours_held;
+    r.total.gpu_hours_busy += row.gpu_hours_busy;
+    r.total.cost_busy_micros += row.cost_busy_micros;
+    r.total.cost_idle_micros += row.cost_idle_micros;
+    r.total.vram_gib_hours += row.vram_gib_hours;
+    r.total.launches += row.launches;
+    r.total.efficiency_hours += row.efficiency_hours;
+    efficiency.add(row.efficiency, row.efficiency_hours);
+  }
+  r.total.efficiency = efficiency.mean();
+  r.top_wasters.clear();
+  for (const auto& row : r.rows)
+    if (row.cost_idle_micros > 0 && !is_special(row.key)) r.top_wasters.push_back(row);
+  std::stable_sort(r.top_wasters.begin(), r.top_wasters.end(),
+                   [](const Row& a, const Row& b) { return a.cost_idle_micros > b.cost_idle_micros; });
+  if (r.top_wasters.size() > 5) r.top_wasters.resize(5);
+  // Caveats, in plain words.
+  r.notes.erase(std::remove_if(r.notes.begin(), r.notes.end(),
+                               [](const std::string& n) { return n.rfind("No prices", 0) == 0; }),
+                r.notes.end());
+  if (r.total.cost_total_micros() == 0 && (r.total.gpu_hours_held > 0 || r.coverage.windows > 0))
+    r.notes.insert(r.notes.begin(),
+                   "No prices are configured: every GPU-hour in this range was billed at 0. Give the agent a "
+                   "price list (--prices FILE, or a `cost:` section in --config) to bill it.");
+}
+
+}  // namespace gpuledger::report

@@ -1,0 +1,397 @@
+// The HTML bill: one self-contained file (no scripts, no fetched resources)
+// for people who pay for GPUs, not for the engineers who run them. Summary
+// first; amounts to the cent (the exact micro-units in each cell's tooltip,
+// and in CSV/JSON); charts with axes, ticks and a legend; every "unknown"
+// and every special row explained.
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <set>
+#include <sstream>
+
+#include "ledger/window_split.h"
+#include "report/report.h"
+#include "report/report_text.h"
+
+namespace gpuledger::report {
+
+namespace {
+
+const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                          "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+
+std::string color(size_t i) { return kPalette[i % (sizeof kPalette / sizeof kPalette[0])]; }
+
+std::string group_title(GroupBy by) {
+  switch (by) {
+    case GroupBy::kTeam: return "Team";
+    case GroupBy::kNamespace: return "Namespace";
+    case GroupBy::kPod: return "Pod";
+    case GroupBy::kWorkload: return "Workload";
+    case GroupBy::kGpu: return "GPU";
+  }
+  return "Group";
+}
+
+// What finance reads instead of the ledger's account names.
+std::string row_name(const std::string& key) {
+  if (key == ledger::kIdleAccount) return "Idle (GPU held by no one)";
+  if (key == ledger::kUnallocatedAccount) return "Unallocated (GPU in use, holder unknown)";
+  return key;
+}
+
+std::string money_cell(int64_t micros, const std::string& currency) {
+  return "<td class=\"money\" title=\"" + money(micros) + " " + html_escape(currency) + " (exact)\">" +
+         money_cents(micros) + "</td>";
+}
+
+std::string pct_cell(const std::optional<double>& v) {
+  if (!v) return "<td class=\"unknown\" title=\"No device readings for these windows: see Notes\">unknown</td>";
+  return "<td>" + pct(v) + "</td>";
+}
+
+// A "nice" step (1, 2 or 5 x 10^k) that cuts [0, max] into about `ticks` parts.
+double nice_step(double max, int ticks) {
+  if (max <= 0) return 1;
+  const double raw = max / ticks;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double norm = raw / mag;
+  return (norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 5 ? 5 : 10) * mag;
+}
+
+std::string tick_label(double v, double step) {
+  int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step)));
+  return fixed(v, std::min(decimals, 6));
+}
+
+// A tick's label says as much as the ticks' spacing needs: the day for whole
+// days apart, the time too when closer, the time alone within one day.
+std::string time_label(int64_t t, int64_t tick_spacing, int64_t span) {
+  if (tick_spacing % 86400 == 0) return format_utc(t, "%b %d");
+  return format_utc(t, span > 86400 ? "%b %d %H:%M" : "%H:%M");
+}
+
+// Axes with ticks and grid lines for a chart whose y runs from 0 to y_max
+// (currency units); returns the top of the axis (a multiple of the step).
+double y_axis(std::ostringstream& s, double y_max, double L, double T, double W_plot, double H_plot,
+              const std::string& title) {
+  const double step = nice_step(y_max, 5);
+  const double top = std::max(step, std::ceil(y_max / step) * step);
+  for (double v = 0; v <= top + step / 2; v += step) {
+    double y = T + H_plot - H_plot * v / top;
+    s << "<line class=\"grid\" x1=\"" << L << "\" y1=\"" << fixed(y, 1) << "\" x2=\"" << L + W_plot << "\" y2=\""
+      << fixed(y, 1) << "\" stroke=\"#e4e4e4\"/><text class=\"tick\" x=\"" << L - 6 << "\" y=\"" << fixed(y + 4, 1)
+      << "\" text-anchor=\"end\" font-size=\"11\">" << tick_label(v, step) << "</text>";
+  }
+  s << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << T + H_plot
+    << "\" stroke=\"#333\"/><line x1=\"" << L << "\" y1=\"" << T + H_plot << "\" x2=\"" << L + W_plot << "\" y2=\""
+    << T + H_plot << "\" stroke=\"#333\"/>";
+  s << "<text x=\"14\" y=\"" << T + H_plot / 2 << "\" font-size=\"11\" text-anchor=\"middle\" transform=\"rotate(-90 14 "
+    << T + H_plot / 2 << ")\">" << html_escape(title) << "</text>";
+  return top;
+}
+
+std::vector<std::string> teams_in_series(const Report& r) {
+  std::map<std::string, int64_t> totals;
+  for (const auto& [b, m] : r.cost_by_team_over_time)
+    for (const auto& [t, v] : m) totals[t] += v;
+  std::vector<std::string> teams;
+  for (const auto& [t, v] : totals) teams.push_back(t);
+  std::stable_sort(teams.begin(), teams.end(),
+                   [&](const std::string& a, const std::string& b) { return totals[a] > totals[b]; });
+  return teams;
+}
+
+std::string svg_cost_over_time(const Report& r) {
+  const double W = 900, H = 320, L = 80, B = 44, T = 16, R = 220;
+  const double W_plot = W - L - R, H_plot = H - B - T;
+  const std::vector<std::string> teams = teams_in_series(r);
+  int64_t max_total = 0;
+  for (const auto& [b, m] : r.cost_by_team_over_time) {
+    int64_t sum = 0;
+    for (const auto& [t, v] : m) sum += v;
+    max_total = std::max(max_total, sum);
+  }
+  const int64_t bucket = std::max<int64_t>(1, r.bucket_seconds);
+  const size_t n = std::max<size_t>(1, static_cast<size_t>((r.to - r.from + bucket - 1) / bucket));
+  const double bw = W_plot / static_cast<double>(n);
+  std::ostringstream s;
+  s << "<svg id=\"chart-cost-over-time\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"Cost over time by team\">";
+  const double top = y_axis(s, static_cast<double>(max_total) / 1e6, L, T, W_plot, H_plot,
+                            "Cost per " + (bucket % 3600 == 0 ? std::to_string(bucket / 3600) + " h"
+                                                              : std::to_string(bucket / 60) + " min") +
+                                " (" + r.currency + ")");
+  // Time ticks: about six, on bucket boundaries.
+  const size_t every = std::max<size_t>(1, (n + 5) / 6);
+  for (size_t i = 0; i <= n; i += every) {
+    const double x = L + bw * static_cast<double>(i);
+    const int64_t t = r.from + static_cast<int64_t>(i) * bucket;
+    s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << T + H_plot << "\" x2=\"" << fixed(x, 1) << "\" y2=\""
+      << T + H_plot + 5 << "\" stroke=\"#333\"/><text class=\"tick\" x=\"" << fixed(x, 1) << "\" y=\""
+      << T + H_plot + 18 << "\" text-anchor=\"middle\" font-size=\"11\">"
+      << time_label(t, static_cast<int64_t>(every) * bucket, r.to - r.from)
+      << "</text>";
+  }
+  s << "<text x=\"" << L + W_plot / 2 << "\" y=\"" << H - 6 << "\" text-anchor=\"middle\" font-size=\"11\">Time (UTC)"
+    << "</text>";
+  for (const auto& [b, m] : r.cost_by_team_over_time) {
+    const double x = L + static_cast<double>((b - r.from) / bucket) * bw;
+    double y = T + H_plot;
+    for (size_t ti = 0; ti < teams.size(); ++ti) {
+      auto it = m.find(teams[ti]);
+      if (it == m.end() || it->second == 0) continue;
+      const double h = H_plot * (static_cast<double>(it->second) / 1e6) / top;
+      y -= h;
+      s << "<rect class=\"bar\" x=\"" << fixed(x + 1, 2) << "\" y=\"" << fixed(y, 2) << "\" width=\""
+        << fixed(std::max(1.0, bw - 2), 2) << "\" height=\"" << fixed(h, 2) << "\" fill=\"" << color(ti)
+        << "\"><title>" << html_escape(row_name(teams[ti])) << ", " << format_date_time(b) << ": "
+        << money_cents(it->second) << " " << html_escape(r.currency) << "</title></rect>";
+    }
+  }
+  for (size_t ti = 0; ti < teams.size() && ti < 14; ++ti) {
+    const double y = T + 18.0 * static_cast<double>(ti);
+    std::string name = row_name(teams[ti]);
+    if (name.size() > 30) name = name.substr(0, 29) + "...";
+    s << "<rect x=\"" << W - R + 14 << "\" y=\"" << y << "\" width=\"11\" height=\"11\" fill=\"" << color(ti)
+      << "\"/><text class=\"legend\" x=\"" << W - R + 31 << "\" y=\"" << y + 10 << "\" font-size=\"11\">"
+      << html_escape(name) << "</text>";
+  }
+  s << "</svg>";
+  return s.str();
+}
+
+// Points are numbered by rank (cost); the names are in the legend beside
+// them, so labels never overlap however close the points are.
+std::string svg_cost_vs_efficiency(const Report& r) {
+  const double W = 900, H = 320, L = 80, B = 44, T = 16, R = 220;
+  const double W_plot = W - L - R, H_plot = H - B - T;
+  int64_t max_cost = 0;
+  for (const auto& row : r.rows) max_cost = std::max(max_cost, row.cost_total_micros());
+  std::ostringstream s;
+  s << "<svg id=\"chart-cost-vs-efficiency\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\""
+    << H << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"Cost against SM active\">";
+  const double top = y_axis(s, static_cast<double>(max_cost) / 1e6, L, T, W_plot, H_plot, "Total cost (" + r.currency + ")");
+  for (int p = 0; p <= 100; p += 20) {
+    const double x = L + W_plot * p / 100.0;
+    s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << T + H_plot << "\" x2=\"" << fixed(x, 1) << "\" y2=\""
+      << T + H_plot + 5 << "\" stroke=\"#333\"/><text class=\"tick\" x=\"" << fixed(x, 1) << "\" y=\""
+      << T + H_plot + 18 << "\" text-anchor=\"middle\" font-size=\"11\">" << p << "%</text>";
+  }
+  s << "<text x=\"" << L + W_plot / 2 << "\" y=\"" << H - 6
+    << "\" text-anchor=\"middle\" font-size=\"11\">SM active (share of time the GPU's cores were busy)</text>";
+  size_t plotted = 0;
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const Row& row = r.rows[i];
+    if (!row.efficiency.sm_active) continue;
+    const double x = L + W_plot * std::clamp(*row.efficiency.sm_active, 0.0, 1.0);
+    const double y = T + H_plot - H_plot * (static_cast<double>(row.cost_total_micros()) / 1e6) / top;
+    s << "<circle class=\"point\" cx=\"" << fixed(x, 2) << "\" cy=\"" << fixed(y, 2) << "\" r=\"7\" fill=\""
+      << color(i) << "\"><title>" << html_escape(row_name(row.key)) << ": " << money_cents(row.cost_total_micros())
+      << " " << html_escape(r.currency) << ", SM active " << pct(row.efficiency.sm_active) << "</title></circle>";
+    s << "<text x=\"" << fixed(x, 2) << "\" y=\"" << fixed(y + 4, 2)
+      << "\" text-anchor=\"middle\" font-size=\"9\" fill=\"#fff\">" << i + 1 << "</text>";
+    if (plotted < 14) {
+      const double ly = T + 18.0 * static_cast<double>(plotted);
+      std::string name = row_name(row.key);
+      if (name.size() > 28) name = name.substr(0, 27) + "...";
+      s << "<circle cx=\"" << W - R + 20 << "\" cy=\"" << ly + 5 << "\" r=\"6\" fill=\"" << color(i)
+        << "\"/><text class=\"legend\" x=\"" << W - R + 32 << "\" y=\"" << ly + 9 << "\" font-size=\"11\">" << i + 1
+        << ". " << html_escape(name) << "</text>";
+    }
+    ++plotted;
+  }
+  if (plotted == 0)
+    s << "<text x=\"" << L + W_plot / 2 << "\" y=\"" << T + H_plot / 2
+      << "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#777\">No device readings in this range: efficiency is "
+         "unknown</text>";
+  s << "</svg>";
+  return s.str();
+}
+
+std::string svg_idle_share(const Report& r) {
+  const double W = 900, L = 300, R = 80, rowh = 22, T = 24;
+  const double H = T + 30 + rowh * static_cast<double>(std::max<size_t>(1, r.rows.size()));
+  const double bw = W - L - R;
+  std::ostringstream s;
+  s << "<svg id=\"chart-idle-share\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"Idle share of cost\">";
+  for (int p = 0; p <= 100; p += 25) {
+    const double x = L + bw * p / 100.0;
+    s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << T - 4 << "\" x2=\"" << fixed(x, 1) << "\" y2=\"" << H - 30
+      << "\" stroke=\"#e4e4e4\"/><text class=\"tick\" x=\"" << fixed(x, 1) << "\" y=\"" << T - 8
+      << "\" text-anchor=\"middle\" font-size=\"11\">" << p << "%</text>";
+  }
+  double y = T;
+  for (const auto& row : r.rows) {
+    const double total = static_cast<double>(row.cost_total_micros());
+    const double share = total > 0 ? static_cast<double>(row.cost_idle_micros) / total : 0;
+    std::string name = row_name(row.key);
+    if (name.size() > 44) name = name.substr(0, 43) + "...";
+    s << "<text x=\"" << L - 8 << "\" y=\"" << y + 15 << "\" text-anchor=\"end\" font-size=\"11\">"
+      << html_escape(name) << "</text>";
+    s << "<rect x=\"" << L << "\" y=\"" << y + 3 << "\" width=\"" << bw << "\" height=\"" << rowh - 6
+      << "\" fill=\"#f0f0f0\"/>";
+    s << "<rect class=\"idle\" x=\"" << L << "\" y=\"" << y + 3 << "\" width=\"" << fixed(bw * share, 2)
+      << "\" height=\"" << rowh - 6 << "\" fill=\"#e15759\"><title>" << html_escape(row_name(row.key)) << ": idle "
+      << fixed(share * 100, 1) << "% of its cost</title></rect>";
+    s << "<text x=\"" << W - R + 6 << "\" y=\"" << y + 15 << "\" font-size=\"11\">" << fixed(share * 100, 1)
+      << "%</text>";
+    y += rowh;
+  }
+  s << "<text x=\"" << L + bw / 2 << "\" y=\"" << H - 8
+    << "\" text-anchor=\"middle\" font-size=\"11\">Idle cost as a share of each row's total</text>";
+  s << "</svg>";
+  return s.str();
+}
+
+std::string duration_words(int64_t seconds) {
+  if (seconds < 3600) return std::to_string(seconds / 60) + " min";
+  if (seconds % 86400 == 0) return std::to_string(seconds / 86400) + (seconds == 86400 ? " day" : " days");
+  if (seconds % 3600 == 0) return std::to_string(seconds / 3600) + (seconds == 3600 ? " hour" : " hours");
+  return fixed(static_cast<double>(seconds) / 3600.0, 1) + " hours";
+}
+
+const char* kStyle =
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1100px;"
+    "color:#222;padding:0 16px}table{border-collapse:collapse;font-size:13px;margin:8px 0}"
+    "th,td{padding:5px 9px;border-bottom:1px solid #ddd;text-align:right}th{background:#f6f6f6;font-weight:600}"
+    "th:first-child,td:first-child{text-align:left}tr.total td{font-weight:bold;border-top:2px solid #333}"
+    "h2{margin-top:36px;border-bottom:1px solid #ccc;padding-bottom:4px}.unknown{color:#888;font-style:italic}"
+    ".big{font-size:28px;font-weight:bold}.notes{background:#fff7e0;border-left:4px solid #f0b400;padding:8px 14px}"
+    "dl.facts{display:grid;grid-template-columns:max-content auto;gap:4px 18px}dt{color:#555}dd{margin:0}"
+    ".team{margin-top:18px}small{color:#666}";
+
+}  // namespace
+
+std::string render_html(const Report& r) {
+  const std::string cur = html_escape(r.currency);
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    << "<title>GPU bill " << format_rfc3339(r.from) << " .. " << format_rfc3339(r.to) << "</title><style>" << kStyle
+    << "</style></head><body>\n";
+  h << "<h1>GPU bill</h1>\n<section id=\"summary\"><p id=\"range\">" << format_date_time(r.from) << " to "
+    << format_date_time(r.to) << " (" << duration_words(r.to - r.from) << ", end excluded), "
+    << (r.source == "fleet" ? "every node (from Prometheus)" : "this node's ledger") << ".</p>\n";
+  h << "<p>Total: <span class=\"big\" id=\"total\">" << money_cents(r.total.cost_total_micros()) << " " << cur
+    << "</span></p>\n";
+  if (!r.notes.empty()) {
+    h << "<div class=\"notes\" id=\"notes\"><strong>Please note</strong><ul>";
+    for (const auto& n : r.notes) h << "<li>" << html_escape(n) << "</li>";
+    h << "</ul></div>\n";
+  }
+  h << "<dl class=\"facts\"><dt>Currency</dt><dd>" << cur << " (amounts to the cent; the exact amount, in millionths, "
+    << "is in each cell's tooltip and in the CSV and JSON reports)</dd>";
+  h << "<dt>Busy / idle</dt><dd>" << money_cents(r.total.cost_busy_micros) << " " << cur << " for GPU time in use, "
+    << money_cents(r.total.cost_idle_micros) << " " << cur << " for GPUs held but idle</dd>";
+  h << "<dt>GPU-hours</dt><dd>" << fixed(r.total.gpu_hours_held, 2) << " held, " << fixed(r.total.gpu_hours_busy, 2)
+    << " busy</dd>";
+  if (r.generated_at) h << "<dt>Generated</dt><dd id=\"generated\">" << format_date_time(r.generated_at) << "</dd>";
+  h << "</dl>\n";
+  if (!r.teams.empty()) {
+    h << "<h3>Who pays what</h3><table id=\"who-pays\"><thead><tr><th>Team</th><th>Amount (" << cur
+      << ")</th><th>Share</th></tr></thead><tbody>";
+    const double total = static_cast<double>(std::max<int64_t>(1, r.total.cost_total_micros()));
+    for (const auto& t : r.teams)
+      h << "<tr><td>" << html_escape(row_name(t.team)) << "</td>" << money_cell(t.total.cost_total_micros(), r.currency)
+        << "<td>" << fixed(100.0 * static_cast<double>(t.total.cost_total_micros()) / total, 1) << "%</td></tr>";
+    h << "</tbody></table>\n";
+  }
+  if (!r.prices.empty()) {
+    h << "<h3>Price per GPU model</h3><table id=\"prices\"><thead><tr><th>GPU model</th><th>GPU-hours</th><th>Cost ("
+      << cur << ")</th><th>Price per GPU-hour (" << cur << ")</th></tr></thead><tbody>";
+    for (const auto& p : r.prices) {
+      const int64_t per_hour = p.gpu_hours > 0 ? std::llround(static_cast<double>(p.cost_micros) / p.gpu_hours) : 0;
+      h << "<tr><td>" << html_escape(p.model.empty() ? "(unknown model)" : p.model) << "</td><td>"
+        << fixed(p.gpu_hours, 2) << "</td>" << money_cell(p.cost_micros, r.currency)
+        << money_cell(per_hour, r.currency) << "</tr>";
+    }
+    h << "</tbody></table>\n";
+  }
+  h << "</section>\n";
+
+  h << "<h2>Cost by " << group_title(r.by) << "</h2>\n<table id=\"report\"><thead><tr><th>" << group_title(r.by)
+    << "</th><th>GPU-hours held</th><th>GPU-hours busy</th><th>Busy cost (" << cur << ")</th><th>Idle cost (" << cur
+    << ")</th><th>Total (" << cur << ")</th><th>SM active</th><th>SM occupancy</th><th>Tensor active</th>"
+    << "<th>Memory bandwidth</th><th>GPU memory (GiB-hours)</th><th>Kernel launches</th></tr></thead><tbody>\n";
+  auto emit = [&](const Row& row, bool total) {
+    h << (total ? "<tr class=\"total\">" : "<tr>") << "<td>" << html_escape(total ? "Total" : row_name(row.key))
+      << "</td><td>" << fixed(row.gpu_hours_held, 2) << "</td><td>" << fixed(row.gpu_hours_busy, 2) << "</td>"
+      << money_cell(row.cost_busy_micros, r.currency) << money_cell(row.cost_idle_micros, r.currency)
+      << money_cell(row.cost_total_micros(), r.currency) << pct_cell(row.efficiency.sm_active)
+      << pct_cell(row.efficiency.sm_occupancy) << pct_cell(row.efficiency.tensor_active)
+      << pct_cell(row.efficiency.dram_active) << "<td>" << fixed(row.vram_gib_hours, 2) << "</td><td>"
+      << row.launches << "</td></tr>\n";
+  };
+  for (const auto& row : r.rows) emit(row, false);
+  emit(r.total, true);
+  h << "</tbody></table>\n<p><small>The total's efficiency columns average the rows' values weighted by the GPU-hours "
+       "each held"
+    << (r.by == GroupBy::kGpu ? " (by GPU: each GPU's hours)" : "") << ".</small></p>\n";
+
+  if (!r.teams.empty()) {
+    h << "<h2>Teams and their largest pods</h2>\n";
+    for (const auto& t : r.teams) {
+      h << "<section class=\"team\"><h3>" << html_escape(row_name(t.team)) << ": "
+        << money_cents(t.total.cost_total_micros()) << " " << cur << "</h3><table><thead><tr><th>Pod</th>"
+        << "<th>GPU-hours held</th><th>GPU-hours busy</th><th>Idle cost (" << cur << ")</th><th>Total (" << cur
+        << ")</th></tr></thead><tbody>";
+      for (const auto& p : t.top_pods)
+        h << "<tr><td>" << html_escape(row_name(p.key)) << "</td><td>" << fixed(p.gpu_hours_held, 2) << "</td><td>"
+          << fixed(p.gpu_hours_busy, 2) << "</td>" << money_cell(p.cost_idle_micros, r.currency)
+          << money_cell(p.cost_total_micros(), r.currency) << "</tr>";
+      h << "</tbody></table></section>\n";
+    }
+  }
+
+  h << "<h2>Top wasters (idle cost)</h2><ol id=\"top-wasters\">";
+  for (const auto& w : r.top_wasters)
+    h << "<li>" << html_escape(row_name(w.key)) << ": " << money_cents(w.cost_idle_micros) << " " << cur
+      << " of GPU time held but idle</li>";
+  if (r.top_wasters.empty()) h << "<li>none</li>";
+  h << "</ol>\n";
+  h << "<h2>Cost over time by team</h2>\n" << svg_cost_over_time(r) << "\n";
+  h << "<h2>Cost against efficiency</h2>\n" << svg_cost_vs_efficiency(r) << "\n";
+  h << "<h2>Idle share of cost</h2>\n" << svg_idle_share(r) << "\n";
+
+  const Coverage& c = r.coverage;
+  h << "<h2>Data coverage</h2>\n<dl class=\"facts\" id=\"coverage\">";
+  if (r.source == "fleet") {
+    h << "<dt>Source</dt><dd>Prometheus counters scraped from every node's agent</dd>";
+  } else {
+    h << "<dt>Accounting windows</dt><dd>" << c.windows << " (one per GPU and window)";
+    if (c.hourly_windows) h << ", of which " << c.hourly_windows << " are older windows merged into hours";
+    h << "</dd><dt>Watched by the agent</dt><dd>"
+      << (c.window_gpu_hours > 0 ? fixed(100.0 * c.observed_gpu_hours / c.window_gpu_hours, 1) + "%" : "-")
+      << " of the GPU time (the rest was billed from what the agent saw before and after it was down)</dd>";
+    h << "<dt>Without device data</dt><dd>" << c.windows_without_device << " of " << c.windows << " windows";
+    if (!c.gpus_without_device.empty()) {
+      h << "; no device data at all for:";
+      for (const auto& g : c.gpus_without_device) h << " " << html_escape(g);
+    }
+    h << "</dd><dt>GPUs</dt><dd>" << c.gpus.size() << "</dd>";
+  }
+  h << "</dl>\n";
+
+  h << "<h2>What the columns mean</h2>\n<dl class=\"facts\" id=\"glossary\">"
+    << "<dt>GPU-hours held</dt><dd>Hours a GPU was allocated to the row (a shared GPU's hour is split among its "
+       "holders; a MIG slice counts its fraction of the GPU).</dd>"
+    << "<dt>GPU-hours busy</dt><dd>Hours the GPU was actually running the row's work. It can exceed the hours held: "
+       "on a shared GPU held time is split evenly among holders, busy time follows who ran kernels; and work on a "
+       "GPU nobody was allocated is busy but not held.</dd>"
+    << "<dt>Busy cost, idle cost</dt><dd>The price of the GPU time split into time in use and time held but idle "
+       "(together, the total).</dd>"
+    << "<dt>Idle (GPU held by no one)</dt><dd>GPUs no workload held: the cost of spare capacity, billed to no "
+       "team.</dd>"
+    << "<dt>Unallocated (GPU in use, holder unknown)</dt><dd>GPU time the agent could not tie to a workload's "
+       "allocation (no Kubernetes device information, or a process outside any pod).</dd>"
+    << "<dt>SM active, SM occupancy, tensor active, memory bandwidth</dt><dd>How hard the GPU worked while held, "
+       "from the GPU's own counters (DCGM). <em>unknown</em> means no device readings for those windows: a GPU "
+       "without DCGM/NVML metrics, or the Idle and Unallocated rows, which run no work of their own.</dd>"
+    << "<dt>GPU memory (GiB-hours)</dt><dd>GPU memory held over time: 1 GiB for one hour is 1.</dd>"
+    << "<dt>Kernel launches</dt><dd>Work submissions to the GPU counted by the agent.</dd></dl>\n";
+  h << "</body></html>\n";
+  return h.str();
+}
+
+}  // namespace gpuledger::report

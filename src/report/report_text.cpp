@@ -1,0 +1,66 @@
+#include "report/report_text.h"
+
+#include <cstdio>
+#include <ctime>
+
+#include "common/utf8.h"
+#include "ledger/prices.h"
+
+namespace gpuledger::report {
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string money(int64_t micros) { return ledger::format_micros(micros); }
+
+std::string money_cents(int64_t micros) {
+  const bool negative = micros < 0;
+  const uint64_t abs = negative ? 0 - static_cast<uint64_t>(micros) : static_cast<uint64_t>(micros);
+  const uint64_t cents = (abs + 5'000) / 10'000;
+  const std::string digits = std::to_string(cents / 100);
+  std::string whole;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) whole += ',';
+    whole += digits[i];
+  }
+  char frac[4];
+  std::snprintf(frac, sizeof frac, "%02u", static_cast<unsigned>(cents % 100));
+  return (negative && cents ? "-" : "") + whole + "." + frac;
+}
+
+std::string pct(const std::optional<double>& v) { return v ? fixed(*v * 100.0, 1) + "%" : "unknown"; }
+
+std::string display_name(const std::string& name) { return valid_utf8(name); }
+
+std::string html_escape(const std::string& raw) {
+  const std::string s = valid_utf8(raw);
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string format_utc(int64_t unix_seconds, const char* strftime_format) {
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, strftime_format, &tm);
+  return buf;
+}
+
+std::string format_date_time(int64_t unix_seconds) { return format_utc(unix_seconds, "%Y-%m-%d %H:%M UTC"); }
+
+}  // namespace gpuledger::report

@@ -1,0 +1,21 @@
+#pragma once
+// Text helpers shared by the report's renderers (table, CSV, JSON, HTML).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gpuledger::report {
+
+std::string fixed(double value, int decimals);
+// Exact: six decimals, the ledger's micro-units ("0.351428").
+std::string money(int64_t micros);
+// For people: rounded half away from zero to cents, thousands grouped ("1,234.57").
+std::string money_cents(int64_t micros);
+std::string pct(const std::optional<double>& ratio);  // "37.5%" or "unknown"
+std::string html_escape(const std::string& text);     // also makes it valid UTF-8
+// A name a tenant chose (pod, team, ...), safe to print: valid UTF-8.
+std::string display_name(const std::string& name);
+std::string format_utc(int64_t unix_seconds, const char* strftime_format);
+std::string format_date_time(int64_t unix_seconds);  // "2026-11-30 14:05 UTC"
+
+}  // namespace gpuledger::report
