@@ -111,12 +111,15 @@ for elf in "${elves[@]}"; do
   [[ "$elf" == */ld-linux-* ]] || strip --strip-unneeded "$elf"
 done
 set_runpath() { patchelf --set-rpath "$1" "$2"; }
-for exe in gpuledger gpuledger-cuda-address-check; do set_runpath '$ORIGIN/lib' "$dest/$exe"; done
-set_runpath '$ORIGIN/sim/lib:$ORIGIN/lib' "$dest/gpuledger-cudasim"
-for lib in "$dest"/lib/*.so*; do set_runpath '$ORIGIN' "$lib"; done
-for lib in "$dest"/sim/lib/*.so* "$dest"/sim/nvml/*.so*; do
-  [[ -L "$lib" ]] || set_runpath '$ORIGIN:$ORIGIN/../../lib' "$lib"
-done
+# shellcheck disable=SC2016  # $ORIGIN is for the dynamic loader, not the shell
+{
+  for exe in gpuledger gpuledger-cuda-address-check; do set_runpath '$ORIGIN/lib' "$dest/$exe"; done
+  set_runpath '$ORIGIN/sim/lib:$ORIGIN/lib' "$dest/gpuledger-cudasim"
+  for lib in "$dest"/lib/*.so*; do set_runpath '$ORIGIN' "$lib"; done
+  for lib in "$dest"/sim/lib/*.so* "$dest"/sim/nvml/*.so*; do
+    [[ -L "$lib" ]] || set_runpath '$ORIGIN:$ORIGIN/../../lib' "$lib"
+  done
+}
 
 # ------------------------------------------------------------ glibc needed, launcher
 mapfile -t elves < <(find "$dest" -path "$dest/glibc" -prune -o -type f -exec sh -c \
@@ -145,7 +148,7 @@ mib="$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}')"
 {
   echo "gpuledger $version bundle for linux-$(uname -m)"
   echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty')"
-  echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"
+  echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(sed -n 's/^PRETTY_NAME="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' /etc/os-release)"
   echo "glibc needed: $glibc_needed (older hosts: gpuledger-run uses glibc/)"
   echo "size: $bytes bytes ($mib MiB)"
   echo "files:"

@@ -73,5 +73,6 @@ rc=0
 [[ $rc -eq 2 ]] || fail "no --plan must exit 2 (rc $rc)"
 rc=0
 "$check" --plan "$work/sim.plan" --library "$work/none.so" >"$work/none.json" || rc=$?
-[[ $rc -eq 2 ]] && jq -e '.error' "$work/none.json" >/dev/null || fail "a missing library must exit 2 with an error"
+[[ $rc -eq 2 ]] || fail "a missing library must exit 2 (rc $rc)"
+jq -e '.error' "$work/none.json" >/dev/null || fail "a missing library must be reported as an error"
 echo "PASS: address check ($families families x 4 versions x 3 flags on the simulator; hidden pointers caught)"

@@ -68,6 +68,7 @@ echo "== demo"
 INNER
 
 rc=0
+# shellcheck disable=SC2016  # the inner script expands its own arguments
 unshare --mount --propagation private -- bash -c '
   set -e
   r="$1"
