@@ -4,7 +4,7 @@
 # build of the project and no Debian packages on the GPU machine, which needs
 # only its NVIDIA driver, nvcc and Python with PyTorch. See docs/gpu-validation.md.
 #
-#   scripts/gpu-validate.sh [--out DIR] [--bundle DIR] [--budget-s 330] [--simulate]
+#   scripts/gpu-validate.sh [--out DIR] [--bundle DIR] [--budget-s 330] [--simulate] [--no-cgroups]
 #
 # Steps (each under `timeout`; a failure is recorded, never fatal):
 #   env         driver, CUDA, toolkit, PyTorch versions
@@ -20,6 +20,9 @@
 # Writes DIR/results.md and DIR/results.json (plus DIR/steps/ and DIR/raw/).
 # --simulate runs the same orchestration against the bundle's CUDA driver and
 # NVML simulators (no GPU; the PyTorch steps are skipped): the kit's own test.
+# Each workload runs in a cgroup of its own (one workload to the agent); with
+# --no-cgroups, or where none can be made, they share this script's cgroup and
+# the agent's counters are compared as differences (the busy step needs two).
 # Exit: 0 when the pass bars are met, 1 when not, 2 when the kit could not run.
 set -uo pipefail
 
@@ -29,8 +32,10 @@ BUNDLE=""
 BUDGET_S=330
 SIMULATE=0
 SIM_FLAG=()
+NO_CGROUPS=0
 PY="${PYTHON:-python3}"
 KIT="$ROOT/tests/gpu/kit.py"
+ARGS=("$@")
 
 while (($#)); do
   case "$1" in
@@ -38,7 +43,8 @@ while (($#)); do
     --bundle) BUNDLE="$2"; shift 2 ;;
     --budget-s) BUDGET_S="$2"; shift 2 ;;
     --simulate) SIMULATE=1; SIM_FLAG=(--simulate); shift ;;
-    -h|--help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    --no-cgroups) NO_CGROUPS=1; shift ;;
+    -h|--help) sed -n '2,29s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -47,7 +53,7 @@ log() { printf '[gpu-validate %3ds] %s\n' "$((SECONDS))" "$*" >&2; }
 die() { log "ERROR: $*"; exit 2; }
 
 if [[ $EUID -ne 0 ]]; then
-  command -v sudo >/dev/null && exec sudo -n -E "$0" "$@"
+  command -v sudo >/dev/null && exec sudo -n -E "$0" "${ARGS[@]}"
   die "run as root (the agent loads eBPF programs)"
 fi
 if [[ -z "$BUNDLE" ]]; then
@@ -55,6 +61,12 @@ if [[ -z "$BUNDLE" ]]; then
 fi
 [[ -n "$BUNDLE" && -x "$BUNDLE/gpuledger" ]] || die "no bundle: run scripts/bundle.sh here, carry dist/"
 BUNDLE="$(cd "$BUNDLE" && pwd)"
+# The Python that has PyTorch (a venv's `python` may have it where python3 does not).
+if ((!SIMULATE)) && [[ -z "${PYTHON:-}" ]]; then
+  for candidate in python3 python; do
+    if "$candidate" -c 'import torch' 2>/dev/null; then PY="$candidate"; break; fi
+  done
+fi
 command -v "$PY" >/dev/null || die "$PY not found"
 
 mkdir -p "$OUT_DIR/raw" "$OUT_DIR/steps"
@@ -82,6 +94,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 CG2_ROOT="$(awk '$3 == "cgroup2" {print $2; exit}' /proc/self/mounts)"
+((NO_CGROUPS)) && CG2_ROOT=""
 [[ -n "$CG2_ROOT" ]] || log "WARNING: no cgroup2 mount: workloads share this script's cgroup"
 
 # ------------------------------------------------------------ the driver under test

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -29,10 +30,11 @@ def http_get(url, timeout=3.0):
 
 
 def find_workload(doc, pid=None, cgroup=None):
+    """The workload holding pid, or the one for cgroup (its path under the cgroup2 mount)."""
     for w in doc.get("workloads", []):
         if pid is not None and any(p.get("pid") == pid for p in w.get("processes", [])):
             return w
-        if cgroup and any(path.rstrip("/").endswith("/" + cgroup) for path in w.get("cgroup_paths", [])):
+        if cgroup and any(path.rstrip("/") == cgroup.rstrip("/") for path in w.get("cgroup_paths", [])):
             return w
     return None
 
@@ -49,19 +51,20 @@ def flatten(counters):
     return out
 
 
-def workload_counters(api, pid=None, cgroup=None):
-    """The flattened counters of the workload holding pid (or in cgroup), or None."""
-    w = find_workload(json.loads(http_get(api + "/api/v1/workloads")), pid, cgroup)
-    return (flatten(w["counters"]), w) if w else (None, None)
+def workloads_doc(api):
+    return json.loads(http_get(api + "/api/v1/workloads"))
 
 
-def settled_counters(api, pid=None, cgroup=None, want=None, deadline_s=15.0):
-    """Polls until the counters reach `want` (a dict of minimums) or stop changing for 1 s."""
+def settled_counters(api, pid=None, cgroup=None, want=None, deadline_s=15.0, locate=None):
+    """Polls until the counters reach `want` (a dict of minimums) or stop changing for 1 s.
+    `locate(doc)` finds the workload when given; else pid, then cgroup."""
     end = time.monotonic() + deadline_s
     last, same_since, w = None, None, None
     while time.monotonic() < end:
         try:
-            c, w = workload_counters(api, pid, cgroup)
+            doc = workloads_doc(api)
+            w = locate(doc) if locate else find_workload(doc, pid, cgroup)
+            c = flatten(w["counters"]) if w else None
         except OSError:
             c = None
         if c is not None:
@@ -95,26 +98,52 @@ def metric_samples(text, name):
 
 # ------------------------------------------------------------------ workloads
 class Workload:
-    """A process in its own cgroup under the cgroup2 mount, output to a file."""
+    """A process in its own cgroup under the cgroup2 mount (one workload to the
+    agent), output to a file. Where no cgroup can be made (--no-cgroups, a
+    read-only cgroupfs), it shares this script's: it is then found by its pid
+    while alive, else as the workload whose counters moved since it started,
+    and compared as the difference from that workload's counters before."""
 
     def __init__(self, args, name, cmd, env=None, cwd=None):
-        self.cgroup = f"gpuledger-validate-{os.getpid()}-{name}"
-        self.cgroup_dir = None
+        self.cgroup_dir = self.cgroup = None
+        self.before = None  # {workload id: counters} when sharing a cgroup
         if args.cgroup_root:
-            self.cgroup_dir = os.path.join(args.cgroup_root, self.cgroup)
-            os.makedirs(self.cgroup_dir, exist_ok=True)
+            leaf = f"gpuledger-validate-{os.getpid()}-{name}"
+            try:
+                os.makedirs(os.path.join(args.cgroup_root, leaf), exist_ok=True)
+                self.cgroup_dir = os.path.join(args.cgroup_root, leaf)
+                self.cgroup = "/" + leaf  # the path under the cgroup2 root, as the agent shows it
+            except OSError as e:
+                print(f"[kit] cannot make cgroup {leaf} ({e}): sharing this one", file=sys.stderr)
+        if not self.cgroup_dir:
+            self.before = {w["workload"]: flatten(w["counters"]) for w in workloads_doc(args.api)["workloads"]}
         self.out_path = os.path.join(args.raw_dir, name + ".out")
         self.out = open(self.out_path, "w")
         procs = os.path.join(self.cgroup_dir, "cgroup.procs") if self.cgroup_dir else None
 
         def enter_cgroup():
             if procs:
-                with open(procs, "w") as f:
-                    f.write("0")
+                try:
+                    with open(procs, "w") as f:
+                        f.write("0")
+                except OSError:
+                    pass  # stays in the parent's cgroup; matched by pid
 
         self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT, env=env, cwd=cwd,
                                      preexec_fn=enter_cgroup)
         self.pid = self.proc.pid
+
+    def locate(self, doc):
+        w = find_workload(doc, self.pid, self.cgroup)
+        if w or self.before is None:
+            return w
+        for w in doc.get("workloads", []):
+            if flatten(w["counters"]) != self.before.get(w["workload"]):
+                return w
+        return None
+
+    def baseline(self, w):
+        return (self.before or {}).get(w["workload"], {}) if w else {}
 
     def lines(self):
         with open(self.out_path, errors="replace") as f:
@@ -245,10 +274,15 @@ def step_static(args, result):
         if line is None:
             raise RuntimeError("no truth line; output: " + " | ".join(w.tail()))
         truth = parse(prefix + line if prefix == "{" else line)
-        seen, wl = settled_counters(args.api, truth.get("pid"), w.cgroup,
-                                    want={"kernel_launches": truth["kernel_launches"]})
-        result["rows"] = compare_rows(truth, seen, STATIC_BARS)
-        result["data"].update(truth=truth, workload=wl and wl["workload"], pid=truth.get("pid"))
+        wl = None
+        for _ in range(2):  # the second time with the baseline of the workload found the first
+            want = {"kernel_launches": w.baseline(wl).get("kernel_launches", 0) + truth["kernel_launches"]}
+            seen, wl = settled_counters(args.api, want=want, locate=w.locate)
+            if w.before is None or not wl:
+                break
+        result["rows"] = compare_rows(truth, seen, STATIC_BARS, w.baseline(wl))
+        result["data"].update(truth=truth, workload=wl and wl["workload"], pid=truth.get("pid"),
+                              baseline=w.baseline(wl))
         # Kept for the device-plane step: the series while the program is alive.
         with open(os.path.join(args.raw_dir, "static" + args.pass_suffix + ".metrics.txt"), "w") as f:
             f.write(http_get(args.api + "/metrics"))
@@ -274,7 +308,7 @@ def torch_step(args, result, mode, bars, want_key):
         truth = json.loads(line)
         baseline = truth.pop("baseline", None) or {}
         want = {want_key: baseline.get(want_key, 0) + truth[want_key]} if want_key in truth else None
-        seen, wl = settled_counters(args.api, truth["pid"], w.cgroup, want=want)
+        seen, wl = settled_counters(args.api, want=want, locate=w.locate)
         result["rows"] = compare_rows(truth, seen, bars, baseline)
         result["data"].update(truth=truth, baseline=baseline, workload=wl and wl["workload"])
         if mode == "expandable":
@@ -362,7 +396,12 @@ def step_busy(args, result):
         for name, w in ws.items():
             if w.wait_line("GPULEDGER_READY", 60) is None:
                 raise RuntimeError(f"{name} load did not start: " + " | ".join(w.tail()))
-        before = {n: settled_counters(args.api, w.pid, w.cgroup, deadline_s=3)[0] or {} for n, w in ws.items()}
+        located = {n: settled_counters(args.api, deadline_s=3, locate=w.locate) for n, w in ws.items()}
+        if len({wl["workload"] for _, wl in located.values() if wl}) < 2:
+            result["status"] = "skipped"
+            result["notes"].append("the two loads are not two workloads to the agent (no cgroup of their own)")
+            return
+        before = {n: c or {} for n, (c, _) in located.items()}
         open(start_file, "w").close()
         agent_sm = {n: [] for n in ws}
         pmon = {}
@@ -385,7 +424,7 @@ def step_busy(args, result):
         truths = {n: w.wait_line(TRUTH_PREFIX, 20) for n, w in ws.items()}
         if pmon_proc:
             pmon_proc.join(timeout=20)
-        after = {n: settled_counters(args.api, w.pid, w.cgroup, deadline_s=3)[0] or {} for n, w in ws.items()}
+        after = {n: settled_counters(args.api, deadline_s=3, locate=w.locate)[0] or {} for n, w in ws.items()}
         busy = {n: after[n].get("busy_seconds_estimate", 0) - before[n].get("busy_seconds_estimate", 0) for n in ws}
         self_timed = {n: json.loads(t)["gpu_seconds"] if t else 0 for n, t in truths.items()}
         nvml_pmon = {n: (sum(pmon.get(w.pid, [])) / len(pmon[w.pid]) if pmon.get(w.pid) else 0) for n, w in ws.items()}
@@ -500,6 +539,8 @@ STEPS = {"env": step_env, "address": step_address, "static": step_static, "eager
 
 
 def run_step(args):
+    # `timeout` stops a step with SIGTERM: unwind, so its workloads are stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
     fn = STEPS[args.step]
     result = {"step": args.step + args.pass_suffix, "title": fn.__doc__.strip(), "status": None, "rows": [],
               "notes": [], "data": {}}

@@ -4,7 +4,9 @@
 # (real BPF) against the bundle's driver and NVML simulators and must write
 # results.json and results.md in which the address check, the C++ program's
 # counts (a simulated stand-in with the same shape of work) and the device
-# plane pass, and the PyTorch steps are recorded as skipped.
+# plane pass, and the PyTorch steps are recorded as skipped. Then once more
+# with --no-cgroups (workloads share the kit's cgroup, as where cgroupfs is
+# read-only): the C++ program's counts still come out exact, as differences.
 # Usage: gpu_validate_simulate_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src="$1" build="$(realpath "$2")"
@@ -44,4 +46,11 @@ else
   jq -e '.passes == ["default"]' "$results" >/dev/null || fail "unexpected passes"
 fi
 [[ $rc -eq 0 ]] || fail "gpu-validate.sh exited $rc"
+
+"$src/scripts/gpu-validate.sh" --simulate --no-cgroups --bundle "$bundle" --out "$work/shared" --budget-s 120 \
+  || fail "gpu-validate.sh --no-cgroups exited $?"
+results="$work/shared/results.json"
+[[ "$(row kernel_launches)" == '[18,18,true]' ]] || fail "--no-cgroups: kernel_launches $(row kernel_launches)"
+[[ "$(row memcpy_calls.htod)" == '[2,2,true]' ]] || fail "--no-cgroups: htod calls $(row memcpy_calls.htod)"
+jq -e '.pass_bars_met == true' "$results" >/dev/null || fail "--no-cgroups: pass bars not met"
 echo "PASS: gpu-validate.sh --simulate ($(jq .duration_s "$results") s)"
