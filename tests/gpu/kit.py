@@ -520,7 +520,8 @@ def step_env(args, result):
             return f"unavailable ({e})"
     env = {"kernel": os.uname().release, "glibc": run(["getconf", "GNU_LIBC_VERSION"]),
            "bundle_manifest": open(os.path.join(args.bundle, "MANIFEST")).read().splitlines()[:5],
-           "cuda_lib": args.cuda_lib}
+           "cuda_lib": args.cuda_lib,
+           "doctor": run([os.path.join(args.bundle, "gpuledger-run"), "gpuledger", "doctor"]).splitlines()}
     if not args.simulate:
         env["nvidia_smi"] = run(["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total",
                                  "--format=csv,noheader"])
@@ -607,7 +608,8 @@ def report(args):
         for n in s["notes"]:
             md.append(f"- {n}")
         if s["step"] == "env":
-            md += [f"- {k}: {fmt(v)}" for k, v in s["data"].items()]
+            md += [f"- {k}: {fmt(v)}" for k, v in s["data"].items() if k != "doctor"]
+            md += ["", "```", *s["data"].get("doctor", []), "```"]
         if s["step"].startswith("address") and s["data"].get("missed"):
             md += ["", "Pointers that do not start a probed symbol (first 20):", ""]
             md += [f"- {q['entry']} @{q['cuda_version']} {q['flags']}: {q['verdict']} "
