@@ -475,6 +475,11 @@ def step_device(args, result):
         rows.append({"metric": "gpu labels on the C++ program's series", "truth": "a GPU index", "seen": gpus,
                      "bar": "info" if args.simulate else "exact",
                      "ok": None if args.simulate else bool(gpus) and "" not in gpus})
+        pid = str(json.load(open(static_wl)).get("pid"))
+        proc_gpus = sorted({labels.get("gpu", "") for labels, _ in
+                            metric_samples(saved, "gpuledger_gpu_process_memory_used_bytes") if labels.get("pid") == pid})
+        rows.append({"metric": "gpu labels on the C++ program's NVML process series", "truth": "a GPU index",
+                     "seen": proc_gpus, "bar": "info", "ok": None})
         result["data"]["workload"] = wid
     else:
         result["notes"].append("no saved series from the static step")
