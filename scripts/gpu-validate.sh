@@ -50,7 +50,14 @@ while (($#)); do
 done
 
 log() { printf '[gpu-validate %3ds] %s\n' "$((SECONDS))" "$*" >&2; }
-die() { log "ERROR: $*"; exit 2; }
+die() {  # the reason goes into the results too: a one-shot GPU run must bring it back
+  log "ERROR: $*"
+  if mkdir -p "$OUT_DIR" 2>/dev/null; then
+    printf '# gpuledger GPU validation: could not run\n\n%s\n' "$*" >"$OUT_DIR/results.md"
+    printf '{"error": "%s"}\n' "${*//\"/\'}" >"$OUT_DIR/results.json"
+  fi
+  exit 2
+}
 
 if [[ $EUID -ne 0 ]]; then
   command -v sudo >/dev/null && exec sudo -n -E "$0" "${ARGS[@]}"
@@ -168,9 +175,13 @@ run_step() {  # run_step STEP TIMEOUT_S PASS_NAME
   left=$((DEADLINE - SECONDS))
   if ((left < 15)); then record_step "$name" skipped "the kit's time budget ran out"; return; fi
   ((limit > left)) && limit=$left
-  if [[ -z "$API" ]]; then record_step "$name" error "no agent"; return; fi
+  # env and address need no agent; the others read it.
+  if [[ -z "$API" && "$step" != env && "$step" != address ]]; then
+    record_step "$name" error "no agent (raw/agent-${pass:-default}.log)"
+    return
+  fi
   log "step $name (at most ${limit}s)"
-  timeout -k 5 "$limit" "$PY" "$KIT" step "$step" --api "$API" --bundle "$BUNDLE" --work "$WORK" --out "$OUT_DIR" \
+  timeout -k 5 "$limit" "$PY" "$KIT" step "$step" --api "${API:-http://127.0.0.1:9}" --bundle "$BUNDLE" --work "$WORK" --out "$OUT_DIR" \
     --cuda-lib "$CUDA_LIB" --cgroup-root "$CG2_ROOT" ${pass:+--pass "$pass"} ${GPUS:+--gpus "$GPUS"} \
     "${SIM_FLAG[@]}" 2>>"$OUT_DIR/raw/kit.log" || rc=$?
   if ((rc == 124 || rc == 137)); then
