@@ -34,6 +34,9 @@ SIMULATE=0
 SIM_FLAG=()
 NO_CGROUPS=0
 PY="${PYTHON:-python3}"
+# A stand-in for tests/gpu/torch_work.py (the kit's own test, with --simulate).
+TORCH_WORK=()
+[[ -n "${GPULEDGER_KIT_TORCH_WORK:-}" ]] && TORCH_WORK=(--torch-work "$GPULEDGER_KIT_TORCH_WORK")
 KIT="$ROOT/tests/gpu/kit.py"
 ARGS=("$@")
 
@@ -183,7 +186,7 @@ run_step() {  # run_step STEP TIMEOUT_S PASS_NAME
   log "step $name (at most ${limit}s)"
   timeout -k 5 "$limit" "$PY" "$KIT" step "$step" --api "${API:-http://127.0.0.1:9}" --bundle "$BUNDLE" --work "$WORK" --out "$OUT_DIR" \
     --cuda-lib "$CUDA_LIB" --cgroup-root "$CG2_ROOT" ${pass:+--pass "$pass"} ${GPUS:+--gpus "$GPUS"} \
-    "${SIM_FLAG[@]}" 2>>"$OUT_DIR/raw/kit.log" || rc=$?
+    "${SIM_FLAG[@]}" "${TORCH_WORK[@]}" 2>>"$OUT_DIR/raw/kit.log" || rc=$?
   if ((rc == 124 || rc == 137)); then
     record_step "$name" error "timed out after ${limit}s"
   elif [[ ! -s "$OUT_DIR/steps/$name.json" ]]; then

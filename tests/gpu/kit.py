@@ -292,15 +292,25 @@ def step_static(args, result):
         w.stop()
 
 
+def torch_work_cmd(args, *mode):
+    # --torch-work swaps in a stand-in with the same protocol (the kit's own
+    # test drives these steps with the driver simulator).
+    return [sys.executable, args.torch_work or os.path.join(HERE, "torch_work.py"), *mode]
+
+
+def torch_env(args, **extra):
+    return dict(os.environ, GPULEDGER_API=args.api, GPULEDGER_BUNDLE=args.bundle, **extra)
+
+
 def torch_step(args, result, mode, bars, want_key):
-    if args.simulate:
+    if args.simulate and not args.torch_work:
         result["status"] = "skipped"
         result["notes"].append("needs PyTorch on a real GPU")
         return
-    env = dict(os.environ, GPULEDGER_API=args.api)
+    env = torch_env(args)
     if mode == "expandable":
         env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
-    w = Workload(args, mode + args.pass_suffix, [sys.executable, os.path.join(HERE, "torch_work.py"), mode], env=env)
+    w = Workload(args, mode + args.pass_suffix, torch_work_cmd(args, mode), env=env)
     try:
         line = w.wait_line(TRUTH_PREFIX, 90)
         if line is None:
@@ -380,19 +390,18 @@ def shares(values):
 
 def step_busy(args, result):
     """Two processes sharing the GPU with different loads: each one's share, by every method."""
-    if args.simulate:
+    if args.simulate and not args.torch_work:
         result["status"] = "skipped"
         result["notes"].append("needs a real GPU and NVML's per-process samples")
         return
-    start_file = os.path.join(args.work, "busy.start")
-    seconds = 10
+    start_file = os.path.join(args.work, "busy.start" + args.pass_suffix)
+    seconds = 4 if args.simulate else 10
     loads = {"heavy": "0.8", "light": "0.2"}
     ws = {}
     try:
         for name, duty in loads.items():
-            env = dict(os.environ, GPULEDGER_START_FILE=start_file, GPULEDGER_LOAD_SECONDS=str(seconds))
-            ws[name] = Workload(args, "busy-" + name,
-                                [sys.executable, os.path.join(HERE, "torch_work.py"), "load", duty], env=env)
+            env = torch_env(args, GPULEDGER_START_FILE=start_file, GPULEDGER_LOAD_SECONDS=str(seconds))
+            ws[name] = Workload(args, "busy-" + name, torch_work_cmd(args, "load", duty), env=env)
         for name, w in ws.items():
             if w.wait_line("GPULEDGER_READY", 60) is None:
                 raise RuntimeError(f"{name} load did not start: " + " | ".join(w.tail()))
@@ -639,6 +648,7 @@ def main():
     st.add_argument("--pass", dest="pass_name", default="")
     st.add_argument("--gpus", type=int, default=None)
     st.add_argument("--simulate", action="store_true")
+    st.add_argument("--torch-work", default="", help="a stand-in for tests/gpu/torch_work.py")
     rp = sub.add_parser("report", help="results.json and results.md from the steps")
     rp.add_argument("--out", required=True)
     rp.add_argument("--meta", default="")
