@@ -69,8 +69,10 @@ fi
 if [[ -z "$BUNDLE" ]]; then
   BUNDLE="$(find "$ROOT/dist" -maxdepth 1 -type d -name 'gpuledger-*-linux-*' 2>/dev/null | sort | tail -n 1)"
 fi
-[[ -n "$BUNDLE" && -x "$BUNDLE/gpuledger" ]] || die "no bundle: run scripts/bundle.sh here, carry dist/"
+[[ -n "$BUNDLE" && -f "$BUNDLE/gpuledger" ]] || die "no bundle: run scripts/bundle.sh here, carry dist/"
 BUNDLE="$(cd "$BUNDLE" && pwd)"
+# A copy that lost its modes (an archive, a file transfer) still runs.
+chmod +x "$BUNDLE"/gpuledger* "$BUNDLE/glibc/ld-linux-x86-64.so.2" 2>/dev/null
 # The Python that has PyTorch (a venv's `python` may have it where python3 does not).
 if ((!SIMULATE)) && [[ -z "${PYTHON:-}" ]]; then
   for candidate in python3 python; do
