@@ -30,11 +30,12 @@ def http_get(url, timeout=3.0):
 
 
 def find_workload(doc, pid=None, cgroup=None):
-    """The workload holding pid, or the one for cgroup (its path under the cgroup2 mount)."""
+    """The workload holding pid, or the one for cgroup (its path under the cgroup2 mount this
+    script sees; the agent's may be longer where a cgroup namespace hides the start)."""
     for w in doc.get("workloads", []):
         if pid is not None and any(p.get("pid") == pid for p in w.get("processes", [])):
             return w
-        if cgroup and any(path.rstrip("/") == cgroup.rstrip("/") for path in w.get("cgroup_paths", [])):
+        if cgroup and any(path.rstrip("/").endswith(cgroup.rstrip("/")) for path in w.get("cgroup_paths", [])):
             return w
     return None
 
