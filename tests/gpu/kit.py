@@ -445,8 +445,9 @@ def step_busy(args, result):
                    "NVML per-process SM samples (agent's device plane)": nvml_agent}
         for method, values in methods.items():
             s = shares(values)
-            result["rows"].append({"metric": "heavy share: " + method, "truth": None, "seen": s.get("heavy"),
-                                   "bar": "info", "ok": None, "raw": values})
+            result["rows"].append({"metric": "shares (heavy, light): " + method, "truth": None,
+                                   "seen": [s.get("heavy"), s.get("light")], "bar": "info", "ok": None,
+                                   "raw": values})
         result["data"].update(duty=loads, seconds=seconds, methods=methods)
         result["status"] = "pass" if busy["heavy"] > busy["light"] > 0 else "fail"
         result["notes"].append("pass: the agent ranks the heavy process above the light one, both nonzero")
