@@ -32,7 +32,7 @@ mmdebstrap --variant=essential --quiet \
   --skip=download/empty --skip=essential/unlink \
   --setup-hook="mkdir -p \"\$1\"/var/cache/apt/archives && find '$cache' -name '*.deb' -exec cp -t \"\$1\"/var/cache/apt/archives {} +" \
   --customize-hook="find \"\$1\"/var/cache/apt/archives -name '*.deb' ! -name 'gpuledger_*' -exec cp -t '$cache' {} +" \
-  --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/archives/*.deb' \
+  --customize-hook="rm -rf \"\$1\"/var/lib/apt/lists/* \"\$1\"/var/cache/apt/archives/*.deb" \
   bookworm "$work/rootfs.tar" \
   "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
   "deb ${mirror%/debian}/debian-security bookworm-security main"

@@ -1,269 +1,235 @@
 #!/usr/bin/env bash
-# gpu-validate.sh: checks gpuledger against a real NVIDIA GPU, end to end.
+# gpu-validate.sh: the GPU validation kit. Checks gpuledger against a real
+# NVIDIA GPU in one run, with the portable bundle (scripts/bundle.sh): no CMake
+# build of the project and no Debian packages on the GPU machine, which needs
+# only its NVIDIA driver, nvcc and Python with PyTorch. See docs/gpu-validation.md.
 #
-#   1. builds the agent (cmake) and starts `build/gpuledger agent --listen 127.0.0.1:9499`;
-#      it finds the host's libcuda.so.1 on its own and loads NVML (libnvidia-ml.so.1);
-#   2. compiles tests/gpu/known_work.cu with nvcc and runs it in a transient cgroup
-#      (systemd-run --scope, or a cgroup made under the cgroup2 mount); it prints a
-#      JSON truth line of exactly what it launched, allocated, copied and synced;
-#   3. optionally runs a PyTorch snippet the same way, when `import torch` works;
-#   4. prints: metric | truth | gpuledger | NVML per-process memory (nvidia-smi).
+#   scripts/gpu-validate.sh [--out DIR] [--bundle DIR] [--budget-s 330] [--simulate] [--no-cgroups]
 #
-# Needs: root (eBPF), an NVIDIA GPU + driver, the CUDA toolkit (nvcc), cmake, curl,
-# python3. Runs in well under five minutes. Usage: sudo scripts/gpu-validate.sh
-# Env: GPULEDGER_PORT (9499), HOLD_SECONDS (12), BUILD_DIR (build), SKIP_BUILD=1.
-set -euo pipefail
+# Steps (each under `timeout`; a failure is recorded, never fatal):
+#   env         driver, CUDA, toolkit, PyTorch versions
+#   address     cuGetProcAddress_v2 pointers vs the exported symbols the agent probes
+#   static      tests/gpu/known_work.cu built with nvcc's default static runtime vs its truth
+#   eager       a PyTorch training loop vs torch.profiler's kernel count
+#   graph       its forward pass as a CUDA graph: graph launches
+#   expandable  PyTorch with expandable_segments: live bytes vs memory_reserved() and NVML
+#   busy        two processes sharing the GPU: busy shares, agent vs NVML per-process samples
+#   device      inventory, NVML readings, ioctl counts, GPU labels on the series
+# When `gpuledger agent --help` lists --runtime-probes, a second pass repeats
+# static, eager and graph with `--runtime-probes on`.
+# Writes DIR/results.md and DIR/results.json (plus DIR/steps/ and DIR/raw/).
+# --simulate runs the same orchestration against the bundle's CUDA driver and
+# NVML simulators (no GPU; the PyTorch steps are skipped): the kit's own test.
+# Each workload runs in a cgroup of its own (one workload to the agent); with
+# --no-cgroups, or where none can be made, they share this script's cgroup and
+# the agent's counters are compared as differences (the busy step needs two).
+# Exit: 0 when the pass bars are met, 1 when not, 2 when the kit could not run.
+set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
-PORT="${GPULEDGER_PORT:-9499}"
-HOLD_SECONDS="${HOLD_SECONDS:-12}"
-API="http://127.0.0.1:${PORT}"
-WORK="$(mktemp -d /tmp/gpuledger-validate.XXXXXX)"
+OUT_DIR="${OUT:-$ROOT/gpu-validation}"
+BUNDLE=""
+BUDGET_S=330
+SIMULATE=0
+SIM_FLAG=()
+NO_CGROUPS=0
+PY="${PYTHON:-python3}"
+# A stand-in for tests/gpu/torch_work.py (the kit's own test, with --simulate).
+TORCH_WORK=()
+[[ -n "${GPULEDGER_KIT_TORCH_WORK:-}" ]] && TORCH_WORK=(--torch-work "$GPULEDGER_KIT_TORCH_WORK")
+KIT="$ROOT/tests/gpu/kit.py"
+ARGS=("$@")
+
+while (($#)); do
+  case "$1" in
+    --out) OUT_DIR="$2"; shift 2 ;;
+    --bundle) BUNDLE="$2"; shift 2 ;;
+    --budget-s) BUDGET_S="$2"; shift 2 ;;
+    --simulate) SIMULATE=1; SIM_FLAG=(--simulate); shift ;;
+    --no-cgroups) NO_CGROUPS=1; shift ;;
+    -h|--help) sed -n '2,29s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+log() { printf '[gpu-validate %3ds] %s\n' "$((SECONDS))" "$*" >&2; }
+die() {  # the reason goes into the results too: a one-shot GPU run must bring it back
+  log "ERROR: $*"
+  if mkdir -p "$OUT_DIR" 2>/dev/null; then
+    printf '# gpuledger GPU validation: could not run\n\n%s\n' "$*" >"$OUT_DIR/results.md"
+    printf '{"error": "%s"}\n' "${*//\"/\'}" >"$OUT_DIR/results.json"
+  fi
+  exit 2
+}
+
+if [[ $EUID -ne 0 ]]; then
+  command -v sudo >/dev/null && exec sudo -n -E "$0" "${ARGS[@]}"
+  die "run as root (the agent loads eBPF programs)"
+fi
+if [[ -z "$BUNDLE" ]]; then
+  BUNDLE="$(find "$ROOT/dist" -maxdepth 1 -type d -name 'gpuledger-*-linux-*' 2>/dev/null | sort | tail -n 1)"
+fi
+[[ -n "$BUNDLE" && -f "$BUNDLE/gpuledger" ]] || die "no bundle: run scripts/bundle.sh here, carry dist/"
+BUNDLE="$(cd "$BUNDLE" && pwd)"
+# A copy that lost its modes (an archive, a file transfer) still runs.
+chmod +x "$BUNDLE"/gpuledger* "$BUNDLE/glibc/ld-linux-x86-64.so.2" 2>/dev/null
+# The Python that has PyTorch (a venv's `python` may have it where python3 does not).
+if ((!SIMULATE)) && [[ -z "${PYTHON:-}" ]]; then
+  for candidate in python3 python; do
+    if "$candidate" -c 'import torch' 2>/dev/null; then PY="$candidate"; break; fi
+  done
+fi
+command -v "$PY" >/dev/null || die "$PY not found"
+
+mkdir -p "$OUT_DIR/raw" "$OUT_DIR/steps"
+OUT_DIR="$(cd "$OUT_DIR" && pwd)"
+rm -f "$OUT_DIR"/steps/*.json
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/gpuledger-validate.XXXXXX")"
 AGENT_PID=""
-CGROUP_DIRS=()
-FAILURES=0
+API=""
+DEADLINE=$((SECONDS + BUDGET_S))
+STARTED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+PASSES=()
 
-log() { printf '[gpu-validate] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-cleanup() {
-  local rc=$?
+stop_agent() {
   if [[ -n "$AGENT_PID" ]] && kill -0 "$AGENT_PID" 2>/dev/null; then
-    kill "$AGENT_PID" 2>/dev/null || true
-    wait "$AGENT_PID" 2>/dev/null || true
+    kill "$AGENT_PID" 2>/dev/null
+    wait "$AGENT_PID" 2>/dev/null
   fi
-  local d
-  for d in "${CGROUP_DIRS[@]:-}"; do
-    [[ -n "$d" && -d "$d" ]] && rmdir "$d" 2>/dev/null || true
-  done
-  if [[ $rc -ne 0 ]]; then
-    log "agent log (last 30 lines):"
-    tail -n 30 "$WORK/agent.log" 2>/dev/null >&2 || true
-  fi
+  AGENT_PID=""
+}
+cleanup() {
+  stop_agent
   rm -rf "$WORK"
-  exit "$rc"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-# ------------------------------------------------------------------ preflight
-[[ $EUID -eq 0 ]] || die "run as root (the agent loads eBPF programs): sudo $0"
-for tool in cmake curl python3 nvidia-smi; do
-  command -v "$tool" >/dev/null || die "$tool not found"
-done
-NVCC="$(command -v nvcc || true)"
-[[ -z "$NVCC" && -x /usr/local/cuda/bin/nvcc ]] && NVCC=/usr/local/cuda/bin/nvcc
-[[ -n "$NVCC" ]] || die "nvcc not found (install the CUDA toolkit or put /usr/local/cuda/bin on PATH)"
-nvidia-smi -L >&2 || die "nvidia-smi cannot see a GPU"
-
-# ------------------------------------------------------------------ build
-if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-  log "building gpuledger in $BUILD_DIR"
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$WORK/cmake.log" 2>&1 \
-    || { tail -n 40 "$WORK/cmake.log" >&2; die "cmake configure failed"; }
-  cmake --build "$BUILD_DIR" --target gpuledger -j"$(nproc)" >"$WORK/build.log" 2>&1 \
-    || { tail -n 40 "$WORK/build.log" >&2; die "build failed"; }
-fi
-[[ -x "$BUILD_DIR/gpuledger" ]] || die "$BUILD_DIR/gpuledger missing"
-
-log "compiling tests/gpu/known_work.cu"
-if ! "$NVCC" -O2 -arch=native -o "$WORK/known_work" "$ROOT/tests/gpu/known_work.cu" 2>"$WORK/nvcc.log"; then
-  "$NVCC" -O2 -o "$WORK/known_work" "$ROOT/tests/gpu/known_work.cu" 2>>"$WORK/nvcc.log" \
-    || { cat "$WORK/nvcc.log" >&2; die "nvcc failed"; }
-fi
-
-# ------------------------------------------------------------------ doctor + agent
-log "gpuledger doctor:"
-"$BUILD_DIR/gpuledger" doctor >&2 || log "doctor says the attribution plane is unavailable (continuing to show why)"
-
-log "starting the agent on $API"
-"$BUILD_DIR/gpuledger" agent --listen "127.0.0.1:${PORT}" --nvml-interval-ms 1000 >"$WORK/agent.log" 2>&1 &
-AGENT_PID=$!
-for _ in $(seq 1 100); do
-  curl -sf "$API/healthz" >/dev/null 2>&1 && break
-  kill -0 "$AGENT_PID" 2>/dev/null || die "agent exited during start-up"
-  sleep 0.2
-done
-curl -sf "$API/healthz" >/dev/null || die "agent did not come up on $API"
-probes="$(curl -s "$API/api/v1/workloads" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("probes_attached", 0))')"
-log "agent up: $probes probes attached"
-[[ "$probes" -gt 0 ]] || log "WARNING: no probes attached yet (no host libcuda at the default paths?)"
-
-# ------------------------------------------------------------------ transient cgroup runner
-# run_in_cgroup NAME OUTFILE CMD...: runs CMD in the background in its own
-# cgroup; sets RUN_PID to the pid of CMD itself.
 CG2_ROOT="$(awk '$3 == "cgroup2" {print $2; exit}' /proc/self/mounts)"
-run_in_cgroup() {
-  local name="$1" out="$2"
-  shift 2
-  if [[ -d /run/systemd/system ]] && command -v systemd-run >/dev/null; then
-    systemd-run --quiet --scope --unit="$name" --collect -- "$@" >"$out" 2>"$out.err" &
-    RUN_PID=$!
-    # systemd-run --scope execs the command in place: $! is the workload's pid.
-  elif [[ -n "$CG2_ROOT" ]]; then
-    local cg="$CG2_ROOT/$name"
-    mkdir -p "$cg"
-    CGROUP_DIRS+=("$cg")
-    bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" "$@" >"$out" 2>"$out.err" &
-    RUN_PID=$!
-  else
-    log "WARNING: neither systemd nor a cgroup2 mount: running in the current cgroup"
-    "$@" >"$out" 2>"$out.err" &
-    RUN_PID=$!
-  fi
-}
+((NO_CGROUPS)) && CG2_ROOT=""
+[[ -n "$CG2_ROOT" ]] || log "WARNING: no cgroup2 mount: workloads share this script's cgroup"
 
-wait_for_truth() {  # wait_for_truth OUTFILE PID -> prints the JSON
-  local out="$1" pid="$2"
-  for _ in $(seq 1 600); do
-    if grep -q '^GPULEDGER_TRUTH ' "$out" 2>/dev/null; then
-      sed -n 's/^GPULEDGER_TRUTH //p' "$out" | head -n 1
-      return 0
-    fi
-    kill -0 "$pid" 2>/dev/null || { cat "$out" "$out.err" >&2; return 1; }
-    sleep 0.1
-  done
-  return 1
-}
-
-# compare NAME TRUTH_JSON PID CGROUP_HINT: prints the table, counts mismatches.
-compare() {
-  local name="$1" truth="$2" pid="$3" hint="$4"
-  sleep 2  # let the agent read its maps and NVML poll once more
-  curl -s "$API/api/v1/workloads" >"$WORK/workloads.json"
-  curl -s "$API/metrics" >"$WORK/metrics.txt"
-  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$WORK/smi.csv" 2>/dev/null || true
-  local rc=0
-  TRUTH="$truth" PID="$pid" HINT="$hint" NAME="$name" WORKDIR="$WORK" python3 - <<'PY' || rc=$?
-import json, os, re, sys
-
-truth = json.loads(os.environ["TRUTH"])
-pid, hint, name, work = int(os.environ["PID"]), os.environ["HINT"], os.environ["NAME"], os.environ["WORKDIR"]
-doc = json.load(open(f"{work}/workloads.json"))
-
-def mine(w):
-    if any(p.get("pid") == pid for p in w.get("processes", [])):
-        return True
-    return any(hint in c for c in w.get("cgroup_paths", []))
-
-found = [w for w in doc.get("workloads", []) if mine(w)]
-counters = found[0]["counters"] if found else {}
-
-smi_mib = None
-for line in open(f"{work}/smi.csv"):
-    parts = [p.strip() for p in line.split(",")]
-    if len(parts) >= 2 and parts[0].isdigit() and int(parts[0]) == pid:
-        try:
-            smi_mib = float(parts[1].split()[0])
-        except ValueError:
-            pass
-
-nvml_plane = None  # the agent's own NVML per-process reading
-for line in open(f"{work}/metrics.txt"):
-    if line.startswith("gpuledger_gpu_process_memory_used_bytes{") and f'pid="{pid}"' in line:
-        nvml_plane = float(line.rsplit(" ", 1)[1])
-
-def get(d, path):
-    for k in path.split("."):
-        if not isinstance(d, dict) or k not in d:
-            return None
-        d = d[k]
-    return d
-
-rows = [
-    ("kernel_launches", "kernel_launches"),
-    ("launched_threads", "launched_threads"),
-    ("memory_allocations", "memory_allocations"),
-    ("memory_allocated_bytes", "memory_allocated_bytes"),
-    ("memory_live_bytes", "memory_live_bytes"),
-    ("memcpy_bytes.htod", "memcpy_bytes.htod"),
-    ("memcpy_bytes.dtoh", "memcpy_bytes.dtoh"),
-    ("memcpy_bytes.dtod", "memcpy_bytes.dtod"),
-    ("memcpy_calls.htod", "memcpy_calls.htod"),
-    ("memcpy_calls.dtoh", "memcpy_calls.dtoh"),
-    ("memcpy_calls.dtod", "memcpy_calls.dtod"),
-    ("syncs", "syncs"),
-]
-print()
-print(f"== {name} (pid {pid}; workload {found[0]['workload'] if found else 'NOT FOUND'}) ==")
-header = ("metric", "truth", "gpuledger", "NVML per-process memory")
-table = []
-mismatches = 0
-for label, path in rows:
-    t, g = get(truth, label), get(counters, path)
-    if t is None:
-        continue
-    nv = ""
-    if label == "memory_live_bytes":
-        nv = "nvidia-smi: " + (f"{smi_mib:.0f} MiB" if smi_mib is not None else "n/a")
-        nv += "; gpuledger NVML plane: " + (f"{nvml_plane / 2**20:.0f} MiB" if nvml_plane is not None else "n/a")
-        nv += " (includes context overhead)"
-    # Exact for counts the program controls; the CUDA runtime may add its own
-    # driver calls (internal allocations, syncs inside cudaMemcpy), so >= is noted.
-    mark = "" if g == t else ("  (>= truth)" if isinstance(g, (int, float)) and g >= t else "  MISMATCH")
-    if g is None or (g != t and g < t):
-        mismatches += 1
-    table.append((label, str(t), f"{g}{mark}" if g is not None else "absent  MISMATCH", nv))
-widths = [max(len(r[i]) for r in table + [header]) for i in range(4)]
-fmt = " | ".join("{:<%d}" % w for w in widths)
-print(fmt.format(*header))
-print("-+-".join("-" * w for w in widths))
-for r in table:
-    print(fmt.format(*r))
-if smi_mib is not None and truth.get("memory_live_bytes") and smi_mib * 2**20 < truth["memory_live_bytes"]:
-    print("NOTE: nvidia-smi reports less memory than the program allocated")
-sys.exit(1 if mismatches or not found else 0)
-PY
-  [[ $rc -eq 0 ]] || FAILURES=$((FAILURES + 1))
-}
-
-# ------------------------------------------------------------------ known_work
-UNIT="gpuledger-validate-known-$$"
-log "running known_work in cgroup $UNIT (holds memory for ${HOLD_SECONDS}s)"
-run_in_cgroup "$UNIT" "$WORK/known.out" "$WORK/known_work" "$HOLD_SECONDS"
-KNOWN_PID=$RUN_PID
-TRUTH_JSON="$(wait_for_truth "$WORK/known.out" "$KNOWN_PID")" || die "known_work did not print its truth line"
-TRUE_PID="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["pid"])' "$TRUTH_JSON")"
-compare "known_work" "$TRUTH_JSON" "$TRUE_PID" "$UNIT"
-wait "$KNOWN_PID" || log "known_work exited non-zero"
-
-# ------------------------------------------------------------------ PyTorch (optional)
-if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  UNIT="gpuledger-validate-torch-$$"
-  cat >"$WORK/torch_work.py" <<PY
-import json, os, time, torch
-torch.cuda.init()
-x = torch.randn(2048, 2048, device="cuda")
-y = torch.randn(2048, 2048, device="cuda")
-for _ in range(50):
-    z = x @ y
-torch.cuda.synchronize()
-# Driver-level allocations are the caching allocator's reserved segments.
-truth = {"pid": os.getpid(), "memory_live_bytes": torch.cuda.memory_reserved()}
-print("GPULEDGER_TRUTH " + json.dumps(truth), flush=True)
-time.sleep(${HOLD_SECONDS})
-PY
-  log "running a PyTorch snippet in cgroup $UNIT"
-  run_in_cgroup "$UNIT" "$WORK/torch.out" python3 "$WORK/torch_work.py"
-  TORCH_PID=$RUN_PID
-  if TRUTH_JSON="$(wait_for_truth "$WORK/torch.out" "$TORCH_PID")"; then
-    TRUE_PID="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["pid"])' "$TRUTH_JSON")"
-    compare "pytorch (50 matmuls; memory truth = torch.cuda.memory_reserved())" "$TRUTH_JSON" "$TRUE_PID" "$UNIT"
-  else
-    log "WARNING: the PyTorch snippet failed"; FAILURES=$((FAILURES + 1))
-  fi
-  wait "$TORCH_PID" || true
+# ------------------------------------------------------------ the driver under test
+AGENT_ARGS=(--listen 127.0.0.1:0 --store "" --nvml-interval-ms 500 --scan-interval-ms 1000)
+if ((SIMULATE)); then
+  CUDA_LIB="$BUNDLE/sim/lib/libcuda.so.1"
+  GPUS=1
+  cat >"$WORK/nvml-sim.json" <<'EOF'
+{"driver_version": "simulated", "devices": [{"uuid": "GPU-00000000-1111-4222-8333-444444444444",
+ "name": "gpuledger simulated GPU", "pci_bus_id": "00000000:01:00.0", "minor": 0, "mig_mode": 0,
+ "utilization": {"gpu": 40, "memory": 10}, "memory": {"total": 85899345920, "used": 1073741824},
+ "power_mw": 200000}]}
+EOF
+  export GPULEDGER_NVML_SIM_CONFIG="$WORK/nvml-sim.json"
+  AGENT_ARGS+=(--cuda-lib "$CUDA_LIB" --no-discovery --nvml-lib "$BUNDLE/sim/nvml/libnvidia-ml.so.1"
+               --nvidia-proc-root "$WORK/no-driver")
 else
-  log "PyTorch with CUDA not importable: skipping the PyTorch check"
+  CUDA_LIB="$(ldconfig -p 2>/dev/null | awk '$1 == "libcuda.so.1" && /x86-64/ && !found {print $NF; found = 1}')"
+  for p in "$CUDA_LIB" /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1 /usr/local/nvidia/lib64/libcuda.so.1; do
+    [[ -n "$p" && -e "$p" ]] && { CUDA_LIB="$(readlink -f "$p")"; break; }
+  done
+  [[ -e "$CUDA_LIB" ]] || log "WARNING: no libcuda.so.1 found"
+  GPUS="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')"
+  AGENT_ARGS+=(--cuda-lib "$CUDA_LIB")
+  # known_work, built while the first steps run: nvcc's default runtime is the static one.
+  NVCC="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+  (
+    timeout 150 "$NVCC" -O2 -arch=native -o "$WORK/known_work" "$ROOT/tests/gpu/known_work.cu" \
+      || timeout 150 "$NVCC" -O2 -o "$WORK/known_work" "$ROOT/tests/gpu/known_work.cu"
+  ) >"$OUT_DIR/raw/nvcc.log" 2>&1 &
+  NVCC_PID=$!
+fi
+log "bundle $BUNDLE, driver library ${CUDA_LIB:-none}, results in $OUT_DIR"
+
+start_agent() {  # start_agent PASS_NAME EXTRA_ARGS...
+  local name="$1" logf
+  shift
+  logf="$OUT_DIR/raw/agent-$name.log"
+  "$BUNDLE/gpuledger-run" gpuledger agent "${AGENT_ARGS[@]}" "$@" >"$logf" 2>&1 &
+  AGENT_PID=$!
+  API=""
+  local port
+  for _ in $(seq 1 150); do
+    port="$(sed -n 's|.*agent serving http://127\.0\.0\.1:\([0-9]*\)/metrics.*|\1|p' "$logf" | head -n 1)"
+    [[ -n "$port" ]] && { API="http://127.0.0.1:$port"; break; }
+    kill -0 "$AGENT_PID" 2>/dev/null || break
+    sleep 0.2
+  done
+  if [[ -z "$API" ]]; then
+    log "agent ($name) did not start: $(tail -n 5 "$logf" | tr '\n' ' ')"
+    return 1
+  fi
+  # Probes on the driver before any workload starts.
+  for _ in $(seq 1 50); do
+    "$PY" -c 'import json,sys,urllib.request as u; sys.exit(0 if json.load(u.urlopen(sys.argv[1]))["probes_attached"] > 0 else 1)' \
+      "$API/api/v1/workloads" 2>/dev/null && break
+    sleep 0.2
+  done
+  log "agent ($name) at $API"
+}
+
+# record_step NAME STATUS NOTE: a step that could not run at all.
+record_step() {
+  "$PY" -c 'import json,sys; json.dump({"step": sys.argv[1], "title": sys.argv[1], "status": sys.argv[2], "rows": [], "notes": [sys.argv[3]], "data": {}, "duration_s": 0}, open(sys.argv[4], "w"))' \
+    "$1" "$2" "$3" "$OUT_DIR/steps/$1.json"
+}
+
+run_step() {  # run_step STEP TIMEOUT_S PASS_NAME
+  local step="$1" limit="$2" pass="$3" left name rc=0
+  name="$step${pass:+@$pass}"
+  left=$((DEADLINE - SECONDS))
+  if ((left < 15)); then record_step "$name" skipped "the kit's time budget ran out"; return; fi
+  ((limit > left)) && limit=$left
+  # env and address need no agent; the others read it.
+  if [[ -z "$API" && "$step" != env && "$step" != address ]]; then
+    record_step "$name" error "no agent (raw/agent-${pass:-default}.log)"
+    return
+  fi
+  log "step $name (at most ${limit}s)"
+  timeout -k 5 "$limit" "$PY" "$KIT" step "$step" --api "${API:-http://127.0.0.1:9}" --bundle "$BUNDLE" --work "$WORK" --out "$OUT_DIR" \
+    --cuda-lib "$CUDA_LIB" --cgroup-root "$CG2_ROOT" ${pass:+--pass "$pass"} ${GPUS:+--gpus "$GPUS"} \
+    "${SIM_FLAG[@]}" "${TORCH_WORK[@]}" 2>>"$OUT_DIR/raw/kit.log" || rc=$?
+  if ((rc == 124 || rc == 137)); then
+    record_step "$name" error "timed out after ${limit}s"
+  elif [[ ! -s "$OUT_DIR/steps/$name.json" ]]; then
+    record_step "$name" error "the step exited $rc without a result (see raw/kit.log)"
+  fi
+  tail -n 1 "$OUT_DIR/raw/kit.log" >&2
+}
+
+# ------------------------------------------------------------ pass 1: the agent as shipped
+PASSES+=("default")
+start_agent default
+run_step env 30 ""
+run_step address 40 ""
+if ((!SIMULATE)); then
+  wait "$NVCC_PID" || log "nvcc failed (raw/nvcc.log)"
+fi
+run_step static 60 ""
+run_step eager 60 ""
+run_step graph 45 ""
+run_step expandable 45 ""
+run_step busy 50 ""
+run_step device 20 ""
+stop_agent
+
+# ------------------------------------------------------------ pass 2: runtime-API probes on
+agent_help="$("$BUNDLE/gpuledger-run" gpuledger agent --help 2>/dev/null || true)"  # whole: no SIGPIPE with grep -q
+if grep -q -- '--runtime-probes' <<<"$agent_help"; then
+  PASSES+=("runtime-probes-on")
+  if start_agent runtime-probes-on --runtime-probes on; then
+    run_step static 45 runtime-probes-on
+    run_step eager 60 runtime-probes-on
+    run_step graph 45 runtime-probes-on
+  fi
+  stop_agent
+else
+  log "this agent has no --runtime-probes: one pass only"
 fi
 
-# ------------------------------------------------------------------ device plane
-echo
-echo "== device plane (/metrics) =="
-curl -s "$API/metrics" | grep -E '^gpuledger_(gpu_info|nvml_up|gpu_utilization_ratio|gpu_memory_used_bytes|gpu_power_watts)' || true
-
-if [[ $FAILURES -ne 0 ]]; then
-  log "$FAILURES check(s) with mismatches"
-  exit 1
-fi
-log "all checks match"
+# ------------------------------------------------------------ results
+"$PY" -c 'import json,sys; json.dump({"started": sys.argv[1], "finished": sys.argv[2], "duration_s": int(sys.argv[3]), "passes": sys.argv[4].split(), "bundle": sys.argv[5], "cuda_lib": sys.argv[6]}, open(sys.argv[7], "w"))' \
+  "$STARTED" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$SECONDS" "${PASSES[*]}" "$BUNDLE" "$CUDA_LIB" "$WORK/meta.json"
+"$PY" "$KIT" report --out "$OUT_DIR" --meta "$WORK/meta.json" "${SIM_FLAG[@]}" >/dev/null
+log "results: $OUT_DIR/results.md, $OUT_DIR/results.json (${SECONDS}s)"
+"$PY" -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["pass_bars_met"] else 1)' "$OUT_DIR/results.json"

@@ -63,6 +63,14 @@ struct DemoCommand {
 };
 int run_demo(const DemoCommand& cmd);
 
+// `gpuledger probe-plan` (hidden): the entry points the agent probes in one
+// library, for the GPU validation kit's address check.
+struct ProbePlanCommand {
+  std::string cuda_lib;
+  bool launch_returns = false;
+};
+int run_probe_plan(const ProbePlanCommand& cmd);
+
 // `gpuledger report`: the chargeback from the ledger store, or with
 // --prometheus for the whole fleet from a Prometheus server.
 struct ReportCommand {

@@ -137,6 +137,15 @@ int main(int argc, char** argv) {
                          "every node's agent");
   report_cmd->add_option("--timeout-ms", report.timeout_ms, "Prometheus request timeout")->capture_default_str();
 
+  // Diagnostic, hidden from --help (empty group): used by scripts/gpu-validate.sh.
+  ProbePlanCommand probe_plan;
+  auto* probe_plan_cmd = app.add_subcommand(
+      "probe-plan", "Print the CUDA driver entry points the agent probes in one library, one family a line");
+  probe_plan_cmd->group("");
+  probe_plan_cmd->add_option("--cuda-lib", probe_plan.cuda_lib, "The driver library (libcuda.so.1) to read")
+      ->required();
+  probe_plan_cmd->add_flag("--launch-returns", probe_plan.launch_returns, "As the agent's --launch-returns");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*agent_cmd) {
@@ -147,6 +156,7 @@ int main(int argc, char** argv) {
       gpuledger::log::set_level("error");  // the table carries each failure's reason; no verifier dumps
       return run_doctor(doctor);
     }
+    if (*probe_plan_cmd) return run_probe_plan(probe_plan);
     if (*report_cmd) {
       gpuledger::log::set_level("warn");
       return run_report(report);

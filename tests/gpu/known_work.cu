@@ -10,6 +10,8 @@
 //   memory_allocations / memory_allocated_bytes   cudaMalloc (-> cuMemAlloc_v2)
 //   memcpy_bytes/calls by direction                cudaMemcpy (-> cuMemcpy{HtoD,DtoH,DtoD}_v2)
 //   syncs             cudaDeviceSynchronize (-> cuCtxSynchronize) + cudaStreamSynchronize
+//   graph_launches    cudaGraphLaunch (-> cuGraphLaunch); the graph is built node by node
+//                     (cudaGraphAddKernelNode), so building it launches nothing
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -40,6 +42,7 @@ __global__ void saxpy(float a, const float* x, float* y, size_t n) {
 struct Truth {
   unsigned long long launches = 0, threads = 0, allocations = 0, allocated = 0;
   unsigned long long htod = 0, dtoh = 0, dtod = 0, htod_calls = 0, dtoh_calls = 0, dtod_calls = 0, syncs = 0;
+  unsigned long long graph_launches = 0;
 };
 
 int main(int argc, char** argv) {
@@ -83,6 +86,29 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamSynchronize(stream)); t.syncs++;
   CHECK(cudaStreamSynchronize(stream)); t.syncs++;
 
+  // A graph of two kernel nodes, launched four times: four cuGraphLaunch calls,
+  // no kernel launches of their own.
+  cudaGraph_t graph;
+  cudaGraphExec_t graph_exec;
+  CHECK(cudaGraphCreate(&graph, 0));
+  float value = 5.0f;
+  size_t count = kC / sizeof(float);
+  void* fill_args[] = {&c, &value, &count};
+  cudaKernelNodeParams node{};
+  node.func = reinterpret_cast<void*>(fill);
+  node.gridDim = dim3(64);
+  node.blockDim = dim3(128);
+  node.kernelParams = fill_args;
+  cudaGraphNode_t first, second;
+  CHECK(cudaGraphAddKernelNode(&first, graph, nullptr, 0, &node));
+  CHECK(cudaGraphAddKernelNode(&second, graph, &first, 1, &node));
+  CHECK(cudaGraphInstantiateWithFlags(&graph_exec, graph, 0));
+  for (int i = 0; i < 4; ++i) {
+    CHECK(cudaGraphLaunch(graph_exec, stream));
+    t.graph_launches++;
+  }
+  CHECK(cudaStreamSynchronize(stream)); t.syncs++;
+
   CHECK(cudaMemcpy(c, a, 16u << 20, cudaMemcpyDeviceToDevice)); t.dtod += 16u << 20; t.dtod_calls++;
   CHECK(cudaMemcpy(host.data(), b, kB, cudaMemcpyDeviceToHost)); t.dtoh += kB; t.dtoh_calls++;
   CHECK(cudaMemcpy(host.data(), c, 4096, cudaMemcpyDeviceToHost)); t.dtoh += 4096; t.dtoh_calls++;
@@ -93,13 +119,16 @@ int main(int argc, char** argv) {
       "GPULEDGER_TRUTH {\"pid\":%d,\"kernel_launches\":%llu,\"launched_threads\":%llu,"
       "\"memory_allocations\":%llu,\"memory_allocated_bytes\":%llu,\"memory_live_bytes\":%llu,"
       "\"memcpy_bytes\":{\"htod\":%llu,\"dtoh\":%llu,\"dtod\":%llu},"
-      "\"memcpy_calls\":{\"htod\":%llu,\"dtoh\":%llu,\"dtod\":%llu},\"syncs\":%llu}\n",
+      "\"memcpy_calls\":{\"htod\":%llu,\"dtoh\":%llu,\"dtod\":%llu},\"syncs\":%llu,"
+      "\"graph_launches\":%llu}\n",
       (int)getpid(), t.launches, t.threads, t.allocations, t.allocated, t.allocated, t.htod, t.dtoh, t.dtod,
-      t.htod_calls, t.dtoh_calls, t.dtod_calls, t.syncs);
+      t.htod_calls, t.dtoh_calls, t.dtod_calls, t.syncs, t.graph_launches);
   std::fflush(stdout);
 
   sleep(hold > 0 ? hold : 0);  // the script reads the agent and nvidia-smi now
 
+  CHECK(cudaGraphExecDestroy(graph_exec));
+  CHECK(cudaGraphDestroy(graph));
   CHECK(cudaStreamDestroy(stream));
   CHECK(cudaFree(a));
   CHECK(cudaFree(b));

@@ -1,0 +1,46 @@
+// `gpuledger probe-plan` (hidden, diagnostic): the driver entry points the
+// agent would probe in one library, printed as plain text for the GPU
+// validation kit's address check (tools/cuda_address_check.c), which asks the
+// real driver's cuGetProcAddress for each family and checks that the pointer
+// it returns starts one of these probed symbols.
+//
+// One line per entry-point family, in the agent's own order:
+//   <family base name> [<probed symbol>...]
+// A family the library lacks has no symbols after its name. Lines starting
+// with '#' are comments.
+#include <cstdio>
+#include <map>
+
+#include "cli/commands.h"
+#include "probes/cuda_entry_points.h"
+#include "probes/elf_symbols.h"
+
+namespace gpuledger::cli {
+
+int run_probe_plan(const ProbePlanCommand& cmd) {
+  auto functions = probes::read_dynamic_functions(cmd.cuda_lib);
+  probes::CallNames names;
+  probes::ProbePlanOptions options;
+  options.launch_returns = cmd.launch_returns;
+  // plan_probes keeps one probe per address (aliases share it); group its
+  // specs by the family they came from, which is the form's base name.
+  std::map<std::string, std::vector<std::string>, std::less<>> probed_by_base;
+  for (const auto& spec : probes::plan_probes(functions, names, options)) {
+    for (const auto& family : probes::entry_point_families()) {
+      if (probes::parse_entry_point_form(spec.name, family.base)) {
+        probed_by_base[std::string(family.base)].push_back(spec.name);
+        break;
+      }
+    }
+  }
+  std::printf("# gpuledger probe plan for %s: %zu probes\n", cmd.cuda_lib.c_str(), names.size());
+  for (const auto& family : probes::entry_point_families()) {
+    std::printf("%.*s", static_cast<int>(family.base.size()), family.base.data());
+    if (auto it = probed_by_base.find(family.base); it != probed_by_base.end())
+      for (const auto& name : it->second) std::printf(" %s", name.c_str());
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace gpuledger::cli
