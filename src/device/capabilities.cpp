@@ -13,6 +13,9 @@ const std::vector<AgentCapability>& agent_capabilities() {
       {2, "CAP_DAC_READ_SEARCH", false,
        "cannot open a libcuda inside a container root or directory root may not read: it is never probed"},
       {34, "CAP_SYSLOG", false, "cannot read /dev/kmsg (kernel.dmesg_restrict=1): Xid errors are not counted"},
+      {kCapCheckpointRestore, "CAP_CHECKPOINT_RESTORE", false,
+       "cannot open mappings through /proc/PID/map_files: a driver deleted or replaced after a process mapped it "
+       "(an upgrade under running jobs, a removed image) is never probed"},
   };
   return caps;
 }
@@ -36,8 +39,9 @@ PlaneReport judge_capabilities(uint64_t caps) {
       held += (held.empty() ? "" : " ") + std::string(cap.name);
       continue;
     }
-    // CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON (kernels before 5.8 know only it).
-    if (cap.essential && ((caps >> kCapSysAdmin) & 1u)) continue;
+    // CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON (kernels before 5.8
+    // know only it) and for CAP_CHECKPOINT_RESTORE (before 5.9).
+    if ((cap.essential || cap.number == kCapCheckpointRestore) && ((caps >> kCapSysAdmin) & 1u)) continue;
     essential_missing |= cap.essential;
     missing += (missing.empty() ? "missing " : "; missing ") + std::string(cap.name) + ": " + cap.reason;
   }

@@ -24,6 +24,7 @@ struct PlaneReport {
 
 // Linux capability numbers (linux/capability.h).
 inline constexpr int kCapSysAdmin = 21;
+inline constexpr int kCapCheckpointRestore = 40;
 inline constexpr int kCapPerfmon = 38;
 inline constexpr int kCapBpf = 39;
 

@@ -6,6 +6,8 @@
 #include <memory>
 #include <utility>
 
+#include "common/unique_fd.h"
+
 namespace gpuledger::probes {
 
 struct LinkDeleter {
@@ -20,24 +22,7 @@ using RingBufferHandle = std::unique_ptr<ring_buffer, RingBufferDeleter>;
 
 // A file descriptor closed when its owner goes (BPF links made directly with
 // the bpf() system call, which libbpf of this vintage cannot make).
-class FdHandle {
- public:
-  explicit FdHandle(int fd = -1) : fd_(fd) {}
-  FdHandle(FdHandle&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  FdHandle& operator=(FdHandle&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  ~FdHandle() { reset(); }
-  int get() const { return fd_; }
-  void reset();
-
- private:
-  int fd_;
-};
+using FdHandle = UniqueFd;
 
 // Routes libbpf's messages into the agent's log (once per process).
 void route_libbpf_logging();

@@ -25,11 +25,6 @@ int forward(enum libbpf_print_level level, const char* format, va_list args) {
 
 }  // namespace
 
-void FdHandle::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 void route_libbpf_logging() {
   static std::once_flag once;
   std::call_once(once, [] { libbpf_set_print(forward); });

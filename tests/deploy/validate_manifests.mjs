@@ -75,7 +75,7 @@ function checkDaemonSet(ds, want, byKind) {
   if (pod.securityContext?.seccompProfile?.type !== "RuntimeDefault") f.push("DaemonSet: seccomp RuntimeDefault");
   if (sc.privileged !== false) f.push("DaemonSet: privileged must be false");
   if (sc.readOnlyRootFilesystem !== true) f.push("DaemonSet: readOnlyRootFilesystem must be true");
-  for (const cap of ["BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH"])
+  for (const cap of ["BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH", "CHECKPOINT_RESTORE"])
     if (!sc.capabilities?.add?.includes(cap)) f.push(`DaemonSet: capability ${cap} missing`);
   if (!isDeepStrictEqual(sc.capabilities?.drop, ["ALL"])) f.push("DaemonSet: must drop ALL other capabilities");
   if (c.livenessProbe?.httpGet?.path !== "/healthz") f.push("DaemonSet: liveness probe on /healthz");

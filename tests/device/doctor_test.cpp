@@ -167,20 +167,21 @@ TEST(Doctor, PodResourcesSocket) {
 // Each capability the agent lacks is named with what it costs.
 TEST(Doctor, CapabilitiesNameEachMissingOne) {
   auto bit = [](int cap) { return uint64_t{1} << cap; };
-  const uint64_t all = bit(39) | bit(38) | bit(19) | bit(2) | bit(34);
-  EXPECT_EQ(setpriv_capability_list(), "+bpf,+perfmon,+sys_ptrace,+dac_read_search,+syslog");
+  const uint64_t all = bit(39) | bit(38) | bit(19) | bit(2) | bit(34) | bit(40);
+  EXPECT_EQ(setpriv_capability_list(), "+bpf,+perfmon,+sys_ptrace,+dac_read_search,+syslog,+checkpoint_restore");
   PlaneReport ok = judge_capabilities(all);
   EXPECT_EQ(ok.status, PlaneStatus::kOk);
-  EXPECT_EQ(ok.reason, "all held: CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG");
+  EXPECT_EQ(ok.reason, "all held: CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG CAP_CHECKPOINT_RESTORE");
   PlaneReport no_syslog = judge_capabilities(all & ~bit(34));
   EXPECT_EQ(no_syslog.status, PlaneStatus::kDegraded);
   EXPECT_EQ(no_syslog.reason.rfind("missing CAP_SYSLOG: cannot read /dev/kmsg", 0), 0u) << no_syslog.reason;
   PlaneReport bare = judge_capabilities(0);
   EXPECT_EQ(bare.status, PlaneStatus::kUnavailable);
-  for (const char* name : {"CAP_BPF:", "CAP_PERFMON:", "CAP_SYS_PTRACE:", "CAP_DAC_READ_SEARCH:", "CAP_SYSLOG:"})
+  for (const char* name :
+       {"CAP_BPF:", "CAP_PERFMON:", "CAP_SYS_PTRACE:", "CAP_DAC_READ_SEARCH:", "CAP_SYSLOG:", "CAP_CHECKPOINT_RESTORE:"})
     EXPECT_NE(bare.reason.find(name), std::string::npos) << name << " in " << bare.reason;
   PlaneReport admin = judge_capabilities(bit(21) | bit(19) | bit(2) | bit(34));
-  EXPECT_EQ(admin.status, PlaneStatus::kOk) << "CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON";
+  EXPECT_EQ(admin.status, PlaneStatus::kOk) << "CAP_SYS_ADMIN stands in for CAP_BPF, CAP_PERFMON, CAP_CHECKPOINT_RESTORE";
 }
 
 TEST(Doctor, TableAndExitCode) {

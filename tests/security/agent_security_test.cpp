@@ -401,6 +401,54 @@ INSTANTIATE_TEST_SUITE_P(Capabilities, LeastPrivilege, ::testing::Values("", "sy
                          [](const auto& info) { return info.param.empty() ? std::string("ExactSet")
                                                                             : "Without_" + info.param; });
 
+// A library deleted after a tenant mapped it (a driver upgrade under a running
+// job, a removed image) has no path any more: only /proc/PID/map_files reaches
+// the mapped file, and the kernel opens that only with CAP_CHECKPOINT_RESTORE.
+class DeletedLibrary : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { GL_REQUIRE_BPF(); }
+};
+
+TEST_P(DeletedLibrary, IsReachedOnlyThroughMapFiles) {
+  const bool with_cap = GetParam();
+  std::string caps = device::setpriv_capability_list();
+  if (!with_cap) caps.erase(caps.find(",+checkpoint_restore"), std::string(",+checkpoint_restore").size());
+  auto dir = scratch(with_cap ? "deleted-cap" : "deleted-nocap");
+  fs::copy_file(sim_library(), dir / "libcuda.so.1");
+  const std::string unit = std::string("deleted-") + (with_cap ? "cap" : "nocap") + ".service";
+  simulation::ScopedCgroup cg(cgroup_v2(), test_cgroup("/system.slice/" + unit));
+  simulation::Child tenant({cudasim_binary(), "init; print-ready; wait-stdin; launch 1 1 1 1 1 1 x5"},
+                           {{cg.dir()}, {"LD_LIBRARY_PATH=" + dir.string()}, true, true});
+  for (std::string line = tenant.read_line(); line.rfind("READY", 0) != 0; line = tenant.read_line())
+    ASSERT_FALSE(line.empty()) << "the tenant ended before READY";
+  fs::remove(dir / "libcuda.so.1");  // mapped, and no longer on any path
+  Agent agent({"--store", "", "--scan-interval-ms", "300"},
+              {"setpriv", "--bounding-set=-all," + caps, "--inh-caps=-all", "--"});
+  auto attached = [&] {
+    const auto doc = nlohmann::json::parse(get_body(agent.port(), "/api/v1/workloads"));
+    for (const auto& lib : doc["libraries"])
+      if (lib["path"].get<std::string>().find(dir.string()) != std::string::npos && lib["probes"].get<int>() > 0)
+        return true;
+    return false;
+  };
+  const bool covered = eventually(attached, std::chrono::milliseconds(with_cap ? 10000 : 2000));
+  tenant.write_line("go");
+  tenant.close_stdin();
+  tenant.read_all();
+  ASSERT_EQ(tenant.wait(), 0);
+  if (with_cap) {
+    ASSERT_TRUE(covered) << get_body(agent.port(), "/api/v1/workloads");
+    EXPECT_TRUE(eventually([&] { return launches(agent.port(), "systemd/" + unit) == 5; },
+                           std::chrono::milliseconds(5000)));
+  } else {
+    EXPECT_FALSE(covered) << "reached without CAP_CHECKPOINT_RESTORE: it is not needed";
+  }
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Capabilities, DeletedLibrary, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "WithCheckpointRestore" : "Without"; });
+
 // `gpuledger doctor` under the exact set finds nothing missing, and names
 // each capability it lacks otherwise.
 TEST(LeastPrivilegeDoctor, NamesEachMissingCapability) {
@@ -414,7 +462,7 @@ TEST(LeastPrivilegeDoctor, NamesEachMissingCapability) {
   };
   std::string line = line_of(full.out, "capabilities");
   EXPECT_NE(line.find(" OK "), std::string::npos) << full.out;
-  EXPECT_NE(line.find("all held: CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG"), std::string::npos)
+  EXPECT_NE(line.find("all held: CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG CAP_CHECKPOINT_RESTORE"), std::string::npos)
       << full.out;
   auto fewer = run("setpriv --bounding-set=-all,+bpf,+sys_ptrace --inh-caps=-all -- " + gpuledger_binary() +
                          " doctor --pod-resources-socket ''");
