@@ -63,7 +63,8 @@ Agent::Agent(AgentOptions options)
   }
   probes::ProbePlanOptions plan;
   plan.launch_returns = options_.launch_returns;
-  attacher_ = std::make_unique<probes::LibraryAttacher>(*program_, plan, watcher_.get(), options_.proc_root);
+  attacher_ = std::make_unique<probes::LibraryAttacher>(*program_, plan, watcher_.get(), options_.proc_root,
+                                                        options_.max_libraries);
   if (options_.runtime_probes != probes::RuntimeProbes::kOff) {
     runtime_ = std::make_unique<probes::RuntimeAttacher>(*program_, watcher_.get(), options_.proc_root);
     if (options_.discover)
@@ -142,7 +143,9 @@ void Agent::run() {
 }
 
 void Agent::scan_for_libraries() {
-  for (const auto& candidate : probes::scan_process_maps(options_.proc_root)) attacher_->offer(candidate);
+  const auto scanned = probes::scan_process_maps(options_.proc_root);
+  for (const auto& candidate : scanned) attacher_->offer(candidate);
+  attacher_->detach_unused(scanned);
   if (runtime_worker_) runtime_worker_->scan_all();
 }
 
@@ -329,6 +332,8 @@ AgentSnapshot Agent::snapshot() {
   self.libraries = attacher_->attached();
   self.rejected_libraries = attacher_->rejected();
   self.files_judged_not_driver = attacher_->files_judged();
+  self.libraries_detached = attacher_->libraries_detached();
+  self.library_limit_rejections = attacher_->limit_rejections();
   self.kernel_stats = probes::read_stats(fds.stats);
   self.library_watcher = watcher_ && options_.discover;
   self.library_events_dropped = watcher_ ? watcher_->events_dropped() : 0;

@@ -55,6 +55,8 @@ struct SelfView {
   std::array<uint64_t, GL_STAT_COUNT> kernel_stats{};
   uint64_t library_events_dropped = 0;
   size_t files_judged_not_driver = 0;  // mapped executable files read and found not to be the driver
+  uint64_t libraries_detached = 0;       // unmapped and deleted: probes and descriptor released
+  uint64_t library_limit_rejections = 0;  // driver copies refused at the bound (--max-libraries)
   bool library_watcher = false;  // event-driven discovery is on
   uint64_t workloads_retired = 0;
 };

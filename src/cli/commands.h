@@ -16,6 +16,7 @@ struct AgentCommand {
   std::vector<std::string> cuda_runtime_libs;
   bool per_probe_links = false;
   unsigned max_workloads = 16384;
+  unsigned max_libraries = 256;  // driver files probed at once
   unsigned scan_interval_ms = 5000;
   std::string log_level = "info";
   // Kubernetes identity and GPU allocation (src/kubernetes); team rules (src/config).

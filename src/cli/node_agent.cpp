@@ -133,6 +133,7 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   options.runtime_libs = cmd.cuda_runtime_libs;
   options.per_probe_links = cmd.per_probe_links;
   options.max_workloads = cmd.max_workloads;
+  options.max_libraries = cmd.max_libraries;
   options.scan_interval = std::chrono::milliseconds(cmd.scan_interval_ms);
   options.classifier.cgroup_roots = cmd.cgroup_roots;
   options.namer = std::make_shared<kubernetes::TeamNamer>(p.cluster ? p.pods : nullptr, p.config.team_rule,

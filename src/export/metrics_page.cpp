@@ -140,6 +140,12 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
   out.family("gpuledger_cuda_libraries_rejected", MetricType::kGauge,
              "Library paths offered or found that could not be attached (see the log and /api/v1/workloads).");
   out.sample({}, static_cast<uint64_t>(self.rejected_libraries.size()));
+  out.family("gpuledger_cuda_libraries_detached_total", MetricType::kCounter,
+             "Driver files detached because no process maps them any more and they were deleted.");
+  out.sample({}, self.libraries_detached);
+  out.family("gpuledger_cuda_library_limit_rejections_total", MetricType::kCounter,
+             "Driver files not probed because --max-libraries files were probed already.");
+  out.sample({}, self.library_limit_rejections);
   out.family("gpuledger_library_files_judged", MetricType::kGauge,
              "Executable files mapped on the node that were read and found not to export the CUDA driver API "
              "(remembered by inode so each is read once).");

@@ -1,5 +1,7 @@
 #include "probes/library_attacher.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 
 #include "common/error.h"
@@ -16,8 +18,12 @@ bool exports_driver_api(const std::vector<ElfFunction>& functions) {
 }
 
 LibraryAttacher::LibraryAttacher(CudaProbeProgram& program, ProbePlanOptions options, LibOpenWatcher* watcher,
-                                 std::string proc_root)
-    : program_(program), options_(options), watcher_(watcher), proc_root_(std::move(proc_root)) {}
+                                 std::string proc_root, size_t max_libraries)
+    : program_(program),
+      options_(options),
+      watcher_(watcher),
+      proc_root_(std::move(proc_root)),
+      max_libraries_(max_libraries) {}
 
 void LibraryAttacher::reject(const std::string& path, const std::string& origin, const std::string& why,
                              const FileId& file) {
@@ -76,11 +82,15 @@ bool LibraryAttacher::offer(const LibraryCandidate& candidate) {
     if (!quiet) reject("pid " + std::to_string(candidate.pid) + ": " + m.path, candidate.origin, why);
     return false;
   }
-  if (printed_judged_.size() >= kJudgedFilesBound) printed_judged_.clear();
-  printed_judged_.insert(m.printed);
-  if (attached_.contains(target->key)) return true;
-  if (not_driver_.contains(target->key)) return false;
-  return judge(target->file, target->key, candidate.origin, quiet);
+  const bool covered = attached_.contains(target->key) ||
+                       (!not_driver_.contains(target->key) && judge(target->file, target->key, candidate.origin, quiet));
+  // Remembered for the backstop only once judged: a file refused for now (at
+  // the bound, every probe failed) is offered again at the next scan.
+  if (attached_.contains(target->key) || not_driver_.contains(target->key)) {
+    if (printed_judged_.size() >= kJudgedFilesBound) printed_judged_.clear();
+    printed_judged_[m.printed] = target->key;
+  }
+  return covered;
 }
 
 bool LibraryAttacher::judge(OpenedFile& file, const FileId& key, const std::string& origin, bool quiet) {
@@ -106,6 +116,12 @@ bool LibraryAttacher::judge(OpenedFile& file, const FileId& key, const std::stri
     remember_judged(key);
     return false;
   }
+  if (attached_.size() >= max_libraries_) {
+    ++limit_rejections_;
+    reject(file.label, origin,
+           "not probed: " + std::to_string(max_libraries_) + " driver files are probed already (the bound)", key);
+    return false;
+  }
   // Through the descriptor's magic link: the kernel resolves it to the very
   // inode read above, whatever has happened to any path since.
   Entry entry;
@@ -122,6 +138,7 @@ bool LibraryAttacher::judge(OpenedFile& file, const FileId& key, const std::stri
   // their complaints.
   for (auto it = rejected_.begin(); it != rejected_.end();)
     it = it->second.file == key ? rejected_.erase(it) : std::next(it);
+  entry.file = std::move(file.fd);
   attached_.emplace(key, std::move(entry));
   if (watcher_) watcher_->remember(key, true);
   return true;
@@ -172,6 +189,44 @@ size_t LibraryAttacher::files_judged() const {
 bool LibraryAttacher::judged(const FileId& file) const {
   std::lock_guard lock(mu_);
   return attached_.contains(file) || not_driver_.contains(file);
+}
+
+void LibraryAttacher::detach_unused(const std::vector<LibraryCandidate>& scanned) {
+  std::set<FileId> mapped;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& c : scanned) {
+      mapped.insert(c.mapping.printed);
+      if (auto it = printed_judged_.find(c.mapping.printed); it != printed_judged_.end()) mapped.insert(it->second);
+    }
+  }
+  std::lock_guard lock(mu_);
+  for (auto it = attached_.begin(); it != attached_.end();) {
+    const auto& [key, entry] = *it;
+    struct stat st {};
+    const bool named = entry.record.origin == "cli" || entry.record.origin == "host";
+    const bool deleted = entry.file.valid() && ::fstat(entry.file.get(), &st) == 0 && st.st_nlink == 0;
+    if (named || mapped.contains(key) || !deleted) {
+      ++it;
+      continue;
+    }
+    spdlog::info("detached {} probes from {}: no process maps it and its file is deleted", entry.record.probes,
+                 entry.record.path);
+    if (watcher_) watcher_->forget(key);
+    std::erase_if(printed_judged_, [&](const auto& kv) { return kv.second == key; });
+    ++detached_;
+    it = attached_.erase(it);  // closes its links and its descriptor
+  }
+}
+
+uint64_t LibraryAttacher::libraries_detached() const {
+  std::lock_guard lock(mu_);
+  return detached_;
+}
+
+uint64_t LibraryAttacher::limit_rejections() const {
+  std::lock_guard lock(mu_);
+  return limit_rejections_;
 }
 
 std::string LibraryAttacher::call_name(uint32_t id) const {

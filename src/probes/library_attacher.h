@@ -44,8 +44,13 @@ class LibraryAttacher {
   static constexpr size_t kJudgedFilesBound = 65536;
   static constexpr size_t kRejectedBound = 256;
 
+  // At most `max_libraries` files are probed at once (each holds ~100 probes
+  // and a descriptor): a tenant making endless driver copies meets a bound,
+  // a self-metric and a log line, not an agent out of descriptors.
+  static constexpr size_t kDefaultMaxLibraries = 256;
+
   LibraryAttacher(CudaProbeProgram& program, ProbePlanOptions options, LibOpenWatcher* watcher,
-                  std::string proc_root = "/proc");
+                  std::string proc_root = "/proc", size_t max_libraries = kDefaultMaxLibraries);
 
   // A host path named on the command line ("cli") or a driver install path
   // ("host"). Returns true if the file is covered afterwards.
@@ -60,14 +65,22 @@ class LibraryAttacher {
   std::vector<LibraryRecord> rejected() const;
   size_t probes_attached() const;
   size_t probe_attach_failures() const;
-  size_t files_judged() const;
-  bool judged(const FileId& file) const;  // attached, or known not to be the driver  // distinct files read and found not to be the driver
+  size_t files_judged() const;            // distinct files read and found not to be the driver
+  bool judged(const FileId& file) const;  // attached, or known not to be the driver
+  // After a backstop scan that saw every executable mapping on the node:
+  // detaches libraries no process maps any more whose file is deleted (an
+  // image removed, a copy gone), so their probes and descriptor go and a
+  // runtime's garbage collection can free the file. Named paths stay.
+  void detach_unused(const std::vector<LibraryCandidate>& scanned);
+  uint64_t libraries_detached() const;
+  uint64_t limit_rejections() const;  // copies refused at max_libraries
   std::string call_name(uint32_t id) const;
 
  private:
   struct Entry {
     LibraryRecord record;
     AttachedLibrary links;
+    UniqueFd file;  // the verified file: whether it is deleted, later
   };
   // Reads and attaches `file` (already verified) under `key`, the inode the
   // kernel will probe. `quiet`: a file that is not the driver is no news.
@@ -84,7 +97,10 @@ class LibraryAttacher {
   std::map<FileId, Entry> attached_;
   std::map<std::string, LibraryRecord> rejected_;  // by path, at most kRejectedBound
   std::set<FileId> not_driver_;                   // at most kJudgedFilesBound
-  std::set<FileId> printed_judged_;               // maps ids the backstop already looked at
+  std::map<FileId, FileId> printed_judged_;       // maps ids the backstop already looked at -> key
+  size_t max_libraries_;
+  uint64_t detached_ = 0;
+  uint64_t limit_rejections_ = 0;
   std::map<std::string, std::string> named_paths_;  // path -> origin
 };
 

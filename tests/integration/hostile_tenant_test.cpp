@@ -148,7 +148,9 @@ TEST_F(HostileTenant, ASymlinkSwapNeverPlantsBreakpointsInAHostFile) {
     EXPECT_NE(lib.file, victim_id) << "probes on the host file";
     attached_copies += lib.path.find("libcuda.so.1") != std::string::npos && lib.path.find("atk") != std::string::npos;
   }
-  EXPECT_GT(attached_copies, 0u) << "the attacker's own copies are probed (harmlessly): the race was run";
+  // The attacker's own copies were probed (harmlessly), then detached once it
+  // and they were gone: either way the race was really run.
+  EXPECT_GT(attached_copies + agent.snapshot().self.libraries_detached, 0u) << "the race was not run";
   size_t changed = 0;
   for (size_t i = 0; i < on_disk.size(); ++i) changed += mapped[i] != on_disk[i];
   EXPECT_EQ(changed, 0u) << "bytes of the host file changed as mapped";
@@ -184,6 +186,51 @@ TEST_F(HostileTenant, APodPathBuiltInsideAUsersTreeIsNotThatPod) {
     }
   }
   agent.stop();
+}
+
+// Driver copies are bounded: past --max-libraries a copy is refused and
+// counted, not probed; a copy no process maps and whose file is deleted is
+// detached, which makes room for the one refused before.
+TEST_F(HostileTenant, DriverCopiesMeetABoundAndDeletedOnesAreDetached) {
+  agent::AgentOptions options = hostile_options();
+  options.max_libraries = 2;  // the named simulator library and one copy
+  agent::Agent agent(options);
+  agent.start();
+  const auto dir_a = scratch("bound-a");
+  const auto dir_b = scratch("bound-b");
+  fs::copy_file(kSimLib, dir_a / "libcuda.so.1");
+  fs::copy_file(kSimLib, dir_b / "libcuda.so.1");
+  const auto id_a = probes::file_id_of((dir_a / "libcuda.so.1").string()).value();
+  const auto id_b = probes::file_id_of((dir_b / "libcuda.so.1").string()).value();
+  auto covered = [&](const probes::FileId& id) {
+    for (const auto& lib : agent.snapshot().self.libraries)
+      if (lib.file == id) return true;
+    return false;
+  };
+  ScopedCgroup cg_a(mounts().v2, test_cgroup("/system.slice/bound-a.service"));
+  ScopedCgroup cg_b(mounts().v2, test_cgroup("/system.slice/bound-b.service"));
+  const char* script = "init; print-ready; wait-stdin; launch 1 1 1 1 1 1 x3; exit 0";
+  auto a = start_interactive_tenant({cg_a.dir()}, script, {"LD_LIBRARY_PATH=" + dir_a.string()});
+  await_ready(*a);
+  ASSERT_TRUE(eventually([&] { return covered(id_a); }));
+  auto b = start_interactive_tenant({cg_b.dir()}, script, {"LD_LIBRARY_PATH=" + dir_b.string()});
+  await_ready(*b);
+  ASSERT_TRUE(eventually([&] { return agent.snapshot().self.library_limit_rejections >= 1; }));
+  EXPECT_FALSE(covered(id_b)) << "past the bound";
+  EXPECT_EQ(agent.snapshot().self.libraries.size(), 2u);
+
+  finish_interactive_tenant(*a);
+  fs::remove(dir_a / "libcuda.so.1");  // unmapped and deleted: detached at the next scan
+  ASSERT_TRUE(eventually([&] { return !covered(id_a); }, std::chrono::milliseconds(5000)));
+  EXPECT_EQ(agent.snapshot().self.libraries_detached, 1u);
+  ASSERT_TRUE(eventually([&] { return covered(id_b); }, std::chrono::milliseconds(5000))) << "room made";
+  finish_interactive_tenant(*b);
+  const auto snap = agent.snapshot();
+  EXPECT_EQ(find_workload(snap, "systemd/bound-a.service")->usage.counters.launches, 3u);
+  EXPECT_EQ(find_workload(snap, "systemd/bound-b.service")->usage.counters.launches, 3u);
+  agent.stop();
+  fs::remove_all(dir_a);
+  fs::remove_all(dir_b);
 }
 
 // A cgroup name that is not UTF-8 cannot make the node's page unparsable.
