@@ -255,7 +255,7 @@ struct gl_lib_map_event {
   gl_u64 start;
   gl_u64 end;
   gl_u32 known_driver; /* a driver already probed, mapped by another process */
-  gl_u32 pad;
+  gl_u32 held;         /* the process was stopped (SIGSTOP) until the agent has looked: continue it */
   char name[64]; /* the file's name (no directory), for the log only */
 };
 

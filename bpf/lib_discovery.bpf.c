@@ -53,6 +53,22 @@ struct {
  * trust names). Its own mappings are answered here, by start address, and
  * never reported. */
 const volatile __u32 agent_tgid = 0;
+/* Hold the first process that maps a never-seen file named like the driver
+ * (SIGSTOP; the agent sends SIGCONT once its probes are in place, or it has
+ * decided not to probe): its first calls, made right after dlopen returns,
+ * are then counted too. */
+const volatile bool hold_new_drivers = false;
+#define GL_SIGSTOP 19
+
+static const char driver_name[] = "libcuda.so";
+
+static __always_inline bool named_like_driver(const unsigned char *dname) {
+  char name[sizeof(driver_name)];
+  if (bpf_probe_read_kernel_str(name, sizeof(name), dname) != sizeof(name)) return false;
+  for (int i = 0; i < sizeof(driver_name) - 1; i++)
+    if (name[i] != driver_name[i]) return false;
+  return true;
+}
 
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -134,7 +150,9 @@ int BPF_PROG(gl_exec_map, struct pt_regs *regs, long ret) {
   ev->start = look.start;
   ev->end = look.end;
   ev->known_driver = known_driver;
-  ev->pad = 0;
+  /* Only once the report is sure to reach the agent (reserved), so a held
+   * process is always continued. */
+  ev->held = !known_driver && hold_new_drivers && named_like_driver(look.name) && bpf_send_signal(GL_SIGSTOP) == 0;
   bpf_probe_read_kernel_str(ev->name, sizeof(ev->name), look.name);
   bpf_ringbuf_submit(ev, 0);
   return 0;

@@ -3,6 +3,8 @@
 #include <bpf/bpf.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -57,7 +59,7 @@ Agent::Agent(AgentOptions options)
   // Loaded even without discovery: it also tells which inode the kernel
   // probes for a named library on overlayfs (LibOpenWatcher::identify).
   try {
-    watcher_ = std::make_unique<probes::LibOpenWatcher>();
+    watcher_ = std::make_unique<probes::LibOpenWatcher>(options_.discover && options_.hold_new_drivers);
   } catch (const Error& e) {
     spdlog::warn("{}; libraries are found by the periodic scan only", e.what());
   }
@@ -99,7 +101,12 @@ Agent::Agent(AgentOptions options)
   }
 }
 
-Agent::~Agent() { stop(); }
+Agent::~Agent() {
+  stop();
+  // Reports still queued may hold stopped processes: handle them now, so
+  // every held process is continued before the agent goes.
+  if (events_) ring_buffer__consume(events_.get());
+}
 
 void Agent::start() {
   if (running_.exchange(true)) return;
@@ -174,14 +181,33 @@ void Agent::handle_event(const void* data, size_t size) {
                    "counted by the runtime probes", h->tgid);
       break;
     case GL_EV_LIB_MAP:
-      if (options_.discover && size >= sizeof(gl_lib_map_event)) handle_library_map(*static_cast<const gl_lib_map_event*>(data));
+      if (size < sizeof(gl_lib_map_event)) break;
+      if (options_.discover) {
+        handle_library_map(*static_cast<const gl_lib_map_event*>(data));
+      } else if (static_cast<const gl_lib_map_event*>(data)->held) {
+        release_held(h->tgid);
+      }
       break;
     default:
       break;
   }
 }
 
+void Agent::release_held(uint32_t pid) {
+  if (::kill(static_cast<pid_t>(pid), SIGCONT) != 0 && errno != ESRCH)
+    spdlog::warn("cannot continue process {} held for its new libcuda: {}", pid, std::strerror(errno));
+}
+
 void Agent::handle_library_map(const gl_lib_map_event& ev) {
+  // A process held (stopped) by the watcher is continued whatever happens
+  // below: probes in place, or the file judged not to need them.
+  struct Continue {
+    Agent* agent;
+    uint32_t pid;
+    ~Continue() {
+      if (pid) agent->release_held(pid);
+    }
+  } resume{this, ev.held ? ev.h.tgid : 0u};
   if (ev.known_driver) {
     // A process taking up a driver already probed: its runtime, if any, is
     // mapped by now. Read on the runtime worker: this thread stays quick.

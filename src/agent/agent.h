@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +34,9 @@ struct AgentOptions {
   std::vector<std::string> cuda_libs;     // --cuda-lib, attached first
   bool discover = true;                   // host paths, opens, process maps
   bool launch_returns = false;            // count launches at return (errors too)
+  // Stop the first process to map a never-seen libcuda copy until its probes
+  // are in place (no first-call loss); see docs/reliability.md.
+  bool hold_new_drivers = true;
   // CUDA runtime probes (docs/runtime-probes.md): auto counts at the runtime
   // level only the calls the driver-level probes missed.
   probes::RuntimeProbes runtime_probes = probes::RuntimeProbes::kAuto;
@@ -77,6 +81,7 @@ class Agent : public ledger::CallNameLookup {
   void run();
   void handle_event(const void* data, size_t size);
   void handle_library_map(const struct gl_lib_map_event& ev);
+  void release_held(uint32_t pid);  // SIGCONT to a process the watcher stopped
   void learn_gpu_view(uint32_t pid, uint64_t cgroup_key);
   std::pair<std::string, std::string> gpu_labels(const probes::CounterKey& key,
                                                  const std::vector<identity::GpuIdentity>& inventory);

@@ -11,6 +11,7 @@ struct AgentCommand {
   std::vector<std::string> cuda_libs;
   std::vector<std::string> cgroup_roots;  // extra places a node's hierarchy starts (kind, k3d, --cgroup-root)
   bool no_discovery = false;
+  bool no_hold_new_drivers = false;
   bool launch_returns = false;
   std::string runtime_probes = "auto";  // off | auto | on (probes::parse_runtime_probes)
   std::vector<std::string> cuda_runtime_libs;

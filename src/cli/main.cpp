@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
                         "--cgroup-root, or the container a kind/k3d node runs in. Pods, Slurm jobs and "
                         "containers are recognised only at the top of the hierarchy and below these, never "
                         "inside a tenant's own cgroups");
+  agent_cmd->add_flag("--no-hold-new-drivers", agent.no_hold_new_drivers,
+                      "Do not stop the first process that maps a never-seen libcuda copy until its probes "
+                      "are in place (its first calls may then go uncounted)");
   agent_cmd->add_flag("--no-discovery", agent.no_discovery,
                       "Probe only the --cuda-lib paths: no host paths, no tracing of executable mappings, no /proc scan");
   agent_cmd->add_flag("--per-probe-links", agent.per_probe_links,

@@ -128,6 +128,7 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   agent::AgentOptions options;
   options.cuda_libs = cmd.cuda_libs;
   options.discover = !cmd.no_discovery;
+  options.hold_new_drivers = !cmd.no_hold_new_drivers;
   options.launch_returns = cmd.launch_returns;
   options.runtime_probes = probes::parse_runtime_probes(cmd.runtime_probes).value_or(probes::RuntimeProbes::kAuto);
   options.runtime_libs = cmd.cuda_runtime_libs;

@@ -52,11 +52,12 @@ std::vector<LibraryCandidate> scan_process_maps(const std::string& proc) {
   return out;
 }
 
-LibOpenWatcher::LibOpenWatcher() {
+LibOpenWatcher::LibOpenWatcher(bool hold_new_drivers) {
   route_libbpf_logging();
   skel_ = lib_discovery__open();
   if (!skel_) throw Error(std::string("cannot open the library watcher: ") + std::strerror(errno));
   skel_->rodata->agent_tgid = static_cast<uint32_t>(::getpid());
+  skel_->rodata->hold_new_drivers = hold_new_drivers;
   if (int err = lib_discovery__load(skel_); err) {
     lib_discovery__destroy(skel_);
     skel_ = nullptr;

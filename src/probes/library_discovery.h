@@ -43,7 +43,9 @@ std::vector<LibraryCandidate> scan_process_maps(const std::string& proc = "/proc
 // The BPF watcher (bpf/lib_discovery.bpf.c).
 class LibOpenWatcher {
  public:
-  LibOpenWatcher();  // throws Error when it cannot load or attach
+  // `hold_new_drivers`: stop the first process mapping a never-seen file named
+  // like the driver until the agent continues it (events say `held`).
+  explicit LibOpenWatcher(bool hold_new_drivers = false);  // throws Error when it cannot load or attach
   ~LibOpenWatcher();
   LibOpenWatcher(const LibOpenWatcher&) = delete;
   LibOpenWatcher& operator=(const LibOpenWatcher&) = delete;

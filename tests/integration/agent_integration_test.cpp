@@ -340,6 +340,25 @@ TEST_F(AgentIntegration, SecondLibraryCopyIsFoundWithoutBeingNamed) {
   fs::remove_all(dir);
 }
 
+// The first process to load a never-seen copy and call at once (as the CUDA
+// runtime does right after dlopen) loses no call: the watcher holds it until
+// the probes are in place. Five fresh copies, 3,000 launches each.
+TEST_F(AgentIntegration, TheFirstProcessOfANeverSeenCopyLosesNoCall) {
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/first-calls.service"));
+  for (int i = 0; i < 5; ++i) {
+    auto dir = fs::temp_directory_path() / ("gpuledger-first-" + std::to_string(::getpid()) + "-" + std::to_string(i));
+    fs::create_directories(dir);
+    fs::copy_file(kSimLib, dir / "libcuda.so.1", fs::copy_options::overwrite_existing);
+    ASSERT_EQ(run_tenant({cg.dir()}, "init; launch 1 1 1 1 1 1 x3000", {"LD_LIBRARY_PATH=" + dir.string()}, {"--quiet"})
+                  .exit_code,
+              0);
+    fs::remove_all(dir);
+  }
+  const auto* w = find_workload(agent_->snapshot(), "systemd/first-calls.service");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->usage.counters.launches, 15000u);
+}
+
 // Two containers of one image: two overlay mounts over one lower directory.
 // Each sees its own overlay inode, but the kernel probes the one real file:
 // attaching once per overlay path would count every call twice.
