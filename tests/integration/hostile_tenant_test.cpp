@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "agent/agent.h"
@@ -193,7 +194,13 @@ TEST_F(HostileTenant, APodPathBuiltInsideAUsersTreeIsNotThatPod) {
 // detached, which makes room for the one refused before.
 TEST_F(HostileTenant, DriverCopiesMeetABoundAndDeletedOnesAreDetached) {
   agent::AgentOptions options = hostile_options();
-  options.max_libraries = 2;  // the named simulator library and one copy
+  // The named simulator library, the driver files other processes on this
+  // machine map now (discovery is node-wide), and one copy.
+  std::set<probes::FileId> others;
+  for (const auto& c : probes::scan_process_maps())
+    if (probes::is_cuda_library_name(c.mapping.path)) others.insert(c.mapping.printed);
+  others.erase(probes::file_id_of(kSimLib).value());
+  options.max_libraries = 2 + others.size();
   agent::Agent agent(options);
   agent.start();
   const auto dir_a = scratch("bound-a");
@@ -217,7 +224,7 @@ TEST_F(HostileTenant, DriverCopiesMeetABoundAndDeletedOnesAreDetached) {
   await_ready(*b);
   ASSERT_TRUE(eventually([&] { return agent.snapshot().self.library_limit_rejections >= 1; }));
   EXPECT_FALSE(covered(id_b)) << "past the bound";
-  EXPECT_EQ(agent.snapshot().self.libraries.size(), 2u);
+  EXPECT_EQ(agent.snapshot().self.libraries.size(), options.max_libraries);
 
   finish_interactive_tenant(*a);
   fs::remove(dir_a / "libcuda.so.1");  // unmapped and deleted: detached at the next scan
