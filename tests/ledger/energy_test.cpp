@@ -1,0 +1,147 @@
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/error.h"
+#include "ledger/energy_meter.h"
+#include "ledger/energy_split.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+using K = ChargeKind;
+using S = EnergySource;
+
+EnergyReading counter(double t, double joules, S source = S::kNvml, std::optional<double> watts = std::nullopt) {
+  return {t, joules, source, watts};
+}
+EnergyReading power(double t, std::optional<double> watts) { return {t, std::nullopt, S::kNvml, watts}; }
+
+TEST(EnergyMeter, CounterGrowthInMillijoules) {
+  EnergyMeter m;
+  m.observe("g", counter(100, 5000.0, S::kDcgm));
+  m.observe("g", counter(130, 5000.0 + 9000.5, S::kDcgm));
+  m.observe("g", counter(160, 5000.0 + 18000.25, S::kDcgm));
+  auto e = m.take("g");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->millijoules, 18'000'250);
+  EXPECT_EQ(e->source, S::kDcgm);
+  EXPECT_FALSE(m.take("g"));  // nothing accrued since
+}
+
+TEST(EnergyMeter, NoSourceIsUnknownNotZero) {
+  EnergyMeter m;
+  m.observe("g", power(0, std::nullopt));
+  m.observe("g", power(60, std::nullopt));
+  EXPECT_FALSE(m.take("g"));
+  EXPECT_FALSE(m.take("never-seen"));
+}
+
+TEST(EnergyMeter, PowerIntegratedByTrapezoid) {
+  EnergyMeter m;
+  m.observe("g", power(0, 100));
+  m.observe("g", power(10, 300));  // (100+300)/2 * 10 = 2000 J
+  m.observe("g", power(20, std::nullopt));  // known end held: 300 * 10 = 3000 J
+  auto e = m.take("g");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->millijoules, 5'000'000);
+  EXPECT_EQ(e->source, S::kPowerIntegrated);
+}
+
+TEST(EnergyMeter, CounterResetFallsBackToPowerAndLabelsTheWindow) {
+  EnergyMeter m;
+  m.observe("g", counter(0, 1000, S::kNvml, 200));
+  m.observe("g", counter(10, 3000, S::kNvml, 200));  // +2000 J by counter
+  m.observe("g", counter(20, 5, S::kNvml, 200));     // reset: 200 W * 10 s = 2000 J integrated
+  auto e = m.take("g");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->millijoules, 4'000'000);
+  EXPECT_EQ(e->source, S::kPowerIntegrated);
+  m.observe("g", counter(30, 105, S::kNvml, 200));  // counter again: +100 J
+  e = m.take("g");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->millijoules, 100'000);
+  EXPECT_EQ(e->source, S::kNvml);
+}
+
+TEST(EnergyMeter, FractionsCarryAcrossWindowsWithoutDrift) {
+  EnergyMeter m;
+  m.observe("g", power(0, 0.0001));
+  int64_t sum = 0;
+  for (int i = 1; i <= 1000; ++i) {
+    m.observe("g", power(i, 0.0001));  // 0.1 mJ per second
+    sum += m.take("g")->millijoules;
+  }
+  EXPECT_EQ(sum, 100);  // 1000 s * 0.1 mJ, handed out whole
+}
+
+TEST(EnergyMeter, OutOfOrderAndNonFiniteReadingsAreIgnored) {
+  EnergyMeter m;
+  m.observe("g", counter(10, 100));
+  m.observe("g", counter(5, 0));
+  m.observe("g", counter(std::nan(""), 0));
+  m.observe("g", counter(20, 101));
+  EXPECT_EQ(m.take("g")->millijoules, 1000);
+}
+
+TEST(EnergySplit, FollowsTheCostSplitAndIdlePolicy) {
+  WindowInput w{.window_seconds = 60, .holders = {{"a"}, {"b"}},
+                .activity = {{"a", Activity{30, 0, 1}}, {"b", Activity{10, 0, 1}}}, .device_busy_fraction = 0.6};
+  auto s = split_window_energy(w, {18'000'001, S::kNvml});
+  EXPECT_EQ(s.busy_millijoules, 10'800'001);
+  EXPECT_EQ(s.idle_millijoules, 7'200'000);
+  EXPECT_EQ(s.source, S::kNvml);
+  std::vector<EnergyCharge> want{{"a", K::kBusy, 8'100'001}, {"a", K::kIdle, 3'600'000},
+                                 {"b", K::kBusy, 2'700'000}, {"b", K::kIdle, 3'600'000}};
+  EXPECT_EQ(s.charges, want);
+  w.idle_policy = IdlePolicy::kIdle;
+  s = split_window_energy(w, {1000, S::kDcgm});
+  want = {{"__idle__", K::kIdle, 400}, {"a", K::kBusy, 450}, {"a", K::kIdle, 0}, {"b", K::kBusy, 150}, {"b", K::kIdle, 0}};
+  EXPECT_EQ(s.charges, want);
+  EXPECT_THROW(split_window_energy(w, {-1, S::kDcgm}), Error);
+  EXPECT_DOUBLE_EQ(millijoules_to_kwh(3'600'000'000), 1.0);
+}
+
+// Randomised conservation: per GPU and window, the energy parts add up to the
+// device's energy exactly, in millijoules, and each account's energy follows
+// the same split as its cost (the same charge rows).
+TEST(EnergySplitProperty, Conservation) {
+  std::mt19937_64 rng(20261130);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::uniform_int_distribution<int64_t> energy(0, 3'600'000'000'000LL);  // up to 1 MWh
+  for (int iter = 0; iter < 20000; ++iter) {
+    WindowInput in;
+    in.window_seconds = iter % 13 == 0 ? 0 : 1 + unit(rng) * 3600;
+    in.idle_policy = static_cast<IdlePolicy>(iter % 3);
+    if (unit(rng) < 0.5) in.device_busy_fraction = unit(rng) * 1.2 - 0.1;
+    int nh = static_cast<int>(rng() % 7), nu = static_cast<int>(rng() % 7);
+    for (int i = 0; i < nh; ++i) in.holders.push_back({"acct" + std::to_string(rng() % 8), 0.1 + unit(rng) * 4});
+    for (int i = 0; i < nu; ++i) {
+      Activity a;
+      if (unit(rng) < 0.6) a.busy_seconds = unit(rng) * in.window_seconds * 0.8;
+      if (unit(rng) < 0.8) a.launches = rng() % 1000;
+      if (unit(rng) < 0.5) a.vram_byte_seconds = unit(rng) * 1e12;
+      in.activity["acct" + std::to_string(rng() % 8)] = a;
+    }
+    const int64_t mj = iter % 7 == 0 ? energy(rng) % 10 : energy(rng);
+    EnergySplit e = split_window_energy(in, {mj, S::kNvml});
+    int64_t sum = 0;
+    for (const auto& c : e.charges) {
+      ASSERT_GE(c.millijoules, 0) << iter;
+      sum += c.millijoules;
+    }
+    ASSERT_EQ(sum, mj) << "iteration " << iter;
+    ASSERT_EQ(e.busy_millijoules + e.idle_millijoules, mj);
+    // Same rows as the cost split would produce for the same quantity.
+    in.cost_micros = mj;
+    WindowSplit c = split_window(in);
+    ASSERT_EQ(c.charges.size(), e.charges.size());
+    for (size_t i = 0; i < c.charges.size(); ++i) {
+      ASSERT_EQ(c.charges[i].account, e.charges[i].account);
+      ASSERT_EQ(c.charges[i].micros, e.charges[i].millijoules);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger
