@@ -115,6 +115,9 @@ std::map<std::string, EnergyReading> energy_readings(double now, const device::D
   using device::DeviceField;
   std::map<std::string, EnergyReading> out;
   for (const auto& g : devices.gpus) {
+    // A MIG-enabled GPU's slot under its own UUID is its free slices only: the
+    // whole GPU's energy is not theirs, and the instances have no meter.
+    if (g.mig_enabled.value_or(false)) continue;
     EnergyReading e;
     e.time = now;
     for (auto source : {device::Source::kDcgm, device::Source::kNvml}) {

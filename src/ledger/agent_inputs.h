@@ -35,7 +35,8 @@ std::vector<HolderEntry> holders_from(const std::vector<kubernetes::GpuAllocatio
                                       const agent::AgentSnapshot& snapshot);
 std::map<std::string, DeviceSample> device_samples(const device::DeviceSnapshot& devices);
 // Per whole GPU: the energy counter (DCGM first, NVML where DCGM has none) and
-// the power draw, for the energy meter (energy_meter.h).
+// the power draw, for the energy meter (energy_meter.h). None for a
+// MIG-enabled GPU (its energy is not split over instances: unknown).
 std::map<std::string, EnergyReading> energy_readings(double now, const device::DeviceSnapshot& devices);
 
 // Everything together, for `now` (Unix seconds). allocation_known: whether a
