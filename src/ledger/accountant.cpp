@@ -372,7 +372,7 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
       for (const auto& [a, act] : sw.activity)
         if (act.any()) sw.holders.push_back({slot.uuid, a, labels_[a], 1.0});
     }
-    sw.energy = energy_meter_.take(slot.uuid);
+    sw.energy = energy_meter_.take(slot.uuid, static_cast<double>(start + L));
     for (const auto& h : sw.holders) sw.labels[h.account] = labels_[h.account];
     for (const auto& [a, act] : sw.activity) sw.labels[a] = labels_[a];
     WindowRecord rec = account_window(prices_, start, start + L, sw, observed_seconds, source);

@@ -105,8 +105,8 @@ struct Observation {
   std::vector<HolderEntry> holders;
   std::vector<WorkloadUsage> workloads;
   std::map<std::string, DeviceSample> device;  // by slot uuid
-  // Energy readings by slot uuid (energy_meter.h): the window's energy is
-  // what accrued up to its closing observation (a gap's first window takes all).
+  // Energy readings by slot uuid (energy_meter.h): an interval between two
+  // readings that crosses a window's end is split there by time.
   std::map<std::string, EnergyReading> energy;
   // false outside Kubernetes (no allocation source): the holders of a slot in
   // a window are then the workloads that used it in that window (weight 1).

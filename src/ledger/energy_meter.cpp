@@ -31,6 +31,8 @@ void EnergyMeter::observe(const std::string& gpu, const EnergyReading& r) {
   if (s.last && r.time <= s.last->time) return;
   if (s.last) {
     const EnergyReading& p = *s.last;
+    s.prev_time = p.time;
+    s.prev_joules = s.joules;
     const double dt = r.time - p.time;
     if (usable(r.counter_joules) && usable(p.counter_joules) && r.counter_source == p.counter_source &&
         *r.counter_joules >= *p.counter_joules) {
@@ -49,17 +51,27 @@ void EnergyMeter::observe(const std::string& gpu, const EnergyReading& r) {
   s.last = r;
 }
 
-std::optional<WindowEnergy> EnergyMeter::take(const std::string& gpu) {
+std::optional<WindowEnergy> EnergyMeter::take(const std::string& gpu, double until) {
   auto it = gpus_.find(gpu);
-  if (it == gpus_.end() || !it->second.measured) return std::nullopt;
+  if (it == gpus_.end() || !it->second.measured || !it->second.last) return std::nullopt;
   State& s = it->second;
-  long double total = s.joules + s.carry_joules;
-  long double mj = std::floor(total * 1000.0L);
+  // Accrued up to `until`: all of it, or the last interval cut at `until`.
+  long double upto = s.joules;
+  const double t1 = s.last->time;
+  const bool crosses = t1 > until;
+  if (crosses) {
+    const double t0 = s.prev_time;
+    const long double f = until <= t0 || t1 <= t0 ? 0.0L : static_cast<long double>(until - t0) / (t1 - t0);
+    upto = s.prev_joules + (s.joules - s.prev_joules) * f;
+  }
+  upto = std::max(upto, s.taken_joules);
+  const long double total = upto - s.taken_joules + s.carry_joules;
+  const long double mj = std::floor(total * 1000.0L);
   WindowEnergy out{std::max<int64_t>(0, static_cast<int64_t>(mj)), s.weakest.value_or(EnergySource::kPowerIntegrated)};
   s.carry_joules = std::max(0.0L, total - mj / 1000.0L);
-  s.joules = 0;
-  s.measured = false;
-  s.weakest.reset();
+  s.taken_joules = upto;
+  s.measured = crosses;  // the rest of the last interval belongs to the next window
+  if (!crosses) s.weakest.reset();
   return out;
 }
 

@@ -12,6 +12,11 @@
 //    between two readings, or the one known reading held over the interval.
 //  * none: no counter and no power in the window - energy is unknown, never 0.
 //
+// Window boundaries: energy accrues per interval between two readings; an
+// interval that crosses a window's end is split there in proportion to time
+// (the device's energy taken as linear within an interval), so a window gets
+// its own energy, and a stalled agent's gap is spread over the gap's windows.
+//
 // Rounding: energy accrues exactly (long double joules); take() hands out
 // whole millijoules and carries the fraction to the next window, so the sum
 // of windows never drifts from the device's energy by more than 1 mJ.
@@ -42,15 +47,19 @@ class EnergyMeter {
  public:
   // Readings of one GPU must come in time order; an older or equal time is ignored.
   void observe(const std::string& gpu, const EnergyReading& reading);
-  // The energy accrued since the last take(); nullopt when nothing measured it.
-  std::optional<WindowEnergy> take(const std::string& gpu);
+  // The energy accrued since the last take() up to `until` (a window's end,
+  // Unix seconds); nullopt when nothing measured it.
+  std::optional<WindowEnergy> take(const std::string& gpu, double until);
 
  private:
   struct State {
     std::optional<EnergyReading> last;
-    long double joules = 0;       // accrued, not yet taken
+    double prev_time = 0;          // start of the interval that ends at `last`
+    long double prev_joules = 0;   // accrued up to prev_time
+    long double joules = 0;        // accrued up to last->time (since the meter began)
+    long double taken_joules = 0;  // accrued up to the last take's boundary
     long double carry_joules = 0;  // fraction of a millijoule left from the last take
-    bool measured = false;
+    bool measured = false;         // something measured since the last take's boundary
     std::optional<EnergySource> weakest;
   };
   std::map<std::string, State> gpus_;

@@ -81,6 +81,21 @@ TEST_F(EnergyLedgerTest, WindowsStoreTheSplitEnergyExactly) {
   EXPECT_FALSE(window_of(ws, "MIG-d").energy);
 }
 
+// Observations every 25 s, off the window grid: each window still gets its own
+// 60 s of energy (the crossing interval is split at the window's end).
+TEST_F(EnergyLedgerTest, ObservationsOffTheWindowGrid) {
+  Store store(db());
+  Accountant acc(store, prices_);
+  for (int t = 0; t <= 150; t += 25) acc.observe(with_energy(t));
+  for (int64_t start : {kT0, kT0 + 60}) {
+    auto ws = store.windows(start, start + 60);
+    ASSERT_EQ(ws.size(), 4u);
+    ASSERT_TRUE(window_of(ws, "GPU-shared").energy);
+    EXPECT_EQ(window_of(ws, "GPU-shared").energy->millijoules, 18'000'000) << start;
+    EXPECT_EQ(window_of(ws, "GPU-excl").energy->millijoules, 12'000'000) << start;
+  }
+}
+
 TEST_F(EnergyLedgerTest, MetricsSeriesAndContinuityAcrossRestart) {
   {
     Store store(db());

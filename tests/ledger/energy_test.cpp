@@ -22,19 +22,19 @@ TEST(EnergyMeter, CounterGrowthInMillijoules) {
   m.observe("g", counter(100, 5000.0, S::kDcgm));
   m.observe("g", counter(130, 5000.0 + 9000.5, S::kDcgm));
   m.observe("g", counter(160, 5000.0 + 18000.25, S::kDcgm));
-  auto e = m.take("g");
+  auto e = m.take("g", 160);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->millijoules, 18'000'250);
   EXPECT_EQ(e->source, S::kDcgm);
-  EXPECT_FALSE(m.take("g"));  // nothing accrued since
+  EXPECT_FALSE(m.take("g", 220));  // nothing accrued since
 }
 
 TEST(EnergyMeter, NoSourceIsUnknownNotZero) {
   EnergyMeter m;
   m.observe("g", power(0, std::nullopt));
   m.observe("g", power(60, std::nullopt));
-  EXPECT_FALSE(m.take("g"));
-  EXPECT_FALSE(m.take("never-seen"));
+  EXPECT_FALSE(m.take("g", 60));
+  EXPECT_FALSE(m.take("never-seen", 60));
 }
 
 TEST(EnergyMeter, PowerIntegratedByTrapezoid) {
@@ -42,7 +42,7 @@ TEST(EnergyMeter, PowerIntegratedByTrapezoid) {
   m.observe("g", power(0, 100));
   m.observe("g", power(10, 300));  // (100+300)/2 * 10 = 2000 J
   m.observe("g", power(20, std::nullopt));  // known end held: 300 * 10 = 3000 J
-  auto e = m.take("g");
+  auto e = m.take("g", 20);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->millijoules, 5'000'000);
   EXPECT_EQ(e->source, S::kPowerIntegrated);
@@ -53,12 +53,12 @@ TEST(EnergyMeter, CounterResetFallsBackToPowerAndLabelsTheWindow) {
   m.observe("g", counter(0, 1000, S::kNvml, 200));
   m.observe("g", counter(10, 3000, S::kNvml, 200));  // +2000 J by counter
   m.observe("g", counter(20, 5, S::kNvml, 200));     // reset: 200 W * 10 s = 2000 J integrated
-  auto e = m.take("g");
+  auto e = m.take("g", 20);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->millijoules, 4'000'000);
   EXPECT_EQ(e->source, S::kPowerIntegrated);
   m.observe("g", counter(30, 105, S::kNvml, 200));  // counter again: +100 J
-  e = m.take("g");
+  e = m.take("g", 30);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->millijoules, 100'000);
   EXPECT_EQ(e->source, S::kNvml);
@@ -70,7 +70,7 @@ TEST(EnergyMeter, FractionsCarryAcrossWindowsWithoutDrift) {
   int64_t sum = 0;
   for (int i = 1; i <= 1000; ++i) {
     m.observe("g", power(i, 0.0001));  // 0.1 mJ per second
-    sum += m.take("g")->millijoules;
+    sum += m.take("g", i)->millijoules;
   }
   EXPECT_EQ(sum, 100);  // 1000 s * 0.1 mJ, handed out whole
 }
@@ -81,7 +81,30 @@ TEST(EnergyMeter, OutOfOrderAndNonFiniteReadingsAreIgnored) {
   m.observe("g", counter(5, 0));
   m.observe("g", counter(std::nan(""), 0));
   m.observe("g", counter(20, 101));
-  EXPECT_EQ(m.take("g")->millijoules, 1000);
+  EXPECT_EQ(m.take("g", 20)->millijoules, 1000);
+}
+
+TEST(EnergyMeter, IntervalsCrossingAWindowEndAreSplitByTime) {
+  EnergyMeter m;
+  m.observe("g", counter(55, 0, S::kDcgm));
+  m.observe("g", counter(63, 800, S::kDcgm));  // 100 J/s: 500 J before 60, 300 J after
+  auto e = m.take("g", 60);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->millijoules, 500'000);
+  EXPECT_EQ(e->source, S::kDcgm);
+  m.observe("g", counter(120, 6500, S::kDcgm));
+  EXPECT_EQ(m.take("g", 120)->millijoules, 6'000'000);  // 300 J carried + 5700 J
+  // A stalled agent: one interval over three windows is spread over them.
+  m.observe("g", counter(300, 6500 + 18000, S::kDcgm));
+  int64_t sum = 0;
+  for (double end : {180.0, 240.0, 300.0}) {
+    auto w = m.take("g", end);
+    ASSERT_TRUE(w);
+    EXPECT_EQ(w->millijoules, 6'000'000) << end;
+    sum += w->millijoules;
+  }
+  EXPECT_EQ(sum, 18'000'000);
+  EXPECT_FALSE(m.take("g", 360));
 }
 
 TEST(EnergySplit, FollowsTheCostSplitAndIdlePolicy) {
