@@ -80,14 +80,11 @@ WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
 std::optional<WindowEnergyRecord> merge_energy(const std::vector<WindowRecord>& ws) {
   std::optional<WindowEnergyRecord> m;
   std::map<std::pair<std::string, ChargeKind>, int64_t> parts;
-  bool all_known = true, all_carbon = true;
+  bool all_carbon = true;
   long double grams_per_kwh_mj = 0;  // sum of intensity x mJ: the merged intensity is energy-weighted
   for (const auto& w : ws) {
-    if (!w.energy) {
-      all_known = false;
-      continue;
-    }
-    if (!m) m = WindowEnergyRecord{0, w.energy->source, {}, std::nullopt};
+    if (!w.energy) continue;  // unknown: adds nothing
+    if (!m) m = WindowEnergyRecord{0, w.energy->source, {}, w.energy->carbon_g_per_kwh};
     else if (m->source != w.energy->source) m->source = "mixed";
     m->millijoules += w.energy->millijoules;
     if (w.energy->carbon_g_per_kwh)
@@ -97,11 +94,10 @@ std::optional<WindowEnergyRecord> merge_energy(const std::vector<WindowRecord>& 
     for (const auto& c : w.energy->charges) parts[{c.account, c.kind}] += c.millijoules;
   }
   if (!m) return std::nullopt;
-  if (!all_known) m->source = "partial";
-  if (all_carbon) {
-    m->carbon_g_per_kwh = m->millijoules > 0 ? static_cast<double>(grams_per_kwh_mj / m->millijoules)
-                                             : ws.front().energy ? ws.front().energy->carbon_g_per_kwh : std::nullopt;
-  }
+  if (!all_carbon)
+    m->carbon_g_per_kwh.reset();
+  else if (m->millijoules > 0)
+    m->carbon_g_per_kwh = static_cast<double>(grams_per_kwh_mj / m->millijoules);
   for (const auto& [key, mj] : parts) m->charges.push_back({key.first, key.second, mj});
   return m;
 }

@@ -71,7 +71,7 @@ struct AccountRecord {
 // charges add up to millijoules exactly.
 struct WindowEnergyRecord {
   int64_t millijoules = 0;
-  std::string source;  // dcgm | nvml | power_integrated | mixed | partial (hourly roll-ups)
+  std::string source;  // dcgm | nvml | power_integrated | mixed (an hourly roll-up of several)
   std::vector<EnergyCharge> charges;
   std::optional<double> carbon_g_per_kwh;  // the configured intensity when written; nullopt: none
   bool operator==(const WindowEnergyRecord&) const = default;

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "ledger/energy_meter.h"
 #include "ledger/energy_split.h"
+#include "ledger/hourly_rollup.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -123,6 +124,30 @@ TEST(EnergySplit, FollowsTheCostSplitAndIdlePolicy) {
   EXPECT_EQ(s.charges, want);
   EXPECT_THROW(split_window_energy(w, {-1, S::kDcgm}), Error);
   EXPECT_DOUBLE_EQ(millijoules_to_kwh(3'600'000'000), 1.0);
+}
+
+TEST(EnergyRollUp, SumsKnownWindowsExactly) {
+  auto window = [](std::optional<WindowEnergyRecord> e) {
+    WindowRecord w;
+    w.energy = std::move(e);
+    return w;
+  };
+  std::vector<WindowRecord> ws = {
+      window(WindowEnergyRecord{1000, "nvml", {{"a", K::kBusy, 600}, {"a", K::kIdle, 400}}, 300.0}),
+      window(std::nullopt),  // unknown: adds nothing, changes no label
+      window(WindowEnergyRecord{3000, "nvml", {{"a", K::kBusy, 1000}, {"b", K::kBusy, 2000}}, 500.0})};
+  auto m = merge_energy(ws);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->millijoules, 4000);
+  EXPECT_EQ(m->source, "nvml");
+  std::vector<EnergyCharge> want{{"a", K::kBusy, 1600}, {"a", K::kIdle, 400}, {"b", K::kBusy, 2000}};
+  EXPECT_EQ(m->charges, want);
+  EXPECT_DOUBLE_EQ(*m->carbon_g_per_kwh, (300.0 * 1000 + 500.0 * 3000) / 4000);  // energy-weighted
+  ws[1] = window(WindowEnergyRecord{0, "power_integrated", {}, std::nullopt});
+  m = merge_energy(ws);
+  EXPECT_EQ(m->source, "mixed");
+  EXPECT_FALSE(m->carbon_g_per_kwh);  // a window without an intensity: no mean
+  EXPECT_FALSE(merge_energy({window(std::nullopt), window(std::nullopt)}));
 }
 
 // Randomised conservation: per GPU and window, the energy parts add up to the
