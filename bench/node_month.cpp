@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "ledger/energy_split.h"
 #include "ledger/store.h"
 #include "report.h"
 
@@ -22,6 +23,21 @@ struct Lcg {
     return static_cast<double>(state >> 11) / 9007199254740992.0;
   }
 };
+
+// The window's energy as the agent stores it: an NVML counter's growth (100 W
+// idle + up to 600 W busy), split like the cost by the real split.
+void add_energy(ledger::WindowRecord& w) {
+  ledger::WindowInput in;
+  in.window_seconds = static_cast<double>(w.end - w.start);
+  in.device_busy_fraction = w.busy_fraction;
+  for (const auto& a : w.accounts) {
+    in.holders.push_back({a.account, 1.0});
+    in.activity[a.account] = {a.busy_seconds, a.vram_byte_seconds, a.launches};
+  }
+  const double watts = 100.0 + 600.0 * w.busy_fraction;
+  const ledger::WindowEnergy e{std::llround(watts * in.window_seconds * 1000.0), ledger::EnergySource::kNvml};
+  w.energy = ledger::WindowEnergyRecord{e.millijoules, "nvml", ledger::split_window_energy(in, e).charges, 350.0};
+}
 
 ledger::WindowRecord window_for(const NodeMonthShape& shape, int gpu, int64_t start, Lcg& rng) {
   ledger::WindowRecord w;
@@ -70,6 +86,7 @@ ledger::WindowRecord window_for(const NodeMonthShape& shape, int gpu, int64_t st
   }
   w.busy_micros = busy_total;
   w.idle_micros = idle_total;
+  add_energy(w);
   return w;
 }
 
@@ -87,7 +104,10 @@ NodeMonthStats write_node_month(const std::string& path, const NodeMonthShape& s
     for (int64_t t = shape.start; t < end; t += shape.window_seconds) {
       for (int g = 0; g < shape.gpus; ++g) batch.push_back(window_for(shape, g, t, rng));
       stats.windows_written += shape.gpus;
-      for (const auto& w : batch) stats.cost_micros += w.cost_micros;
+      for (const auto& w : batch) {
+        stats.cost_micros += w.cost_micros;
+        if (w.energy) stats.energy_millijoules += w.energy->millijoules;
+      }
       store.insert_windows(batch);  // one transaction per window time, as the agent closes them
       batch.clear();
       if (shape.rollup_after_hours > 0 && t - last_rollup >= 3600) {

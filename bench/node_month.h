@@ -22,6 +22,7 @@ struct NodeMonthStats {
   int64_t windows_written = 0;
   int64_t windows_stored = 0;
   int64_t cost_micros = 0;  // the sum of every charge written
+  int64_t energy_millijoules = 0;  // the sum of every window's energy written
   double seconds = 0;       // writing (and rolling up)
   uint64_t bytes = 0;       // the store file after the writer closed it
 };

@@ -95,14 +95,18 @@ std::string measure_store(const Options& o, const std::string& label, const Node
   const std::string json_out = o.dir + "/report.json";
   Run check = run_report(o.gpuledger, {"--store", store, "--from", from, "--to", to, "--format", "json"}, json_out);
   std::ifstream in(json_out);
-  int64_t billed = -1;
+  int64_t billed = -1, energy = -1;
   try {
-    billed = nlohmann::json::parse(in)["total"]["cost_total_micros"].get<int64_t>();
+    const auto total = nlohmann::json::parse(in)["total"];
+    billed = total["cost_total_micros"].get<int64_t>();
+    energy = total["energy_millijoules"].is_null() ? 0 : total["energy_millijoules"].get<int64_t>();
   } catch (const std::exception&) {
   }
   out << "Bill check: charges written " << st.cost_micros << " micro-units, report total " << billed << ": "
-      << (billed == st.cost_micros ? "exact" : "MISMATCH") << ".\n\n";
-  if (check.status != 0 || billed != st.cost_micros) ok = false;
+      << (billed == st.cost_micros ? "exact" : "MISMATCH") << ". Energy written " << st.energy_millijoules
+      << " mJ, report total " << energy << ": " << (energy == st.energy_millijoules ? "exact" : "MISMATCH")
+      << ".\n\n";
+  if (check.status != 0 || billed != st.cost_micros || energy != st.energy_millijoules) ok = false;
 
   MarkdownTable table({"--by", "--format", "wall s (median of 3)", "max", "CPU s (median)", "peak RSS"});
   const int repeats = o.quick ? 1 : 3;

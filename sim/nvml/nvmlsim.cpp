@@ -16,6 +16,7 @@
 //     "utilization": {"gpu": 97, "memory": 41} | "not_supported",
 //     "memory": {"total": 85899345920, "used": 42949672960},
 //     "power_mw": 312614,                 // absent: NOT_SUPPORTED
+//     "energy_mj": 123456789,             // total energy counter; absent: NOT_SUPPORTED
 //     "compute_processes": [{"pid": 4242, "used_bytes": 1073741824 | null,
 //                            "gpu_instance_id": 1, "compute_instance_id": 0}],
 //     "mps_processes": [ ...same... ],
@@ -62,6 +63,7 @@ struct SimDevice {
   unsigned util_gpu = 0, util_mem = 0;
   unsigned long long mem_total = 0, mem_used = 0;
   long long power_mw = -1;
+  long long energy_mj = -1;
   std::vector<SimProcess> compute, mps;
   bool proc_util_supported = true;
   std::vector<SimUtil> proc_util;
@@ -124,6 +126,7 @@ bool load_locked(bool force) {
         sd.mem_used = d["memory"].value("used", 0ULL);
       }
       sd.power_mw = d.value("power_mw", -1LL);
+      sd.energy_mj = d.value("energy_mj", -1LL);
       sd.compute = parse_processes(d.value("compute_processes", nlohmann::json::array()));
       sd.mps = parse_processes(d.value("mps_processes", nlohmann::json::array()));
       if (d.contains("process_utilization") && d["process_utilization"].is_array()) {
@@ -303,6 +306,14 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned in
   if (!power) return NVML_ERROR_INVALID_ARGUMENT;
   if (d->power_mw < 0) return NVML_ERROR_NOT_SUPPORTED;
   *power = static_cast<unsigned>(d->power_mw);
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long* energy) {
+  SIM_DEVICE();
+  if (!energy) return NVML_ERROR_INVALID_ARGUMENT;
+  if (d->energy_mj < 0) return NVML_ERROR_NOT_SUPPORTED;
+  *energy = static_cast<unsigned long long>(d->energy_mj);
   return NVML_SUCCESS;
 }
 

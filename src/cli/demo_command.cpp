@@ -3,7 +3,9 @@
 // GPUs), dcgm-exporter (a loopback page of fixed profiling values), the workloads (the gpuledger-cudasim generator) and the Kubernetes
 // names and GPU allocation (fixed here, as a kubelet would report them). What
 // is real: the agent, its eBPF probes, the cgroups, the processes, the device
-// plane reading NVML, and the ledger and its report.
+// plane reading NVML, and the ledger and its report. Energy: the simulated
+// GPUs report 300 W and no energy counter, so the bill's energy is power
+// integrated over time (source power_integrated), split like the cost.
 #include <unistd.h>
 
 #include <atomic>
@@ -249,6 +251,7 @@ int run_demo(const DemoCommand& cmd) {
   prices.currency = "USD";
   prices.default_micros_per_hour = 4'000'000;
   prices.window_seconds = 5;
+  prices.carbon_g_per_kwh = 350;  // a grid's intensity: the bill shows each tenant's energy and carbon
   ledger::Store store((workdir / "ledger.db").string());
   ledger::Accountant accountant(store, prices);
   const auto allocations = demo_allocations();

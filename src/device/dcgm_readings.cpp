@@ -26,6 +26,7 @@ constexpr FamilyRule kRules[] = {
     {"DCGM_FI_DEV_FB_USED", DeviceField::kMemoryUsedBytes, 1024.0 * 1024.0},
     {"DCGM_FI_DEV_FB_FREE", DeviceField::kMemoryFreeBytes, 1024.0 * 1024.0},
     {"DCGM_FI_DEV_POWER_USAGE", DeviceField::kPowerWatts, 1.0},
+    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", DeviceField::kEnergyJoules, 0.001},  // mJ
 };
 
 const FamilyRule* rule_for(std::string_view name) {

@@ -12,7 +12,7 @@
 //   agree give their value; copies that disagree (per-process values, as
 //   GPU_UTIL/FB_USED carry with virtual GPUs) give no device value (absent).
 // - units: DCGM_FI_PROF_* are ratios already; GPU_UTIL percent -> ratio;
-//   FB_USED/FB_FREE MiB -> bytes; POWER_USAGE watts.
+//   FB_USED/FB_FREE MiB -> bytes; POWER_USAGE watts; TOTAL_ENERGY_CONSUMPTION mJ -> joules.
 // - NaN, negative or infinite values are absent; so are samples whose
 //   timestamp is older than `max_sample_age` (a stale exporter cache).
 #include <chrono>

@@ -193,7 +193,7 @@ void write_device_metrics(const DeviceSnapshot& s, exporter::ExpositionWriter& o
   for (const auto& info : device_fields()) {
     bool any = std::any_of(s.readings.begin(), s.readings.end(), [&](const DeviceReading& r) { return r[info.field].has_value(); });
     if (!any) continue;
-    out.family(info.metric, MetricType::kGauge, info.help);
+    out.family(info.metric, info.counter ? MetricType::kCounter : MetricType::kGauge, info.help);
     for (const auto& r : s.readings) {
       const auto& v = r[info.field];
       if (!v || !preferred_source(s, r, info.field)) continue;

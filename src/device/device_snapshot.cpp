@@ -27,6 +27,10 @@ const std::array<DeviceFieldInfo, kDeviceFieldCount>& device_fields() {
        "Device memory free, bytes (DCGM_FI_DEV_FB_FREE, nvmlDeviceGetMemoryInfo)."},
       {DeviceField::kPowerWatts, "gpuledger_gpu_power_watts",
        "Power draw, watts (DCGM_FI_DEV_POWER_USAGE, nvmlDeviceGetPowerUsage)."},
+      {DeviceField::kEnergyJoules, "gpuledger_gpu_energy_joules_total",
+       "Energy consumed since the driver loaded, joules (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, "
+       "nvmlDeviceGetTotalEnergyConsumption).",
+       true},
   }};
   return fields;
 }

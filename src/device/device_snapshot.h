@@ -46,6 +46,7 @@ enum class DeviceField : size_t {
   kMemoryUsedBytes,
   kMemoryFreeBytes,
   kPowerWatts,
+  kEnergyJoules,  // a counter: energy since the driver loaded
   kCount,
 };
 inline constexpr size_t kDeviceFieldCount = static_cast<size_t>(DeviceField::kCount);
@@ -54,6 +55,7 @@ struct DeviceFieldInfo {
   DeviceField field;
   std::string_view metric;  // exported family name, e.g. "gpuledger_gpu_sm_active_ratio"
   std::string_view help;
+  bool counter = false;  // exported as a Prometheus counter, not a gauge
 };
 const std::array<DeviceFieldInfo, kDeviceFieldCount>& device_fields();
 

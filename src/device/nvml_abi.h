@@ -106,6 +106,8 @@ typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t device, unsigned in
 typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t device, nvmlUtilization_t* utilization);
 typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t device, nvmlMemory_t* memory);
 typedef nvmlReturn_t (*nvmlDeviceGetPowerUsage_fn)(nvmlDevice_t device, unsigned int* power);  // milliwatts
+// Millijoules since the driver was last loaded (Volta and later).
+typedef nvmlReturn_t (*nvmlDeviceGetTotalEnergyConsumption_fn)(nvmlDevice_t device, unsigned long long* energy);
 typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_v3_fn)(nvmlDevice_t device, unsigned int* infoCount,
                                                                     nvmlProcessInfo_t* infos);
 typedef nvmlReturn_t (*nvmlDeviceGetMPSComputeRunningProcesses_v3_fn)(nvmlDevice_t device, unsigned int* infoCount,

@@ -25,6 +25,7 @@ struct NvmlClient::Api {
   nvmlDeviceGetUtilizationRates_fn utilization = nullptr;
   nvmlDeviceGetMemoryInfo_fn memory = nullptr;
   nvmlDeviceGetPowerUsage_fn power = nullptr;
+  nvmlDeviceGetTotalEnergyConsumption_fn energy = nullptr;
   nvmlDeviceGetComputeRunningProcesses_v3_fn compute = nullptr;
   nvmlDeviceGetMPSComputeRunningProcesses_v3_fn mps = nullptr;
   nvmlDeviceGetProcessUtilization_fn process_util = nullptr;
@@ -93,6 +94,7 @@ std::unique_ptr<NvmlClient> NvmlClient::open(const std::string& library) {
   resolve(handle, "nvmlDeviceGetUtilizationRates", a.utilization);
   resolve(handle, "nvmlDeviceGetMemoryInfo", a.memory);
   resolve(handle, "nvmlDeviceGetPowerUsage", a.power);
+  resolve(handle, "nvmlDeviceGetTotalEnergyConsumption", a.energy);
   resolve(handle, "nvmlDeviceGetComputeRunningProcesses_v3", a.compute);
   resolve(handle, "nvmlDeviceGetMPSComputeRunningProcesses_v3", a.mps);
   resolve(handle, "nvmlDeviceGetProcessUtilization", a.process_util);
@@ -190,6 +192,9 @@ NvmlPoll NvmlClient::poll(const std::string& hostname) {
     }
     unsigned int milliwatts = 0;
     if (a.power && a.power(dev, &milliwatts) == NVML_SUCCESS) reading[DeviceField::kPowerWatts] = milliwatts / 1000.0;
+    unsigned long long millijoules = 0;
+    if (a.energy && a.energy(dev, &millijoules) == NVML_SUCCESS)
+      reading[DeviceField::kEnergyJoules] = static_cast<double>(millijoules) / 1000.0;
 
     // Per-process memory: compute contexts, then MPS clients.
     std::map<uint32_t, ProcessReading> procs;

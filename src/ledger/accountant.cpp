@@ -32,6 +32,15 @@ bool special(const std::string& a) { return a == kIdleAccount || a == kUnallocat
 std::optional<double> scaled(const std::optional<double>& v, double f) {
   return v ? std::optional<double>(*v * f) : std::nullopt;
 }
+
+// The window's energy split like its cost (energy_split.h); unknown stays unknown.
+std::optional<WindowEnergyRecord> energy_record(const WindowInput& window, const std::optional<WindowEnergy>& energy) {
+  if (!energy) return std::nullopt;
+  EnergySplit split = split_window_energy(window, *energy);
+  return WindowEnergyRecord{energy->millijoules, std::string(to_string(energy->source)), std::move(split.charges),
+                            std::nullopt};
+}
+
 }  // namespace
 
 WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end, const SlotWindow& in,
@@ -63,6 +72,8 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
   r.source = source;
   r.device = in.device;
   r.charges = split.charges;
+  r.energy = energy_record(wi, in.energy);
+  if (r.energy) r.energy->carbon_g_per_kwh = prices.carbon_g_per_kwh;
 
   std::map<std::string, double> held;
   double held_total = 0;
@@ -130,6 +141,8 @@ Accountant::Accountant(Store& store, PriceBook prices, int64_t max_backfill_seco
     }
   }
   for (const auto& [uuid, s] : totals.gpu_busy_seconds) gpu_busy_seconds_[uuid] += s;
+  for (const auto& e : totals.energy)
+    energy_millijoules_[{SeriesKey{export_labels(e.account, e.labels), e.uuid}, e.kind, e.source}] += e.millijoules;
 }
 
 void Accountant::attribute(const Observation& obs, double t0, double t1) {
@@ -166,6 +179,7 @@ void Accountant::attribute(const Observation& obs, double t0, double t1) {
 void Accountant::observe(const Observation& obs) {
   const int64_t L = prices_.window_seconds;
   const double t = obs.time;
+  observe_energy(obs);
   // Which slots each workload's activity goes to.
   std::map<std::string, std::vector<std::string>> held_slots;
   for (const auto& h : obs.holders) held_slots[h.account].push_back(h.slot_uuid);
@@ -358,6 +372,7 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
       for (const auto& [a, act] : sw.activity)
         if (act.any()) sw.holders.push_back({slot.uuid, a, labels_[a], 1.0});
     }
+    sw.energy = energy_meter_.take(slot.uuid, static_cast<double>(start + L));
     for (const auto& h : sw.holders) sw.labels[h.account] = labels_[h.account];
     for (const auto& [a, act] : sw.activity) sw.labels[a] = labels_[a];
     WindowRecord rec = account_window(prices_, start, start + L, sw, observed_seconds, source);
@@ -422,6 +437,36 @@ void Accountant::record_metrics_locked(const WindowRecord& w) {
     }
   }
   gpu_busy_seconds_[w.slot.uuid] += w.busy_fraction * len;
+  record_energy_locked(w);
+}
+
+void Accountant::observe_energy(const Observation& obs) {
+  for (const auto& [uuid, reading] : obs.energy) energy_meter_.observe(uuid, reading);
+}
+
+void Accountant::record_energy_locked(const WindowRecord& w) {
+  if (!w.energy) return;
+  for (const auto& c : w.energy->charges) {
+    AccountLabels labels;
+    for (const auto& a : w.accounts)
+      if (a.account == c.account) labels = a.labels;
+    energy_millijoules_[{SeriesKey{export_labels(c.account, labels), w.slot.uuid}, c.kind, w.energy->source}] +=
+        c.millijoules;
+  }
+}
+
+void Accountant::write_energy_metrics(exporter::ExpositionWriter& out) const {
+  out.family("gpuledger_workload_gpu_energy_joules_total", exporter::MetricType::kCounter,
+             "GPU energy attributed to the account, joules, split like its cost: by account, GPU, kind (busy or idle) "
+             "and source (dcgm or nvml energy counter, or power_integrated)");
+  for (const auto& [key, mj] : energy_millijoules_) {
+    const auto& [series, kind, source] = key;
+    exporter::Labels l{{"namespace", series.labels.namespace_name}, {"pod", series.labels.pod},
+                       {"container", series.labels.container},      {"team", series.labels.team},
+                       {"UUID", series.uuid},                       {"kind", std::string(to_string(kind))},
+                       {"source", source}};
+    out.sample(l, static_cast<double>(mj) / 1e3);
+  }
 }
 
 uint64_t Accountant::windows_written() const {
@@ -444,6 +489,7 @@ void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
     l.emplace_back("kind", std::string(to_string(key.second)));
     out.sample(l, static_cast<double>(micros) / 1e6);
   }
+  write_energy_metrics(out);
   out.family("gpuledger_gpu_busy_seconds_total", exporter::MetricType::kCounter,
              "Seconds the GPU (or MIG instance) was busy: device busy fraction, else eBPF spans, times window length");
   for (const auto& [uuid, s] : gpu_busy_seconds_) out.sample({{"UUID", uuid}}, s);

@@ -51,9 +51,11 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "export/metrics_contributor.h"
+#include "ledger/energy_meter.h"
 #include "ledger/prices.h"
 #include "ledger/store.h"
 #include "ledger/usage.h"
@@ -103,6 +105,9 @@ struct Observation {
   std::vector<HolderEntry> holders;
   std::vector<WorkloadUsage> workloads;
   std::map<std::string, DeviceSample> device;  // by slot uuid
+  // Energy readings by slot uuid (energy_meter.h): an interval between two
+  // readings that crosses a window's end is split there by time.
+  std::map<std::string, EnergyReading> energy;
   // false outside Kubernetes (no allocation source): the holders of a slot in
   // a window are then the workloads that used it in that window (weight 1).
   bool allocation_known = true;
@@ -116,6 +121,7 @@ struct SlotWindow {
   std::map<std::string, AccountLabels> labels;
   std::optional<double> device_busy_fraction;
   Efficiency device;
+  std::optional<WindowEnergy> energy;  // nullopt: unknown
 };
 
 // Pure: prices, splits and fills the record for one slot and window.
@@ -149,6 +155,9 @@ class Accountant : public exporter::MetricsContributor {
   void record_metrics(const WindowRecord& w);
   void record_metrics_locked(const WindowRecord& w);
   void attribute(const Observation& obs, double t0, double t1);
+  void observe_energy(const Observation& obs);
+  void record_energy_locked(const WindowRecord& w);
+  void write_energy_metrics(exporter::ExpositionWriter& out) const;
 
   Store& store_;
   PriceBook prices_;
@@ -179,6 +188,8 @@ class Accountant : public exporter::MetricsContributor {
     bool operator==(const SeriesKey&) const = default;
   };
   std::map<std::pair<SeriesKey, ChargeKind>, int64_t> cost_micros_;
+  std::map<std::tuple<SeriesKey, ChargeKind, std::string>, int64_t> energy_millijoules_;  // by source too
+  EnergyMeter energy_meter_;
   std::map<SeriesKey, double> held_gpu_seconds_, busy_gpu_seconds_, share_, vram_byte_seconds_;
   std::map<SeriesKey, uint64_t> launches_;
   std::map<SeriesKey, std::array<double, 4>> efficiency_weighted_, efficiency_known_;  // LedgerTotals::Seconds

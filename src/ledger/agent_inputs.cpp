@@ -111,6 +111,29 @@ std::map<std::string, DeviceSample> device_samples(const device::DeviceSnapshot&
   return out;
 }
 
+std::map<std::string, EnergyReading> energy_readings(double now, const device::DeviceSnapshot& devices) {
+  using device::DeviceField;
+  std::map<std::string, EnergyReading> out;
+  for (const auto& g : devices.gpus) {
+    // A MIG-enabled GPU's slot under its own UUID is its free slices only: the
+    // whole GPU's energy is not theirs, and the instances have no meter.
+    if (g.mig_enabled.value_or(false)) continue;
+    EnergyReading e;
+    e.time = now;
+    for (auto source : {device::Source::kDcgm, device::Source::kNvml}) {
+      const auto* r = devices.reading(g.uuid, source);
+      if (!r || !r->gpu_instance_id.empty()) continue;
+      if (!e.counter_joules && (*r)[DeviceField::kEnergyJoules]) {
+        e.counter_joules = (*r)[DeviceField::kEnergyJoules];
+        e.counter_source = source == device::Source::kDcgm ? EnergySource::kDcgm : EnergySource::kNvml;
+      }
+      if (!e.power_watts && (*r)[DeviceField::kPowerWatts]) e.power_watts = (*r)[DeviceField::kPowerWatts];
+    }
+    if (e.counter_joules || e.power_watts) out[g.uuid] = e;
+  }
+  return out;
+}
+
 Observation make_observation(double now, const agent::AgentSnapshot& snapshot, const device::DeviceSnapshot& devices,
                              const std::vector<kubernetes::GpuAllocation>& allocations, bool allocation_known,
                              const PriceBook& prices) {
@@ -120,6 +143,7 @@ Observation make_observation(double now, const agent::AgentSnapshot& snapshot, c
   o.holders = holders_from(allocations, snapshot);
   o.workloads = workload_usages(snapshot);
   o.device = device_samples(devices);
+  o.energy = energy_readings(now, devices);
   o.allocation_known = allocation_known;
   return o;
 }

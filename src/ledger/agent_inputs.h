@@ -17,6 +17,7 @@
 //   device     - per GPU: busy fraction = utilisation ratio; efficiency =
 //                SM active / occupancy, tensor active, DRAM active; DCGM
 //                readings first, NVML where DCGM has none.
+//   energy     - per GPU: total-energy counter and power (energy_readings).
 #include <map>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ std::vector<GpuSlot> slots_from(const device::DeviceSnapshot& devices,
 std::vector<HolderEntry> holders_from(const std::vector<kubernetes::GpuAllocation>& allocations,
                                       const agent::AgentSnapshot& snapshot);
 std::map<std::string, DeviceSample> device_samples(const device::DeviceSnapshot& devices);
+// Per whole GPU: the energy counter (DCGM first, NVML where DCGM has none) and
+// the power draw, for the energy meter (energy_meter.h). None for a
+// MIG-enabled GPU (its energy is not split over instances: unknown).
+std::map<std::string, EnergyReading> energy_readings(double now, const device::DeviceSnapshot& devices);
 
 // Everything together, for `now` (Unix seconds). allocation_known: whether a
 // Kubernetes allocation source is configured (outside Kubernetes, the users

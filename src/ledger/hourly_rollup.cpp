@@ -73,6 +73,32 @@ WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
     m.accounts.push_back(std::move(s.record));
   }
   for (const auto& [key, micros] : charges) m.charges.push_back({key.first, key.second, micros});
+  m.energy = merge_energy(ws);
+  return m;
+}
+
+std::optional<WindowEnergyRecord> merge_energy(const std::vector<WindowRecord>& ws) {
+  std::optional<WindowEnergyRecord> m;
+  std::map<std::pair<std::string, ChargeKind>, int64_t> parts;
+  bool all_carbon = true;
+  long double grams_per_kwh_mj = 0;  // sum of intensity x mJ: the merged intensity is energy-weighted
+  for (const auto& w : ws) {
+    if (!w.energy) continue;  // unknown: adds nothing
+    if (!m) m = WindowEnergyRecord{0, w.energy->source, {}, w.energy->carbon_g_per_kwh};
+    else if (m->source != w.energy->source) m->source = "mixed";
+    m->millijoules += w.energy->millijoules;
+    if (w.energy->carbon_g_per_kwh)
+      grams_per_kwh_mj += static_cast<long double>(*w.energy->carbon_g_per_kwh) * w.energy->millijoules;
+    else
+      all_carbon = false;
+    for (const auto& c : w.energy->charges) parts[{c.account, c.kind}] += c.millijoules;
+  }
+  if (!m) return std::nullopt;
+  if (!all_carbon)
+    m->carbon_g_per_kwh.reset();
+  else if (m->millijoules > 0)
+    m->carbon_g_per_kwh = static_cast<double>(grams_per_kwh_mj / m->millijoules);
+  for (const auto& [key, mj] : parts) m->charges.push_back({key.first, key.second, mj});
   return m;
 }
 

@@ -24,6 +24,11 @@ inline constexpr int64_t kRollupSeconds = 3600;
 // The merged window spans the first start to the last end; source and
 // busy_source are kept when all agree, else "mixed"; an account's labels are
 // the latest non-empty ones.
+// Energy: the known windows' energy and parts add up exactly (windows with
+// unknown energy add nothing); the source is the known windows' common one,
+// else "mixed"; nullopt when no window had energy. The carbon intensity is
+// the energy-weighted mean when every known window had one.
 WindowRecord merge_windows(const std::vector<WindowRecord>& windows);
+std::optional<WindowEnergyRecord> merge_energy(const std::vector<WindowRecord>& windows);
 
 }  // namespace gpuledger::ledger

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -147,6 +148,11 @@ PriceBook parse_prices(const std::string& yaml_text, const std::string& source) 
       if (!v.IsScalar() || !YAML::convert<int>::decode(v, h) || h < 0)
         fail(source, v, "rollup_after_hours: expected a number of hours (0: never merge windows into hours)");
       book.rollup_after_hours = h;
+    } else if (key == "carbon_g_per_kwh") {
+      double g = -1;
+      if (!v.IsScalar() || !YAML::convert<double>::decode(v, g) || !std::isfinite(g) || g < 0)
+        fail(source, v, "carbon_g_per_kwh: expected grams of CO2e per kWh (a non-negative number)");
+      book.carbon_g_per_kwh = g;
     } else if (key == "idle_policy") {
       if (!v.IsScalar()) fail(source, v, "idle_policy: expected holders, usage or idle");
       try {

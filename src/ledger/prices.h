@@ -17,6 +17,9 @@
 //   retention_days: 365            # windows older than this are deleted (0: keep all)
 //   rollup_after_hours: 24         # windows older than this are merged into hours
 //                                  # (hourly_rollup.h; 0: keep every window)
+//   carbon_g_per_kwh: 350          # grid carbon intensity, gCO2e per kWh: each
+//                                  # window's energy is stored with it, and
+//                                  # reports show carbon (absent: no carbon)
 //
 // Prices are per GPU-hour with at most 6 decimals (micro-units), parsed as
 // decimals, never as binary floats. A MIG instance whose UUID is not priced
@@ -52,6 +55,7 @@ struct PriceBook {
   IdlePolicy idle_policy = IdlePolicy::kHolders;
   int retention_days = 365;
   int rollup_after_hours = 24;
+  std::optional<double> carbon_g_per_kwh;
 };
 
 PriceBook parse_prices(const std::string& yaml_text, const std::string& source_name = "<prices>");

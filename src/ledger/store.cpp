@@ -58,6 +58,21 @@ CREATE TABLE charges(
   PRIMARY KEY(window_id, account, kind)) WITHOUT ROWID;
 )";
 
+// Schema 2: each window's energy and its split (no row: unknown).
+const char* kEnergySchema = R"(
+CREATE TABLE window_energy(
+  window_id INTEGER PRIMARY KEY REFERENCES windows(id) ON DELETE CASCADE,
+  millijoules INTEGER NOT NULL CHECK(millijoules >= 0),
+  source TEXT NOT NULL,
+  carbon_g_per_kwh REAL);
+CREATE TABLE energy_charges(
+  window_id INTEGER NOT NULL REFERENCES windows(id) ON DELETE CASCADE,
+  account TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK(kind IN ('busy','idle')),
+  millijoules INTEGER NOT NULL CHECK(millijoules >= 0),
+  PRIMARY KEY(window_id, account, kind)) WITHOUT ROWID;
+)";
+
 class Stmt {
  public:
   Stmt(sqlite3* db, const char* sql, const Store& store) : db_(db) {
@@ -162,12 +177,20 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
       if (tables == 0) {
         exec("BEGIN");
         exec(kSchema);
+        exec(kEnergySchema);
         exec("PRAGMA application_id=" + std::to_string(kApplicationId));
         exec("PRAGMA user_version=" + std::to_string(kStoreSchemaVersion));
         exec("COMMIT");
       }
-      // Migrations from older versions go here (version < kStoreSchemaVersion).
+      // Migrations from older versions (version < kStoreSchemaVersion).
+      if (tables > 0 && version < 2) {
+        exec("BEGIN IMMEDIATE");
+        exec(kEnergySchema);
+        exec("PRAGMA user_version=2");
+        exec("COMMIT");
+      }
     }
+    has_energy_ = schema_version() >= 2;
     exec("PRAGMA foreign_keys=ON");
     if (mode == Mode::kReadWrite) {
       Stmt q(db_, "PRAGMA quick_check", *this);
@@ -198,6 +221,15 @@ void Store::check_charges(const WindowRecord& w) const {
   if (sum != w.cost_micros)
     fail("window " + std::to_string(w.start) + " " + w.slot.uuid + ": charges add up to " + std::to_string(sum) +
          ", not the cost " + std::to_string(w.cost_micros));
+  if (!w.energy) return;
+  int64_t mj = 0;
+  for (const auto& c : w.energy->charges) {
+    if (c.millijoules < 0) fail("negative energy for " + c.account);
+    mj += c.millijoules;
+  }
+  if (w.energy->millijoules < 0 || mj != w.energy->millijoules)
+    fail("window " + std::to_string(w.start) + " " + w.slot.uuid + ": energy parts add up to " + std::to_string(mj) +
+         " mJ, not the GPU's " + std::to_string(w.energy->millijoules));
 }
 
 bool Store::insert_window(const WindowRecord& w) {
@@ -265,7 +297,21 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
     ch.step();
     ch.reset();
   }
+  insert_energy(id, w);
   return true;
+}
+
+void Store::insert_energy(int64_t id, const WindowRecord& w) {
+  if (!w.energy) return;
+  Stmt e(db_, "INSERT INTO window_energy(window_id,millijoules,source,carbon_g_per_kwh) VALUES(?,?,?,?)", *this);
+  e.bind(1, id).bind(2, w.energy->millijoules).bind(3, w.energy->source).bind(4, w.energy->carbon_g_per_kwh);
+  e.step();
+  Stmt ch(db_, "INSERT INTO energy_charges(window_id,account,kind,millijoules) VALUES(?,?,?,?)", *this);
+  for (const auto& c : w.energy->charges) {
+    ch.bind(1, id).bind(2, c.account).bind(3, std::string(to_string(c.kind))).bind(4, c.millijoules);
+    ch.step();
+    ch.reset();
+  }
 }
 
 std::optional<int64_t> Store::last_window_end() const {
@@ -303,7 +349,24 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
          "ORDER BY window_id, account, kind",
          *this);
   c.bind(1, first_id).bind(2, last_id);
-  bool a_row = a.step(), c_row = c.step();
+  // A schema 1 store read without migrating has no energy tables: the same
+  // cursors over no rows (energy unknown).
+  const char* no_rows = "SELECT 0,0,'',NULL WHERE 0";
+  Stmt e(db_,
+         has_energy_ ? "SELECT window_id,millijoules,source,carbon_g_per_kwh FROM window_energy "
+                       "WHERE window_id BETWEEN ? AND ? ORDER BY window_id"
+                     : no_rows,
+         *this);
+  Stmt ec(db_,
+          has_energy_ ? "SELECT window_id,account,kind,millijoules FROM energy_charges WHERE window_id BETWEEN ? AND ? "
+                        "ORDER BY window_id, account, kind"
+                      : no_rows,
+          *this);
+  if (has_energy_) {
+    e.bind(1, first_id).bind(2, last_id);
+    ec.bind(1, first_id).bind(2, last_id);
+  }
+  bool a_row = a.step(), c_row = c.step(), e_row = e.step(), ec_row = ec.step();
   while (s.step()) {
     const int64_t id = s.i64(0);
     WindowRecord w;
@@ -341,6 +404,16 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
     while (c_row && c.i64(0) < id) c_row = c.step();
     for (; c_row && c.i64(0) == id; c_row = c.step())
       w.charges.push_back({c.text(1), c.text(2) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, c.i64(3)});
+    while (e_row && e.i64(0) < id) e_row = e.step();
+    if (e_row && e.i64(0) == id) {
+      w.energy = WindowEnergyRecord{e.i64(1), e.text(2), {}, e.opt(3)};
+      e_row = e.step();
+    }
+    while (ec_row && ec.i64(0) < id) ec_row = ec.step();
+    for (; ec_row && ec.i64(0) == id; ec_row = ec.step())
+      if (w.energy)
+        w.energy->charges.push_back(
+            {ec.text(1), ec.text(2) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, ec.i64(3)});
     fn(id, std::move(w));
   }
 }
@@ -371,6 +444,17 @@ LedgerTotals Store::totals() const {
   while (c.step())
     t.cost.push_back({c.text(0), {c.text(1), c.text(2), c.text(3), c.text(4)}, c.text(5),
                       c.text(6) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, c.i64(7)});
+  Stmt e(db_,
+         has_energy_ ? "SELECT c.account, coalesce(a.namespace,''), coalesce(a.pod,''), coalesce(a.container,''), "
+         "coalesce(a.team,''), w.gpu_uuid, c.kind, we.source, sum(c.millijoules) FROM energy_charges c "
+         "JOIN windows w ON w.id = c.window_id JOIN window_energy we ON we.window_id = c.window_id "
+         "LEFT JOIN accounts a ON a.window_id = c.window_id AND a.account = c.account "
+         "GROUP BY 1,2,3,4,5,6,7,8 ORDER BY 1,2,3,4,5,6,7,8"
+                     : "SELECT '','','','','','','','',0 WHERE 0",
+         *this);
+  while (e.step())
+    t.energy.push_back({e.text(0), {e.text(1), e.text(2), e.text(3), e.text(4)}, e.text(5),
+                        e.text(6) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, e.text(7), e.i64(8)});
   std::string efficiency;
   for (const char* ratio : {"sm_active", "sm_occupancy", "tensor_active", "dram_active"})
     efficiency += std::string(", total(a.") + ratio + " * (w.end - w.start) * w.gpu_fraction), total(CASE WHEN a." +

@@ -13,6 +13,11 @@
 //            vram_byte_seconds, launches, sm_active, sm_occupancy,
 //            tensor_active, dram_active)   -- efficiency NULL = unknown
 //   charges(window_id, account, kind 'busy'|'idle', micros)
+//   window_energy(window_id, millijoules, source, carbon_g_per_kwh)   -- since schema 2; no row =
+//            energy unknown (no counter and no power reading in the window)
+//   energy_charges(window_id, account, kind 'busy'|'idle', millijoules)
+// Schema 1 stores are migrated in place (the energy tables are added; their
+// old windows have unknown energy).
 // Times are Unix seconds. A window is written once, with its accounts and
 // charges, in one transaction; writing the same (start, gpu) again is a no-op,
 // so a restarted agent never counts a window twice.
@@ -29,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "ledger/energy_split.h"
 #include "ledger/prices.h"
 #include "ledger/window_split.h"
 
@@ -36,7 +42,7 @@ struct sqlite3;
 
 namespace gpuledger::ledger {
 
-inline constexpr int kStoreSchemaVersion = 1;
+inline constexpr int kStoreSchemaVersion = 2;
 
 struct AccountLabels {
   std::string namespace_name, pod, container, team;
@@ -61,6 +67,16 @@ struct AccountRecord {
   bool operator==(const AccountRecord&) const = default;
 };
 
+// A window's energy (energy_meter.h) and its split (energy_split.h); the
+// charges add up to millijoules exactly.
+struct WindowEnergyRecord {
+  int64_t millijoules = 0;
+  std::string source;  // dcgm | nvml | power_integrated | mixed (an hourly roll-up of several)
+  std::vector<EnergyCharge> charges;
+  std::optional<double> carbon_g_per_kwh;  // the configured intensity when written; nullopt: none
+  bool operator==(const WindowEnergyRecord&) const = default;
+};
+
 struct WindowRecord {
   int64_t start = 0, end = 0;
   GpuSlot slot;
@@ -75,6 +91,7 @@ struct WindowRecord {
   Efficiency device;            // the device's own readings, unknown = nullopt
   std::vector<AccountRecord> accounts;
   std::vector<Charge> charges;
+  std::optional<WindowEnergyRecord> energy;  // nullopt: unknown
   bool operator==(const WindowRecord&) const = default;
 };
 
@@ -100,7 +117,16 @@ struct LedgerTotals {
     // GPU-seconds, and of window GPU-seconds (their quotient: the average).
     std::array<double, 4> efficiency_weighted{}, efficiency_known{};
   };
+  struct Energy {
+    std::string account;
+    AccountLabels labels;
+    std::string uuid;
+    ChargeKind kind;
+    std::string source;
+    int64_t millijoules;
+  };
   std::vector<Cost> cost;
+  std::vector<Energy> energy;
   std::vector<Seconds> seconds;
   std::vector<std::pair<std::string, double>> gpu_busy_seconds;  // by uuid: busy_fraction x window
 };
@@ -145,12 +171,14 @@ class Store {
  private:
   void exec(const std::string& sql) const;
   void check_charges(const WindowRecord& window) const;
+  void insert_energy(int64_t window_id, const WindowRecord& window);
   bool insert_window_in_transaction(const WindowRecord& window);
   void for_each_window_with_id(int64_t from, int64_t to,
                                const std::function<void(int64_t, WindowRecord&&)>& fn) const;
   [[noreturn]] void fail(const std::string& what) const;
   std::string path_;
   sqlite3* db_ = nullptr;
+  bool has_energy_ = true;  // false: a schema 1 store opened read-only (energy unknown)
 };
 
 }  // namespace gpuledger::ledger

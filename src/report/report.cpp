@@ -140,7 +140,8 @@ std::string ratio(const std::optional<double>& v) { return v ? fixed(*v, 4) : ""
 
 const std::vector<std::string> kHeaders = {"gpu_hours_held", "gpu_hours_busy", "cost_busy",   "cost_idle",
                                            "cost_total",     "sm_active",      "sm_occupancy", "tensor_active",
-                                           "dram_active",    "vram_gib_hours", "launches"};
+                                           "dram_active",    "vram_gib_hours", "launches",
+                                           "energy_kwh",     "carbon_kg_co2e"};
 
 std::vector<std::string> table_cells(const Row& row) {
   return {display_name(row.key),
@@ -154,7 +155,9 @@ std::vector<std::string> table_cells(const Row& row) {
           pct(row.efficiency.tensor_active),
           pct(row.efficiency.dram_active),
           fixed(row.vram_gib_hours, 4),
-          std::to_string(row.launches)};
+          std::to_string(row.launches),
+          energy_kwh(row.energy_millijoules, 4, "unknown"),
+          carbon_kg(row.carbon_grams, 4, "unknown")};
 }
 
 std::string csv_field(const std::string& raw) {
@@ -185,7 +188,12 @@ nlohmann::json row_json(const Row& row) {
           {"tensor_active", opt_json(row.efficiency.tensor_active)},
           {"dram_active", opt_json(row.efficiency.dram_active)},
           {"vram_gib_hours", row.vram_gib_hours},
-          {"launches", row.launches}};
+          {"launches", row.launches},
+          {"energy_kwh", row.energy_millijoules ? nlohmann::json(static_cast<double>(*row.energy_millijoules) / 3.6e9)
+                                                : nlohmann::json(nullptr)},
+          {"energy_millijoules",
+           row.energy_millijoules ? nlohmann::json(*row.energy_millijoules) : nlohmann::json(nullptr)},
+          {"carbon_kg_co2e", row.carbon_grams ? nlohmann::json(*row.carbon_grams / 1000.0) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace
@@ -260,6 +268,8 @@ std::string render_csv(const Report& r, bool totals_row) {
                                       ratio(row.efficiency.dram_active),
                                       fixed(row.vram_gib_hours, 6),
                                       std::to_string(row.launches),
+                                      energy_kwh(row.energy_millijoules, 6, ""),
+                                      carbon_kg(row.carbon_grams, 6, ""),
                                       r.currency};
     for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_field(cells[i]);
     out += "\r\n";

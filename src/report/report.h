@@ -17,12 +17,18 @@
 //                    The TOTAL row's: the rows' values weighted by their held
 //                    GPU-hours (--by gpu: by their window GPU-hours).
 //   vram_gib_hours, launches
+//   energy_kwh       the group's share of its GPUs' energy (energy_split.h);
+//                    unknown (not 0) when none of its windows had an energy
+//                    source; carbon_kg_co2e: energy x the carbon intensity
+//                    stored with each window (carbon_g_per_kwh), unknown when
+//                    no window had one.
 // Rows are sorted by total cost (descending), then key. "Top wasters" are the
 // (non-special) rows with the largest idle cost, at most 5.
 //
 // A report is built streaming (ReportBuilder: one window at a time), so a
 // month of windows takes the memory of its groups, not of its rows.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -57,6 +63,8 @@ struct Row {
   double vram_gib_hours = 0;
   uint64_t launches = 0;
   double efficiency_hours = 0;  // the weight of this row's efficiency in the TOTAL's
+  std::optional<int64_t> energy_millijoules;  // unknown = nullopt
+  std::optional<double> carbon_grams;         // unknown = nullopt
   int64_t cost_total_micros() const { return cost_busy_micros + cost_idle_micros; }
 };
 
@@ -127,6 +135,10 @@ std::string group_key(GroupBy by, const ledger::WindowRecord& window, const ledg
 Report build_report(const std::vector<ledger::WindowRecord>& windows, int64_t from, int64_t to, GroupBy by);
 // The same, streaming the store's windows (Store::for_each_window).
 Report build_report(const ledger::Store& store, int64_t from, int64_t to, GroupBy by);
+// Adds a window's energy parts to the rows of their accounts (row_of).
+void add_energy(const ledger::WindowRecord& window, const std::function<Row&(const std::string&)>& row_of);
+// Adds a row's energy and carbon to a total (unknown + unknown stays unknown).
+void add_energy_totals(Row& total, const Row& row);
 // Fills total, top_wasters and sorts rows; used by build_report and the fleet report.
 void finish_report(Report& report);
 // The per-team sections (by total cost, each with its five largest pods) from

@@ -128,12 +128,15 @@ void ReportBuilder::add(const WindowRecord& w) {
       if (r->account == account) return r;
     return nullptr;
   };
-  for (const auto& ch : w.charges)
-    if (!record_of(ch.account)) {
-      synthetic.push_back(AccountRecord{});
-      synthetic.back().account = ch.account;
-      records.push_back(&synthetic.back());
-    }
+  auto ensure_record = [&](const std::string& account) {
+    if (record_of(account)) return;
+    synthetic.push_back(AccountRecord{});
+    synthetic.back().account = account;
+    records.push_back(&synthetic.back());
+  };
+  for (const auto& ch : w.charges) ensure_record(ch.account);
+  if (w.energy)
+    for (const auto& e : w.energy->charges) ensure_record(e.account);
 
   std::vector<std::pair<State::Group*, ledger::Efficiency>> window_efficiency;  // the groups' values here
   for (const AccountRecord* a : records) {
@@ -171,6 +174,22 @@ void ReportBuilder::add(const WindowRecord& w) {
     if (!cost_now) cost_now = &s.cost_by_start[w.start];
     (*cost_now)[k.team] += ch.micros;
   }
+  add_energy(w, [&](const std::string& account) -> Row& { return s.keys_for(w, *record_of(account)).group->row; });
+}
+
+void add_energy(const WindowRecord& w, const std::function<Row&(const std::string&)>& row_of) {
+  if (!w.energy) return;
+  for (const auto& e : w.energy->charges) {
+    Row& row = row_of(e.account);
+    row.energy_millijoules = row.energy_millijoules.value_or(0) + e.millijoules;
+    if (w.energy->carbon_g_per_kwh)
+      row.carbon_grams = row.carbon_grams.value_or(0) + ledger::millijoules_to_kwh(e.millijoules) * *w.energy->carbon_g_per_kwh;
+  }
+}
+
+void add_energy_totals(Row& total, const Row& row) {
+  if (row.energy_millijoules) total.energy_millijoules = total.energy_millijoules.value_or(0) + *row.energy_millijoules;
+  if (row.carbon_grams) total.carbon_grams = total.carbon_grams.value_or(0) + *row.carbon_grams;
 }
 
 Report ReportBuilder::finish() {
@@ -265,6 +284,7 @@ void finish_report(Report& r) {
     r.total.vram_gib_hours += row.vram_gib_hours;
     r.total.launches += row.launches;
     r.total.efficiency_hours += row.efficiency_hours;
+    add_energy_totals(r.total, row);
     efficiency.add(row.efficiency, row.efficiency_hours);
   }
   r.total.efficiency = efficiency.mean();

@@ -50,6 +50,14 @@ std::string pct_cell(const std::optional<double>& v) {
   return "<td>" + pct(v) + "</td>";
 }
 
+std::string energy_cells(const Row& row) {
+  const std::string unknown = "<td class=\"unknown\" title=\"No energy counter or power reading for these windows\">unknown</td>";
+  std::string out = row.energy_millijoules ? "<td>" + energy_kwh(row.energy_millijoules, 3, "") + "</td>" : unknown;
+  out += row.carbon_grams ? "<td>" + carbon_kg(row.carbon_grams, 3, "") + "</td>"
+                          : "<td class=\"unknown\" title=\"No carbon intensity configured (carbon_g_per_kwh)\">unknown</td>";
+  return out;
+}
+
 // A "nice" step (1, 2 or 5 x 10^k) that cuts [0, max] into about `ticks` parts.
 double nice_step(double max, int ticks) {
   if (max <= 0) return 1;
@@ -313,7 +321,8 @@ std::string render_html(const Report& r) {
   h << "<h2>Cost by " << group_title(r.by) << "</h2>\n<table id=\"report\"><thead><tr><th>" << group_title(r.by)
     << "</th><th>GPU-hours held</th><th>GPU-hours busy</th><th>Busy cost (" << cur << ")</th><th>Idle cost (" << cur
     << ")</th><th>Total (" << cur << ")</th><th>SM active</th><th>SM occupancy</th><th>Tensor active</th>"
-    << "<th>Memory bandwidth</th><th>GPU memory (GiB-hours)</th><th>Kernel launches</th></tr></thead><tbody>\n";
+    << "<th>Memory bandwidth</th><th>GPU memory (GiB-hours)</th><th>Kernel launches</th><th>Energy (kWh)</th>"
+    << "<th>Carbon (kg CO2e)</th></tr></thead><tbody>\n";
   auto emit = [&](const Row& row, bool total) {
     h << (total ? "<tr class=\"total\">" : "<tr>") << "<td>" << html_escape(total ? "Total" : row_name(row.key))
       << "</td><td>" << fixed(row.gpu_hours_held, 2) << "</td><td>" << fixed(row.gpu_hours_busy, 2) << "</td>"
@@ -321,7 +330,7 @@ std::string render_html(const Report& r) {
       << money_cell(row.cost_total_micros(), r.currency) << pct_cell(row.efficiency.sm_active)
       << pct_cell(row.efficiency.sm_occupancy) << pct_cell(row.efficiency.tensor_active)
       << pct_cell(row.efficiency.dram_active) << "<td>" << fixed(row.vram_gib_hours, 2) << "</td><td>"
-      << row.launches << "</td></tr>\n";
+      << row.launches << "</td>" << energy_cells(row) << "</tr>\n";
   };
   for (const auto& row : r.rows) emit(row, false);
   emit(r.total, true);
@@ -389,7 +398,10 @@ std::string render_html(const Report& r) {
        "from the GPU's own counters (DCGM). <em>unknown</em> means no device readings for those windows: a GPU "
        "without DCGM/NVML metrics, or the Idle and Unallocated rows, which run no work of their own.</dd>"
     << "<dt>GPU memory (GiB-hours)</dt><dd>GPU memory held over time: 1 GiB for one hour is 1.</dd>"
-    << "<dt>Kernel launches</dt><dd>Work submissions to the GPU counted by the agent.</dd></dl>\n";
+    << "<dt>Kernel launches</dt><dd>Work submissions to the GPU counted by the agent.</dd>\n"
+    << "<dt>Energy (kWh)</dt><dd>The GPU's energy (its energy counter, else power integrated over time), split like "
+       "its cost: busy energy by activity, idle energy by the idle policy. <em>unknown</em>: the GPU had neither.</dd>\n"
+    << "<dt>Carbon (kg CO2e)</dt><dd>Energy times the configured carbon intensity (carbon_g_per_kwh).</dd></dl>\n";
   h << "</body></html>\n";
   return h.str();
 }

@@ -33,6 +33,14 @@ std::string money_cents(int64_t micros) {
 
 std::string pct(const std::optional<double>& v) { return v ? fixed(*v * 100.0, 1) + "%" : "unknown"; }
 
+std::string energy_kwh(const std::optional<int64_t>& millijoules, int decimals, const std::string& unknown_text) {
+  return millijoules ? fixed(static_cast<double>(*millijoules) / 3.6e9, decimals) : unknown_text;
+}
+
+std::string carbon_kg(const std::optional<double>& grams, int decimals, const std::string& unknown_text) {
+  return grams ? fixed(*grams / 1000.0, decimals) : unknown_text;
+}
+
 std::string display_name(const std::string& name) { return valid_utf8(name); }
 
 std::string html_escape(const std::string& raw) {

@@ -12,6 +12,9 @@ std::string money(int64_t micros);
 // For people: rounded half away from zero to cents, thousands grouped ("1,234.57").
 std::string money_cents(int64_t micros);
 std::string pct(const std::optional<double>& ratio);  // "37.5%" or "unknown"
+// Energy and carbon of a report row, or `unknown_text` when not measured.
+std::string energy_kwh(const std::optional<int64_t>& millijoules, int decimals, const std::string& unknown_text);
+std::string carbon_kg(const std::optional<double>& grams, int decimals, const std::string& unknown_text);
 std::string html_escape(const std::string& text);     // also makes it valid UTF-8
 // A name a tenant chose (pod, team, ...), safe to print: valid UTF-8.
 std::string display_name(const std::string& name);

@@ -85,6 +85,17 @@ TEST(DcgmReadings, DisagreeingPodCopiesWithoutDeviceSeriesAreAbsent) {
   EXPECT_EQ(x.conflicting_copies, 1u);
 }
 
+TEST(DcgmReadings, TotalEnergyMillijoulesBecomeJoules) {
+  auto page = parse_prometheus_text(
+      "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
+      "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{UUID=\"GPU-x\",gpu=\"0\"} 7300123456\n"
+      "DCGM_FI_DEV_POWER_USAGE{UUID=\"GPU-y\",gpu=\"1\"} 70\n");
+  auto x = extract_dcgm_readings(page);
+  ASSERT_EQ(x.readings.size(), 2u);
+  EXPECT_DOUBLE_EQ(*x.readings[0][DeviceField::kEnergyJoules], 7300123.456);
+  EXPECT_FALSE(x.readings[1][DeviceField::kEnergyJoules]);
+}
+
 TEST(DcgmReadings, OldLabelNamesAndLowercaseHostname) {
   auto x = extract_fixture("hostname-lowercase-old-labels.txt");
   ASSERT_EQ(x.readings.size(), 1u);

@@ -75,6 +75,12 @@ TEST(DevicePlane, JoinsProcfsNvmlAndDcgmIntoOneView) {
   // exported beside it, so a plain sum() counts each GPU once).
   EXPECT_EQ(sample_value(samples, "gpuledger_gpu_power_watts", {{"UUID", kA100_0}, {"source", "dcgm"}}), 312.614);
   EXPECT_FALSE(sample_value(samples, "gpuledger_gpu_power_watts", {{"UUID", kA100_0}, {"source", "nvml"}}));
+  // The energy counter is a Prometheus counter, in joules: DCGM's (mJ in the
+  // exporter's page) where it has one, not NVML's beside it.
+  EXPECT_EQ(sample_value(samples, "gpuledger_gpu_energy_joules_total", {{"UUID", kA100_0}, {"source", "dcgm"}}),
+            48213377.902);
+  EXPECT_FALSE(sample_value(samples, "gpuledger_gpu_energy_joules_total", {{"UUID", kA100_0}, {"source", "nvml"}}));
+  EXPECT_NE(render(plane).find("# TYPE gpuledger_gpu_energy_joules_total counter\n"), std::string::npos);
   // `Hostname` is the node's name, whatever the exporter's pod called itself.
   EXPECT_EQ(sample_value(samples, "gpuledger_gpu_utilization_ratio",
                          {{"UUID", kA100_0}, {"source", "dcgm"}, {"Hostname", "node-1"}, {"gpu", "0"}}),

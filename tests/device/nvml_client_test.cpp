@@ -64,10 +64,12 @@ TEST(NvmlClient, ReadsInventoryReadingsAndProcessesFromTheSimulator) {
   EXPECT_DOUBLE_EQ(*r0[DeviceField::kMemoryUsedBytes], 42949672960.0);
   EXPECT_DOUBLE_EQ(*r0[DeviceField::kMemoryFreeBytes], 85899345920.0 - 42949672960.0);
   EXPECT_DOUBLE_EQ(*r0[DeviceField::kPowerWatts], 312.614);
+  EXPECT_DOUBLE_EQ(*r0[DeviceField::kEnergyJoules], 98765432.123);  // mJ counter -> joules
   EXPECT_FALSE(r0[DeviceField::kSmActiveRatio]);  // NVML has no SM activity
   const auto& r1 = poll.readings[1];
   EXPECT_FALSE(r1[DeviceField::kUtilizationRatio]);  // NOT_SUPPORTED: absent
   EXPECT_FALSE(r1[DeviceField::kPowerWatts]);
+  EXPECT_FALSE(r1[DeviceField::kEnergyJoules]);  // NOT_SUPPORTED: absent, never 0
 
   const auto* p = find(poll, 4242);
   ASSERT_TRUE(p);

@@ -13,6 +13,7 @@ inline const char* kTwoGpuSimConfig = R"({
      "utilization": {"gpu": 97, "memory": 41},
      "memory": {"total": 85899345920, "used": 42949672960},
      "power_mw": 312614,
+     "energy_mj": 98765432123,
      "compute_processes": [{"pid": 4242, "used_bytes": 40000000000},
                            {"pid": 4343, "used_bytes": null}],
      "mps_processes": [{"pid": 4444, "used_bytes": 1048576}],

@@ -79,6 +79,26 @@ TEST(AgentInputs, SlotsHoldersAndDeviceSamples) {
   Observation o = make_observation(1.0, snap, devices(), allocs, true, prices);
   EXPECT_EQ(o.slots.size(), 3u);
   EXPECT_EQ(o.workloads.size(), 1u);
+  EXPECT_TRUE(o.energy.empty());  // no energy counter nor power: unknown
+}
+
+TEST(AgentInputs, EnergyReadingsPreferTheDcgmCounter) {
+  device::DeviceSnapshot d = devices();
+  d.readings[0][device::DeviceField::kEnergyJoules] = 5000.0;  // DCGM, GPU-a
+  d.readings[1][device::DeviceField::kEnergyJoules] = 7000.0;  // NVML, GPU-a
+  d.readings[1][device::DeviceField::kPowerWatts] = 250.0;
+  device::DeviceReading mig;  // the MIG-enabled GPU: never metered as a whole
+  mig.source = device::Source::kNvml;
+  mig.uuid = "GPU-b";
+  mig[device::DeviceField::kPowerWatts] = 400.0;
+  d.readings.push_back(mig);
+  auto e = energy_readings(42.0, d);
+  ASSERT_EQ(e.size(), 1u);
+  const EnergyReading& a = e.at("GPU-a");
+  EXPECT_EQ(a.time, 42.0);
+  EXPECT_EQ(a.counter_joules, 5000.0);
+  EXPECT_EQ(a.counter_source, EnergySource::kDcgm);
+  EXPECT_EQ(a.power_watts, 250.0);  // DCGM has no power here: NVML's
 }
 
 }  // namespace

@@ -256,7 +256,7 @@ TEST_F(StoreTest, NewerSchemaIsAClearError) {
   ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=99", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
   EXPECT_EQ(open_error(path()), "ledger store " + path() +
-                                    ": schema version 99 is newer than this gpuledger understands (1); use a newer "
+                                    ": schema version 99 is newer than this gpuledger understands (" + std::to_string(kStoreSchemaVersion) + "); use a newer "
                                     "gpuledger to read it");
 }
 

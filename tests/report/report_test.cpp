@@ -22,12 +22,12 @@ Report fixture_report(GroupBy by) {
 TEST(ReportFormat, Table) {
   EXPECT_EQ(render(fixture_report(GroupBy::kTeam), Format::kTable), R"(GPU chargeback 2027-01-15T08:00:00Z .. 2027-01-15T08:02:00Z by team (USD, local)
 
-team             gpu_hours_held  gpu_hours_busy  cost_busy  cost_idle  cost_total  sm_active  sm_occupancy  tensor_active  dram_active  vram_gib_hours  launches
-vision                   0.0500          0.0400   0.144000   0.054000    0.198000      37.5%         18.8%        unknown      unknown          0.1000      1320
-nlp                      0.0310          0.0050   0.018000   0.075428    0.093428      12.5%          6.2%        unknown      unknown          0.0000       240
-__unallocated__          0.0000          0.0000   0.000000   0.060000    0.060000    unknown       unknown        unknown      unknown          0.0000         0
-----------------------------------------------------------------------------------------------------------------------------------------------------------------
-TOTAL                    0.0810          0.0450   0.162000   0.189428    0.351428      27.9%         14.0%        unknown      unknown          0.1000      1560
+team             gpu_hours_held  gpu_hours_busy  cost_busy  cost_idle  cost_total  sm_active  sm_occupancy  tensor_active  dram_active  vram_gib_hours  launches  energy_kwh  carbon_kg_co2e
+vision                   0.0500          0.0400   0.144000   0.054000    0.198000      37.5%         18.8%        unknown      unknown          0.1000      1320     unknown         unknown
+nlp                      0.0310          0.0050   0.018000   0.075428    0.093428      12.5%          6.2%        unknown      unknown          0.0000       240     unknown         unknown
+__unallocated__          0.0000          0.0000   0.000000   0.060000    0.060000    unknown       unknown        unknown      unknown          0.0000         0     unknown         unknown
+--------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------
+TOTAL                    0.0810          0.0450   0.162000   0.189428    0.351428      27.9%         14.0%        unknown      unknown          0.1000      1560     unknown         unknown
 
 Top wasters (idle cost)
   1. nlp     0.075428 USD idle (80.7% of its cost)
@@ -42,16 +42,16 @@ TEST(ReportFormat, Csv) {
   EXPECT_EQ(lf, 4u);
   EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\r')), lf);
   std::erase(csv, '\r');
-  EXPECT_EQ(csv, R"(team,gpu_hours_held,gpu_hours_busy,cost_busy,cost_idle,cost_total,sm_active,sm_occupancy,tensor_active,dram_active,vram_gib_hours,launches,currency
-vision,0.050000,0.040000,0.144000,0.054000,0.198000,0.3750,0.1875,,,0.100000,1320,USD
-nlp,0.030952,0.005000,0.018000,0.075428,0.093428,0.1250,0.0625,,,0.000000,240,USD
-__unallocated__,0.000000,0.000000,0.000000,0.060000,0.060000,,,,,0.000000,0,USD
+  EXPECT_EQ(csv, R"(team,gpu_hours_held,gpu_hours_busy,cost_busy,cost_idle,cost_total,sm_active,sm_occupancy,tensor_active,dram_active,vram_gib_hours,launches,energy_kwh,carbon_kg_co2e,currency
+vision,0.050000,0.040000,0.144000,0.054000,0.198000,0.3750,0.1875,,,0.100000,1320,,,USD
+nlp,0.030952,0.005000,0.018000,0.075428,0.093428,0.1250,0.0625,,,0.000000,240,,,USD
+__unallocated__,0.000000,0.000000,0.000000,0.060000,0.060000,,,,,0.000000,0,,,USD
 )");
 }
 
 TEST(ReportFormat, CsvTotalsRow) {
   std::string csv = render(fixture_report(GroupBy::kTeam), Format::kCsv, RenderOptions{.csv_totals = true});
-  EXPECT_NE(csv.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189428,0.351428,0.2794,0.1397,,,0.100000,1560,USD\r\n"),
+  EXPECT_NE(csv.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189428,0.351428,0.2794,0.1397,,,0.100000,1560,,,USD\r\n"),
             std::string::npos)
       << csv;
 }
@@ -99,7 +99,7 @@ TEST(ReportFormat, CsvQuoting) {
   r.rows = {row};
   finish_report(r);
   std::string csv = render_csv(r);
-  EXPECT_NE(csv.find("\r\n\"team \"\"x\"\", inc\",0.000000,0.000000,0.000001,0.000000,0.000001,,,,,0.000000,0,USD\r\n"),
+  EXPECT_NE(csv.find("\r\n\"team \"\"x\"\", inc\",0.000000,0.000000,0.000001,0.000000,0.000001,,,,,0.000000,0,,,USD\r\n"),
             std::string::npos)
       << csv;
 }
