@@ -17,6 +17,7 @@ struct AgentCommand {
   bool per_probe_links = false;
   unsigned max_workloads = 16384;
   unsigned scan_interval_ms = 5000;
+  std::string retire_after = "10m";  // workloads whose cgroup is gone leave /metrics after this
   std::string log_level = "info";
   // Kubernetes identity and GPU allocation (src/kubernetes); team rules (src/config).
   std::string kubeconfig;  // empty: the pod's service account when in a cluster, else no Kubernetes API
