@@ -83,6 +83,10 @@ Agent::Agent(AgentOptions options)
   if (watcher_ && ring_buffer__add(events_.get(), watcher_->events_fd(), on_event, this) != 0)
     throw Error("cannot open the library watcher's ring buffer");
 
+  // Overflow counts from before the first probe (maps taken over from an
+  // earlier agent) are not news; every later one is.
+  map_full_log_ = std::make_unique<MapFullLog>(program_->max_workloads());
+  map_full_log_->update(probes::read_stats(program_->maps().stats), std::chrono::steady_clock::now());
   for (const auto& path : options_.cuda_libs) attacher_->offer(path, "cli");
   if (runtime_)
     for (const auto& path : options_.runtime_libs)
@@ -121,7 +125,6 @@ void Agent::run() {
   auto next_scan = clock::now() + options_.scan_interval;
   auto next_gc = clock::now() + options_.gc_interval;
   auto next_stats = clock::now();
-  if (!map_full_log_) map_full_log_ = std::make_unique<MapFullLog>(program_->max_workloads());
   while (running_) {
     loop_beat_ns_ = clock::now().time_since_epoch().count();
     if (!map_read_) {  // readiness means counters can be read, scraped or not

@@ -107,7 +107,7 @@ class Agent : public ledger::CallNameLookup {
   std::atomic<uint64_t> workloads_retired_{0};
   std::atomic<int64_t> loop_beat_ns_{0};  // steady_clock of the loop's last turn; 0: never
   std::atomic<bool> map_read_{false};
-  std::unique_ptr<MapFullLog> map_full_log_;  // read on the loop's thread only
+  std::unique_ptr<MapFullLog> map_full_log_;  // the constructor, then the loop's thread only
   std::mutex views_mu_;
   // What the latest process of each workload said about its visible GPUs.
   std::map<uint64_t, identity::ProcessGpuView> gpu_views_;

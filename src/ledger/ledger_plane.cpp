@@ -47,10 +47,8 @@ void LedgerPlane::try_open(Clock::time_point now) {
     }
     auto open = std::make_shared<Open>(options_.store_path, options_.prices);
     std::lock_guard lock(mu_);
-    if (!last_error_.empty()) spdlog::info("ledger: the store {} works again", options_.store_path);
     open_ = std::move(open);
-    last_error_.clear();
-    backoff_ = options_.first_retry;
+    if (!failed_writing_) recovered_locked();
   } catch (const LockHeld& e) {
     if (!lock_ && next_attempt_ == Clock::time_point{}) throw;  // at start: refuse, as before
     degrade(e.what(), now);
@@ -59,7 +57,14 @@ void LedgerPlane::try_open(Clock::time_point now) {
   }
 }
 
-void LedgerPlane::degrade(const std::string& message, Clock::time_point now) {
+void LedgerPlane::recovered_locked() {
+  if (!last_error_.empty()) spdlog::info("ledger: the store {} works again", options_.store_path);
+  last_error_.clear();
+  failed_writing_ = false;
+  backoff_ = options_.first_retry;
+}
+
+void LedgerPlane::degrade(const std::string& message, Clock::time_point now, bool writing) {
   const std::string reason = ledger_error_reason(message);
   std::shared_ptr<Open> dropped;
   {
@@ -67,6 +72,7 @@ void LedgerPlane::degrade(const std::string& message, Clock::time_point now) {
     dropped = std::move(open_);
     ++errors_[reason];
     last_error_ = message;
+    failed_writing_ = failed_writing_ || writing;
     next_attempt_ = now + backoff_;
   }
   spdlog::error("ledger degraded ({}): {}; attribution and /metrics go on; retrying in {} ms", reason, message,
@@ -90,8 +96,11 @@ void LedgerPlane::observe(const Observation& obs, Clock::time_point now) {
   try {
     open->accountant.observe(obs);
   } catch (const std::exception& e) {
-    degrade(e.what(), now);  // the accountant restarts from the store when it opens again
+    degrade(e.what(), now, true);  // the accountant restarts from the store when it opens again
+    return;
   }
+  std::lock_guard lock(mu_);
+  if (failed_writing_ && open->accountant.windows_written() > 0) recovered_locked();
 }
 
 void LedgerPlane::store_window_in_progress() {
@@ -109,9 +118,14 @@ void LedgerPlane::store_window_in_progress() {
   }
 }
 
+bool LedgerPlane::up_locked() const { return open_ && !failed_writing_; }
+
 LedgerPlane::Status LedgerPlane::status(Clock::time_point now) const {
   std::lock_guard lock(mu_);
-  if (open_) return {true, ""};
+  if (up_locked()) return {true, ""};
+  if (open_)
+    return {false, fmt::format("{} ({}; the store opened again, up once a window is written to it)", last_error_,
+                               ledger_error_reason(last_error_))};
   const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_attempt_ - now).count();
   return {false, fmt::format("{} ({}; retrying in {:.1f} s)", last_error_, ledger_error_reason(last_error_),
                              static_cast<double>(std::max<int64_t>(0, wait)) / 1000.0)};
@@ -120,16 +134,18 @@ LedgerPlane::Status LedgerPlane::status(Clock::time_point now) const {
 void LedgerPlane::write_metrics(exporter::ExpositionWriter& out) const {
   std::shared_ptr<Open> open;
   std::map<std::string, uint64_t> errors;
+  bool up = false;
   {
     std::lock_guard lock(mu_);
     open = open_;
     errors = errors_;
+    up = up_locked();
   }
   if (open) open->accountant.write_metrics(out);
   out.family("gpuledger_ledger_up", exporter::MetricType::kGauge,
              "1 while the ledger store can be written, 0 while the ledger is degraded (the reason is in /healthz and "
              "the log; attribution goes on)");
-  out.sample({}, uint64_t{open ? 1u : 0u});
+  out.sample({}, uint64_t{up ? 1u : 0u});
   out.family("gpuledger_ledger_errors_total", exporter::MetricType::kCounter,
              "Failures of the ledger store (opening or writing) by class: full, read_only, corrupt, busy, other");
   for (const auto& [reason, n] : errors) out.sample({{"reason", reason}}, n);

@@ -5,6 +5,8 @@
 // {reason}, the /healthz body) and tries again with backoff (first_retry,
 // doubling up to max_retry). When it opens again, the accountant restarts
 // from the store (accountant.h: the windows it missed are backfilled once).
+// A store that failed to open is up once it opens; one that failed a write
+// (full, read-only, busy) is up again once a window was written to it.
 //
 // Another agent holding the store's lock is not a fault to wait out: the
 // constructor throws LockHeld (common/file_lock.h), so a second agent refuses
@@ -60,7 +62,9 @@ class LedgerPlane : public exporter::MetricsContributor {
  private:
   struct Open;  // the store and its accountant, together
   void try_open(Clock::time_point now);
-  void degrade(const std::string& message, Clock::time_point now);
+  void degrade(const std::string& message, Clock::time_point now, bool writing = false);
+  void recovered_locked();  // mu_ held
+  bool up_locked() const;   // mu_ held
 
   LedgerPlaneOptions options_;
   std::unique_ptr<FileLock> lock_;
@@ -68,6 +72,7 @@ class LedgerPlane : public exporter::MetricsContributor {
   Clock::time_point next_attempt_{};
   mutable std::mutex mu_;        // guards what the HTTP threads read below
   std::shared_ptr<Open> open_;   // null while degraded
+  bool failed_writing_ = false;  // the last failure was a write: up again after a window is written
   std::string last_error_;
   std::map<std::string, uint64_t> errors_;
 };

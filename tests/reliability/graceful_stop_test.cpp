@@ -18,33 +18,12 @@
 namespace gpuledger::testing {
 namespace {
 
-using Clock = std::chrono::system_clock;
 constexpr int kWindow = 10;  // seconds: room for a stop and a restart inside one
-const std::string kGpu = "GPU-5a1e2f3a-4b5c-3f6a-2c1e-8b4d7e219c0a";
+const std::string kGpu = kSimulatedGpu;
 
-double unix_now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
-
-void sleep_until_unix(double t) {
-  while (unix_now() < t) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-}
-
-// One simulated H100, 50 % busy: each 10 s window costs 10'000 micro-USD at
-// 3.60/h, 5'000 busy and 5'000 idle.
-void write_node(const Scratch& s) {
-  std::ofstream(s.path("nvml.json"))
-      << R"({"driver_version": "550.90.07", "devices": [{"uuid": ")" << kGpu
-      << R"(", "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "00000000:07:00.0", "minor": 0, "mig_mode": 0,
-         "utilization": {"gpu": 50, "memory": 10}, "memory": {"total": 85899345920, "used": 0},
-         "compute_processes": [], "process_utilization": []}]})";
-  std::ofstream(s.path("prices.yaml")) << "per_model:\n  H100: 3.60\nwindow_seconds: " << kWindow << "\n";
-  ::setenv("GPULEDGER_NVML_SIM_CONFIG", s.path("nvml.json").c_str(), 1);
-}
-
-std::vector<std::string> agent_args(const Scratch& s) {
-  return {"--no-discovery", "--cuda-lib", sim_library(), "--no-nvml=false", "--nvml-lib", nvml_sim_library(),
-          "--nvml-interval-ms", "200", "--store", s.path("ledger.db"), "--prices", s.path("prices.yaml"),
-          "--ledger-interval-ms", "200"};
-}
+// 50 % busy: each 10 s window costs 10'000 micro-USD at 3.60/h, 5'000 busy and 5'000 idle.
+void write_node(const Scratch& s) { write_simulated_node(s, kWindow); }
+std::vector<std::string> agent_args(const Scratch& s) { return simulated_node_agent_args(s, s.path("ledger.db")); }
 
 std::vector<ledger::WindowRecord> windows(const Scratch& s, int64_t start) {
   ledger::Store store(s.path("ledger.db"), ledger::Store::Mode::kReadOnly);

@@ -61,14 +61,15 @@ TEST(StoreFaults, ACorruptStoreDegradesTheLedgerOnly) {
   EXPECT_NE(agent.log().find("ledger degraded (corrupt)"), std::string::npos) << agent.log();
 }
 
-// A read-only file system under the store (root writes anywhere else).
-class ReadOnlyMount {
+// A small tmpfs under the store, mounted read-only or read-write (root writes
+// anywhere else, and fills no real disk).
+class ScratchMount {
  public:
-  explicit ReadOnlyMount(const fs::path& dir) : dir_(dir) {
+  ScratchMount(const fs::path& dir, const std::string& options) : dir_(dir) {
     fs::create_directories(dir);
-    mounted_ = run("mount -t tmpfs -o ro,size=4m tmpfs " + dir.string()).status == 0;
+    mounted_ = run("mount -t tmpfs -o " + options + " tmpfs " + dir.string()).status == 0;
   }
-  ~ReadOnlyMount() {
+  ~ScratchMount() {
     if (mounted_) run("umount -l " + dir_.string());
   }
   bool mounted() const { return mounted_; }
@@ -82,7 +83,7 @@ class ReadOnlyMount {
 TEST(StoreFaults, AReadOnlyStoreDirectoryDegradesTheLedgerUntilItIsWritable) {
   GL_REQUIRE_BPF();
   Scratch scratch("readonly");
-  ReadOnlyMount ro(scratch.dir() / "ro");
+  ScratchMount ro(scratch.dir() / "ro", "ro,size=4m");
   ASSERT_TRUE(ro.mounted());
   const std::string store = (scratch.dir() / "ro" / "ledger.db").string();
   auto agent = std::make_unique<Agent>(std::vector<std::string>{"--no-discovery", "--cuda-lib", sim_library(),
@@ -108,6 +109,43 @@ TEST(StoreFaults, AReadOnlyStoreDirectoryDegradesTheLedgerUntilItIsWritable) {
   EXPECT_NE(agent->log().find("ledger: the store " + store + " works again"), std::string::npos) << agent->log();
   agent.reset();  // closes the store before the file system goes
   EXPECT_TRUE(fs::exists(store));
+}
+
+// The disk under the store fills up while the agent writes windows: the
+// ledger is degraded (reason full) while attribution goes on, and writes
+// again once there is room.
+TEST(StoreFaults, AFullDiskDegradesTheLedgerUntilThereIsRoom) {
+  GL_REQUIRE_BPF();
+  Scratch scratch("full");
+  constexpr int kWindow = 5;
+  write_simulated_node(scratch, kWindow);
+  ScratchMount disk(scratch.dir() / "disk", "size=1m");
+  ASSERT_TRUE(disk.mounted());
+  const std::string store = (scratch.dir() / "disk" / "ledger.db").string();
+  auto agent = std::make_unique<Agent>(simulated_node_agent_args(scratch, store));
+  auto page = [&] { return get_body(agent->port(), "/metrics"); };
+  ASSERT_TRUE(eventually([&] { return has_line(page(), "gpuledger_ledger_windows_total 1"); },
+                         std::chrono::milliseconds(3 * kWindow * 1000)))
+      << agent->log();
+  EXPECT_TRUE(has_line(page(), "gpuledger_ledger_up 1"));
+  // Fill the disk: the next window cannot be written.
+  run("dd if=/dev/zero of=" + (scratch.dir() / "disk" / "filler").string() + " bs=64k 2>/dev/null");
+  ASSERT_TRUE(eventually([&] { return has_line(page(), "gpuledger_ledger_up 0"); },
+                         std::chrono::milliseconds(3 * kWindow * 1000)))
+      << agent->log();
+  EXPECT_EQ(page().find("gpuledger_ledger_errors_total{reason=\"full\"} 0\n"), std::string::npos) << page();
+  std::string health = get_body(agent->port(), "/healthz");
+  EXPECT_NE(health.find("\n- ledger degraded: ledger store " + store + ": database or disk is full"),
+            std::string::npos)
+      << health;
+  expect_attribution(agent->port(), "full-disk.service");
+  // Room again: the ledger writes, and is up once it has written a window.
+  fs::remove(scratch.dir() / "disk" / "filler");
+  EXPECT_TRUE(eventually([&] { return has_line(page(), "gpuledger_ledger_up 1"); },
+                         std::chrono::milliseconds(6 * kWindow * 1000)))
+      << agent->log();
+  EXPECT_NE(agent->log().find("ledger: the store " + store + " works again"), std::string::npos) << agent->log();
+  agent.reset();
 }
 
 }  // namespace
