@@ -175,7 +175,9 @@ std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgro
                                  const std::string& agent_binary, int workloads) {
   progress("agent memory: starting an agent process");
   const uint32_t capacity = static_cast<uint32_t>(workloads + workloads / 5);
-  AgentProcess agent(agent_binary, lib.path(), {"--max-workloads", std::to_string(capacity)});
+  // Gone workloads leave the snapshots 2 s after their cgroup (issue 10): the
+  // page and RSS after the churn below show what history costs.
+  AgentProcess agent(agent_binary, lib.path(), {"--max-workloads", std::to_string(capacity), "--retire-after", "2s"});
   agent.get("/metrics");
   const uint64_t rss_before = agent.rss_kib(), maps_before = agent.bpf_map_kib();
 
@@ -227,6 +229,16 @@ std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgro
   start = Clock::now();
   cgroups.remove("workloads");
   const double remove_seconds = seconds_since(start);
+  progress("agent memory: cgroups removed; waiting for the workloads to retire");
+  start = Clock::now();
+  std::string after_churn = agent.get("/metrics");
+  while (!samples_of(after_churn, kLaunches).empty() && seconds_since(start) < 120) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    after_churn = agent.get("/metrics");
+  }
+  const double retire_seconds = seconds_since(start);
+  const size_t series_after_churn = samples_of(after_churn, kLaunches).size();
+  const uint64_t rss_after_churn = agent.rss_kib();
   progress("agent memory: done; stopping the agent");
 
   const std::string n = std::to_string(workloads);
@@ -256,6 +268,10 @@ std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgro
       table.add_row({std::string("Agent: ") + kLaunches + labels, fixed(value, 0)});
   table.add_row({"/metrics page", fixed(metrics.size() / 1048576.0, 1) + " MiB in " + fixed(metrics_seconds, 2) + " s"});
   table.add_row({"/api/v1/workloads page", fixed(api.size() / 1048576.0, 1) + " MiB in " + fixed(api_seconds, 2) + " s"});
+  table.add_row({"After the cgroups are removed (--retire-after 2s): " + std::string(kLaunches) + " series",
+                 std::to_string(series_after_churn) + " after " + fixed(retire_seconds, 1) + " s"});
+  table.add_row({"After the churn: /metrics page, agent RSS", fixed(after_churn.size() / 1024.0, 1) + " KiB, " +
+                                                                   kib(rss_after_churn)});
   table.add_row({"Bench overhead: mkdir / rmdir of the cgroups", fixed(create_seconds, 1) + " s / " +
                                                                      fixed(remove_seconds, 1) + " s"});
   table.add_row({"Bench overhead: tenant move + launch, per cgroup", fixed(walk_seconds * 1e6 / workloads, 0) + " us"});

@@ -86,6 +86,10 @@ Agent::Agent(AgentOptions options)
   if (watcher_ && ring_buffer__add(events_.get(), watcher_->events_fd(), on_event, this) != 0)
     throw Error("cannot open the library watcher's ring buffer");
 
+  // Overflow counts from before the first probe (maps taken over from an
+  // earlier agent) are not news; every later one is.
+  map_full_log_ = std::make_unique<MapFullLog>(program_->max_workloads());
+  map_full_log_->update(probes::read_stats(program_->maps().stats), std::chrono::steady_clock::now());
   for (const auto& path : options_.cuda_libs) attacher_->offer(path, "cli");
   if (runtime_)
     for (const auto& path : options_.runtime_libs)
@@ -128,6 +132,7 @@ void Agent::run() {
   using clock = std::chrono::steady_clock;
   auto next_scan = clock::now() + options_.scan_interval;
   auto next_gc = clock::now() + options_.gc_interval;
+  auto next_stats = clock::now();
   while (running_) {
     loop_beat_ns_ = clock::now().time_since_epoch().count();
     if (!map_read_) {  // readiness means counters can be read, scraped or not
@@ -142,8 +147,13 @@ void Agent::run() {
       attacher_->recheck_named_paths();
       next_scan = now + options_.scan_interval;
     }
+    if (now >= next_stats) {  // a full map is logged, not only counted
+      map_full_log_->update(probes::read_stats(program_->maps().stats), now);
+      next_stats = now + std::chrono::seconds(1);
+    }
     if (now >= next_gc) {
       retire_gone_workloads();
+      forget_retired_workloads(now);
       next_gc = now + options_.gc_interval;
     }
   }
@@ -305,13 +315,31 @@ void Agent::retire_gone_workloads() {
     gl_error_key k{ekey.where.cgroup_key, ekey.call_id, ekey.where.device};
     bpf_map_delete_elem(fds.call_errors, &k);
   }
+  const auto now = std::chrono::steady_clock::now();
   for (uint64_t key : gone) {
     totals_.forget_entries(key);
+    gone_since_.emplace(key, now);
     ++workloads_retired_;
   }
   std::lock_guard views_lock(views_mu_);
   for (uint64_t key : gone) gpu_views_.erase(key);
   std::erase_if(gpu_labels_, [&](const auto& kv) { return gone.contains(kv.first.cgroup_key); });
+}
+
+void Agent::forget_retired_workloads(std::chrono::steady_clock::time_point now) {
+  std::set<uint64_t> expired;
+  for (auto it = gone_since_.begin(); it != gone_since_.end();) {
+    if (now - it->second < options_.retire_after) {
+      ++it;
+      continue;
+    }
+    expired.insert(it->first);
+    it = gone_since_.erase(it);
+  }
+  if (expired.empty()) return;
+  std::lock_guard lock(refresh_mu_);
+  totals_.drop(expired);
+  spdlog::debug("{} workloads gone for over {} ms left the snapshots", expired.size(), options_.retire_after.count());
 }
 
 AgentSnapshot Agent::snapshot() {

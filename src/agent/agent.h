@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/map_full_log.h"
 #include "agent/runtime_discovery_worker.h"
 #include "agent/snapshot.h"
 #include "identity/cgroup_fs.h"
@@ -47,6 +48,9 @@ struct AgentOptions {
   std::string v1_controller = "memory";   // fallback hierarchy on cgroup v1 hosts
   std::chrono::milliseconds scan_interval{5000};  // backstop scan of process maps
   std::chrono::milliseconds gc_interval{10000};
+  // How long a workload whose cgroup is gone stays in snapshots (/metrics,
+  // /api/v1/workloads) after its last reading; the ledger has its totals.
+  std::chrono::milliseconds retire_after{std::chrono::minutes(10)};
   std::string proc_root = "/proc";
   // Where pods, Slurm jobs and containers may be recognised besides the top
   // of the cgroup hierarchy (--cgroup-root).
@@ -87,6 +91,8 @@ class Agent : public ledger::CallNameLookup {
                                                  const std::vector<identity::GpuIdentity>& inventory);
   void refresh_locked();
   void retire_gone_workloads();
+  // Drops from the totals the workloads gone for longer than retire_after.
+  void forget_retired_workloads(std::chrono::steady_clock::time_point now);
   // Offers every file a running process maps for execution (the backstop
   // behind the watcher, and what finds processes older than the agent).
   void scan_for_libraries();
@@ -107,10 +113,13 @@ class Agent : public ledger::CallNameLookup {
   std::atomic<uint64_t> workloads_retired_{0};
   std::atomic<int64_t> loop_beat_ns_{0};  // steady_clock of the loop's last turn; 0: never
   std::atomic<bool> map_read_{false};
+  std::unique_ptr<MapFullLog> map_full_log_;  // the constructor, then the loop's thread only
   std::mutex views_mu_;
   // What the latest process of each workload said about its visible GPUs.
   std::map<uint64_t, identity::ProcessGpuView> gpu_views_;
   std::map<probes::CounterKey, std::pair<std::string, std::string>> gpu_labels_;  // (gpu, UUID), once known
+  // Workloads whose cgroup is gone, by key: when their last reading was taken.
+  std::map<uint64_t, std::chrono::steady_clock::time_point> gone_since_;  // the loop's thread only
   std::thread thread_;
 };
 

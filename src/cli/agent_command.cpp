@@ -37,6 +37,7 @@ int run_agent(const AgentCommand& cmd) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   spdlog::info("stopping");
+  node.store_window_in_progress();
   return 0;
 }
 

@@ -19,6 +19,7 @@ struct AgentCommand {
   unsigned max_workloads = 16384;
   unsigned max_libraries = 256;  // driver files probed at once
   unsigned scan_interval_ms = 5000;
+  std::string retire_after = "10m";  // workloads whose cgroup is gone leave /metrics after this
   std::string log_level = "info";
   // Kubernetes identity and GPU allocation (src/kubernetes); team rules (src/config).
   std::string kubeconfig;  // empty: the pod's service account when in a cluster, else no Kubernetes API

@@ -1,7 +1,13 @@
 // gpuledger: who used the GPUs, and how much.
 #include <CLI/CLI.hpp>
 
+#include <exception>
+#include <string>
+#include <vector>
+
 #include "cli/commands.h"
+#include "cli/empty_option_values.h"
+#include "common/duration_text.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -55,6 +61,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   agent_cmd->add_option("--scan-interval-ms", agent.scan_interval_ms,
                         "Backstop scan of process maps for libcuda copies")
+      ->capture_default_str();
+  agent_cmd->add_option("--retire-after", agent.retire_after,
+                        "How long a workload whose cgroup is gone stays on /metrics and /api/v1/workloads "
+                        "(e.g. 90s, 10m, 1h); the ledger keeps its totals")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            try {
+              gpuledger::parse_duration(text);
+              return std::string();
+            } catch (const gpuledger::Error& e) {
+              return std::string(e.what());
+            }
+          },
+          "DURATION"))
       ->capture_default_str();
   agent_cmd->add_option("--store", agent.store, "The ledger's SQLite store; empty turns the ledger off")
       ->capture_default_str();
@@ -153,7 +173,10 @@ int main(int argc, char** argv) {
       ->required();
   probe_plan_cmd->add_flag("--launch-returns", probe_plan.launch_returns, "As the agent's --launch-returns");
 
-  CLI11_PARSE(app, argc, argv);
+  const std::vector<std::string> args = split_empty_option_values(argc, argv);
+  std::vector<const char*> arg_ptrs;
+  for (const auto& a : args) arg_ptrs.push_back(a.c_str());
+  CLI11_PARSE(app, static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   try {
     if (*agent_cmd) {
       gpuledger::log::set_level(agent.log_level);
@@ -170,6 +193,9 @@ int main(int argc, char** argv) {
     }
     return run_demo(demo);
   } catch (const gpuledger::Error& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  } catch (const std::exception& e) {  // e.g. std::filesystem::filesystem_error: a message, never an abort
     spdlog::error("{}", e.what());
     return 1;
   }

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 
 #include "agent/agent.h"
+#include "common/duration_text.h"
 #include "common/error.h"
-#include "common/file_lock.h"
 #include "common/log.h"
 #include "config/agent_config.h"
 #include "device/device_plane.h"
@@ -21,10 +20,9 @@
 #include "kubernetes/kubernetes_metrics.h"
 #include "kubernetes/pod_resources_client.h"
 #include "kubernetes/team_namer.h"
-#include "ledger/accountant.h"
 #include "ledger/agent_inputs.h"
+#include "ledger/ledger_plane.h"
 #include "ledger/prices.h"
-#include "ledger/store.h"
 
 namespace gpuledger::cli {
 namespace {
@@ -55,7 +53,8 @@ std::optional<kubernetes::ClusterConfig> cluster_config(const AgentCommand& cmd)
 
 ledger::PriceBook price_book(const AgentCommand& cmd) {
   if (!cmd.prices.empty()) return ledger::load_prices(cmd.prices);
-  if (!cmd.config.empty()) return ledger::load_prices(cmd.config);  // its `cost:` section
+  if (!cmd.config.empty())
+    if (auto section = ledger::load_cost_section(cmd.config)) return *section;
   spdlog::warn(
       "ledger: no GPU prices are configured, so every GPU-hour is billed at 0. Give the agent a price list "
       "with --prices FILE or a `cost:` section in --config (docs/ledger.md)");
@@ -65,7 +64,8 @@ ledger::PriceBook price_book(const AgentCommand& cmd) {
 }  // namespace
 
 struct NodeAgent::Parts {
-  std::unique_ptr<FileLock> store_lock;  // first in, last out: held until everything else stopped
+  // First in, last out: its store lock is held until everything else stopped.
+  std::unique_ptr<ledger::LedgerPlane> ledger;  // null with --store ""
   std::unique_ptr<exporter::HttpListener> listener;  // bound early; the server takes it
   exporter::Heartbeat main_loop;
   config::AgentConfig config;
@@ -79,8 +79,6 @@ struct NodeAgent::Parts {
   std::unique_ptr<device::XidMonitor> xids;    // null with --no-xid
   std::unique_ptr<agent::Agent> agent;
   ledger::PriceBook prices;
-  std::unique_ptr<ledger::Store> store;
-  std::unique_ptr<ledger::Accountant> accountant;
   std::unique_ptr<device::WorkloadEfficiencyMetrics> efficiency;  // outlives the server that reads it
   std::unique_ptr<exporter::HttpServer> server;
   int port = 0;
@@ -91,10 +89,10 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   auto [host, port] = exporter::parse_listen_address(cmd.listen);
   // A second agent for this node is refused before it loads a probe: two on
   // one store would double-charge, two on one port would split the scrapes.
+  // A store that cannot be used degrades the ledger only (ledger_plane.h).
   if (!cmd.store.empty()) {
-    auto dir = std::filesystem::path(cmd.store).parent_path();
-    if (!dir.empty()) std::filesystem::create_directories(dir);
-    p.store_lock = std::make_unique<FileLock>(cmd.store + ".lock", "the ledger store " + cmd.store);
+    p.prices = price_book(cmd);
+    p.ledger = std::make_unique<ledger::LedgerPlane>(ledger::LedgerPlaneOptions{cmd.store, p.prices});
   }
   exporter::HttpServerOptions http;
   if (!cmd.web_config_file.empty()) http.web = exporter::load_web_config(cmd.web_config_file);
@@ -136,6 +134,16 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   options.max_workloads = cmd.max_workloads;
   options.max_libraries = cmd.max_libraries;
   options.scan_interval = std::chrono::milliseconds(cmd.scan_interval_ms);
+  options.retire_after = parse_duration(cmd.retire_after);
+  if (p.ledger && options.retire_after < 2 * std::chrono::milliseconds(cmd.ledger_interval_ms)) {
+    // The ledger must read a workload's last totals before it leaves.
+    options.retire_after = 2 * std::chrono::milliseconds(cmd.ledger_interval_ms);
+    spdlog::warn("--retire-after {} is shorter than two ledger observations: {} ms", cmd.retire_after,
+                 options.retire_after.count());
+  }
+  // Gone workloads are looked for every 10 s, more often for a short --retire-after.
+  options.gc_interval = std::min(options.gc_interval,
+                                 std::max(std::chrono::milliseconds(1000), options.retire_after / 2));
   options.classifier.cgroup_roots = cmd.cgroup_roots;
   options.namer = std::make_shared<kubernetes::TeamNamer>(p.cluster ? p.pods : nullptr, p.config.team_rule,
                                                           p.config.teams);
@@ -182,11 +190,16 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   const auto allowed = std::max(std::chrono::seconds(60),
                                 std::chrono::seconds(3 * (cmd.ledger_interval_ms / 1000 + 1)));
   p.server->add_liveness_check([&p, allowed] { return exporter::loop_alive("main", p.main_loop.last(), allowed); });
-  if (!cmd.store.empty()) {
-    p.prices = price_book(cmd);
-    p.store = std::make_unique<ledger::Store>(cmd.store);
-    p.accountant = std::make_unique<ledger::Accountant>(*p.store, p.prices);
-    p.server->add_contributor(p.accountant.get());
+  if (p.ledger) {
+    p.server->add_contributor(p.ledger.get());
+    // Liveness stays 200 with a degraded ledger (restarting would not mend the
+    // store); the body says why.
+    ledger::LedgerPlane* ledger = p.ledger.get();
+    const std::string store = cmd.store;
+    p.server->add_liveness_check([ledger, store] {
+      auto s = ledger->status();
+      return exporter::HealthStatus{true, s.up ? "ledger writing to " + store : "ledger degraded: " + s.reason};
+    });
   }
   p.server->add_contributor(p.devices.get());
   p.server->add_contributor(p.k8s_metrics.get());
@@ -218,12 +231,19 @@ int NodeAgent::port() const { return parts_->port; }
 void NodeAgent::observe() {
   Parts& p = *parts_;
   p.main_loop.beat();
-  if (!p.accountant) return;
+  if (!p.ledger) return;
   double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto allocations =
       p.pod_resources ? p.pod_resources->state().allocations : std::vector<kubernetes::GpuAllocation>{};
-  p.accountant->observe(ledger::make_observation(now, p.agent->snapshot(), p.devices->snapshot(), allocations,
+  p.ledger->observe(ledger::make_observation(now, p.agent->snapshot(), p.devices->snapshot(), allocations,
                                                  p.pod_resources != nullptr, p.prices));
+}
+
+void NodeAgent::store_window_in_progress() {
+  Parts& p = *parts_;
+  if (!p.ledger) return;
+  observe();
+  p.ledger->store_window_in_progress();
 }
 
 }  // namespace gpuledger::cli

@@ -22,6 +22,9 @@ class NodeAgent {
   // Feeds the ledger one observation; the caller's loop calls it every
   // --ledger-interval-ms.
   void observe();
+  // SIGTERM: a last observation, and the ledger's window in progress stored
+  // with what was watched of it (no watched time lost or charged as idle).
+  void store_window_in_progress();
 
  private:
   struct Parts;

@@ -25,7 +25,7 @@ FileLock::FileLock(const std::string& path, const std::string& what) {
     ::close(fd_);
     fd_ = -1;
     if (err == EWOULDBLOCK)
-      throw Error(what + " is in use by another process" + (holder.empty() ? "" : " (pid " + holder + ")") +
+      throw LockHeld(what + " is in use by another process" + (holder.empty() ? "" : " (pid " + holder + ")") +
                   ": lock file " + path + " is held");
     throw Error(what + ": cannot lock " + path + ": " + std::strerror(err));
   }

@@ -4,12 +4,22 @@
 // process ends (SIGKILL and OOM kill included), so it never goes stale.
 #include <string>
 
+#include "common/error.h"
+
 namespace gpuledger {
+
+// Another process holds the lock (as opposed to a lock file that cannot be
+// opened or locked at all).
+class LockHeld : public Error {
+ public:
+  using Error::Error;
+};
 
 class FileLock {
  public:
   // Creates `path` if needed and takes the lock without waiting; throws
-  // Error naming `what`, the lock file and the holder's pid when it is held.
+  // LockHeld naming `what`, the lock file and the holder's pid when it is
+  // held; Error when the lock file cannot be opened or locked.
   FileLock(const std::string& path, const std::string& what);
   ~FileLock();
   FileLock(const FileLock&) = delete;

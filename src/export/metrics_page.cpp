@@ -185,7 +185,8 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
   out.sample({{"reason", "process_map_full"}}, self.kernel_stats[GL_STAT_PROCS_FULL]);
   out.sample({{"reason", "return_without_entry"}}, self.kernel_stats[GL_STAT_STASH_MISSING]);
   out.family("gpuledger_workloads_retired_total", MetricType::kCounter,
-             "Workloads whose cgroup was removed and whose kernel entries were folded into the totals.");
+             "Workloads whose cgroup was removed: their kernel entries are read a last time and dropped, and they leave "
+             "/metrics and /api/v1/workloads after --retire-after (the ledger keeps their totals).");
   out.sample({}, self.workloads_retired);
   out.family("gpuledger_scrape_duration_seconds", MetricType::kGauge, "Time taken to produce the previous scrape.");
   out.sample({}, last_scrape_seconds);

@@ -222,6 +222,11 @@ void Accountant::observe(const Observation& obs) {
       }
       for (int64_t b = from; b < S; b += L) close_window(b, 0, "backfill");
     }
+    if (stored_end_ && *stored_end_ > S)
+      spdlog::info("ledger: the window from {} was stored when the agent stopped; what is seen in the rest of it "
+                   "is counted in the next window",
+                   S);
+    spdlog::debug("ledger: first observation at {:.3f}, in the window from {}", t, S);
     window_start_ = S;
     window_first_seen_ = t;
     last_time_ = t;
@@ -321,8 +326,13 @@ void Accountant::observe(const Observation& obs) {
     attribute(obs, last_time_, static_cast<double>(end));
     add_deltas();
     const double observed = watched ? static_cast<double>(end) - window_first_seen_ : 0.0;
-    close_window(*window_start_, observed,
-                 !watched ? "gap" : observed + 1e-9 < static_cast<double>(L) ? "partial" : "live");
+    if (stored_end_ && *window_start_ < *stored_end_) {
+      // Stored by an agent that stopped within it: what was seen of the rest
+      // stays in slots_ and is counted in the next window, never lost.
+    } else {
+      close_window(*window_start_, observed,
+                   !watched ? "gap" : observed + 1e-9 < static_cast<double>(L) ? "partial" : "live");
+    }
     watched = false;
     window_start_ = end;
     window_first_seen_ = static_cast<double>(end);
@@ -346,6 +356,14 @@ void Accountant::observe(const Observation& obs) {
   }
   accounts_ = std::move(next);
   workload_totals_ = std::move(next_totals);
+}
+
+void Accountant::store_window_in_progress() {
+  if (!window_start_) return;
+  const int64_t start = *window_start_;
+  if (stored_end_ && start < *stored_end_) return;  // stored already, before a restart
+  close_window(start, last_time_ - window_first_seen_, "partial");
+  stored_end_ = start + prices_.window_seconds;
 }
 
 void Accountant::close_window(int64_t start, double observed_seconds, const std::string& source) {

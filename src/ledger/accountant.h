@@ -39,6 +39,11 @@
 //    activity seen after the start (observed_seconds says how much). Activity
 //    that a crashed agent had seen in it before the crash was never written,
 //    so it is neither lost twice nor counted twice.
+//  * A graceful stop (SIGTERM) stores the window in progress at once, as
+//    "partial" with what was observed of it (store_window_in_progress()), so
+//    the time watched is charged to the workloads seen, never as idle time
+//    to __unallocated__. An agent restarted within that window finds it
+//    stored: what it sees in the rest of it is counted in the next window.
 //
 // Retention: after writing a window, at most once an hour, windows that ended
 // more than PriceBook::retention_days ago are deleted (0: never), and windows
@@ -132,6 +137,10 @@ class Accountant : public exporter::MetricsContributor {
  public:
   Accountant(Store& store, PriceBook prices, int64_t max_backfill_seconds = 86400);
   void observe(const Observation& obs);
+  // Graceful stop: writes the window in progress now, with what was observed
+  // of it up to the last observation (source "partial"). Call observe() with
+  // a last observation first.
+  void store_window_in_progress();
   // Writes the metrics families (gpuledger_cost_total, ...). Thread-safe.
   void write_metrics(exporter::ExpositionWriter& out) const override;
   uint64_t windows_written() const;

@@ -167,12 +167,31 @@ PriceBook parse_prices(const std::string& yaml_text, const std::string& source) 
   return book;
 }
 
-PriceBook load_prices(const std::string& path) {
+namespace {
+std::string read_prices_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error("prices " + path + ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_prices(ss.str(), path);
+  return ss.str();
+}
+}  // namespace
+
+PriceBook load_prices(const std::string& path) { return parse_prices(read_prices_file(path), path); }
+
+std::optional<PriceBook> parse_cost_section(const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception&) {
+    return parse_prices(yaml_text, source);  // the same error, with its position
+  }
+  if (!root.IsMap() || !root["cost"]) return std::nullopt;
+  return parse_prices(yaml_text, source);
+}
+
+std::optional<PriceBook> load_cost_section(const std::string& path) {
+  return parse_cost_section(read_prices_file(path), path);
 }
 
 int mig_slices_for(const PriceBook& book, const std::string& model) {

@@ -60,6 +60,10 @@ struct PriceBook {
 
 PriceBook parse_prices(const std::string& yaml_text, const std::string& source_name = "<prices>");
 PriceBook load_prices(const std::string& path);
+// The `cost:` section of the agent's configuration file (--config), nullopt
+// when it has none: the rest of that file is not a price list.
+std::optional<PriceBook> parse_cost_section(const std::string& yaml_text, const std::string& source_name = "<config>");
+std::optional<PriceBook> load_cost_section(const std::string& path);
 
 // "4.10" -> 4'100'000. Throws Error on anything but a non-negative decimal
 // with at most 6 fractional digits.

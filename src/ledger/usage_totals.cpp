@@ -50,6 +50,13 @@ void UsageTotals::forget_entries(uint64_t cgroup_key) {
     it = it->first.where.cgroup_key == cgroup_key ? last_errors_.erase(it) : std::next(it);
 }
 
+void UsageTotals::drop(const std::set<uint64_t>& cgroup_keys) {
+  std::lock_guard lock(mu_);
+  std::erase_if(totals_, [&](const auto& kv) { return cgroup_keys.contains(kv.first.cgroup_key); });
+  std::erase_if(last_counters_, [&](const auto& kv) { return cgroup_keys.contains(kv.first.cgroup_key); });
+  std::erase_if(last_errors_, [&](const auto& kv) { return cgroup_keys.contains(kv.first.where.cgroup_key); });
+}
+
 std::map<probes::CounterKey, Usage> UsageTotals::totals() const {
   std::lock_guard lock(mu_);
   return totals_;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "ledger/usage.h"
 #include "probes/map_reader.h"
@@ -26,6 +27,9 @@ class UsageTotals {
   // The map entries of a workload (every device) were deleted after their
   // last reading: start over.
   void forget_entries(uint64_t cgroup_key);
+  // Workloads gone for good (retired): their totals leave too, so memory and
+  // the exported series follow the live workloads, not history.
+  void drop(const std::set<uint64_t>& cgroup_keys);
   std::map<probes::CounterKey, Usage> totals() const;
 
  private:

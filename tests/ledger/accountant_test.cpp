@@ -134,6 +134,50 @@ TEST_F(AccountantTest, RestartInTheMiddleOfAWindow) {
       << out.text();
 }
 
+// Issue 10: SIGTERM lost the window in progress (stored after the restart as
+// all idle). A graceful stop stores what was watched of it; an agent restarted
+// within it counts the rest of it in the next window: every launch once.
+TEST_F(AccountantTest, AGracefulStopStoresTheWindowInProgress) {
+  {
+    Store store(db());
+    Accountant a(store, prices_);
+    testing::run_fixture(a, 0, 80);
+    a.store_window_in_progress();  // SIGTERM at +80, in window 1
+    auto ws = store.windows(kT0 + 60, kT0 + 120);
+    ASSERT_EQ(ws.size(), 4u);
+    for (const auto& w : ws) {
+      EXPECT_EQ(w.source, "partial");
+      EXPECT_DOUBLE_EQ(w.observed_seconds, 20);
+      EXPECT_EQ(sum_charges(w), w.cost_micros);
+      if (w.slot.uuid == "GPU-excl") {
+        EXPECT_EQ(w.charges, (std::vector<Charge>{{"k8s/pod-c", ChargeKind::kBusy, 15'000},
+                                                  {"k8s/pod-c", ChargeKind::kIdle, 45'000}}));
+        EXPECT_DOUBLE_EQ(w.accounts[0].busy_seconds, 0.75 * 20);
+        EXPECT_EQ(w.accounts[0].launches, 20u);
+      }
+    }
+  }
+  Store store(db());
+  Accountant b(store, prices_);
+  testing::run_fixture(b, 100, 180);  // restarted within window 1
+  auto ws = store.windows(kT0, kT0 + 1000);
+  ASSERT_EQ(ws.size(), 12u);
+  expect_contiguous(ws, kT0, kT0 + 180);
+  uint64_t launches = 0;
+  for (const auto& w : ws) {
+    if (w.slot.uuid != "GPU-excl") continue;
+    launches += w.accounts[0].launches;
+    if (w.start == kT0 + 60) {
+      EXPECT_DOUBLE_EQ(w.observed_seconds, 20) << "stored once, at the stop";
+    }
+    if (w.start == kT0 + 120) {
+      EXPECT_EQ(w.source, "live");
+      EXPECT_EQ(w.accounts[0].launches, 80u) << "+100..+120 carried into the next window";
+    }
+  }
+  EXPECT_EQ(launches, 80u + 80u) << "all that either agent saw, once";
+}
+
 TEST_F(AccountantTest, DowntimeIsBackfilledWithoutGaps) {
   {
     Store store(db());

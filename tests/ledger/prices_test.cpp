@@ -44,6 +44,17 @@ TEST(Prices, CostSectionAndEmpty) {
   EXPECT_EQ(parse_prices("").currency, "USD");
 }
 
+// Issue 10: an agent --config without a `cost:` section was read as a price
+// list and the agent exited with "unknown key 'team'".
+TEST(Prices, AConfigWithoutCostSectionHasNoPrices) {
+  EXPECT_FALSE(parse_cost_section("team:\n  pod_label_key: team\nteams: []\n"));
+  EXPECT_FALSE(parse_cost_section(""));
+  auto book = parse_cost_section("team:\n  pod_label_key: owner\ncost:\n  default_per_hour: 2\n");
+  ASSERT_TRUE(book);
+  EXPECT_EQ(book->default_micros_per_hour, 2'000'000);
+  EXPECT_THROW(parse_cost_section("cost:\n  default_per_hour: -1\n"), Error);
+}
+
 struct MatchCase {
   GpuSlot slot;
   int64_t micros_per_hour, num, den;
