@@ -51,13 +51,13 @@ bool LibraryAttacher::offer(const std::string& path, const std::string& origin) 
   std::lock_guard lock(mu_);
   if (origin == "cli" || origin == "host") named_paths_.emplace(path, origin);
   std::string why;
-  auto target = open_named_probe_target(proc_root_, path, watcher_, why);
+  auto target = open_named_probe_target(path, watcher_, why);
   if (!target) {
     if (origin != "host" || why != "no such file") reject(path, origin, why);
     return false;
   }
   if (attached_.contains(target->key)) return true;
-  return judge(target->file, target->key, origin, false);
+  return judge(*target, origin, false);
 }
 
 bool LibraryAttacher::offer(const LibraryCandidate& candidate) {
@@ -82,8 +82,8 @@ bool LibraryAttacher::offer(const LibraryCandidate& candidate) {
     if (!quiet) reject("pid " + std::to_string(candidate.pid) + ": " + m.path, candidate.origin, why);
     return false;
   }
-  const bool covered = attached_.contains(target->key) ||
-                       (!not_driver_.contains(target->key) && judge(target->file, target->key, candidate.origin, quiet));
+  const bool covered =
+      attached_.contains(target->key) || (!not_driver_.contains(target->key) && judge(*target, candidate.origin, quiet));
   // Remembered for the backstop only once judged: a file refused for now (at
   // the bound, every probe failed) is offered again at the next scan.
   if (attached_.contains(target->key) || not_driver_.contains(target->key)) {
@@ -93,12 +93,13 @@ bool LibraryAttacher::offer(const LibraryCandidate& candidate) {
   return covered;
 }
 
-bool LibraryAttacher::judge(OpenedFile& file, const FileId& key, const std::string& origin, bool quiet) {
+bool LibraryAttacher::judge(ProbeTarget& target, const std::string& origin, bool quiet) {
+  const FileId& key = target.key;
   std::vector<ProbeSpec> specs;
   try {
-    auto functions = read_dynamic_functions(file.fd.get(), file.label);
+    auto functions = read_dynamic_functions(target.file.fd.get(), target.file.label);
     if (!exports_driver_api(functions)) {
-      if (!quiet) reject(file.label, origin, "does not export the CUDA driver API (cuInit, cuDriverGetVersion)", key);
+      if (!quiet) reject(target.file.label, origin, "does not export the CUDA driver API (cuInit, cuDriverGetVersion)", key);
       remember_judged(key);
       return false;
     }
@@ -108,20 +109,22 @@ bool LibraryAttacher::judge(OpenedFile& file, const FileId& key, const std::stri
       remember_judged(key);
       return false;
     }
-    reject(file.label, origin, e.what(), key);
+    reject(target.file.label, origin, e.what(), key);
     return false;
   }
   if (specs.empty()) {
-    reject(file.label, origin, "no CUDA driver entry points among its dynamic symbols", key);
+    reject(target.file.label, origin, "no CUDA driver entry points among its dynamic symbols", key);
     remember_judged(key);
     return false;
   }
   if (attached_.size() >= max_libraries_) {
     ++limit_rejections_;
-    reject(file.label, origin,
+    reject(target.file.label, origin,
            "not probed: " + std::to_string(max_libraries_) + " driver files are probed already (the bound)", key);
     return false;
   }
+  prefer_backing_file(proc_root_, target);
+  const OpenedFile& file = target.file;
   // Through the descriptor's magic link: the kernel resolves it to the very
   // inode read above, whatever has happened to any path since.
   Entry entry;
@@ -138,7 +141,7 @@ bool LibraryAttacher::judge(OpenedFile& file, const FileId& key, const std::stri
   // their complaints.
   for (auto it = rejected_.begin(); it != rejected_.end();)
     it = it->second.file == key ? rejected_.erase(it) : std::next(it);
-  entry.file = std::move(file.fd);
+  entry.file = std::move(target.file.fd);
   attached_.emplace(key, std::move(entry));
   if (watcher_) watcher_->remember(key, true);
   return true;
@@ -192,15 +195,12 @@ bool LibraryAttacher::judged(const FileId& file) const {
 }
 
 void LibraryAttacher::detach_unused(const std::vector<LibraryCandidate>& scanned) {
-  std::set<FileId> mapped;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& c : scanned) {
-      mapped.insert(c.mapping.printed);
-      if (auto it = printed_judged_.find(c.mapping.printed); it != printed_judged_.end()) mapped.insert(it->second);
-    }
-  }
   std::lock_guard lock(mu_);
+  std::set<FileId> mapped;  // what the scan saw, as the inodes the kernel probes
+  for (const auto& c : scanned) {
+    mapped.insert(c.mapping.printed);
+    if (auto it = printed_judged_.find(c.mapping.printed); it != printed_judged_.end()) mapped.insert(it->second);
+  }
   for (auto it = attached_.begin(); it != attached_.end();) {
     const auto& [key, entry] = *it;
     struct stat st {};

@@ -20,6 +20,7 @@
 #include "probes/cuda_probe_program.h"
 #include "probes/elf_symbols.h"
 #include "probes/library_discovery.h"
+#include "probes/probe_target.h"
 
 namespace gpuledger::probes {
 
@@ -82,9 +83,9 @@ class LibraryAttacher {
     AttachedLibrary links;
     UniqueFd file;  // the verified file: whether it is deleted, later
   };
-  // Reads and attaches `file` (already verified) under `key`, the inode the
-  // kernel will probe. `quiet`: a file that is not the driver is no news.
-  bool judge(OpenedFile& file, const FileId& key, const std::string& origin, bool quiet);
+  // Reads and attaches the target's file (already verified) under its key,
+  // the inode the kernel will probe. `quiet`: a file that is not the driver is no news.
+  bool judge(ProbeTarget& target, const std::string& origin, bool quiet);
   void reject(const std::string& path, const std::string& origin, const std::string& why, const FileId& file = {});
   void remember_judged(const FileId& key);
 

@@ -29,41 +29,36 @@ std::optional<FileId> probed_inode(const OpenedFile& file, const std::optional<F
   return real;
 }
 
-// On overlayfs, the backing layer file when it is found and proven to be
-// `key`: probes attached through it pin no container mount.
-void prefer_backing_file(const std::string& proc, OpenedFile& file, uint32_t pid, const std::string& path,
-                         const FileId& key) {
-  if (!file.on_overlay) return;
-  if (auto backing = open_overlay_backing(proc, pid, path, file.id.dev, key)) {
-    file = std::move(*backing);
-    return;
-  }
-  spdlog::warn("{}: its backing layer file was not found in the host's mount table; probes attached through "
-               "the overlay keep that mount busy until they are detached", file.label);
-}
-
-std::optional<ProbeTarget> finish(const std::string& proc, std::optional<OpenedFile> file, uint32_t pid,
+std::optional<ProbeTarget> finish(std::optional<OpenedFile> file, uint32_t pid,
                                   const std::string& path, const std::optional<FileId>& mapped,
                                   LibOpenWatcher* watcher, std::string& why) {
   if (!file) return std::nullopt;
   auto key = probed_inode(*file, mapped, watcher, why);
   if (!key) return std::nullopt;
-  prefer_backing_file(proc, *file, pid, path, *key);
-  return ProbeTarget{std::move(*file), *key};
+  return ProbeTarget{std::move(*file), *key, pid, path};
 }
 
 }  // namespace
 
+void prefer_backing_file(const std::string& proc, ProbeTarget& target) {
+  if (!target.file.on_overlay) return;
+  if (auto backing = open_overlay_backing(proc, target.pid, target.path, target.file.id.dev, target.key)) {
+    target.file = std::move(*backing);
+    return;
+  }
+  spdlog::warn("{}: its backing layer file was not found in the host's mount table; probes attached through "
+               "the overlay keep that mount busy until they are detached", target.file.label);
+}
+
 std::optional<ProbeTarget> open_probe_target(const std::string& proc, const LibraryCandidate& candidate,
                                              LibOpenWatcher* watcher, std::string& why) {
-  return finish(proc, open_mapped_file(proc, candidate.pid, candidate.mapping, candidate.mapped_file, why),
+  return finish(open_mapped_file(proc, candidate.pid, candidate.mapping, candidate.mapped_file, why),
                 candidate.pid, candidate.mapping.path, candidate.mapped_file, watcher, why);
 }
 
-std::optional<ProbeTarget> open_named_probe_target(const std::string& proc, const std::string& path,
-                                                   LibOpenWatcher* watcher, std::string& why) {
-  return finish(proc, open_named_file(path, why), static_cast<uint32_t>(::getpid()), path, std::nullopt, watcher,
-                why);
+std::optional<ProbeTarget> open_named_probe_target(const std::string& path, LibOpenWatcher* watcher,
+                                                   std::string& why) {
+  return finish(open_named_file(path, why), static_cast<uint32_t>(::getpid()), path, std::nullopt, watcher, why);
 }
 
 }  // namespace gpuledger::probes

@@ -46,7 +46,7 @@ bool RuntimeAttacher::offer(const LibraryCandidate& candidate) {
 
 bool RuntimeAttacher::offer(const std::string& path) {
   std::string why;
-  auto target = open_named_probe_target(proc_root_, path, watcher_, why);
+  auto target = open_named_probe_target(path, watcher_, why);
   if (!target) {
     spdlog::warn("--cuda-runtime-lib {}: {}", path, why);
     return false;
@@ -65,7 +65,7 @@ bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin
   std::vector<ElfFunction> symbols = runtime_symbols(target.file);
   std::lock_guard lock(mu_);
   if (attached_.contains(id)) return true;
-  const std::string& path = target.file.label;
+  const std::string path = target.file.label;  // a copy: the file may be swapped for its backing layer's
   std::vector<ProbeSpec> specs;
   try {
     specs = plan_runtime_probes(symbols, call_names_);
@@ -78,6 +78,7 @@ bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin
     return false;
   }
   // Through the verified descriptor, as for the driver.
+  prefer_backing_file(proc_root_, target);
   Entry entry;
   entry.links = program_.attach(target.file.attach_path(), specs);
   entry.record = LibraryRecord{path, origin, id, entry.links.probes, entry.links.failures, ""};

@@ -224,6 +224,14 @@ TEST_F(AgentIntegration, EveryCounterSaysWhichGpu) {
       "sync; ctx-create 0; launch 1 1 1 4 1 1; ctx-pop; launch 1 1 1 8 1 1; exit 0",
       {"CUDA_VISIBLE_DEVICES=" + kUuid1 + "," + kUuid0, "CUDASIM_DEVICES=2"});
   await_ready(*child);
+  // The agent reads a process's view of its GPUs when it starts its CUDA
+  // life, from its environment: let it do so while the process lives (on a
+  // busy machine the event can wait behind a library scan).
+  ASSERT_TRUE(eventually([&] {
+    const auto snap = agent_->snapshot();
+    const auto* w = find_workload(snap, "systemd/two-gpus.service");
+    return w && !w->by_gpu.empty() && w->by_gpu[0].uuid == kUuid1;
+  }));
   finish_interactive_tenant(*child);
 
   auto samples = parse_exposition(get("/metrics"));
