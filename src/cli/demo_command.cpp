@@ -144,7 +144,8 @@ std::vector<kubernetes::GpuAllocation> demo_allocations() {
     if (std::string(t.device_id).empty()) continue;
     auto device = kubernetes::parse_device_id("nvidia.com/gpu", t.device_id);
     if (device)
-      out.push_back({t.names.namespace_name, t.names.pod, t.names.container, "nvidia.com/gpu", t.device_id, *device});
+      out.push_back({t.names.namespace_name, t.names.pod, t.names.container, "nvidia.com/gpu", t.device_id, *device, 1.0,
+                     kubernetes::sharing_mode(*device)});
   }
   return out;
 }

@@ -104,4 +104,13 @@ std::optional<GpuDevice> parse_device_id(std::string_view resource, std::string_
   return dev;
 }
 
+std::string sharing_mode(const GpuDevice& device) {
+  switch (device.sharing) {
+    case Sharing::kReplicas: return "time-slicing";
+    case Sharing::kMig: return "mig";
+    case Sharing::kExclusive: break;
+  }
+  return "exclusive";
+}
+
 }  // namespace gpuledger::kubernetes

@@ -32,6 +32,10 @@ struct GpuDevice {
   bool operator==(const GpuDevice&) const = default;
 };
 
+// How an admin names the sharing a device id shows: "exclusive", "time-slicing"
+// (replicas; MPS replicas look the same in the id), "mig".
+std::string sharing_mode(const GpuDevice& device);
+
 // nullopt for an id that cannot be a device (empty, whitespace, control bytes).
 std::optional<GpuDevice> parse_device_id(std::string_view resource_name, std::string_view device_id);
 

@@ -58,7 +58,7 @@ std::vector<GpuAllocation> gpu_allocations(const std::vector<PodAllocation>& pod
             ++bad;
             continue;
           }
-          out.push_back({pod.namespace_name, pod.name, c.name, devs.resource_name, id, *dev});
+          out.push_back({pod.namespace_name, pod.name, c.name, devs.resource_name, id, *dev, 1.0, sharing_mode(*dev)});
         }
       }
       for (const auto& claim : c.dynamic) {
@@ -70,7 +70,7 @@ std::vector<GpuAllocation> gpu_allocations(const std::vector<PodAllocation>& pod
           continue;
         }
         out.push_back({pod.namespace_name, pod.name, c.name, claim.driver_name,
-                       claim.pool_name + "/" + claim.device_name, dra_device(claim)});
+                       claim.pool_name + "/" + claim.device_name, dra_device(claim), 1.0, "dra"});
       }
     }
   }
@@ -91,7 +91,7 @@ std::vector<GpuAllocation> gpu_inventory(const std::vector<ContainerDevices>& al
         ++bad;
         continue;
       }
-      out.push_back({"", "", "", devs.resource_name, id, *dev});
+      out.push_back({"", "", "", devs.resource_name, id, *dev, 1.0, sharing_mode(*dev)});
     }
   }
   sort_unique(out);

@@ -36,6 +36,14 @@ struct GpuAllocation {
   std::string resource;   // e.g. nvidia.com/gpu; for DRA the driver name (gpu.nvidia.com)
   std::string device_id;  // as the kubelet gave it; for DRA "<pool>/<device>"
   GpuDevice device;
+  // The part of `device` (the physical GPU, or the MIG instance when device is
+  // a MIG slice) allocated to this entry, in (0, 1]: 1 for a whole device or a
+  // whole MIG instance; 1/N for one of N time-slicing or MPS replicas; a HAMi
+  // or KAI/Run:ai fraction; a DRA claim's part when pods share the claim.
+  double share = 1.0;
+  // How the device is shared, as an admin would say it: "exclusive",
+  // "time-slicing", "mps", "mig", "fraction", "dra", "dra-shared"; "" = not known.
+  std::string mode;
   bool operator==(const GpuAllocation&) const = default;
 };
 
