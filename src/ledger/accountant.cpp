@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/log.h"
+#include "ledger/allocation_use.h"
 
 namespace gpuledger::ledger {
 
@@ -54,6 +55,10 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
   wi.activity = in.activity;
   wi.device_busy_fraction = in.device_busy_fraction;
   wi.idle_policy = prices.idle_policy;
+  wi.cost_policy = prices.cost_policy;
+  wi.blend_allocated_weight = prices.blend_allocated_weight;
+  wi.memory_price_share = prices.memory_price_share;
+  wi.vram_capacity_bytes = in.vram_capacity_bytes;
   const WindowSplit split = split_window(wi);
 
   WindowRecord r;
@@ -65,6 +70,9 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
   r.cost_micros = wi.cost_micros;
   r.busy_micros = split.busy_micros;
   r.idle_micros = split.idle_micros;
+  r.memory_micros = split.memory_micros;
+  r.cost_policy = std::string(to_string(prices.cost_policy));
+  r.allocated_total = split.allocated_total;
   r.busy_fraction = split.busy_fraction;
   r.busy_source = std::string(to_string(split.busy_source));
   r.exclusive = split.exclusive;
@@ -93,6 +101,7 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
     a.account = name;
     if (auto it = in.labels.find(name); it != in.labels.end()) a.labels = it->second;
     a.held_share = held.count(name) ? held[name] / held_total : 0;
+    a.allocated_share = held.count(name) ? held[name] : 0;
     if (auto it = in.activity.find(name); it != in.activity.end()) {
       a.busy_seconds = it->second.busy_seconds;
       a.vram_byte_seconds = it->second.vram_byte_seconds;
@@ -165,6 +174,7 @@ void Accountant::attribute(const Observation& obs, double t0, double t1) {
     add("sm_occupancy", d.efficiency.sm_occupancy);
     add("tensor_active", d.efficiency.tensor_active);
     add("dram_active", d.efficiency.dram_active);
+    if (d.vram_capacity_bytes) s.vram_capacity = d.vram_capacity_bytes;
   }
   // VRAM held since the previous observation (its live bytes, on its slots).
   for (const auto& [stream, st] : accounts_) {
@@ -384,11 +394,15 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
         return e->second.first / e->second.second;
       };
       sw.device = {avg("sm_active"), avg("sm_occupancy"), avg("tensor_active"), avg("dram_active")};
+      sw.vram_capacity_bytes = s.vram_capacity;
     }
     if (!allocation_known_) {
+      // No allocation: the users hold the slot, in equal parts of it.
       sw.holders.clear();
+      size_t n = 0;
+      for (const auto& [a, act] : sw.activity) n += act.any() ? 1 : 0;
       for (const auto& [a, act] : sw.activity)
-        if (act.any()) sw.holders.push_back({slot.uuid, a, labels_[a], 1.0});
+        if (act.any()) sw.holders.push_back({slot.uuid, a, labels_[a], 1.0 / static_cast<double>(n)});
     }
     sw.energy = energy_meter_.take(slot.uuid, static_cast<double>(start + L));
     for (const auto& h : sw.holders) sw.labels[h.account] = labels_[h.account];
@@ -456,6 +470,44 @@ void Accountant::record_metrics_locked(const WindowRecord& w) {
   }
   gpu_busy_seconds_[w.slot.uuid] += w.busy_fraction * len;
   record_energy_locked(w);
+  record_shares_locked(w);
+}
+
+void Accountant::record_shares_locked(const WindowRecord& w) {
+  std::erase_if(allocated_share_, [&](const auto& kv) { return kv.first.uuid == w.slot.uuid; });
+  std::erase_if(used_share_, [&](const auto& kv) { return kv.first.first.uuid == w.slot.uuid; });
+  std::map<std::string, AccountLabels> labels;
+  for (const auto& a : w.accounts) labels[a.account] = a.labels;
+  auto key_of = [&](const std::string& account) { return SeriesKey{export_labels(account, labels[account]), w.slot.uuid}; };
+  for (const auto& [account, share] : allocated_shares(w)) allocated_share_[key_of(account)] += share;
+  for (const auto& [account, used] : used_shares(w)) {
+    const SeriesKey k = key_of(account);
+    allocated_share_.try_emplace(k, 0.0);  // a user holding nothing: allocated 0
+    used_share_[{k, "activity"}] += used.activity;
+    used_share_[{k, "vram"}] += used.vram;
+    if (used.energy) used_share_[{k, "energy"}] += *used.energy;
+  }
+}
+
+void Accountant::write_share_metrics(exporter::ExpositionWriter& out) const {
+  auto labels = [](const SeriesKey& k) {
+    return exporter::Labels{{"namespace", k.labels.namespace_name}, {"pod", k.labels.pod},
+                            {"container", k.labels.container},      {"team", k.labels.team},
+                            {"UUID", k.uuid}};
+  };
+  out.family("gpuledger_gpu_allocated_share_ratio", exporter::MetricType::kGauge,
+             "Share of the GPU (or MIG instance) allocated to the account in its last accounted window: 1 whole, 1/N "
+             "a time-slicing or MPS replica, a fractional allocation; over-committed shares scaled to add up to 1; "
+             "team=\"__unallocated__\" the unallocated rest; 0 for a user that holds no allocation");
+  for (const auto& [key, v] : allocated_share_) out.sample(labels(key), v);
+  out.family("gpuledger_gpu_used_share_ratio", exporter::MetricType::kGauge,
+             "The account's measured share of what the GPU did in its last accounted window, by resource: activity "
+             "(attributed busy time), vram (VRAM byte-seconds held) or energy (busy energy)");
+  for (const auto& [key, v] : used_share_) {
+    auto l = labels(key.first);
+    l.emplace_back("resource", key.second);
+    out.sample(l, v);
+  }
 }
 
 void Accountant::observe_energy(const Observation& obs) {
@@ -501,7 +553,7 @@ void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
                             {"UUID", k.uuid}};
   };
   out.family("gpuledger_cost_total", exporter::MetricType::kCounter,
-             "GPU cost charged, in the currency of the price list, by account, GPU and kind (busy or idle)");
+             "GPU cost charged, in the currency of the price list, by account, GPU and kind (busy, idle, or memory: the memory part billed by VRAM held)");
   for (const auto& [key, micros] : cost_micros_) {
     auto l = labels(key.first);
     l.emplace_back("kind", std::string(to_string(key.second)));
@@ -514,6 +566,7 @@ void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
   out.family("gpuledger_gpu_share_ratio", exporter::MetricType::kGauge,
              "Share of the GPU's cost charged to the account in the last accounted window");
   for (const auto& [key, v] : share_) out.sample(labels(key), v);
+  write_share_metrics(out);
   out.family("gpuledger_held_gpu_seconds_total", exporter::MetricType::kCounter,
              "GPU-seconds held (reserved) by the account (a MIG instance counts its fraction of a GPU)");
   for (const auto& [key, v] : held_gpu_seconds_) out.sample(labels(key), v);

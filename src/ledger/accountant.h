@@ -78,6 +78,8 @@ struct HolderEntry {
   std::string slot_uuid;
   std::string account;  // workload id of the pod/container holding it
   AccountLabels labels;
+  // The allocated share of the slot (kubernetes::GpuAllocation::share; a
+  // holder's entries add up): 1 a whole GPU or MIG instance, 1/N a replica.
   double weight = 1.0;
 };
 
@@ -102,6 +104,7 @@ struct WorkloadUsage {
 struct DeviceSample {
   std::optional<double> busy_fraction;  // DCGM GPU utilisation / NVML, 0..1
   Efficiency efficiency;
+  std::optional<double> vram_capacity_bytes;  // the GPU's memory (used + free), when read
 };
 
 struct Observation {
@@ -114,7 +117,7 @@ struct Observation {
   // readings that crosses a window's end is split there by time.
   std::map<std::string, EnergyReading> energy;
   // false outside Kubernetes (no allocation source): the holders of a slot in
-  // a window are then the workloads that used it in that window (weight 1).
+  // a window are then the workloads that used it in that window (each 1/n of it).
   bool allocation_known = true;
 };
 
@@ -127,6 +130,7 @@ struct SlotWindow {
   std::optional<double> device_busy_fraction;
   Efficiency device;
   std::optional<WindowEnergy> energy;  // nullopt: unknown
+  std::optional<double> vram_capacity_bytes;  // the slot's memory, for the unheld memory cost
 };
 
 // Pure: prices, splits and fills the record for one slot and window.
@@ -153,6 +157,7 @@ class Accountant : public exporter::MetricsContributor {
     std::map<std::string, Activity> activity;
     double busy_weighted = 0, busy_time = 0;
     std::map<std::string, std::pair<double, double>> eff;  // name -> (sum value*dt, sum dt)
+    std::optional<double> vram_capacity;                   // the last reading
   };
   struct AccountState {
     double busy_seconds = 0;
@@ -200,6 +205,12 @@ class Accountant : public exporter::MetricsContributor {
   std::map<std::tuple<SeriesKey, ChargeKind, std::string>, int64_t> energy_millijoules_;  // by source too
   EnergyMeter energy_meter_;
   std::map<SeriesKey, double> held_gpu_seconds_, busy_gpu_seconds_, share_, vram_byte_seconds_;
+  // Allocated against used in each slot's last window (allocation_use.h);
+  // used by resource (activity, vram, energy).
+  std::map<SeriesKey, double> allocated_share_;
+  std::map<std::pair<SeriesKey, std::string>, double> used_share_;
+  void record_shares_locked(const WindowRecord& w);
+  void write_share_metrics(exporter::ExpositionWriter& out) const;
   std::map<SeriesKey, uint64_t> launches_;
   std::map<SeriesKey, std::array<double, 4>> efficiency_weighted_, efficiency_known_;  // LedgerTotals::Seconds
   std::map<std::string, double> gpu_busy_seconds_;

@@ -73,6 +73,9 @@ std::vector<HolderEntry> holders_from(const std::vector<kubernetes::GpuAllocatio
     if (a.device.uuid.empty()) continue;
     HolderEntry h;
     h.slot_uuid = slot_uuid(a);
+    // The allocated share (1 whole; 1/N a replica; a fraction): a share the
+    // allocation could not tell (0, NaN) counts as the whole device.
+    h.weight = a.share > 0 && a.share <= 1 ? a.share : 1.0;
     auto it = by_name.find({a.namespace_name, a.pod, a.container});
     if (it != by_name.end()) {
       h.account = it->second->workload.id;
@@ -103,8 +106,10 @@ std::map<std::string, DeviceSample> device_samples(const device::DeviceSnapshot&
       fill(s.efficiency.sm_occupancy, DeviceField::kSmOccupancyRatio);
       fill(s.efficiency.tensor_active, DeviceField::kTensorActiveRatio);
       fill(s.efficiency.dram_active, DeviceField::kDramActiveRatio);
+      if (!s.vram_capacity_bytes && (*r)[DeviceField::kMemoryUsedBytes] && (*r)[DeviceField::kMemoryFreeBytes])
+        s.vram_capacity_bytes = *(*r)[DeviceField::kMemoryUsedBytes] + *(*r)[DeviceField::kMemoryFreeBytes];
     }
-    if (s.busy_fraction || s.efficiency.sm_active || s.efficiency.sm_occupancy || s.efficiency.tensor_active ||
+    if (s.busy_fraction || s.vram_capacity_bytes || s.efficiency.sm_active || s.efficiency.sm_occupancy || s.efficiency.tensor_active ||
         s.efficiency.dram_active)
       out[g.uuid] = s;
   }

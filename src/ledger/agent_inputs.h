@@ -12,8 +12,12 @@
 //   holders    - from the Kubernetes allocation: the account is the workload
 //                id of the container (matched on namespace/pod/container in
 //                the agent snapshot), or "k8s/<namespace>/<pod>/<container>"
-//                for a container that never used CUDA. Time-slicing replicas
-//                of one GPU add up as weights.
+//                for a container that never used CUDA. The weight is the
+//                allocation's share of the device (GpuAllocation::share: 1
+//                whole, 1/N a replica, a HAMi/KAI fraction, a DRA claim's
+//                part); a holder's entries on one slot add up.
+//   memory     - per GPU: used + free bytes (DCGM first): the capacity the
+//                unheld memory cost (memory_price_share) is measured against.
 //   device     - per GPU: busy fraction = utilisation ratio; efficiency =
 //                SM active / occupancy, tensor active, DRAM active; DCGM
 //                readings first, NVML where DCGM has none.

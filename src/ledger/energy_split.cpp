@@ -10,6 +10,9 @@ EnergySplit split_window_energy(const WindowInput& window, const WindowEnergy& e
   // energy as the quantity, so energy and cost can never be split differently.
   WindowInput in = window;
   in.cost_micros = energy.millijoules;
+  // Energy follows use, whatever the cost policy, and has no memory part.
+  in.cost_policy = CostPolicy::kUsage;
+  in.memory_price_share = 0;
   const WindowSplit split = split_window(in);
   EnergySplit out;
   out.source = energy.source;

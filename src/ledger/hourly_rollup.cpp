@@ -17,7 +17,7 @@ std::string agreed(const std::vector<WindowRecord>& ws, Get get) {
 
 struct AccountSum {
   AccountRecord record;
-  double held_seconds = 0, activity_seconds = 0;
+  double held_seconds = 0, allocated_seconds = 0, activity_seconds = 0;
   EfficiencyMean efficiency;
 };
 
@@ -33,7 +33,7 @@ WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
   m.end = ws.front().end;
   m.exclusive = true;
   EfficiencyMean device;
-  double busy_seconds = 0;
+  double busy_seconds = 0, allocated_seconds = 0;
   std::map<std::string, AccountSum> accounts;
   std::map<std::pair<std::string, ChargeKind>, int64_t> charges;
   for (const auto& w : ws) {
@@ -43,6 +43,8 @@ WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
     m.cost_micros += w.cost_micros;
     m.busy_micros += w.busy_micros;
     m.idle_micros += w.idle_micros;
+    m.memory_micros += w.memory_micros;
+    allocated_seconds += w.allocated_total * len;
     m.observed_seconds += w.observed_seconds;
     m.exclusive = m.exclusive && w.exclusive;
     busy_seconds += w.busy_fraction * len;
@@ -52,6 +54,7 @@ WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
       s.record.account = a.account;
       if (!(a.labels == AccountLabels{})) s.record.labels = a.labels;  // in start order: the latest wins
       s.held_seconds += a.held_share * len;
+      s.allocated_seconds += a.allocated_share * len;
       s.activity_seconds += a.activity_share * len;
       s.record.busy_seconds += a.busy_seconds;
       s.record.gpu_busy_seconds += a.gpu_busy_seconds;
@@ -66,8 +69,11 @@ WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
   m.device = device.mean();
   m.busy_source = agreed(ws, [](const WindowRecord& w) { return w.busy_source; });
   m.source = agreed(ws, [](const WindowRecord& w) { return w.source; });
+  m.cost_policy = agreed(ws, [](const WindowRecord& w) { return w.cost_policy; });
+  m.allocated_total = total > 0 ? allocated_seconds / total : 0;
   for (auto& [name, s] : accounts) {
     s.record.held_share = total > 0 ? s.held_seconds / total : 0;
+    s.record.allocated_share = total > 0 ? s.allocated_seconds / total : 0;
     s.record.activity_share = total > 0 ? s.activity_seconds / total : 0;
     s.record.efficiency = s.efficiency.mean();
     m.accounts.push_back(std::move(s.record));

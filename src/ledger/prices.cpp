@@ -153,6 +153,18 @@ PriceBook parse_prices(const std::string& yaml_text, const std::string& source) 
       if (!v.IsScalar() || !YAML::convert<double>::decode(v, g) || !std::isfinite(g) || g < 0)
         fail(source, v, "carbon_g_per_kwh: expected grams of CO2e per kWh (a non-negative number)");
       book.carbon_g_per_kwh = g;
+    } else if (key == "cost_policy") {
+      if (!v.IsScalar()) fail(source, v, "cost_policy: expected usage, allocated or blend");
+      try {
+        book.cost_policy = parse_cost_policy(v.Scalar());
+      } catch (const Error& e) {
+        fail(source, v, e.what());
+      }
+    } else if (key == "blend_allocated_weight" || key == "memory_price_share") {
+      double f = -1;
+      if (!v.IsScalar() || !YAML::convert<double>::decode(v, f) || !(f >= 0 && f <= 1))
+        fail(source, v, key + ": expected a fraction from 0 to 1");
+      (key == "memory_price_share" ? book.memory_price_share : book.blend_allocated_weight) = f;
     } else if (key == "idle_policy") {
       if (!v.IsScalar()) fail(source, v, "idle_policy: expected holders, usage or idle");
       try {

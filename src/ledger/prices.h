@@ -17,6 +17,13 @@
 //   retention_days: 365            # windows older than this are deleted (0: keep all)
 //   rollup_after_hours: 24         # windows older than this are merged into hours
 //                                  # (hourly_rollup.h; 0: keep every window)
+//   cost_policy: usage             # usage | allocated | blend (window_split.h,
+//                                  # docs/ledger.md): bill by activity, by
+//                                  # allocated share, or a blend of the two
+//   blend_allocated_weight: 0.5    # blend: the part billed by allocation, [0,1]
+//   memory_price_share: 0.3        # the part of each GPU's price that is for its
+//                                  # memory, [0,1] (default 0): billed by VRAM
+//                                  # GiB-hours held, the rest by cost_policy
 //   carbon_g_per_kwh: 350          # grid carbon intensity, gCO2e per kWh: each
 //                                  # window's energy is stored with it, and
 //                                  # reports show carbon (absent: no carbon)
@@ -56,6 +63,9 @@ struct PriceBook {
   int retention_days = 365;
   int rollup_after_hours = 24;
   std::optional<double> carbon_g_per_kwh;
+  CostPolicy cost_policy = CostPolicy::kUsage;
+  double blend_allocated_weight = 0.5;
+  double memory_price_share = 0;
 };
 
 PriceBook parse_prices(const std::string& yaml_text, const std::string& source_name = "<prices>");

@@ -39,6 +39,9 @@ CREATE TABLE windows(
   observed_seconds REAL NOT NULL,
   source TEXT NOT NULL,
   sm_active REAL, sm_occupancy REAL, tensor_active REAL, dram_active REAL,
+  memory_micros INTEGER NOT NULL DEFAULT 0,
+  cost_policy TEXT NOT NULL DEFAULT 'usage',
+  allocated_total REAL NOT NULL DEFAULT 0,
   UNIQUE(start, gpu_uuid));
 CREATE INDEX windows_end ON windows(end);
 CREATE TABLE accounts(
@@ -49,13 +52,36 @@ CREATE TABLE accounts(
   held_share REAL NOT NULL, busy_seconds REAL NOT NULL, activity_share REAL NOT NULL,
   gpu_busy_seconds REAL NOT NULL, vram_byte_seconds REAL NOT NULL, launches INTEGER NOT NULL,
   sm_active REAL, sm_occupancy REAL, tensor_active REAL, dram_active REAL,
+  allocated_share REAL NOT NULL DEFAULT 0,
   PRIMARY KEY(window_id, account)) WITHOUT ROWID;
+)";
+
+// The charges table (rebuilt by the schema 3 migration: a CHECK cannot be altered).
+const char* kChargesTable = R"(
 CREATE TABLE charges(
   window_id INTEGER NOT NULL REFERENCES windows(id) ON DELETE CASCADE,
   account TEXT NOT NULL,
-  kind TEXT NOT NULL CHECK(kind IN ('busy','idle')),
+  kind TEXT NOT NULL CHECK(kind IN ('busy','idle','memory')),
   micros INTEGER NOT NULL CHECK(micros >= 0),
   PRIMARY KEY(window_id, account, kind)) WITHOUT ROWID;
+)";
+
+// Schema 2 -> 3: allocated against used, the memory part of the cost.
+// (table, column, definition); a column already there is left as it is.
+const char* kColumnsAddedIn3[][3] = {
+    {"windows", "memory_micros", "INTEGER NOT NULL DEFAULT 0"},
+    {"windows", "cost_policy", "TEXT NOT NULL DEFAULT 'usage'"},
+    {"windows", "allocated_total", "REAL NOT NULL DEFAULT 0"},
+    {"accounts", "allocated_share", "REAL NOT NULL DEFAULT 0"},
+};
+const char* kMigrateTo3 = R"(
+UPDATE accounts SET allocated_share = held_share;
+UPDATE windows SET allocated_total = (SELECT total(held_share) FROM accounts a WHERE a.window_id = windows.id);
+ALTER TABLE charges RENAME TO charges_v2;
+)";
+const char* kMigrateTo3Copy = R"(
+INSERT INTO charges SELECT window_id, account, kind, micros FROM charges_v2;
+DROP TABLE charges_v2;
 )";
 
 // Schema 2: each window's energy and its split (no row: unknown).
@@ -177,6 +203,7 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
       if (tables == 0) {
         exec("BEGIN");
         exec(kSchema);
+        exec(kChargesTable);
         exec(kEnergySchema);
         exec("PRAGMA application_id=" + std::to_string(kApplicationId));
         exec("PRAGMA user_version=" + std::to_string(kStoreSchemaVersion));
@@ -189,8 +216,10 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
         exec("PRAGMA user_version=2");
         exec("COMMIT");
       }
+      if (tables > 0 && version < 3) migrate_to_3();
     }
     has_energy_ = schema_version() >= 2;
+    has_allocation_ = schema_version() >= 3;
     exec("PRAGMA foreign_keys=ON");
     if (mode == Mode::kReadWrite) {
       Stmt q(db_, "PRAGMA quick_check", *this);
@@ -199,6 +228,30 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
   } catch (...) {
     sqlite3_close(db_);
     db_ = nullptr;
+    throw;
+  }
+}
+
+// Held shares were what schema 2 billed on: they become the allocated shares
+// (a window with holders: allocated in full, so total 1). The charges table
+// is copied into one whose CHECK accepts 'memory', in one transaction.
+void Store::migrate_to_3() {
+  exec("PRAGMA foreign_keys=OFF");
+  exec("BEGIN IMMEDIATE");
+  try {
+    for (const auto& [table, column, definition] : kColumnsAddedIn3) {
+      Stmt has(db_, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", *this);
+      has.bind(1, std::string(table)).bind(2, std::string(column));
+      if (has.step() && has.i64(0) == 0)
+        exec(std::string("ALTER TABLE ") + table + " ADD COLUMN " + column + " " + definition);
+    }
+    exec(kMigrateTo3);
+    exec(kChargesTable);
+    exec(kMigrateTo3Copy);
+    exec("PRAGMA user_version=3");
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
 }
@@ -218,6 +271,9 @@ void Store::check_charges(const WindowRecord& w) const {
     if (c.micros < 0) fail("negative charge for " + c.account);
     sum += c.micros;
   }
+  if (w.busy_micros + w.idle_micros + w.memory_micros != w.cost_micros)
+    fail("window " + std::to_string(w.start) + " " + w.slot.uuid + ": busy, idle and memory parts do not add up to " +
+         "the cost " + std::to_string(w.cost_micros));
   if (sum != w.cost_micros)
     fail("window " + std::to_string(w.start) + " " + w.slot.uuid + ": charges add up to " + std::to_string(sum) +
          ", not the cost " + std::to_string(w.cost_micros));
@@ -266,21 +322,22 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
   Stmt ins(db_,
            "INSERT OR IGNORE INTO windows(start,end,gpu_uuid,parent_uuid,model,mig_profile,gpu_fraction,currency,"
            "cost_micros,busy_micros,idle_micros,busy_fraction,busy_source,exclusive,observed_seconds,source,"
-           "sm_active,sm_occupancy,tensor_active,dram_active) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           "sm_active,sm_occupancy,tensor_active,dram_active,memory_micros,cost_policy,allocated_total) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
            *this);
   ins.bind(1, w.start).bind(2, w.end).bind(3, w.slot.uuid).bind(4, w.slot.parent_uuid).bind(5, w.slot.model);
   ins.bind(6, w.slot.mig_profile).bind(7, w.gpu_fraction).bind(8, w.currency).bind(9, w.cost_micros);
   ins.bind(10, w.busy_micros).bind(11, w.idle_micros).bind(12, w.busy_fraction).bind(13, w.busy_source);
   ins.bind(14, int64_t{w.exclusive}).bind(15, w.observed_seconds).bind(16, w.source);
   ins.bind(17, w.device.sm_active).bind(18, w.device.sm_occupancy).bind(19, w.device.tensor_active);
-  ins.bind(20, w.device.dram_active);
+  ins.bind(20, w.device.dram_active).bind(21, w.memory_micros).bind(22, w.cost_policy).bind(23, w.allocated_total);
   ins.step();
   if (sqlite3_changes(db_) == 0) return false;
   int64_t id = sqlite3_last_insert_rowid(db_);
   Stmt acc(db_,
            "INSERT INTO accounts(window_id,account,namespace,pod,container,team,held_share,busy_seconds,"
            "activity_share,gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,"
-           "dram_active) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           "dram_active,allocated_share) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
            *this);
   for (const auto& a : w.accounts) {
     acc.bind(1, id).bind(2, a.account).bind(3, a.labels.namespace_name).bind(4, a.labels.pod);
@@ -288,6 +345,7 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
     acc.bind(9, a.activity_share).bind(10, a.gpu_busy_seconds).bind(11, a.vram_byte_seconds);
     acc.bind(12, static_cast<int64_t>(a.launches)).bind(13, a.efficiency.sm_active);
     acc.bind(14, a.efficiency.sm_occupancy).bind(15, a.efficiency.tensor_active).bind(16, a.efficiency.dram_active);
+    acc.bind(17, a.allocated_share);
     acc.step();
     acc.reset();
   }
@@ -332,16 +390,23 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
   range.bind(1, from).bind(2, to);
   if (!range.step() || range.null(0)) return;
   const int64_t first_id = range.i64(0), last_id = range.i64(1);
+  // A schema 2 store read without migrating: no memory part, billed by usage, allocated = held.
   Stmt s(db_,
-         "SELECT id,start,end,gpu_uuid,parent_uuid,model,mig_profile,gpu_fraction,currency,cost_micros,busy_micros,"
-         "idle_micros,busy_fraction,busy_source,exclusive,observed_seconds,source,sm_active,sm_occupancy,"
-         "tensor_active,dram_active FROM windows WHERE id BETWEEN ? AND ? AND start >= ? AND start < ? ORDER BY id",
+         (std::string("SELECT id,start,end,gpu_uuid,parent_uuid,model,mig_profile,gpu_fraction,currency,cost_micros,"
+                      "busy_micros,idle_micros,busy_fraction,busy_source,exclusive,observed_seconds,source,sm_active,"
+                      "sm_occupancy,tensor_active,dram_active,") +
+          (has_allocation_ ? "memory_micros,cost_policy,allocated_total" : 
+                           "0,'usage',(SELECT total(held_share) FROM accounts a WHERE a.window_id = windows.id)") +
+          " FROM windows WHERE id BETWEEN ? AND ? AND start >= ? AND start < ? ORDER BY id")
+             .c_str(),
          *this);
   s.bind(1, first_id).bind(2, last_id).bind(3, from).bind(4, to);
   Stmt a(db_,
-         "SELECT window_id,account,namespace,pod,container,team,held_share,busy_seconds,activity_share,"
-         "gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,dram_active "
-         "FROM accounts WHERE window_id BETWEEN ? AND ? ORDER BY window_id, account",
+         (std::string("SELECT window_id,account,namespace,pod,container,team,held_share,busy_seconds,activity_share,"
+                      "gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,dram_active,") +
+          (has_allocation_ ? "allocated_share" : "held_share") +
+          " FROM accounts WHERE window_id BETWEEN ? AND ? ORDER BY window_id, account")
+             .c_str(),
          *this);
   a.bind(1, first_id).bind(2, last_id);
   Stmt c(db_,
@@ -387,6 +452,9 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
     w.observed_seconds = s.f64(15);
     w.source = s.text(16);
     w.device = {s.opt(17), s.opt(18), s.opt(19), s.opt(20)};
+    w.memory_micros = s.i64(21);
+    w.cost_policy = s.text(22);
+    w.allocated_total = s.f64(23);
     while (a_row && a.i64(0) < id) a_row = a.step();  // a window outside [from, to)
     for (; a_row && a.i64(0) == id; a_row = a.step()) {
       AccountRecord r;
@@ -399,11 +467,12 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
       r.vram_byte_seconds = a.f64(10);
       r.launches = static_cast<uint64_t>(a.i64(11));
       r.efficiency = {a.opt(12), a.opt(13), a.opt(14), a.opt(15)};
+      r.allocated_share = a.f64(16);
       w.accounts.push_back(std::move(r));
     }
     while (c_row && c.i64(0) < id) c_row = c.step();
     for (; c_row && c.i64(0) == id; c_row = c.step())
-      w.charges.push_back({c.text(1), c.text(2) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, c.i64(3)});
+      w.charges.push_back({c.text(1), parse_charge_kind(c.text(2)), c.i64(3)});
     while (e_row && e.i64(0) < id) e_row = e.step();
     if (e_row && e.i64(0) == id) {
       w.energy = WindowEnergyRecord{e.i64(1), e.text(2), {}, e.opt(3)};
@@ -443,7 +512,7 @@ LedgerTotals Store::totals() const {
          *this);
   while (c.step())
     t.cost.push_back({c.text(0), {c.text(1), c.text(2), c.text(3), c.text(4)}, c.text(5),
-                      c.text(6) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, c.i64(7)});
+                      parse_charge_kind(c.text(6)), c.i64(7)});
   Stmt e(db_,
          has_energy_ ? "SELECT c.account, coalesce(a.namespace,''), coalesce(a.pod,''), coalesce(a.container,''), "
          "coalesce(a.team,''), w.gpu_uuid, c.kind, we.source, sum(c.millijoules) FROM energy_charges c "

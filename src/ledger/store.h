@@ -12,12 +12,18 @@
 //            busy_seconds, activity_share, gpu_busy_seconds,
 //            vram_byte_seconds, launches, sm_active, sm_occupancy,
 //            tensor_active, dram_active)   -- efficiency NULL = unknown
-//   charges(window_id, account, kind 'busy'|'idle', micros)
+//   charges(window_id, account, kind 'busy'|'idle'|'memory', micros)
 //   window_energy(window_id, millijoules, source, carbon_g_per_kwh)   -- since schema 2; no row =
 //            energy unknown (no counter and no power reading in the window)
 //   energy_charges(window_id, account, kind 'busy'|'idle', millijoules)
-// Schema 1 stores are migrated in place (the energy tables are added; their
-// old windows have unknown energy).
+// Schema 3 added windows.memory_micros (the memory part of the cost, billed by
+// VRAM held), windows.cost_policy, windows.allocated_total (the holders'
+// allocated shares summed; > 1: over-committed), accounts.allocated_share and
+// the charge kind 'memory'.
+// Older stores are migrated in place: schema 1 gets the energy tables (its old
+// windows have unknown energy); schema 2 windows get memory_micros 0, policy
+// 'usage', and allocated shares equal to their held shares (what they were
+// billed on), and the charges table is rebuilt to accept 'memory'.
 // Times are Unix seconds. A window is written once, with its accounts and
 // charges, in one transaction; writing the same (start, gpu) again is a no-op,
 // so a restarted agent never counts a window twice.
@@ -42,7 +48,7 @@ struct sqlite3;
 
 namespace gpuledger::ledger {
 
-inline constexpr int kStoreSchemaVersion = 2;
+inline constexpr int kStoreSchemaVersion = 3;
 
 struct AccountLabels {
   std::string namespace_name, pod, container, team;
@@ -58,6 +64,7 @@ struct AccountRecord {
   std::string account;  // workload id, or __idle__ / __unallocated__
   AccountLabels labels;
   double held_share = 0;         // of the slot: holder weight / all holder weights; 0 when not a holder
+  double allocated_share = 0;    // of the slot, as allocated (GpuAllocation::share summed); 0 when not a holder
   double busy_seconds = 0;       // eBPF span estimate
   double activity_share = 0;     // of the window's activity (window_split.h)
   double gpu_busy_seconds = 0;   // busy_fraction x window x activity_share (busy time attributed)
@@ -83,6 +90,9 @@ struct WindowRecord {
   double gpu_fraction = 1;  // of a physical GPU (MIG: n / slices)
   std::string currency = "USD";
   int64_t cost_micros = 0, busy_micros = 0, idle_micros = 0;
+  int64_t memory_micros = 0;           // busy + idle + memory = cost
+  std::string cost_policy = "usage";   // usage | allocated | blend | mixed (a roll-up of several)
+  double allocated_total = 0;          // the holders' allocated shares summed (> 1: over-committed)
   double busy_fraction = 0;
   std::string busy_source = "spans";  // device | spans
   bool exclusive = false;
@@ -178,7 +188,9 @@ class Store {
   [[noreturn]] void fail(const std::string& what) const;
   std::string path_;
   sqlite3* db_ = nullptr;
-  bool has_energy_ = true;  // false: a schema 1 store opened read-only (energy unknown)
+  void migrate_to_3();
+  bool has_energy_ = true;      // false: a schema 1 store opened read-only (energy unknown)
+  bool has_allocation_ = true;  // false: a schema 1 or 2 store opened read-only
 };
 
 }  // namespace gpuledger::ledger

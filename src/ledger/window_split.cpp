@@ -24,7 +24,37 @@ IdlePolicy parse_idle_policy(std::string_view text) {
   throw Error("unknown idle policy '" + std::string(text) + "' (expected holders, usage or idle)");
 }
 
-std::string_view to_string(ChargeKind kind) { return kind == ChargeKind::kBusy ? "busy" : "idle"; }
+std::string_view to_string(ChargeKind kind) {
+  switch (kind) {
+    case ChargeKind::kBusy: return "busy";
+    case ChargeKind::kIdle: return "idle";
+    case ChargeKind::kMemory: return "memory";
+  }
+  return "unknown";
+}
+
+ChargeKind parse_charge_kind(std::string_view text) {
+  if (text == "busy") return ChargeKind::kBusy;
+  if (text == "idle") return ChargeKind::kIdle;
+  if (text == "memory") return ChargeKind::kMemory;
+  throw Error("unknown charge kind '" + std::string(text) + "'");
+}
+
+std::string_view to_string(CostPolicy policy) {
+  switch (policy) {
+    case CostPolicy::kUsage: return "usage";
+    case CostPolicy::kAllocated: return "allocated";
+    case CostPolicy::kBlend: return "blend";
+  }
+  return "unknown";
+}
+
+CostPolicy parse_cost_policy(std::string_view text) {
+  if (text == "usage") return CostPolicy::kUsage;
+  if (text == "allocated") return CostPolicy::kAllocated;
+  if (text == "blend") return CostPolicy::kBlend;
+  throw Error("unknown cost policy '" + std::string(text) + "' (expected usage, allocated or blend)");
+}
 std::string_view to_string(BusySource source) { return source == BusySource::kDevice ? "device" : "spans"; }
 
 std::map<std::string, int64_t> largest_remainder(int64_t total, const std::map<std::string, double>& weights) {
@@ -77,16 +107,42 @@ std::map<std::string, int64_t> largest_remainder(int64_t total, const std::map<s
 
 namespace {
 
-void add(std::map<std::pair<std::string, ChargeKind>, int64_t>& acc, const std::map<std::string, int64_t>& parts,
-         ChargeKind kind) {
+using Weights = std::map<std::string, double>;
+using Acc = std::map<std::pair<std::string, ChargeKind>, int64_t>;
+
+void add(Acc& acc, const std::map<std::string, int64_t>& parts, ChargeKind kind) {
   for (const auto& [account, micros] : parts) acc[{account, kind}] += micros;
 }
+
+int64_t round_half_up(long double exact, int64_t max) {
+  return std::clamp<int64_t>(static_cast<int64_t>(std::floor(exact + 0.5L)), 0, max);
+}
+
+// Who a part goes to: `allocated_cut` of it (0, 1, or the blend weight) by the
+// allocated targets, the rest by the usage targets.
+struct Targets {
+  const Weights& usage;
+  const Weights& allocated;
+  double allocated_cut;
+};
+
+void distribute(Acc& acc, int64_t total, ChargeKind kind, const Targets& t) {
+  const int64_t by_allocation = round_half_up(static_cast<long double>(total) * t.allocated_cut, total);
+  if (by_allocation > 0) add(acc, largest_remainder(by_allocation, t.allocated), kind);
+  if (total - by_allocation > 0) add(acc, largest_remainder(total - by_allocation, t.usage), kind);
+}
+
+Weights only(std::string_view account) { return {{std::string(account), 1.0}}; }
 
 }  // namespace
 
 WindowSplit split_window(const WindowInput& in) {
   if (in.cost_micros < 0) throw Error("split_window: negative cost");
-  std::map<std::string, double> holders;
+  if (!(in.blend_allocated_weight >= 0 && in.blend_allocated_weight <= 1))
+    throw Error("split_window: blend_allocated_weight must be in [0,1]");
+  if (!(in.memory_price_share >= 0 && in.memory_price_share <= 1))
+    throw Error("split_window: memory_price_share must be in [0,1]");
+  Weights holders;
   for (const auto& h : in.holders) {
     if (h.account.empty()) throw Error("split_window: holder with an empty account");
     if (!(h.weight > 0) || std::isinf(h.weight)) throw Error("split_window: holder weight must be > 0: " + h.account);
@@ -110,7 +166,7 @@ WindowSplit split_window(const WindowInput& in) {
     out.busy_fraction = in.window_seconds > 0 ? std::min(1.0, spans_busy / in.window_seconds) : 0.0;
   }
   // Activity weights: busy seconds, else launches, else VRAM byte-seconds.
-  std::map<std::string, double> weights;
+  Weights weights;
   auto fill = [&](auto field) {
     weights.clear();
     double total = 0;
@@ -133,39 +189,63 @@ WindowSplit split_window(const WindowInput& in) {
     if (w > 0) out.activity_share[account] = w / weight_sum;
   std::erase_if(weights, [](const auto& kv) { return !(kv.second > 0); });
 
-  long double exact_busy = static_cast<long double>(in.cost_micros) * out.busy_fraction;
-  out.busy_micros = std::clamp<int64_t>(static_cast<int64_t>(std::floor(exact_busy + 0.5L)), 0, in.cost_micros);
-  out.idle_micros = in.cost_micros - out.busy_micros;
+  // The memory part first, then busy and idle parts of the rest.
+  out.memory_micros = round_half_up(static_cast<long double>(in.cost_micros) * in.memory_price_share, in.cost_micros);
+  const int64_t compute = in.cost_micros - out.memory_micros;
+  out.busy_micros = round_half_up(static_cast<long double>(compute) * out.busy_fraction, compute);
+  out.idle_micros = compute - out.busy_micros;
 
-  std::map<std::pair<std::string, ChargeKind>, int64_t> acc;
-  const std::string unallocated(kUnallocatedAccount);
-  bool only_holder_uses = holders.size() == 1 && std::all_of(weights.begin(), weights.end(), [&](const auto& kv) {
-                            return holders.count(kv.first) > 0;
-                          });
+  // Allocated targets: shares as held, the rest unallocated, over-commitment scaled down.
+  for (const auto& [account, w] : holders) out.allocated_total += w;
+  out.overcommitted = out.allocated_total > 1 + 1e-9;
+  Weights allocated = holders;
+  if (out.allocated_total < 1 - 1e-9) allocated[std::string(kUnallocatedAccount)] += 1 - out.allocated_total;
+  const double cut = in.cost_policy == CostPolicy::kAllocated ? 1.0
+                     : in.cost_policy == CostPolicy::kBlend   ? in.blend_allocated_weight
+                                                              : 0.0;
+
+  // Usage targets (the cases of the contract).
+  const bool only_holder_uses = holders.size() == 1 && std::all_of(weights.begin(), weights.end(), [&](const auto& kv) {
+                                  return holders.count(kv.first) > 0;
+                                });
+  out.exclusive = only_holder_uses;
+  Weights busy_to, idle_to;
   if (only_holder_uses) {
-    out.exclusive = true;
-    const std::string& holder = holders.begin()->first;
-    acc[{holder, ChargeKind::kBusy}] += out.busy_micros;
-    acc[{holder, ChargeKind::kIdle}] += out.idle_micros;
+    busy_to = idle_to = only(holders.begin()->first);
   } else {
-    // Busy part.
-    if (!weights.empty()) {
-      add(acc, largest_remainder(out.busy_micros, weights), ChargeKind::kBusy);
-    } else if (!holders.empty()) {
-      add(acc, largest_remainder(out.busy_micros, holders), ChargeKind::kBusy);
-    } else {
-      acc[{unallocated, ChargeKind::kBusy}] += out.busy_micros;
+    busy_to = !weights.empty() ? weights : !holders.empty() ? holders : only(kUnallocatedAccount);
+    if (in.idle_policy == IdlePolicy::kUsage && !weights.empty()) idle_to = weights;
+    else if (holders.empty()) idle_to = only(kUnallocatedAccount);
+    else if (in.idle_policy == IdlePolicy::kIdle) idle_to = only(kIdleAccount);
+    else idle_to = holders;
+  }
+
+  Acc acc;
+  distribute(acc, out.busy_micros, ChargeKind::kBusy, {busy_to, allocated, cut});
+  distribute(acc, out.idle_micros, ChargeKind::kIdle, {idle_to, allocated, cut});
+  if (out.memory_micros > 0) {
+    // VRAM held, by byte-seconds; "" (never an account) stands for the unheld rest.
+    Weights memory;
+    double held = 0;
+    for (const auto& [account, a] : users)
+      if (a.vram_byte_seconds > 0 && std::isfinite(a.vram_byte_seconds)) {
+        memory[account] = a.vram_byte_seconds;
+        held += a.vram_byte_seconds;
+      }
+    double unheld = held > 0 ? 0 : 1;
+    if (in.vram_capacity_bytes && *in.vram_capacity_bytes > 0 && in.window_seconds > 0)
+      unheld = std::max(0.0, *in.vram_capacity_bytes * in.window_seconds - held);
+    if (unheld > 0) memory[""] = unheld;
+    auto parts = largest_remainder(out.memory_micros, memory);
+    const int64_t unheld_micros = parts[""];
+    parts.erase("");
+    add(acc, parts, ChargeKind::kMemory);
+    Weights unheld_to = idle_to;
+    if (!only_holder_uses && in.idle_policy == IdlePolicy::kUsage && !weights.empty() && held > 0) {
+      unheld_to = memory;
+      unheld_to.erase("");
     }
-    // Idle part.
-    if (in.idle_policy == IdlePolicy::kUsage && !weights.empty()) {
-      add(acc, largest_remainder(out.idle_micros, weights), ChargeKind::kIdle);
-    } else if (holders.empty()) {
-      acc[{unallocated, ChargeKind::kIdle}] += out.idle_micros;
-    } else if (in.idle_policy == IdlePolicy::kIdle) {
-      acc[{std::string(kIdleAccount), ChargeKind::kIdle}] += out.idle_micros;
-    } else {
-      add(acc, largest_remainder(out.idle_micros, holders), ChargeKind::kIdle);
-    }
+    distribute(acc, unheld_micros, ChargeKind::kMemory, {unheld_to, allocated, cut});
   }
   for (const auto& [account, w] : holders) acc.try_emplace({account, ChargeKind::kIdle}, 0);
   for (const auto& [key, micros] : acc) {

@@ -38,8 +38,32 @@
 //    largest fractional remainders, ties broken by account id (ascending).
 //  * Charges of 0 micro-units are omitted, except that a holder always gets
 //    at least an idle charge row (possibly 0) so reports can show who held.
-//  * Charges come out sorted by (account, kind busy before idle); one row per
-//    (account, kind).
+//  * Charges come out sorted by (account, kind busy before idle before
+//    memory); one row per (account, kind).
+//
+// Cost policy (WindowInput::cost_policy; docs/ledger.md has worked examples).
+// Holder weights are allocated shares of the slot (GpuAllocation::share
+// summed per holder: 1 = the whole GPU or MIG instance, 1/N one of N
+// replicas, 0.3 a HAMi fraction). Their sum S is the allocated part of the
+// slot; S > 1 is over-committed (overcommitted = true) and the shares are
+// scaled by 1/S. Allocated targets: each holder weight / max(1, S), and
+// __unallocated__ 1 - S when S < 1 (no holder: all __unallocated__).
+//  * kUsage (default): the cases above, unchanged.
+//  * kAllocated: B and I are each split over the allocated targets (kinds
+//    busy and idle); a user that holds nothing pays nothing (the report names
+//    it an over-user).
+//  * kBlend: B and I are each cut in two, a = round-half-up(part x
+//    blend_allocated_weight) and part - a; a goes by the allocated targets, the
+//    rest by kUsage.
+// Memory split (memory_price_share m in [0,1], default 0): the memory part
+// M = round-half-up(C x m) is cut out of C first; B and I above are then parts
+// of the compute part C - M (f applies to it). M is split (kind memory) over
+// the VRAM byte-seconds held (every account with VRAM, holder or not) and,
+// when vram_capacity_bytes is known, the unheld byte-seconds (capacity x
+// window - held, >= 0); without a capacity, M is all unheld only when nobody
+// held VRAM. The unheld part goes like an idle part: under kUsage by the idle
+// policy (users weighted by their VRAM when kUsage), under kAllocated by the
+// allocated targets, kBlend cut in two as above. So B + I + M = C exactly.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -57,8 +81,15 @@ std::string_view to_string(IdlePolicy policy);
 // "holders", "usage", "idle"; throws Error otherwise.
 IdlePolicy parse_idle_policy(std::string_view text);
 
-enum class ChargeKind { kBusy, kIdle };
-std::string_view to_string(ChargeKind kind);  // "busy", "idle"
+enum class ChargeKind { kBusy, kIdle, kMemory };
+std::string_view to_string(ChargeKind kind);  // "busy", "idle", "memory"
+// The inverse; throws Error on anything else.
+ChargeKind parse_charge_kind(std::string_view text);
+
+enum class CostPolicy { kUsage, kAllocated, kBlend };
+std::string_view to_string(CostPolicy policy);  // "usage", "allocated", "blend"
+// The inverse; throws Error otherwise.
+CostPolicy parse_cost_policy(std::string_view text);
 
 enum class BusySource { kDevice, kSpans };
 std::string_view to_string(BusySource source);  // "device", "spans"
@@ -72,7 +103,7 @@ struct Activity {
 
 struct Holder {
   std::string account;
-  double weight = 1.0;  // > 0; e.g. time-slicing replicas held
+  double weight = 1.0;  // > 0: the allocated share of the slot (1 whole, 1/N a replica, a fraction)
 };
 
 struct WindowInput {
@@ -82,6 +113,10 @@ struct WindowInput {
   std::map<std::string, Activity> activity;  // by account; entries with no activity are ignored
   std::optional<double> device_busy_fraction;
   IdlePolicy idle_policy = IdlePolicy::kHolders;
+  CostPolicy cost_policy = CostPolicy::kUsage;
+  double blend_allocated_weight = 0.5;       // [0,1], kBlend only
+  double memory_price_share = 0;             // [0,1]: the part of C that is for the slot's memory
+  std::optional<double> vram_capacity_bytes;  // the slot's memory, when known
 };
 
 struct Charge {
@@ -95,15 +130,19 @@ struct WindowSplit {
   std::vector<Charge> charges;
   double busy_fraction = 0;
   BusySource busy_source = BusySource::kSpans;
-  int64_t busy_micros = 0;
-  int64_t idle_micros = 0;
+  int64_t busy_micros = 0;    // of the compute part
+  int64_t idle_micros = 0;    // of the compute part
+  int64_t memory_micros = 0;  // the memory part (busy + idle + memory = cost)
   bool exclusive = false;
+  double allocated_total = 0;  // S: the holders' weights summed
+  bool overcommitted = false;  // S > 1
   // Each user's fraction of the activity (sums to 1 when there are users);
   // used to apportion device efficiency counters on shared GPUs.
   std::map<std::string, double> activity_share;
 };
 
-// Throws Error on a negative cost, a non-positive holder weight or an empty account id.
+// Throws Error on a negative cost, a non-positive holder weight, an empty
+// account id, or a blend weight or memory share outside [0,1].
 WindowSplit split_window(const WindowInput& input);
 
 // Largest-remainder split of `total` (>= 0) by `weights` (>= 0, not all 0);

@@ -1,0 +1,45 @@
+#pragma once
+// Allocated against used, for one stored window: each account's allocated
+// share of the slot and its measured shares of what the slot did. Pure; used
+// by the agent's /metrics and by reports, so both say the same.
+//
+//  * allocated: the holder's allocated share (AccountRecord::allocated_share:
+//    GpuAllocation::share summed; 1 = the whole GPU or MIG instance). When the
+//    shares add up to S > 1 (over-committed) they are scaled by 1/S. The
+//    unheld part 1 - S (S < 1) is __unallocated__'s. Non-holders: 0.
+//  * used, per resource:
+//      activity  the account's part of the window's attributed activity
+//                (AccountRecord::activity_share: busy seconds, else launches,
+//                else VRAM, as window_split.h weighs users);
+//      vram      its part of the VRAM byte-seconds held on the slot;
+//      energy    its part of the busy energy (energy_split.h); absent when the
+//                window's energy is unknown or it had no busy energy.
+// Special accounts (__idle__, __unallocated__) have no used shares.
+#include <map>
+#include <optional>
+#include <string>
+
+#include "ledger/store.h"
+
+namespace gpuledger::ledger {
+
+struct UsedShares {
+  double activity = 0;
+  double vram = 0;
+  std::optional<double> energy;
+};
+
+// Every holder (and __unallocated__ when part of the slot is unheld).
+std::map<std::string, double> allocated_shares(const WindowRecord& window);
+// Every non-special account of the window (holders that used nothing: zeros).
+std::map<std::string, UsedShares> used_shares(const WindowRecord& window);
+
+// An account is an over-user when its used share (activity) exceeds its
+// allocated share by more than this, an under-user when it falls short by
+// more than this (shares of the slot, 0..1: 0.10 = ten points).
+inline constexpr double kShareFlagMargin = 0.10;
+enum class ShareFlag { kNone, kOver, kUnder };
+ShareFlag share_flag(double allocated, double used);
+std::string_view to_string(ShareFlag flag);  // "", "over", "under"
+
+}  // namespace gpuledger::ledger
