@@ -246,11 +246,12 @@ Report fleet_report(const std::string& url, int64_t from, int64_t to, GroupBy by
     return pods_by_team[fleet_group_key(GroupBy::kTeam, l)][fleet_group_key(GroupBy::kPod, l)];
   };
   for (const auto& [labels, v] : counters.increase("gpuledger_cost_total")) {
-    const bool busy = get(labels, "kind") == "busy";
-    Row& row = rows[fleet_group_key(by, labels)];
-    (busy ? row.cost_busy_micros : row.cost_idle_micros) += micros(v);
-    Row& pod = pod_of(labels);
-    (busy ? pod.cost_busy_micros : pod.cost_idle_micros) += micros(v);
+    const std::string kind = get(labels, "kind");
+    const ledger::ChargeKind k = kind == "busy"     ? ledger::ChargeKind::kBusy
+                                 : kind == "memory" ? ledger::ChargeKind::kMemory
+                                                    : ledger::ChargeKind::kIdle;
+    rows[fleet_group_key(by, labels)].add_cost(k, micros(v));
+    pod_of(labels).add_cost(k, micros(v));
   }
   for (const auto& [labels, v] : counters.increase("gpuledger_held_gpu_seconds_total")) {
     rows[fleet_group_key(by, labels)].gpu_hours_held += v / 3600.0;

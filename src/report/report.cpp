@@ -143,12 +143,17 @@ const std::vector<std::string> kHeaders = {"gpu_hours_held", "gpu_hours_busy", "
                                            "dram_active",    "vram_gib_hours", "launches",
                                            "energy_kwh",     "carbon_kg_co2e"};
 
-std::vector<std::string> table_cells(const Row& row) {
-  return {display_name(row.key),
+// The table shows a memory cost column only when the range has one (memory_price_share).
+bool has_memory_cost(const Report& r) { return r.total.cost_memory_micros > 0; }
+
+std::vector<std::string> table_cells(const Row& row, bool memory) {
+  std::vector<std::string> cells = {display_name(row.key),
           fixed(row.gpu_hours_held, 4),
           fixed(row.gpu_hours_busy, 4),
           money(row.cost_busy_micros),
-          money(row.cost_idle_micros),
+          money(row.cost_idle_micros)};
+  if (memory) cells.push_back(money(row.cost_memory_micros));
+  std::vector<std::string> rest = {
           money(row.cost_total_micros()),
           pct(row.efficiency.sm_active),
           pct(row.efficiency.sm_occupancy),
@@ -158,6 +163,52 @@ std::vector<std::string> table_cells(const Row& row) {
           std::to_string(row.launches),
           energy_kwh(row.energy_millijoules, 4, "unknown"),
           carbon_kg(row.carbon_grams, 4, "unknown")};
+  cells.insert(cells.end(), rest.begin(), rest.end());
+  return cells;
+}
+
+// Allocated against used, after the main columns (allocation_use.h).
+const std::vector<std::string> kShareHeaders = {"allocated_share", "used_share", "used_vram_share",
+                                                "used_energy_share", "share_flag"};
+
+std::vector<std::string> share_cells(const Row& row, int decimals, const std::string& unknown) {
+  auto cell = [&](const std::optional<double>& v) { return v ? fixed(*v, decimals) : unknown; };
+  return {cell(row.allocated_share()), cell(row.used_share()), cell(row.used_vram_share()),
+          cell(row.used_energy_share()), std::string(ledger::to_string(row.share_flag()))};
+}
+
+// Aligned columns: the first left-aligned, the others right-aligned; a rule
+// before the last line when `rule_before_last`.
+std::string aligned(const std::vector<std::vector<std::string>>& lines, bool rule_before_last) {
+  std::vector<size_t> width(lines.front().size(), 0);
+  for (const auto& l : lines)
+    for (size_t i = 0; i < l.size(); ++i) width[i] = std::max(width[i], l[i].size());
+  std::ostringstream out;
+  for (size_t n = 0; n < lines.size(); ++n) {
+    const auto& l = lines[n];
+    if (rule_before_last && n + 1 == lines.size()) {
+      size_t total_width = 0;
+      for (size_t w : width) total_width += w;
+      out << std::string(total_width + 2 * (width.size() - 1), '-') << "\n";
+    }
+    std::string line;
+    for (size_t i = 0; i < l.size(); ++i) {
+      if (i) line += "  ";
+      if (i == 0)
+        line += l[i] + std::string(width[i] - l[i].size(), ' ');
+      else
+        line += std::string(width[i] - l[i].size(), ' ') + l[i];
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+// "team-a (allocated 0.30, used 0.55)"
+std::string flagged(const Row& row) {
+  return display_name(row.key) + " (allocated " + fixed(*row.allocated_share(), 2) + ", used " +
+         fixed(*row.used_share(), 2) + ")";
 }
 
 std::string csv_field(const std::string& raw) {
@@ -179,6 +230,13 @@ nlohmann::json row_json(const Row& row) {
           {"gpu_hours_busy", row.gpu_hours_busy},
           {"cost_busy", money(row.cost_busy_micros)},
           {"cost_idle", money(row.cost_idle_micros)},
+          {"cost_memory", money(row.cost_memory_micros)},
+          {"cost_memory_micros", row.cost_memory_micros},
+          {"allocated_share", opt_json(row.allocated_share())},
+          {"used_share", opt_json(row.used_share())},
+          {"used_vram_share", opt_json(row.used_vram_share())},
+          {"used_energy_share", opt_json(row.used_energy_share())},
+          {"share_flag", std::string(ledger::to_string(row.share_flag()))},
           {"cost_total", money(row.cost_total_micros())},
           {"cost_busy_micros", row.cost_busy_micros},
           {"cost_idle_micros", row.cost_idle_micros},
@@ -199,37 +257,19 @@ nlohmann::json row_json(const Row& row) {
 }  // namespace
 
 std::string render_table(const Report& r) {
+  const bool memory = has_memory_cost(r);
   std::vector<std::string> head = {to_string(r.by)};
-  for (const auto& h : kHeaders) head.push_back(h);
+  for (const auto& h : kHeaders) {
+    head.push_back(h);
+    if (memory && h == "cost_idle") head.push_back("cost_memory");
+  }
   std::vector<std::vector<std::string>> lines = {head};
-  for (const auto& row : r.rows) lines.push_back(table_cells(row));
-  lines.push_back(table_cells(r.total));
-  std::vector<size_t> width(head.size(), 0);
-  for (const auto& l : lines)
-    for (size_t i = 0; i < l.size(); ++i) width[i] = std::max(width[i], l[i].size());
+  for (const auto& row : r.rows) lines.push_back(table_cells(row, memory));
+  lines.push_back(table_cells(r.total, memory));
   std::ostringstream out;
   out << "GPU chargeback " << format_rfc3339(r.from) << " .. " << format_rfc3339(r.to) << " by " << to_string(r.by)
       << " (" << display_name(r.currency) << ", " << r.source << ")\n\n";
-  auto emit = [&](const std::vector<std::string>& l) {
-    std::string line;
-    for (size_t i = 0; i < l.size(); ++i) {
-      if (i) line += "  ";
-      if (i == 0)
-        line += l[i] + std::string(width[i] - l[i].size(), ' ');
-      else
-        line += std::string(width[i] - l[i].size(), ' ') + l[i];
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << "\n";
-  };
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (i + 1 == lines.size()) {
-      size_t total_width = 0;
-      for (size_t w : width) total_width += w;
-      out << std::string(total_width + 2 * (width.size() - 1), '-') << "\n";
-    }
-    emit(lines[i]);
-  }
+  out << aligned(lines, true);
   out << "\nTop wasters (idle cost)\n";
   if (r.top_wasters.empty()) out << "  none\n";
   size_t kw = 0;
@@ -240,6 +280,26 @@ std::string render_table(const Report& r) {
     double share = w.cost_total_micros() ? 100.0 * w.cost_idle_micros / w.cost_total_micros() : 0;
     out << "  " << (i + 1) << ". " << name << std::string(kw - name.size(), ' ') << "  " << money(w.cost_idle_micros)
         << " " << display_name(r.currency) << " idle (" << fixed(share, 1) << "% of its cost)\n";
+  }
+  if (r.by != GroupBy::kGpu && std::any_of(r.rows.begin(), r.rows.end(), [](const Row& x) { return x.share_hours > 0; })) {
+    out << "\nAllocated against used (shares of the GPUs held or used; flag: used more or less than allocated by "
+        << "more than " << fixed(ledger::kShareFlagMargin, 2) << ")\n";
+    std::vector<std::vector<std::string>> shares = {{to_string(r.by)}};
+    for (const auto& h : kShareHeaders) shares[0].push_back(h);
+    for (const auto& row : r.rows) {
+      if (!(row.share_hours > 0)) continue;
+      std::vector<std::string> l = {display_name(row.key)};
+      for (auto& c : share_cells(row, 4, "unknown")) l.push_back(std::move(c));
+      shares.push_back(std::move(l));
+    }
+    out << aligned(shares, false);
+    out << "Over-users (used more than allocated):";
+    if (r.over_users.empty()) out << " none";
+    for (const auto& row : r.over_users) out << "\n  " << flagged(row);
+    out << "\nUnder-users (used less than allocated):";
+    if (r.under_users.empty()) out << " none";
+    for (const auto& row : r.under_users) out << "\n  " << flagged(row);
+    out << "\n";
   }
   if (!r.notes.empty()) {
     out << "\nNotes\n";
@@ -253,7 +313,11 @@ std::string render_table(const Report& r) {
 // them up.
 std::string render_csv(const Report& r, bool totals_row) {
   std::string out = to_string(r.by);
-  for (const auto& h : kHeaders) out += "," + h;
+  for (const auto& h : kHeaders) {
+    out += "," + h;
+    if (h == "cost_idle") out += ",cost_memory";
+  }
+  for (const auto& h : kShareHeaders) out += "," + h;
   out += ",currency\r\n";
   auto emit = [&](const Row& row) {
     std::vector<std::string> cells = {row.key,
@@ -261,6 +325,7 @@ std::string render_csv(const Report& r, bool totals_row) {
                                       fixed(row.gpu_hours_busy, 6),
                                       money(row.cost_busy_micros),
                                       money(row.cost_idle_micros),
+                                      money(row.cost_memory_micros),
                                       money(row.cost_total_micros()),
                                       ratio(row.efficiency.sm_active),
                                       ratio(row.efficiency.sm_occupancy),
@@ -269,8 +334,9 @@ std::string render_csv(const Report& r, bool totals_row) {
                                       fixed(row.vram_gib_hours, 6),
                                       std::to_string(row.launches),
                                       energy_kwh(row.energy_millijoules, 6, ""),
-                                      carbon_kg(row.carbon_grams, 6, ""),
-                                      r.currency};
+                                      carbon_kg(row.carbon_grams, 6, "")};
+    for (auto& c : share_cells(row, 6, "")) cells.push_back(std::move(c));
+    cells.push_back(r.currency);
     for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_field(cells[i]);
     out += "\r\n";
   };
@@ -290,6 +356,12 @@ std::string render_json(const Report& r) {
   j["rows"] = nlohmann::json::array();
   for (const auto& row : r.rows) j["rows"].push_back(row_json(row));
   j["total"] = row_json(r.total);
+  j["share_flag_margin"] = ledger::kShareFlagMargin;
+  for (const auto& [name, rows] : {std::pair{"over_users", &r.over_users}, std::pair{"under_users", &r.under_users}}) {
+    j[name] = nlohmann::json::array();
+    for (const auto& row : *rows)
+      j[name].push_back({{"key", row.key}, {"allocated_share", *row.allocated_share()}, {"used_share", *row.used_share()}});
+  }
   j["top_wasters"] = nlohmann::json::array();
   for (const auto& row : r.top_wasters)
     j["top_wasters"].push_back(

@@ -7,8 +7,22 @@
 //   gpu_hours_held   sum over windows of held_share x window x gpu_fraction
 //   gpu_hours_busy   sum of busy GPU-seconds attributed (busy fraction x
 //                    window x activity share) x gpu_fraction
-//   cost_busy, cost_idle, cost_total   from the charges (exact micro-units);
-//                    cost_idle is also the cost of idle holding
+//   cost_busy, cost_idle, cost_memory, cost_total   from the charges (exact
+//                    micro-units); cost_idle is also the cost of idle holding;
+//                    cost_memory the memory part of the price (memory_price_share),
+//                    billed by VRAM held
+//   allocated_share, used_share, used_vram_share, used_energy_share
+//                    allocated against used (ledger/allocation_use.h): the
+//                    group's shares of the slots it held or used, averaged over
+//                    those windows weighted by window GPU-hours (a team of two
+//                    pods at 0.3 of one GPU holds 0.6 of it); used_share is by
+//                    activity. Blank when the group held and used nothing, and
+//                    in the TOTAL row; used_energy_share blank where energy is
+//                    unknown.
+//   share_flag       "over" when used_share exceeds allocated_share by more
+//                    than ledger::kShareFlagMargin (0.10), "under" when it
+//                    falls short by more (special rows never flagged). The
+//                    over-users and under-users are also listed by name.
 //   sm_active, sm_occupancy, tensor_active, dram_active
 //                    averages over the group's windows (weight: window x
 //                    gpu_fraction) of the group's per-window value (device
@@ -35,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "ledger/allocation_use.h"
 #include "ledger/store.h"
 
 namespace gpuledger::report {
@@ -59,13 +74,24 @@ struct Row {
   double gpu_hours_busy = 0;
   int64_t cost_busy_micros = 0;
   int64_t cost_idle_micros = 0;
+  int64_t cost_memory_micros = 0;
   ledger::Efficiency efficiency;  // unknown = nullopt
   double vram_gib_hours = 0;
   uint64_t launches = 0;
   double efficiency_hours = 0;  // the weight of this row's efficiency in the TOTAL's
   std::optional<int64_t> energy_millijoules;  // unknown = nullopt
   std::optional<double> carbon_grams;         // unknown = nullopt
-  int64_t cost_total_micros() const { return cost_busy_micros + cost_idle_micros; }
+  // Allocated against used: GPU-hours of the windows where the row held or
+  // used a slot, and those hours weighted by each share.
+  double share_hours = 0, allocated_hours = 0, used_hours = 0, vram_used_hours = 0;
+  double energy_share_hours = 0, energy_used_hours = 0;  // windows with known energy only
+  int64_t cost_total_micros() const { return cost_busy_micros + cost_idle_micros + cost_memory_micros; }
+  void add_cost(ledger::ChargeKind kind, int64_t micros);
+  std::optional<double> allocated_share() const;
+  std::optional<double> used_share() const;
+  std::optional<double> used_vram_share() const;
+  std::optional<double> used_energy_share() const;
+  ledger::ShareFlag share_flag() const;  // kNone for special rows and rows without shares
 };
 
 // What the range's data covers: how much of it had device readings (else
@@ -102,6 +128,7 @@ struct Report {
   std::vector<Row> rows;
   Row total;
   std::vector<Row> top_wasters;
+  std::vector<Row> over_users, under_users;  // flagged rows, by the size of the gap (largest first)
   int64_t bucket_seconds = 0;
   std::vector<std::pair<int64_t, std::map<std::string, int64_t>>> cost_by_team_over_time;  // micros
   int64_t generated_at = 0;  // Unix seconds; 0: not stated

@@ -1,5 +1,6 @@
 // Aggregation: windows in, rows out, one window at a time.
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <unordered_map>
 
@@ -32,6 +33,26 @@ bool has_device_reading(const ledger::Efficiency& e) {
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
 }  // namespace
+
+void Row::add_cost(ChargeKind kind, int64_t micros) {
+  (kind == ChargeKind::kBusy ? cost_busy_micros : kind == ChargeKind::kMemory ? cost_memory_micros : cost_idle_micros) +=
+      micros;
+}
+
+namespace {
+std::optional<double> ratio_of(double part, double whole) {
+  return whole > 0 ? std::optional<double>(part / whole) : std::nullopt;
+}
+}  // namespace
+
+std::optional<double> Row::allocated_share() const { return ratio_of(allocated_hours, share_hours); }
+std::optional<double> Row::used_share() const { return ratio_of(used_hours, share_hours); }
+std::optional<double> Row::used_vram_share() const { return ratio_of(vram_used_hours, share_hours); }
+std::optional<double> Row::used_energy_share() const { return ratio_of(energy_used_hours, energy_share_hours); }
+ledger::ShareFlag Row::share_flag() const {
+  if (is_special(key) || !(share_hours > 0)) return ledger::ShareFlag::kNone;
+  return ledger::share_flag(*allocated_share(), *used_share());
+}
 
 std::string group_key(GroupBy by, const WindowRecord& w, const AccountRecord& a) {
   if (by == GroupBy::kGpu) return w.slot.uuid;
@@ -169,12 +190,52 @@ void ReportBuilder::add(const WindowRecord& w) {
   for (const auto& ch : w.charges) {
     const State::AccountKeys& k = s.keys_for(w, *record_of(ch.account));
     Row& row = k.group->row;
-    (ch.kind == ChargeKind::kBusy ? row.cost_busy_micros : row.cost_idle_micros) += ch.micros;
-    (ch.kind == ChargeKind::kBusy ? k.pod->cost_busy_micros : k.pod->cost_idle_micros) += ch.micros;
+    row.add_cost(ch.kind, ch.micros);
+    k.pod->add_cost(ch.kind, ch.micros);
     if (!cost_now) cost_now = &s.cost_by_start[w.start];
     (*cost_now)[k.team] += ch.micros;
   }
   add_energy(w, [&](const std::string& account) -> Row& { return s.keys_for(w, *record_of(account)).group->row; });
+
+  // Allocated against used: the group's shares in this window (its accounts'
+  // summed). Not by GPU: a GPU's accounts together hold and use all of it.
+  if (s.by == GroupBy::kGpu) return;
+  struct GroupShares {
+    Row* row;
+    double allocated = 0, used = 0, vram = 0, energy = 0;
+  };
+  std::vector<GroupShares> shares;
+  auto shares_of = [&](const std::string& account) -> GroupShares& {
+    ensure_record(account);
+    Row* row = &s.keys_for(w, *record_of(account)).group->row;
+    for (auto& g : shares)
+      if (g.row == row) return g;
+    return shares.emplace_back(GroupShares{row});
+  };
+  // __unallocated__'s part of a slot is on /metrics; a report row of it would read "allocated to no one: 1".
+  for (const auto& [account, share] : ledger::allocated_shares(w))
+    if (share > 0 && !is_special(account)) shares_of(account).allocated += share;
+  const auto used = ledger::used_shares(w);
+  bool energy_known = false;
+  for (const auto& [account, u] : used) {
+    GroupShares& g = shares_of(account);
+    g.used += u.activity;
+    g.vram += u.vram;
+    if (u.energy) {
+      g.energy += *u.energy;
+      energy_known = true;
+    }
+  }
+  for (const auto& g : shares) {
+    g.row->share_hours += gpu_hours;
+    g.row->allocated_hours += g.allocated * gpu_hours;
+    g.row->used_hours += g.used * gpu_hours;
+    g.row->vram_used_hours += g.vram * gpu_hours;
+    if (energy_known) {
+      g.row->energy_share_hours += gpu_hours;
+      g.row->energy_used_hours += g.energy * gpu_hours;
+    }
+  }
 }
 
 void add_energy(const WindowRecord& w, const std::function<Row&(const std::string&)>& row_of) {
@@ -244,6 +305,7 @@ std::vector<TeamPods> team_sections(const std::map<std::string, std::map<std::st
       t.total.gpu_hours_busy += row.gpu_hours_busy;
       t.total.cost_busy_micros += row.cost_busy_micros;
       t.total.cost_idle_micros += row.cost_idle_micros;
+      t.total.cost_memory_micros += row.cost_memory_micros;
       t.top_pods.push_back(row);
       t.top_pods.back().key = pod;
     }
@@ -281,6 +343,7 @@ void finish_report(Report& r) {
     r.total.gpu_hours_busy += row.gpu_hours_busy;
     r.total.cost_busy_micros += row.cost_busy_micros;
     r.total.cost_idle_micros += row.cost_idle_micros;
+    r.total.cost_memory_micros += row.cost_memory_micros;
     r.total.vram_gib_hours += row.vram_gib_hours;
     r.total.launches += row.launches;
     r.total.efficiency_hours += row.efficiency_hours;
@@ -294,6 +357,19 @@ void finish_report(Report& r) {
   std::stable_sort(r.top_wasters.begin(), r.top_wasters.end(),
                    [](const Row& a, const Row& b) { return a.cost_idle_micros > b.cost_idle_micros; });
   if (r.top_wasters.size() > 5) r.top_wasters.resize(5);
+  r.over_users.clear();
+  r.under_users.clear();
+  for (const auto& row : r.rows) {
+    const ledger::ShareFlag flag = row.share_flag();
+    if (flag == ledger::ShareFlag::kOver) r.over_users.push_back(row);
+    if (flag == ledger::ShareFlag::kUnder) r.under_users.push_back(row);
+  }
+  auto by_gap = [](const Row& a, const Row& b) {
+    const double ga = std::abs(*a.used_share() - *a.allocated_share()), gb = std::abs(*b.used_share() - *b.allocated_share());
+    return ga != gb ? ga > gb : a.key < b.key;
+  };
+  std::sort(r.over_users.begin(), r.over_users.end(), by_gap);
+  std::sort(r.under_users.begin(), r.under_users.end(), by_gap);
   // Caveats, in plain words.
   r.notes.erase(std::remove_if(r.notes.begin(), r.notes.end(),
                                [](const std::string& n) { return n.rfind("No prices", 0) == 0; }),

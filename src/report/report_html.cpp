@@ -58,6 +58,43 @@ std::string energy_cells(const Row& row) {
   return out;
 }
 
+std::string share_cell(const std::optional<double>& v) {
+  return v ? "<td>" + fixed(*v, 2) + "</td>" : "<td class=\"unknown\">unknown</td>";
+}
+
+// Allocated against used: a table and the over- and under-users by name.
+std::string allocated_against_used(const Report& r) {
+  if (r.by == GroupBy::kGpu ||
+      std::none_of(r.rows.begin(), r.rows.end(), [](const Row& x) { return x.share_hours > 0; }))
+    return "";
+  std::ostringstream h;
+  h << "<h2>Allocated against used</h2>\n<table id=\"shares\"><thead><tr><th>" << group_title(r.by)
+    << "</th><th>Allocated share</th><th>Used share (work)</th><th>Used share (GPU memory)</th>"
+    << "<th>Used share (energy)</th><th>Flag</th></tr></thead><tbody>\n";
+  for (const auto& row : r.rows) {
+    if (!(row.share_hours > 0)) continue;
+    const auto flag = row.share_flag();
+    h << "<tr><td>" << html_escape(row_name(row.key)) << "</td>" << share_cell(row.allocated_share())
+      << share_cell(row.used_share()) << share_cell(row.used_vram_share()) << share_cell(row.used_energy_share())
+      << "<td>" << (flag == ledger::ShareFlag::kOver ? "over-user" : flag == ledger::ShareFlag::kUnder ? "under-user" : "")
+      << "</td></tr>\n";
+  }
+  h << "</tbody></table>\n";
+  auto list = [&](const char* id, const char* title, const std::vector<Row>& rows) {
+    h << "<h3>" << title << "</h3><ul id=\"" << id << "\">";
+    for (const auto& row : rows)
+      h << "<li>" << html_escape(row_name(row.key)) << ": allocated " << fixed(*row.allocated_share(), 2) << ", used "
+        << fixed(*row.used_share(), 2) << "</li>";
+    if (rows.empty()) h << "<li>none</li>";
+    h << "</ul>\n";
+  };
+  list("over-users", "Over-users (used more than allocated)", r.over_users);
+  list("under-users", "Under-users (used less than allocated)", r.under_users);
+  h << "<p><small>Flagged when the used share (work) and the allocated share differ by more than "
+    << fixed(ledger::kShareFlagMargin, 2) << ".</small></p>\n";
+  return h.str();
+}
+
 // A "nice" step (1, 2 or 5 x 10^k) that cuts [0, max] into about `ticks` parts.
 double nice_step(double max, int ticks) {
   if (max <= 0) return 1;
@@ -318,15 +355,17 @@ std::string render_html(const Report& r) {
   }
   h << "</section>\n";
 
+  const bool memory = r.total.cost_memory_micros > 0;
   h << "<h2>Cost by " << group_title(r.by) << "</h2>\n<table id=\"report\"><thead><tr><th>" << group_title(r.by)
     << "</th><th>GPU-hours held</th><th>GPU-hours busy</th><th>Busy cost (" << cur << ")</th><th>Idle cost (" << cur
-    << ")</th><th>Total (" << cur << ")</th><th>SM active</th><th>SM occupancy</th><th>Tensor active</th>"
+    << ")</th>" << (memory ? "<th>Memory cost (" + cur + ")</th>" : "") << "<th>Total (" << cur << ")</th><th>SM active</th><th>SM occupancy</th><th>Tensor active</th>"
     << "<th>Memory bandwidth</th><th>GPU memory (GiB-hours)</th><th>Kernel launches</th><th>Energy (kWh)</th>"
     << "<th>Carbon (kg CO2e)</th></tr></thead><tbody>\n";
   auto emit = [&](const Row& row, bool total) {
     h << (total ? "<tr class=\"total\">" : "<tr>") << "<td>" << html_escape(total ? "Total" : row_name(row.key))
       << "</td><td>" << fixed(row.gpu_hours_held, 2) << "</td><td>" << fixed(row.gpu_hours_busy, 2) << "</td>"
       << money_cell(row.cost_busy_micros, r.currency) << money_cell(row.cost_idle_micros, r.currency)
+      << (memory ? money_cell(row.cost_memory_micros, r.currency) : "")
       << money_cell(row.cost_total_micros(), r.currency) << pct_cell(row.efficiency.sm_active)
       << pct_cell(row.efficiency.sm_occupancy) << pct_cell(row.efficiency.tensor_active)
       << pct_cell(row.efficiency.dram_active) << "<td>" << fixed(row.vram_gib_hours, 2) << "</td><td>"
@@ -353,6 +392,7 @@ std::string render_html(const Report& r) {
     }
   }
 
+  h << allocated_against_used(r);
   h << "<h2>Top wasters (idle cost)</h2><ol id=\"top-wasters\">";
   for (const auto& w : r.top_wasters)
     h << "<li>" << html_escape(row_name(w.key)) << ": " << money_cents(w.cost_idle_micros) << " " << cur
@@ -398,6 +438,12 @@ std::string render_html(const Report& r) {
        "from the GPU's own counters (DCGM). <em>unknown</em> means no device readings for those windows: a GPU "
        "without DCGM/NVML metrics, or the Idle and Unallocated rows, which run no work of their own.</dd>"
     << "<dt>GPU memory (GiB-hours)</dt><dd>GPU memory held over time: 1 GiB for one hour is 1.</dd>"
+    << "<dt>Memory cost</dt><dd>The part of the GPU's price that is for its memory (memory_price_share), billed by "
+       "the GPU memory each row held; memory nobody held is billed like idle time.</dd>"
+    << "<dt>Allocated, used</dt><dd>The row's share of the GPUs it held or used: allocated (a whole GPU 1, one of N "
+       "time-slicing or MPS replicas 1/N, a fractional GPU its fraction, a MIG slice all of that slice) against used "
+       "(its share of the work the GPU ran, of the GPU memory held, of the busy energy). Nothing enforces a fraction: "
+       "over-users used more than allocated, under-users less.</dd>"
     << "<dt>Kernel launches</dt><dd>Work submissions to the GPU counted by the agent.</dd>\n"
     << "<dt>Energy (kWh)</dt><dd>The GPU's energy (its energy counter, else power integrated over time), split like "
        "its cost: busy energy by activity, idle energy by the idle policy. <em>unknown</em>: the GPU had neither.</dd>\n"

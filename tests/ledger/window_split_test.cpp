@@ -176,6 +176,10 @@ TEST(WindowSplitProperty, Conservation) {
     in.cost_micros = iter % 7 == 0 ? cost(rng) % 10 : cost(rng);
     in.window_seconds = iter % 13 == 0 ? 0 : 1 + unit(rng) * 3600;
     in.idle_policy = static_cast<IdlePolicy>(iter % 3);
+    in.cost_policy = static_cast<CostPolicy>((iter / 3) % 3);
+    in.blend_allocated_weight = unit(rng);
+    in.memory_price_share = iter % 5 == 0 ? 0 : unit(rng);
+    if (unit(rng) < 0.5) in.vram_capacity_bytes = unit(rng) * 1e9;
     if (unit(rng) < 0.5) in.device_busy_fraction = unit(rng) * 1.2 - 0.1;
     int nh = n_accounts(rng), nu = n_accounts(rng);
     for (int i = 0; i < nh; ++i) in.holders.push_back({"acct" + std::to_string(rng() % 8), 0.1 + unit(rng) * 4});
@@ -197,6 +201,7 @@ TEST(WindowSplitProperty, Conservation) {
       sum += ch.micros;
     }
     ASSERT_EQ(sum, in.cost_micros) << "iteration " << iter;
+    ASSERT_EQ(s.busy_micros + s.idle_micros + s.memory_micros, in.cost_micros) << "iteration " << iter;
     ASSERT_GE(s.busy_fraction, 0.0);
     ASSERT_LE(s.busy_fraction, 1.0);
   }

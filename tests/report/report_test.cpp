@@ -32,6 +32,15 @@ TOTAL                    0.0810          0.0450   0.162000   0.189428    0.35142
 Top wasters (idle cost)
   1. nlp     0.075428 USD idle (80.7% of its cost)
   2. vision  0.054000 USD idle (27.3% of its cost)
+
+Allocated against used (shares of the GPUs held or used; flag: used more or less than allocated by more than 0.10)
+team    allocated_share  used_share  used_vram_share  used_energy_share  share_flag
+vision           0.7500      0.8750           1.0000            unknown        over
+nlp              0.6500      0.1750           0.0000            unknown       under
+Over-users (used more than allocated):
+  vision (allocated 0.75, used 0.88)
+Under-users (used less than allocated):
+  nlp (allocated 0.65, used 0.18)
 )");
 }
 
@@ -42,16 +51,16 @@ TEST(ReportFormat, Csv) {
   EXPECT_EQ(lf, 4u);
   EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\r')), lf);
   std::erase(csv, '\r');
-  EXPECT_EQ(csv, R"(team,gpu_hours_held,gpu_hours_busy,cost_busy,cost_idle,cost_total,sm_active,sm_occupancy,tensor_active,dram_active,vram_gib_hours,launches,energy_kwh,carbon_kg_co2e,currency
-vision,0.050000,0.040000,0.144000,0.054000,0.198000,0.3750,0.1875,,,0.100000,1320,,,USD
-nlp,0.030952,0.005000,0.018000,0.075428,0.093428,0.1250,0.0625,,,0.000000,240,,,USD
-__unallocated__,0.000000,0.000000,0.000000,0.060000,0.060000,,,,,0.000000,0,,,USD
+  EXPECT_EQ(csv, R"(team,gpu_hours_held,gpu_hours_busy,cost_busy,cost_idle,cost_memory,cost_total,sm_active,sm_occupancy,tensor_active,dram_active,vram_gib_hours,launches,energy_kwh,carbon_kg_co2e,allocated_share,used_share,used_vram_share,used_energy_share,share_flag,currency
+vision,0.050000,0.040000,0.144000,0.054000,0.000000,0.198000,0.3750,0.1875,,,0.100000,1320,,,0.750000,0.875000,1.000000,,over,USD
+nlp,0.030952,0.005000,0.018000,0.075428,0.000000,0.093428,0.1250,0.0625,,,0.000000,240,,,0.650000,0.175000,0.000000,,under,USD
+__unallocated__,0.000000,0.000000,0.000000,0.060000,0.000000,0.060000,,,,,0.000000,0,,,,,,,,USD
 )");
 }
 
 TEST(ReportFormat, CsvTotalsRow) {
   std::string csv = render(fixture_report(GroupBy::kTeam), Format::kCsv, RenderOptions{.csv_totals = true});
-  EXPECT_NE(csv.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189428,0.351428,0.2794,0.1397,,,0.100000,1560,,,USD\r\n"),
+  EXPECT_NE(csv.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189428,0.000000,0.351428,0.2794,0.1397,,,0.100000,1560,,,,,,,,USD\r\n"),
             std::string::npos)
       << csv;
 }
@@ -99,7 +108,7 @@ TEST(ReportFormat, CsvQuoting) {
   r.rows = {row};
   finish_report(r);
   std::string csv = render_csv(r);
-  EXPECT_NE(csv.find("\r\n\"team \"\"x\"\", inc\",0.000000,0.000000,0.000001,0.000000,0.000001,,,,,0.000000,0,,,USD\r\n"),
+  EXPECT_NE(csv.find("\r\n\"team \"\"x\"\", inc\",0.000000,0.000000,0.000001,0.000000,0.000000,0.000001,,,,,0.000000,0,,,,,,,,USD\r\n"),
             std::string::npos)
       << csv;
 }

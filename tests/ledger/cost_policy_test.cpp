@@ -1,0 +1,209 @@
+// The cost policies and the memory split (window_split.h), with exact micros.
+// The "Worked*" tests are the worked examples of docs/ledger.md, number for
+// number: one H100 at 3.60 USD/h, a 60 s window (C = 60'000 micro-USD), the
+// device 50 % busy; two HAMi pods a (share 0.3) and b (share 0.5) and a user
+// c holding no allocation; busy seconds 6, 12, 12; VRAM held 10, 20, 10 GiB of
+// 80 GiB for the whole window.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "ledger/prices.h"
+#include "ledger/window_split.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+using K = ChargeKind;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+WindowInput worked(CostPolicy policy, IdlePolicy idle = IdlePolicy::kHolders, double memory_share = 0) {
+  WindowInput in;
+  in.cost_micros = 60'000;
+  in.window_seconds = 60;
+  in.holders = {{"a", 0.3}, {"b", 0.5}};
+  in.activity = {{"a", Activity{6, 10 * kGiB * 60, 100}},
+                 {"b", Activity{12, 20 * kGiB * 60, 100}},
+                 {"c", Activity{12, 10 * kGiB * 60, 100}}};
+  in.device_busy_fraction = 0.5;
+  in.idle_policy = idle;
+  in.cost_policy = policy;
+  in.memory_price_share = memory_share;
+  in.vram_capacity_bytes = 80 * kGiB;
+  return in;
+}
+
+void expect_conserved(const WindowInput& in, const WindowSplit& s) {
+  int64_t sum = 0;
+  for (const auto& c : s.charges) {
+    EXPECT_GE(c.micros, 0);
+    sum += c.micros;
+  }
+  EXPECT_EQ(sum, in.cost_micros);
+  EXPECT_EQ(s.busy_micros + s.idle_micros + s.memory_micros, in.cost_micros);
+}
+
+TEST(WorkedExample, UsageIdleToHolders) {
+  const auto in = worked(CostPolicy::kUsage);
+  const auto s = split_window(in);
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"a", K::kBusy, 6'000}, {"a", K::kIdle, 11'250},
+                                            {"b", K::kBusy, 12'000}, {"b", K::kIdle, 18'750},
+                                            {"c", K::kBusy, 12'000}}));
+  EXPECT_DOUBLE_EQ(s.allocated_total, 0.8);
+  EXPECT_FALSE(s.overcommitted);
+  expect_conserved(in, s);
+}
+
+TEST(WorkedExample, UsageIdleByUsage) {
+  const auto in = worked(CostPolicy::kUsage, IdlePolicy::kUsage);
+  EXPECT_EQ(split_window(in).charges, (std::vector<Charge>{{"a", K::kBusy, 6'000}, {"a", K::kIdle, 6'000},
+                                                           {"b", K::kBusy, 12'000}, {"b", K::kIdle, 12'000},
+                                                           {"c", K::kBusy, 12'000}, {"c", K::kIdle, 12'000}}));
+}
+
+TEST(WorkedExample, UsageIdleToIdle) {
+  const auto in = worked(CostPolicy::kUsage, IdlePolicy::kIdle);
+  EXPECT_EQ(split_window(in).charges, (std::vector<Charge>{{"__idle__", K::kIdle, 30'000}, {"a", K::kBusy, 6'000},
+                                                           {"a", K::kIdle, 0}, {"b", K::kBusy, 12'000},
+                                                           {"b", K::kIdle, 0}, {"c", K::kBusy, 12'000}}));
+}
+
+TEST(WorkedExample, Allocated) {
+  const auto in = worked(CostPolicy::kAllocated);
+  const auto s = split_window(in);
+  // c used 40 % of the work and pays nothing: the report names it an over-user.
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"__unallocated__", K::kBusy, 6'000}, {"__unallocated__", K::kIdle, 6'000},
+                                            {"a", K::kBusy, 9'000}, {"a", K::kIdle, 9'000},
+                                            {"b", K::kBusy, 15'000}, {"b", K::kIdle, 15'000}}));
+  expect_conserved(in, s);
+}
+
+TEST(WorkedExample, BlendHalfAndHalf) {
+  const auto in = worked(CostPolicy::kBlend);
+  const auto s = split_window(in);
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"__unallocated__", K::kBusy, 3'000}, {"__unallocated__", K::kIdle, 3'000},
+                                            {"a", K::kBusy, 7'500}, {"a", K::kIdle, 10'125},
+                                            {"b", K::kBusy, 13'500}, {"b", K::kIdle, 16'875},
+                                            {"c", K::kBusy, 6'000}}));
+  expect_conserved(in, s);
+}
+
+TEST(WorkedExample, UsageWithMemorySplit) {
+  const auto in = worked(CostPolicy::kUsage, IdlePolicy::kHolders, 0.3);
+  const auto s = split_window(in);
+  EXPECT_EQ(s.memory_micros, 18'000);
+  EXPECT_EQ(s.busy_micros, 21'000);
+  EXPECT_EQ(s.idle_micros, 21'000);
+  // Memory: held 10:20:10 of 80 GiB -> 2'250, 4'500, 2'250; unheld 9'000 to the holders 3:5.
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"a", K::kBusy, 4'200}, {"a", K::kIdle, 7'875}, {"a", K::kMemory, 5'625},
+                                            {"b", K::kBusy, 8'400}, {"b", K::kIdle, 13'125}, {"b", K::kMemory, 10'125},
+                                            {"c", K::kBusy, 8'400}, {"c", K::kMemory, 2'250}}));
+  expect_conserved(in, s);
+}
+
+TEST(WorkedExample, AllocatedWithMemorySplit) {
+  const auto in = worked(CostPolicy::kAllocated, IdlePolicy::kHolders, 0.3);
+  const auto s = split_window(in);
+  // Unheld memory 9'000 by allocation: a 2'700, b 4'500, __unallocated__ 1'800.
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"__unallocated__", K::kBusy, 4'200}, {"__unallocated__", K::kIdle, 4'200},
+                                            {"__unallocated__", K::kMemory, 1'800},
+                                            {"a", K::kBusy, 6'300}, {"a", K::kIdle, 6'300}, {"a", K::kMemory, 4'950},
+                                            {"b", K::kBusy, 10'500}, {"b", K::kIdle, 10'500}, {"b", K::kMemory, 9'000},
+                                            {"c", K::kMemory, 2'250}}));
+  expect_conserved(in, s);
+}
+
+// Time-slicing as the seam reports it until each replica carries 1/N: two
+// pods at share 1 each over-commit the GPU (2): scaled to halves, flagged.
+TEST(CostPolicy, OvercommitIsScaledAndFlagged) {
+  WindowInput in{.cost_micros = 1'001, .window_seconds = 60, .holders = {{"x", 1}, {"y", 1}}};
+  in.cost_policy = CostPolicy::kAllocated;
+  const auto s = split_window(in);
+  EXPECT_TRUE(s.overcommitted);
+  EXPECT_DOUBLE_EQ(s.allocated_total, 2);
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"x", K::kIdle, 501}, {"y", K::kIdle, 500}}));
+}
+
+// Three of four time-slicing replicas held (x two of them, y one): the fourth is unallocated.
+TEST(CostPolicy, ReplicasLeaveTheUnheldReplicaUnallocated) {
+  WindowInput in{.cost_micros = 100'000, .window_seconds = 60, .holders = {{"x", 0.25}, {"y", 0.25}, {"x", 0.25}},
+                 .activity = {{"x", Activity{30, 0, 1}}}, .device_busy_fraction = 0.5};
+  in.cost_policy = CostPolicy::kAllocated;
+  const auto s = split_window(in);
+  EXPECT_FALSE(s.overcommitted);
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"__unallocated__", K::kBusy, 12'500}, {"__unallocated__", K::kIdle, 12'500},
+                                            {"x", K::kBusy, 25'000}, {"x", K::kIdle, 25'000},
+                                            {"y", K::kBusy, 12'500}, {"y", K::kIdle, 12'500}}));
+}
+
+// A MIG slice held whole, or a DRA claim shared by two pods (0.5 each): every
+// policy bills the slice's cost to its holders alone.
+TEST(CostPolicy, WholeSliceAndSharedClaimAreFullyAllocated) {
+  for (auto policy : {CostPolicy::kUsage, CostPolicy::kAllocated, CostPolicy::kBlend}) {
+    WindowInput mig{.cost_micros = 8'571, .window_seconds = 60, .holders = {{"m", 1.0}},
+                    .activity = {{"m", Activity{15, 0, 1}}}};
+    mig.cost_policy = policy;
+    EXPECT_EQ(split_window(mig).charges, (std::vector<Charge>{{"m", K::kBusy, 2'143}, {"m", K::kIdle, 6'428}}))
+        << to_string(policy);
+    WindowInput claim{.cost_micros = 1'000, .window_seconds = 60, .holders = {{"p", 0.5}, {"q", 0.5}}};
+    claim.cost_policy = policy;
+    EXPECT_EQ(split_window(claim).charges, (std::vector<Charge>{{"p", K::kIdle, 500}, {"q", K::kIdle, 500}}))
+        << to_string(policy);
+  }
+}
+
+// Rounding: 100 micros over three equal thirds, busy half: 50 -> 17, 17, 16
+// (ties by account id), twice; a blend cut of an odd part rounds half up
+// towards the allocated side.
+TEST(CostPolicy, RoundingEdges) {
+  WindowInput in{.cost_micros = 100, .window_seconds = 60, .holders = {{"c", 1.0 / 3}, {"a", 1.0 / 3}, {"b", 1.0 / 3}},
+                 .device_busy_fraction = 0.5};
+  in.cost_policy = CostPolicy::kAllocated;
+  auto s = split_window(in);
+  EXPECT_FALSE(s.overcommitted);
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"a", K::kBusy, 17}, {"a", K::kIdle, 17}, {"b", K::kBusy, 17},
+                                            {"b", K::kIdle, 17}, {"c", K::kBusy, 16}, {"c", K::kIdle, 16}}));
+  // Blend 0.5 of busy 5 (C = 10, f = 0.5): 3 by allocation (h alone), 2 by usage (u alone).
+  WindowInput odd{.cost_micros = 10, .window_seconds = 60, .holders = {{"h", 1}}, .activity = {{"u", Activity{30, 0, 1}}},
+                  .device_busy_fraction = 0.5};
+  odd.cost_policy = CostPolicy::kBlend;
+  s = split_window(odd);
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"h", K::kBusy, 3}, {"h", K::kIdle, 5}, {"u", K::kBusy, 2}}));
+  // Memory share of 1 micro: rounds half up (0.5 -> 1); all of C memory when the share is 1.
+  WindowInput tiny{.cost_micros = 1, .window_seconds = 60, .holders = {{"h", 1}}};
+  tiny.memory_price_share = 0.5;
+  s = split_window(tiny);
+  EXPECT_EQ(s.memory_micros, 1);
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"h", K::kIdle, 0}, {"h", K::kMemory, 1}}));
+}
+
+// Memory nobody holds, capacity unknown: like idle time (here: no holder -> __unallocated__).
+TEST(CostPolicy, UnheldMemoryWithoutHoldersIsUnallocated) {
+  WindowInput in{.cost_micros = 1'000, .window_seconds = 60};
+  in.memory_price_share = 0.25;
+  const auto s = split_window(in);
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"__unallocated__", K::kIdle, 750}, {"__unallocated__", K::kMemory, 250}}));
+}
+
+TEST(CostPolicy, ParsesAndRejects) {
+  EXPECT_EQ(parse_cost_policy("allocated"), CostPolicy::kAllocated);
+  EXPECT_EQ(parse_cost_policy("blend"), CostPolicy::kBlend);
+  EXPECT_THROW(parse_cost_policy("fair"), Error);
+  EXPECT_EQ(parse_charge_kind("memory"), ChargeKind::kMemory);
+  EXPECT_THROW(parse_charge_kind("spare"), Error);
+  WindowInput bad{.cost_micros = 1};
+  bad.memory_price_share = 1.5;
+  EXPECT_THROW(split_window(bad), Error);
+  bad.memory_price_share = 0;
+  bad.blend_allocated_weight = -0.1;
+  EXPECT_THROW(split_window(bad), Error);
+  const PriceBook book = parse_prices("cost_policy: blend\nblend_allocated_weight: 0.25\nmemory_price_share: 0.3\n");
+  EXPECT_EQ(book.cost_policy, CostPolicy::kBlend);
+  EXPECT_DOUBLE_EQ(book.blend_allocated_weight, 0.25);
+  EXPECT_DOUBLE_EQ(book.memory_price_share, 0.3);
+  EXPECT_THROW(parse_prices("cost_policy: fair\n"), Error);
+  EXPECT_THROW(parse_prices("memory_price_share: 1.2\n"), Error);
+  EXPECT_THROW(parse_prices("blend_allocated_weight: x\n"), Error);
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger
