@@ -20,6 +20,7 @@
 
 #include "agent/agent.h"
 #include "cli/commands.h"
+#include "cli/demo_shared_bill.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "device/device_plane.h"
@@ -316,6 +317,7 @@ int run_demo(const DemoCommand& cmd) {
   std::fputs(report::render(report::build_report(windows, from, to, report::GroupBy::kTeam), report::Format::kTable)
                  .c_str(),
              stdout);
+  std::fputs(shared_gpu_bill(prices.default_micros_per_hour, prices.currency).c_str(), stdout);
   std::printf("\nThe ledger is in %s: try\n  %s report --store %s --from %ld --to %ld --by pod --format html -o "
               "report.html\n",
               (workdir / "ledger.db").c_str(), beside_self("gpuledger").c_str(), (workdir / "ledger.db").c_str(),

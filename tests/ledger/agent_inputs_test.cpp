@@ -82,6 +82,31 @@ TEST(AgentInputs, SlotsHoldersAndDeviceSamples) {
   EXPECT_TRUE(o.energy.empty());  // no energy counter nor power: unknown
 }
 
+// The seam's share becomes the holder's weight (its allocated share); a share
+// the allocation could not tell counts as the whole device. The GPU's memory
+// (used + free) is its VRAM capacity.
+TEST(AgentInputs, HolderWeightsAreAllocatedSharesAndCapacityIsRead) {
+  auto hami = alloc("ml", "a", "nvidia.com/gpu", "GPU-a", kubernetes::Sharing::kExclusive);
+  hami.share = 0.3;
+  hami.mode = "fraction";
+  auto replica = alloc("ml", "b", "nvidia.com/gpu.shared", "GPU-a", kubernetes::Sharing::kReplicas);
+  replica.share = 0.25;
+  replica.mode = "time-slicing";
+  auto unknown = alloc("ml", "c", "nvidia.com/gpu", "GPU-a", kubernetes::Sharing::kExclusive);
+  unknown.share = 0;
+  auto holders = holders_from({hami, replica, unknown}, agent::AgentSnapshot{});
+  ASSERT_EQ(holders.size(), 3u);
+  EXPECT_DOUBLE_EQ(holders[0].weight, 0.3);
+  EXPECT_DOUBLE_EQ(holders[1].weight, 0.25);
+  EXPECT_DOUBLE_EQ(holders[2].weight, 1.0);
+
+  auto d = devices();
+  d.readings[1][device::DeviceField::kMemoryUsedBytes] = 10e9;
+  d.readings[1][device::DeviceField::kMemoryFreeBytes] = 70e9;
+  auto dev = device_samples(d);
+  EXPECT_DOUBLE_EQ(*dev["GPU-a"].vram_capacity_bytes, 80e9);
+}
+
 TEST(AgentInputs, EnergyReadingsPreferTheDcgmCounter) {
   device::DeviceSnapshot d = devices();
   d.readings[0][device::DeviceField::kEnergyJoules] = 5000.0;  // DCGM, GPU-a
