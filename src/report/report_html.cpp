@@ -328,7 +328,10 @@ std::string render_html(const Report& r) {
   h << "<dl class=\"facts\"><dt>Currency</dt><dd>" << cur << " (amounts to the cent; the exact amount, in millionths, "
     << "is in each cell's tooltip and in the CSV and JSON reports)</dd>";
   h << "<dt>Busy / idle</dt><dd>" << money_cents(r.total.cost_busy_micros) << " " << cur << " for GPU time in use, "
-    << money_cents(r.total.cost_idle_micros) << " " << cur << " for GPUs held but idle</dd>";
+    << money_cents(r.total.cost_idle_micros) << " " << cur << " for GPUs held but idle";
+  if (r.total.cost_memory_micros > 0)
+    h << ", " << money_cents(r.total.cost_memory_micros) << " " << cur << " for GPU memory held";
+  h << "</dd>";
   h << "<dt>GPU-hours</dt><dd>" << fixed(r.total.gpu_hours_held, 2) << " held, " << fixed(r.total.gpu_hours_busy, 2)
     << " busy</dd>";
   if (r.generated_at) h << "<dt>Generated</dt><dd id=\"generated\">" << format_date_time(r.generated_at) << "</dd>";
@@ -433,7 +436,8 @@ std::string render_html(const Report& r) {
     << "<dt>Idle (GPU held by no one)</dt><dd>GPUs no workload held: the cost of spare capacity, billed to no "
        "team.</dd>"
     << "<dt>Unallocated (GPU in use, holder unknown)</dt><dd>GPU time the agent could not tie to a workload's "
-       "allocation (no Kubernetes device information, or a process outside any pod).</dd>"
+       "allocation (no Kubernetes device information, or a process outside any pod), and, billed by allocation, "
+       "the part of a shared GPU no one was allocated (fractions adding up to less than the whole GPU).</dd>"
     << "<dt>SM active, SM occupancy, tensor active, memory bandwidth</dt><dd>How hard the GPU worked while held, "
        "from the GPU's own counters (DCGM). <em>unknown</em> means no device readings for those windows: a GPU "
        "without DCGM/NVML metrics, or the Idle and Unallocated rows, which run no work of their own.</dd>"
