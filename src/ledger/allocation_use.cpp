@@ -18,7 +18,7 @@ std::map<std::string, double> allocated_shares(const WindowRecord& w) {
     }
   if (total > 1) {
     for (auto& [account, share] : out) share /= total;
-  } else {
+  } else if (total < 1 - 1e-9) {
     out[std::string(kUnallocatedAccount)] = 1 - total;
   }
   return out;

@@ -29,7 +29,8 @@ struct UsedShares {
   std::optional<double> energy;
 };
 
-// Every holder (and __unallocated__ when part of the slot is unheld).
+// Every holder, and __unallocated__ when part of the slot is unheld (all of it
+// when nobody holds the slot).
 std::map<std::string, double> allocated_shares(const WindowRecord& window);
 // Every non-special account of the window (holders that used nothing: zeros).
 std::map<std::string, UsedShares> used_shares(const WindowRecord& window);

@@ -77,11 +77,7 @@ class AllocationLedgerTest : public ::testing::Test {
   fs::path dir_;
 };
 
-const WindowRecord& window_of(const std::vector<WindowRecord>& ws, const std::string& uuid) {
-  for (const auto& w : ws)
-    if (w.slot.uuid == uuid) return w;
-  throw std::runtime_error("no window for " + uuid);
-}
+using testing::window_of;
 
 const AccountRecord& account_of(const WindowRecord& w, const std::string& account) {
   for (const auto& a : w.accounts)

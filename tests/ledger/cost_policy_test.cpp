@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "ledger/allocation_use.h"
 #include "ledger/prices.h"
 #include "ledger/window_split.h"
 
@@ -203,6 +204,36 @@ TEST(CostPolicy, ParsesAndRejects) {
   EXPECT_THROW(parse_prices("cost_policy: fair\n"), Error);
   EXPECT_THROW(parse_prices("memory_price_share: 1.2\n"), Error);
   EXPECT_THROW(parse_prices("blend_allocated_weight: x\n"), Error);
+}
+
+// Allocated against used from a stored window: over-commitment scaled, the
+// unheld part __unallocated__'s, energy shares from the busy energy, flags at
+// the documented margin.
+TEST(AllocationUse, SharesAndFlags) {
+  WindowRecord w;
+  w.accounts.resize(3);
+  w.accounts[0].account = "a", w.accounts[0].allocated_share = 1, w.accounts[0].activity_share = 0.75;
+  w.accounts[0].vram_byte_seconds = 3;
+  w.accounts[1].account = "b", w.accounts[1].allocated_share = 1, w.accounts[1].activity_share = 0.25;
+  w.accounts[1].vram_byte_seconds = 1;
+  w.accounts[2].account = "__idle__";
+  EXPECT_EQ(allocated_shares(w), (std::map<std::string, double>{{"a", 0.5}, {"b", 0.5}}));
+  w.energy = WindowEnergyRecord{10, "nvml", {{"a", K::kBusy, 6}, {"b", K::kBusy, 2}, {"b", K::kIdle, 2}}, std::nullopt};
+  auto used = used_shares(w);
+  ASSERT_EQ(used.size(), 2u);
+  EXPECT_DOUBLE_EQ(used["a"].activity, 0.75);
+  EXPECT_DOUBLE_EQ(used["a"].vram, 0.75);
+  EXPECT_DOUBLE_EQ(*used["a"].energy, 0.75);
+  EXPECT_DOUBLE_EQ(*used["b"].energy, 0.25);
+  w.accounts[1].allocated_share = 0.25;
+  w.accounts[0].allocated_share = 0.5;
+  EXPECT_EQ(allocated_shares(w), (std::map<std::string, double>{{"__unallocated__", 0.25}, {"a", 0.5}, {"b", 0.25}}));
+  w.energy.reset();
+  EXPECT_FALSE(used_shares(w)["a"].energy);
+  EXPECT_EQ(share_flag(0.3, 0.41), ShareFlag::kOver);
+  EXPECT_EQ(share_flag(0.3, 0.4), ShareFlag::kNone);
+  EXPECT_EQ(share_flag(0.5, 0.39), ShareFlag::kUnder);
+  EXPECT_EQ(share_flag(0, 0.05), ShareFlag::kNone);
 }
 
 }  // namespace

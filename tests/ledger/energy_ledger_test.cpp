@@ -51,11 +51,7 @@ class EnergyLedgerTest : public ::testing::Test {
   PriceBook prices_;
 };
 
-const WindowRecord& window_of(const std::vector<WindowRecord>& ws, const std::string& uuid) {
-  for (const auto& w : ws)
-    if (w.slot.uuid == uuid) return w;
-  throw std::runtime_error("no window for " + uuid);
-}
+using testing::window_of;
 
 TEST_F(EnergyLedgerTest, WindowsStoreTheSplitEnergyExactly) {
   Store store(db());

@@ -12,6 +12,7 @@
 //   GPU-t4:     no holder -> __unallocated__ 30'000.
 //   MIG-d:      pod-d holds it, no activity -> idle 25'714.
 // Per window 175'714; two windows 351'428.
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,13 @@ inline ledger::Observation fixture_observation(double t) {
   shared.efficiency.sm_occupancy = 0.25;
   o.device["GPU-shared"] = shared;
   return o;
+}
+
+// The window of slot `uuid` among `ws` (throws when there is none).
+inline const ledger::WindowRecord& window_of(const std::vector<ledger::WindowRecord>& ws, const std::string& uuid) {
+  for (const auto& w : ws)
+    if (w.slot.uuid == uuid) return w;
+  throw std::runtime_error("no window for " + uuid);
 }
 
 // Observations every 10 s over [from, to] (seconds since kT0).
