@@ -233,8 +233,9 @@ WindowSplit split_window(const WindowInput& in) {
         held += a.vram_byte_seconds;
       }
     double unheld = held > 0 ? 0 : 1;
-    if (in.vram_capacity_bytes && *in.vram_capacity_bytes > 0 && in.window_seconds > 0)
-      unheld = std::max(0.0, *in.vram_capacity_bytes * in.window_seconds - held);
+    // A capacity that is not a finite positive number (a bad reading) is no capacity.
+    const double capacity = in.vram_capacity_bytes ? *in.vram_capacity_bytes * in.window_seconds : 0;
+    if (std::isfinite(capacity) && capacity > 0) unheld = std::max(0.0, capacity - held);
     if (unheld > 0) memory[""] = unheld;
     auto parts = largest_remainder(out.memory_micros, memory);
     const int64_t unheld_micros = parts[""];

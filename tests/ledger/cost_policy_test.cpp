@@ -6,6 +6,9 @@
 // 80 GiB for the whole window.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "common/error.h"
 #include "ledger/allocation_use.h"
 #include "ledger/prices.h"
@@ -183,6 +186,19 @@ TEST(CostPolicy, UnheldMemoryWithoutHoldersIsUnallocated) {
   in.memory_price_share = 0.25;
   const auto s = split_window(in);
   EXPECT_EQ(s.charges, (std::vector<Charge>{{"__unallocated__", K::kIdle, 750}, {"__unallocated__", K::kMemory, 250}}));
+}
+
+// A capacity reading that is not a finite positive number counts as none.
+TEST(CostPolicy, BadCapacityIsNoCapacity) {
+  for (double capacity : {std::numeric_limits<double>::infinity(), std::nan(""), -1.0, 1e308}) {
+    WindowInput in{.cost_micros = 1'000, .window_seconds = 60, .holders = {{"h", 1}},
+                   .activity = {{"h", Activity{0, 5, 0}}, {"u", Activity{0, 15, 0}}}};
+    in.memory_price_share = 1;
+    in.vram_capacity_bytes = capacity;
+    EXPECT_EQ(split_window(in).charges, (std::vector<Charge>{{"h", K::kIdle, 0}, {"h", K::kMemory, 250},
+                                                             {"u", K::kMemory, 750}}))
+        << capacity;
+  }
 }
 
 TEST(CostPolicy, ParsesAndRejects) {
