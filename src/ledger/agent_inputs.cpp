@@ -73,6 +73,9 @@ std::vector<HolderEntry> holders_from(const std::vector<kubernetes::GpuAllocatio
     if (a.device.uuid.empty()) continue;
     HolderEntry h;
     h.slot_uuid = slot_uuid(a);
+    // A container's replicas of one device are one entry: its share keeps
+    // the weight the replicas had (unknown share: one holder's weight).
+    h.weight = a.share_known ? a.share : 1.0;
     auto it = by_name.find({a.namespace_name, a.pod, a.container});
     if (it != by_name.end()) {
       h.account = it->second->workload.id;

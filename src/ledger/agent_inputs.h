@@ -12,8 +12,9 @@
 //   holders    - from the Kubernetes allocation: the account is the workload
 //                id of the container (matched on namespace/pod/container in
 //                the agent snapshot), or "k8s/<namespace>/<pod>/<container>"
-//                for a container that never used CUDA. Time-slicing replicas
-//                of one GPU add up as weights.
+//                for a container that never used CUDA. The weight is the
+//                entry's allocated share (replicas held / advertised, a
+//                fraction, a shared claim's part), 1 when it is unknown.
 //   device     - per GPU: busy fraction = utilisation ratio; efficiency =
 //                SM active / occupancy, tensor active, DRAM active; DCGM
 //                readings first, NVML where DCGM has none.
