@@ -160,6 +160,9 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   options.gc_interval = std::min(options.gc_interval,
                                  std::max(std::chrono::milliseconds(1000), options.retire_after / 2));
   options.classifier.cgroup_roots = cmd.cgroup_roots;
+  identity::InfrastructureOptions infrastructure;
+  if (!cmd.infrastructure_namespaces.empty()) infrastructure.namespaces = cmd.infrastructure_namespaces;
+  options.infrastructure = std::make_shared<identity::InfrastructureJudge>(infrastructure);
   options.namer = std::make_shared<kubernetes::TeamNamer>(p.cluster ? p.pods : nullptr, p.config.team_rule,
                                                           p.config.teams);
   device::DevicePlane* devices = p.devices.get();
