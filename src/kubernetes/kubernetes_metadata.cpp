@@ -58,6 +58,13 @@ void KubernetesMetadata::stop() {
   if (slices_) slices_->stop();
 }
 
+std::vector<std::pair<std::string, ReflectorStats>> KubernetesMetadata::sharing_stats() const {
+  std::vector<std::pair<std::string, ReflectorStats>> out;
+  if (node_) out.emplace_back("nodes", node_->stats());
+  if (slices_) out.emplace_back("resourceslices", slices_->stats());
+  return out;
+}
+
 SharingFacts KubernetesMetadata::sharing_facts() const {
   auto f = node_facts_.facts(directory_.get());
   f.node_name = options_.node_name;

@@ -33,6 +33,8 @@ class KubernetesMetadata {
   void stop();
   ReflectorStats pod_stats() const;
   std::optional<ReflectorStats> namespace_stats() const;
+  // The node and its ResourceSlices (watch_sharing), by resource name.
+  std::vector<std::pair<std::string, ReflectorStats>> sharing_stats() const;
   // What the API says about how this node's GPUs are shared (pods included).
   SharingFacts sharing_facts() const;
   uint64_t malformed_pods() const { return pod_sink_.malformed(); }

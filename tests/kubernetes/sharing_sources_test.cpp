@@ -158,8 +158,9 @@ TEST(SharingSources, EveryFormFromTheKubeletAndTheApiServer) {
   monitor.poll_now();
   st = monitor.state();
   EXPECT_EQ(st.sharing.refused_annotations, 1u);
-  for (const auto& a : st.allocations)
+  for (const auto& a : st.allocations) {
     if (a.pod == "hami") EXPECT_NE(a.mode, "fraction");
+  }
   metadata.stop();
   fs::remove_all(dir);
 }

@@ -162,7 +162,9 @@ TEST(Sharing, HamiRecordsThatCannotBeTrustedAreRefusedWhole) {
     SharingStats stats;
     auto out = resolve(hami_pods(), nullptr, facts, &stats);
     EXPECT_EQ(stats.refused_annotations, 1u);
-    for (const auto& a : out) EXPECT_NE(a.mode, "fraction");
+    for (const auto& a : out) {
+      EXPECT_NE(a.mode, "fraction");
+    }
     return out;
   };
   auto not_bound = hami_facts(good);
