@@ -1,20 +1,10 @@
 #include "kubernetes/node_facts.h"
 
 #include "kubernetes/hami_annotations.h"
+#include "kubernetes/json_fields.h"
 
 namespace gpuledger::kubernetes {
 namespace {
-
-const nlohmann::json* member(const nlohmann::json& j, const char* key) {
-  if (!j.is_object()) return nullptr;
-  auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
-}
-
-std::string string_at(const nlohmann::json& j, const char* key) {
-  auto m = member(j, key);
-  return m && m->is_string() ? m->get<std::string>() : "";
-}
 
 std::map<std::string, std::string> sharing_keys(const nlohmann::json* map) {
   std::map<std::string, std::string> out;
@@ -31,13 +21,13 @@ std::string attribute(const nlohmann::json* attrs, const std::string& driver, co
   if (!attrs || !attrs->is_object()) return "";
   for (const auto& key : {name, driver + "/" + name})
     if (auto a = member(*attrs, key.c_str()))
-      if (auto s = string_at(*a, "string"); !s.empty()) return s;
+      if (auto s = string_member(*a, "string"); !s.empty()) return s;
   return "";
 }
 
 std::string slice_name(const nlohmann::json& object) {
   auto md = member(object, "metadata");
-  return md ? string_at(*md, "name") : "";
+  return md ? string_member(*md, "name") : "";
 }
 
 }  // namespace
@@ -46,13 +36,13 @@ std::vector<SliceDevice> parse_resource_slice(const nlohmann::json& object) {
   std::vector<SliceDevice> out;
   auto spec = member(object, "spec");
   if (!spec) return out;
-  std::string driver = string_at(*spec, "driver");
+  std::string driver = string_member(*spec, "driver");
   auto pool = member(*spec, "pool");
-  std::string pool_name = pool ? string_at(*pool, "name") : "";
+  std::string pool_name = pool ? string_member(*pool, "name") : "";
   auto devices = member(*spec, "devices");
   if (driver.empty() || pool_name.empty() || !devices || !devices->is_array()) return out;
   for (const auto& d : *devices) {
-    SliceDevice s{driver, pool_name, string_at(d, "name"), "", false};
+    SliceDevice s{driver, pool_name, string_member(d, "name"), "", false};
     const nlohmann::json* attrs = member(d, "attributes");
     if (!attrs)
       if (auto basic = member(d, "basic")) attrs = member(*basic, "attributes");

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "common/log.h"
+#include "kubernetes/json_fields.h"
 #include "kubernetes/sharing_facts.h"
 
 namespace gpuledger::kubernetes {
@@ -12,17 +13,6 @@ namespace {
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-const nlohmann::json* member(const nlohmann::json& j, const char* key) {
-  if (!j.is_object()) return nullptr;
-  auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
-}
-
-std::string string_member(const nlohmann::json& j, const char* key) {
-  auto m = member(j, key);
-  return m && m->is_string() ? m->get<std::string>() : "";
 }
 
 LabelMap labels_of(const nlohmann::json& metadata) {

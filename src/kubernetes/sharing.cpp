@@ -17,6 +17,23 @@ bool is_sharing_node_key(std::string_view key) {
   return key.starts_with("nvidia.com/mig-") && key.ends_with(".replicas");
 }
 
+std::string sharing_value(const std::map<std::string, std::string>& m, std::string_view key) {
+  auto it = m.find(std::string(key));
+  return it == m.end() ? "" : it->second;
+}
+
+void set_memory_share(GpuAllocation& a, uint64_t mib, std::optional<uint64_t> total_mib) {
+  if (mib == 0 || !total_mib || *total_mib == 0) return set_unknown_share(a, "memory");
+  a.share = std::min(1.0, static_cast<double>(mib) / static_cast<double>(*total_mib));
+  a.share_basis = "memory";
+}
+
+void set_unknown_share(GpuAllocation& a, const char* basis) {
+  a.share = 1.0;
+  a.share_known = false;
+  a.share_basis = basis;
+}
+
 std::vector<GpuAllocation> resolve_sharing(std::vector<GpuAllocation> allocations,
                                            const std::vector<PodAllocation>& pods,
                                            const std::vector<ContainerDevices>* allocatable,

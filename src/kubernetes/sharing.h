@@ -25,6 +25,8 @@
 //     ResourceSlices; a claim device used by N pod containers gives each 1/N,
 //     mode "dra-shared" (N > 1) or "dra".
 #include <cstdint>
+#include <map>
+#include <string>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -50,6 +52,12 @@ std::vector<GpuAllocation> resolve_sharing(std::vector<GpuAllocation> allocation
 
 // KAI's gpu-fraction: a decimal in (0, 1] with at most 6 decimals, else nullopt.
 std::optional<double> parse_gpu_fraction(std::string_view value);
+
+// Helpers the steps share: a map's value or ""; a share of memory (MiB of
+// a total, unknown when the total is); a share that cannot be known.
+std::string sharing_value(const std::map<std::string, std::string>& m, std::string_view key);
+void set_memory_share(GpuAllocation& a, uint64_t mib, std::optional<uint64_t> total_mib);
+void set_unknown_share(GpuAllocation& a, const char* basis);
 
 // The steps, in the order resolve_sharing runs them (sharing_*.cpp).
 void resolve_dra(std::vector<GpuAllocation>& allocations, const std::vector<PodAllocation>& pods,

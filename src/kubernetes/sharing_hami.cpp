@@ -9,11 +9,6 @@
 namespace gpuledger::kubernetes {
 namespace {
 
-std::string value_of(const std::map<std::string, std::string>& m, std::string_view key) {
-  auto it = m.find(std::string(key));
-  return it == m.end() ? "" : it->second;
-}
-
 // The plugin's id names this device: the UUID itself, or a HAMi / NVIDIA
 // replica of it ("<uuid>-<n>", "<uuid>::<n>").
 bool id_names(const std::string& id, const std::string& uuid) {
@@ -31,13 +26,13 @@ std::optional<uint64_t> total_mib(const SharingFacts& facts, const std::map<std:
 }  // namespace
 
 void resolve_hami(std::vector<GpuAllocation>& allocations, const SharingFacts& facts, SharingStats& stats) {
-  const auto registered = parse_hami_node_register(value_of(facts.node_annotations, kHamiNodeRegister));
+  const auto registered = parse_hami_node_register(sharing_value(facts.node_annotations, kHamiNodeRegister));
   for (const auto& [key, pod] : facts.pods) {
-    std::string record = value_of(pod.annotations, kHamiAllocated);
+    std::string record = sharing_value(pod.annotations, kHamiAllocated);
     if (record.empty()) continue;
-    auto node = value_of(pod.annotations, kHamiNode);
+    auto node = sharing_value(pod.annotations, kHamiNode);
     auto placed = parse_hami_allocated(record);
-    bool trusted = placed && value_of(pod.annotations, kHamiBindPhase) == "success" && !node.empty() &&
+    bool trusted = placed && sharing_value(pod.annotations, kHamiBindPhase) == "success" && !node.empty() &&
                    node == pod.node_name && (facts.node_name.empty() || node == facts.node_name) &&
                    placed->size() <= pod.containers.size();
     if (!trusted) {
@@ -87,13 +82,8 @@ void resolve_hami(std::vector<GpuAllocation>& allocations, const SharingFacts& f
         if (d.cores > 0) {
           a.share = d.cores / 100.0;
           a.share_basis = "cores";
-        } else if (auto total = total_mib(facts, registered, d.uuid); total && d.mem_mib > 0) {
-          a.share = std::min(1.0, static_cast<double>(d.mem_mib) / static_cast<double>(*total));
-          a.share_basis = "memory";
         } else {
-          a.share = 1.0;
-          a.share_known = false;
-          a.share_basis = "memory";
+          set_memory_share(a, d.mem_mib, total_mib(facts, registered, d.uuid));
         }
         allocations.push_back(std::move(a));
       }

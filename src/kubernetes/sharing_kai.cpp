@@ -9,11 +9,6 @@
 namespace gpuledger::kubernetes {
 namespace {
 
-std::string value_of(const std::map<std::string, std::string>& m, std::string_view key) {
-  auto it = m.find(std::string(key));
-  return it == m.end() ? "" : it->second;
-}
-
 // A label value as Kubernetes allows it: at most 63 of [A-Za-z0-9._-].
 bool is_label_value(const std::string& s) {
   if (s.empty() || s.size() > 63) return false;
@@ -55,8 +50,8 @@ void resolve_kai(std::vector<GpuAllocation>& allocations, const std::vector<PodA
     if (a.namespace_name != reservation_ns) continue;
     auto pf = facts.pods.find({a.namespace_name, a.pod});
     if (pf == facts.pods.end()) continue;
-    auto group = value_of(pf->second.labels, kKaiGroupLabel);
-    if (is_label_value(group)) reserved[group].push_back({a, value_of(pf->second.annotations, kKaiReserveFor)});
+    auto group = sharing_value(pf->second.labels, kKaiGroupLabel);
+    if (is_label_value(group)) reserved[group].push_back({a, sharing_value(pf->second.annotations, kKaiReserveFor)});
   }
   std::erase_if(allocations, [&](const GpuAllocation& a) { return a.namespace_name == reservation_ns; });
 
@@ -65,18 +60,18 @@ void resolve_kai(std::vector<GpuAllocation>& allocations, const std::vector<PodA
     auto pf = facts.pods.find({pod.namespace_name, pod.name});
     if (pf == facts.pods.end()) continue;
     const auto& f = pf->second;
-    auto group = value_of(f.labels, kKaiGroupLabel);
+    auto group = sharing_value(f.labels, kKaiGroupLabel);
     auto res = reserved.find(group);
     if (group.empty() || res == reserved.end()) continue;
     // The container the fraction is for: the one named, else the first.
     std::string container = pod.containers.front().name;
     if (!f.containers.empty()) container = f.containers.front();
-    if (auto named = value_of(f.annotations, kKaiContainer); !named.empty()) container = named;
+    if (auto named = sharing_value(f.annotations, kKaiContainer); !named.empty()) container = named;
     bool listed = std::any_of(pod.containers.begin(), pod.containers.end(),
                               [&](const ContainerAllocation& c) { return c.name == container; });
-    auto fraction = parse_gpu_fraction(value_of(f.annotations, kKaiFraction));
-    auto memory = parse_bounded(value_of(f.annotations, kKaiMemory), 1, 16ull * 1024 * 1024);
-    auto gpu = value_of(f.annotations, kKaiGpu);
+    auto fraction = parse_gpu_fraction(sharing_value(f.annotations, kKaiFraction));
+    auto memory = parse_bounded(sharing_value(f.annotations, kKaiMemory), 1, 16ull * 1024 * 1024);
+    auto gpu = sharing_value(f.annotations, kKaiGpu);
     for (const auto& [device, index] : res->second) {
       bool consistent = gpu.empty() || index.empty() || gpu == index;
       GpuAllocation a = device;
@@ -84,23 +79,17 @@ void resolve_kai(std::vector<GpuAllocation>& allocations, const std::vector<PodA
       a.pod = pod.name;
       a.container = container;
       a.mode = "fraction";
-      auto total = facts.device_memory_mib.find(device.device.uuid);
       if (!listed || !consistent || (!fraction && !memory)) {
         ++stats.refused_annotations;
-        a.share = 1.0;
-        a.share_known = false;
-        a.share_basis = "fraction";
+        set_unknown_share(a, "fraction");
         if (!listed) continue;
       } else if (fraction) {
         a.share = *fraction;
         a.share_basis = "fraction";
-      } else if (total != facts.device_memory_mib.end() && total->second > 0) {
-        a.share = std::min(1.0, static_cast<double>(*memory) / static_cast<double>(total->second));
-        a.share_basis = "memory";
       } else {
-        a.share = 1.0;
-        a.share_known = false;
-        a.share_basis = "memory";
+        auto total = facts.device_memory_mib.find(device.device.uuid);
+        set_memory_share(a, *memory, total == facts.device_memory_mib.end() ? std::nullopt
+                                                                           : std::optional<uint64_t>(total->second));
       }
       allocations.push_back(std::move(a));
     }

@@ -159,7 +159,9 @@ TEST(SharingSources, EveryFormFromTheKubeletAndTheApiServer) {
   st = monitor.state();
   EXPECT_EQ(st.sharing.refused_annotations, 1u);
   for (const auto& a : st.allocations) {
-    if (a.pod == "hami") EXPECT_NE(a.mode, "fraction");
+    if (a.pod == "hami") {
+      EXPECT_NE(a.mode, "fraction");
+    }
   }
   metadata.stop();
   fs::remove_all(dir);
