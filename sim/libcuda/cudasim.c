@@ -24,13 +24,22 @@
  *   CUDASIM_MEMORY_BYTES  per-device capacity (default 80 GiB)
  *   CUDASIM_KERNEL_US     simulated duration of each launch (default 0)
  *   CUDASIM_SYNC_US       minimum duration of each synchronisation (default 0)
+ *   CUDA_MPS_PIPE_DIRECTORY  as with NVIDIA's driver: where an MPS control
+ *                         daemon listens. When a simulated MPS server runs
+ *                         there (sim/mps: <dir>/server.pid), the first
+ *                         successful cuInit attaches this process as its
+ *                         client (appends its pid to <dir>/clients), the way a
+ *                         real client connects to the server. Its calls stay
+ *                         its own, as a real MPS client's libcuda calls do.
  */
 #define _GNU_SOURCE
 #define CUDASIM_BUILDING_LIBRARY 1
 #include "cuda_sim.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -564,6 +573,26 @@ EXPORT unsigned long long cudasimLiveBytes(void)
     return v;
 }
 
+/* An MPS client: register with the simulated server of CUDA_MPS_PIPE_DIRECTORY. */
+static void mps_attach(void)
+{
+    const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    char path[4096];
+    if (!dir || !*dir)
+        return;
+    snprintf(path, sizeof path, "%s/server.pid", dir);
+    if (access(path, F_OK) != 0)
+        return; /* no server: not an MPS client */
+    snprintf(path, sizeof path, "%s/clients", dir);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    char line[32];
+    int n = snprintf(line, sizeof line, "%d\n", (int)getpid());
+    if (write(fd, line, (size_t)n) < 0) { /* best effort, like a refused connection */ }
+    close(fd);
+}
+
 /* ================================================ exported: init/errors */
 EXPORT CUresult cuInit(unsigned int Flags)
 {
@@ -581,6 +610,8 @@ EXPORT CUresult cuInit(unsigned int Flags)
             r = CUDA_ERROR_NO_DEVICE;
         else
             g_initialized = 1;
+        if (g_initialized)
+            mps_attach();
         for (int i = 0; i < MAX_DEVICES; i++)
             g_pools[i].device = i;
     }

@@ -20,6 +20,11 @@
 //     "compute_processes": [{"pid": 4242, "used_bytes": 1073741824 | null,
 //                            "gpu_instance_id": 1, "compute_instance_id": 0}],
 //     "mps_processes": [ ...same... ],
+//     "mps_pipe_directory": "/tmp/mps",   // a simulated MPS server's (sim/mps): while
+//                                         // it runs, the compute list adds the server
+//                                         // (with the memory it holds) and its live
+//                                         // clients (memory N/A), and the MPS list its
+//                                         // clients, as NVML does under MPS
 //     "process_utilization": [{"pid": 4242, "sm": 55, "mem": 20}] | "not_supported",
 //     "lost": false                       // true: handle lookups return GPU_IS_LOST
 //   }]
@@ -56,6 +61,7 @@ struct SimUtil {
   unsigned pid = 0, sm = 0, mem = 0, enc = 0, dec = 0;
 };
 struct SimDevice {
+  std::string mps_dir;
   std::string uuid, name, bus_id;
   unsigned minor = 0;
   int mig = 0;  // -1 not supported
@@ -129,6 +135,7 @@ bool load_locked(bool force) {
       sd.energy_mj = d.value("energy_mj", -1LL);
       sd.compute = parse_processes(d.value("compute_processes", nlohmann::json::array()));
       sd.mps = parse_processes(d.value("mps_processes", nlohmann::json::array()));
+      sd.mps_dir = d.value("mps_pipe_directory", std::string());
       if (d.contains("process_utilization") && d["process_utilization"].is_array()) {
         for (const auto& u : d["process_utilization"])
           sd.proc_util.push_back({u.value("pid", 0u), u.value("sm", 0u), u.value("mem", 0u), u.value("enc", 0u),
@@ -176,6 +183,30 @@ nvmlReturn_t processes(const std::vector<SimProcess>& list, unsigned int* count,
   for (size_t i = 0; i < list.size(); ++i) infos[i] = {list[i].pid, list[i].used, list[i].gi, list[i].ci};
   *count = static_cast<unsigned>(list.size());
   return NVML_SUCCESS;
+}
+
+unsigned long long read_number(const std::string& path) {
+  std::ifstream in(path);
+  unsigned long long v = 0;
+  in >> v;
+  return v;
+}
+
+bool alive(unsigned pid) {
+  struct stat st {};
+  return pid > 0 && ::stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0;
+}
+
+// The server and its live clients while a simulated MPS server runs in dir.
+void add_mps(const std::string& dir, std::vector<SimProcess>& compute, std::vector<SimProcess>& clients) {
+  if (dir.empty()) return;
+  auto server = static_cast<unsigned>(read_number(dir + "/server.pid"));
+  if (!alive(server)) return;
+  compute.push_back({server, read_number(dir + "/server.bytes"), 0xFFFFFFFFu, 0xFFFFFFFFu});
+  std::ifstream in(dir + "/clients");
+  for (unsigned pid = 0; in >> pid;)
+    if (alive(pid)) clients.push_back({pid, ~0ULL, 0xFFFFFFFFu, 0xFFFFFFFFu});
+  compute.insert(compute.end(), clients.begin(), clients.end());
 }
 
 }  // namespace
@@ -320,13 +351,18 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
 SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
                                                                 nvmlProcessInfo_t* infos) {
   SIM_DEVICE();
-  return processes(d->compute, infoCount, infos);
+  auto compute = d->compute;
+  std::vector<SimProcess> clients;
+  add_mps(d->mps_dir, compute, clients);
+  return processes(compute, infoCount, infos);
 }
 
 SIM_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
                                                                    nvmlProcessInfo_t* infos) {
   SIM_DEVICE();
-  return processes(d->mps, infoCount, infos);
+  auto mps = d->mps, compute = d->compute;
+  add_mps(d->mps_dir, compute, mps);
+  return processes(mps, infoCount, infos);
 }
 
 SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,

@@ -342,6 +342,21 @@ void Agent::forget_retired_workloads(std::chrono::steady_clock::time_point now) 
   spdlog::debug("{} workloads gone for over {} ms left the snapshots", expired.size(), options_.retire_after.count());
 }
 
+bool Agent::judge_infrastructure(const WorkloadView& view) {
+  std::vector<uint32_t> pids;
+  for (const auto& p : view.processes) pids.push_back(p.pid);
+  std::lock_guard lock(infrastructure_mu_);
+  // No live process is no new evidence: the last verdict stands (a gone
+  // workload's last readings stay where they were).
+  if (pids.empty()) {
+    auto it = infrastructure_.find(view.workload.id);
+    return it != infrastructure_.end() && it->second;
+  }
+  bool verdict = options_.infrastructure->is_infrastructure(view.workload, view.names, pids);
+  infrastructure_[view.workload.id] = verdict;
+  return verdict;
+}
+
 AgentSnapshot Agent::snapshot() {
   AgentSnapshot snap;
   std::map<uint32_t, gl_proc_state> processes;
@@ -373,8 +388,13 @@ AgentSnapshot Agent::snapshot() {
   }
   for (auto& [id, view] : by_id) {
     if (options_.namer) view.names = options_.namer->names_for(view.workload);
+    if (options_.infrastructure) view.infrastructure = judge_infrastructure(view);
     for (auto& [labels, usage] : by_gpu[id]) view.by_gpu.push_back({labels.first, labels.second, usage});
     snap.workloads.push_back(std::move(view));
+  }
+  if (options_.infrastructure) {  // verdicts of workloads that left the snapshots go with them
+    std::lock_guard lock(infrastructure_mu_);
+    std::erase_if(infrastructure_, [&](const auto& kv) { return !by_id.count(kv.first); });
   }
 
   auto fds = program_->maps();

@@ -20,6 +20,7 @@
 #include "identity/workload_classifier.h"
 #include "identity/workload_directory.h"
 #include "identity/gpu_visibility.h"
+#include "identity/infrastructure.h"
 #include "identity/workload_names.h"
 #include "ledger/usage_totals.h"
 #include "probes/bpf_handles.h"
@@ -57,6 +58,8 @@ struct AgentOptions {
   identity::ClassifierOptions classifier;
   // Names workloads (Kubernetes metadata, team rules); none leaves names empty.
   std::shared_ptr<const identity::WorkloadNamer> namer;
+  // Tells GPU infrastructure (the MPS server) from tenants; none: all tenants.
+  std::shared_ptr<const identity::InfrastructureJudge> infrastructure;
   // The node's GPUs (from the device plane); none means GPUs stay unnamed
   // unless a process names them by UUID itself.
   std::function<std::vector<identity::GpuIdentity>()> gpu_inventory;
@@ -86,6 +89,7 @@ class Agent : public ledger::CallNameLookup {
   void handle_event(const void* data, size_t size);
   void handle_library_map(const struct gl_lib_map_event& ev);
   void release_held(uint32_t pid);  // SIGCONT to a process the watcher stopped
+  bool judge_infrastructure(const WorkloadView& view);
   void learn_gpu_view(uint32_t pid, uint64_t cgroup_key);
   std::pair<std::string, std::string> gpu_labels(const probes::CounterKey& key,
                                                  const std::vector<identity::GpuIdentity>& inventory);
@@ -105,6 +109,9 @@ class Agent : public ledger::CallNameLookup {
   std::unique_ptr<probes::RuntimeAttacher> runtime_;  // none with --runtime-probes off
   std::unique_ptr<RuntimeDiscoveryWorker> runtime_worker_;  // declared after what it uses: stopped first
   std::atomic<uint64_t> runtime_bypass_processes_{0};
+  // The last verdict per workload id, kept while it has no live process.
+  std::mutex infrastructure_mu_;
+  std::map<std::string, bool> infrastructure_;
   probes::RingBufferHandle events_;
   identity::WorkloadDirectory directory_;
   ledger::UsageTotals totals_;

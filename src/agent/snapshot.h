@@ -36,6 +36,10 @@ struct WorkloadView {
   ledger::Usage usage;                    // over all GPUs
   std::vector<GpuUsage> by_gpu;           // sorted by (gpu, uuid)
   std::vector<ProcessView> processes;
+  // GPU infrastructure, not a tenant: the CUDA MPS control daemon and server
+  // (identity/infrastructure.h). Never a holder, a user in the cost split or
+  // __unallocated__ activity; its usage is shown apart.
+  bool infrastructure = false;
 };
 
 struct MapUsage {

@@ -10,6 +10,7 @@ struct AgentCommand {
   std::string web_config_file;            // exporter-toolkit TLS and basic auth; empty: plain HTTP
   std::vector<std::string> cuda_libs;
   std::vector<std::string> cgroup_roots;  // extra places a node's hierarchy starts (kind, k3d, --cgroup-root)
+  std::vector<std::string> infrastructure_namespaces;  // --infrastructure-namespace; empty: the defaults
   bool no_discovery = false;
   bool no_hold_new_drivers = false;
   bool launch_returns = false;

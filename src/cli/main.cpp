@@ -33,6 +33,11 @@ int main(int argc, char** argv) {
                         "--cgroup-root, or the container a kind/k3d node runs in. Pods, Slurm jobs and "
                         "containers are recognised only at the top of the hierarchy and below these, never "
                         "inside a tenant's own cgroups");
+  agent_cmd->add_option("--infrastructure-namespace", agent.infrastructure_namespaces,
+                        "A namespace whose pods may run GPU infrastructure (repeatable; default: gpu-operator, "
+                        "nvidia-gpu-operator, nvidia-device-plugin, kube-system). A CUDA MPS server or control "
+                        "daemon (by its real executable) in a pod there, or in a host service outside "
+                        "containers, is infrastructure: never a tenant, never billed, never __unallocated__");
   agent_cmd->add_flag("--no-hold-new-drivers", agent.no_hold_new_drivers,
                       "Do not stop the first process that maps a never-seen libcuda copy until its probes "
                       "are in place (its first calls may then go uncounted)");

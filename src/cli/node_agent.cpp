@@ -120,6 +120,21 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
     p.pod_resources = std::make_unique<kubernetes::PodResourcesMonitor>(
         cmd.pod_resources_socket, kubernetes::AllocationOptions{p.config.extra_gpu_resources, p.config.dra_drivers},
         p.config.pod_resources_interval);
+  if (p.pod_resources) {
+    // Shares of shared GPUs: the API's scheduler records and node labels,
+    // and each GPU's memory (used + free) for memory fractions.
+    const kubernetes::KubernetesMetadata* k8s = p.k8s.get();
+    device::DevicePlane* device_plane = p.devices.get();
+    p.pod_resources->set_sharing_facts([k8s, device_plane] {
+      auto facts = k8s ? k8s->sharing_facts() : kubernetes::SharingFacts{};
+      for (const auto& r : device_plane->snapshot().readings) {
+        auto used = r[device::DeviceField::kMemoryUsedBytes], free = r[device::DeviceField::kMemoryFreeBytes];
+        if (r.gpu_instance_id.empty() && used && free)
+          facts.device_memory_mib.try_emplace(r.uuid, static_cast<uint64_t>((*used + *free) / (1024.0 * 1024.0)));
+      }
+      return facts;
+    });
+  }
   p.k8s_metrics = std::make_unique<kubernetes::KubernetesMetrics>(p.pods, p.config.team_rule, p.k8s.get(),
                                                                   p.pod_resources.get());
 
@@ -145,6 +160,9 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   options.gc_interval = std::min(options.gc_interval,
                                  std::max(std::chrono::milliseconds(1000), options.retire_after / 2));
   options.classifier.cgroup_roots = cmd.cgroup_roots;
+  identity::InfrastructureOptions infrastructure;
+  if (!cmd.infrastructure_namespaces.empty()) infrastructure.namespaces = cmd.infrastructure_namespaces;
+  options.infrastructure = std::make_shared<identity::InfrastructureJudge>(infrastructure);
   options.namer = std::make_shared<kubernetes::TeamNamer>(p.cluster ? p.pods : nullptr, p.config.team_rule,
                                                           p.config.teams);
   device::DevicePlane* devices = p.devices.get();

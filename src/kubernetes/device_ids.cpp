@@ -104,6 +104,15 @@ std::optional<GpuDevice> parse_device_id(std::string_view resource, std::string_
   return dev;
 }
 
+std::string replica_base(std::string_view id) {
+  if (size_t pos = id.rfind("::"); pos != std::string_view::npos && all_digits(id.substr(pos + 2)))
+    id = id.substr(0, pos);
+  if (size_t slash = id.rfind('/'); slash != std::string_view::npos && prefixed_number(id.substr(slash + 1), "vgpu") &&
+                                    starts_with(id, "nvidia"))
+    id = id.substr(0, slash);
+  return std::string(id);
+}
+
 std::string sharing_mode(const GpuDevice& device) {
   switch (device.sharing) {
     case Sharing::kReplicas: return "time-slicing";

@@ -39,6 +39,11 @@ std::string sharing_mode(const GpuDevice& device);
 // nullopt for an id that cannot be a device (empty, whitespace, control bytes).
 std::optional<GpuDevice> parse_device_id(std::string_view resource_name, std::string_view device_id);
 
+// The device a replica id stands for: the id without its trailing "::<n>" and
+// without a GKE "/vgpu<V>" part ("GPU-x::3" -> "GPU-x", "nvidia1/gi2/vgpu0" ->
+// "nvidia1/gi2"). Replicas with the same base are slots of one device.
+std::string replica_base(std::string_view device_id);
+
 // nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-*, or one of `extra`.
 bool is_gpu_resource(std::string_view resource_name, const std::vector<std::string>& extra);
 

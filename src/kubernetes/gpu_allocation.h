@@ -40,10 +40,22 @@ struct GpuAllocation {
   // a MIG slice) allocated to this entry, in (0, 1]: 1 for a whole device or a
   // whole MIG instance; 1/N for one of N time-slicing or MPS replicas; a HAMi
   // or KAI/Run:ai fraction; a DRA claim's part when pods share the claim.
+  // Replicas of one device held by one container are one entry whose share is
+  // their sum (never one entry per replica slot). See docs/kubernetes-sharing.md.
   double share = 1.0;
   // How the device is shared, as an admin would say it: "exclusive",
-  // "time-slicing", "mps", "mig", "fraction", "dra", "dra-shared"; "" = not known.
+  // "time-slicing", "mps", "mig", "mig-time-slicing", "fraction", "dra",
+  // "dra-shared"; "" = not known.
   std::string mode;
+  // Whether `share` was established. false: the sources could not say how many
+  // replicas the device has (no GetAllocatableResources answer and no GFD
+  // replicas label), or a fraction's device total is unknown; share is then
+  // 1.0 and means nothing: the holder shares the device in an unknown part.
+  bool share_known = true;
+  // What the share was computed from: "whole", "replicas" (held / advertised),
+  // "cores" (HAMi gpucores percent), "memory" (MiB / device total),
+  // "fraction" (KAI gpu-fraction), "claim" (1 / containers sharing a DRA claim).
+  std::string share_basis = "whole";
   bool operator==(const GpuAllocation&) const = default;
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kubernetes/api_client.h"
+#include "kubernetes/node_facts.h"
 #include "kubernetes/pod_directory.h"
 #include "kubernetes/reflector.h"
 
@@ -15,6 +16,10 @@ struct KubernetesOptions {
   ClusterConfig cluster;
   std::string node_name;
   bool watch_namespaces = true;  // needed when the team rule reads namespace labels
+  // GPU sharing (sharing.h): this node's object (GFD labels, HAMi's
+  // registration) and its DRA ResourceSlices (resource.k8s.io/v1). Needs a
+  // node name.
+  bool watch_sharing = true;
   std::chrono::milliseconds initial_backoff{500};
   std::chrono::milliseconds max_backoff{30000};
   int watch_timeout_seconds = 300;
@@ -28,6 +33,10 @@ class KubernetesMetadata {
   void stop();
   ReflectorStats pod_stats() const;
   std::optional<ReflectorStats> namespace_stats() const;
+  // The node and its ResourceSlices (watch_sharing), by resource name.
+  std::vector<std::pair<std::string, ReflectorStats>> sharing_stats() const;
+  // What the API says about how this node's GPUs are shared (pods included).
+  SharingFacts sharing_facts() const;
   uint64_t malformed_pods() const { return pod_sink_.malformed(); }
   const KubernetesOptions& options() const { return options_; }
 
@@ -37,7 +46,10 @@ class KubernetesMetadata {
   ApiClient client_;
   PodSink pod_sink_;
   NamespaceSink namespace_sink_;
-  std::unique_ptr<Reflector> pods_, namespaces_;
+  NodeFacts node_facts_;
+  NodeSink node_sink_{node_facts_};
+  ResourceSliceSink slice_sink_{node_facts_};
+  std::unique_ptr<Reflector> pods_, namespaces_, node_, slices_;
 };
 
 }  // namespace gpuledger::kubernetes

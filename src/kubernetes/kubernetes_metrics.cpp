@@ -15,6 +15,7 @@ void KubernetesMetrics::write_metrics(exporter::ExpositionWriter& out) const {
   if (metadata_) {
     std::vector<std::pair<std::string, ReflectorStats>> stats = {{"pods", metadata_->pod_stats()}};
     if (auto ns = metadata_->namespace_stats()) stats.emplace_back("namespaces", *ns);
+    for (auto& s : metadata_->sharing_stats()) stats.push_back(std::move(s));
     out.family("gpuledger_kubernetes_api_up", MetricType::kGauge,
                "1 when the last request to the Kubernetes API server for this resource succeeded.");
     for (const auto& [r, s] : stats) out.sample({{"resource", r}}, uint64_t{s.up ? 1u : 0u});
@@ -60,8 +61,18 @@ void KubernetesMetrics::write_metrics(exporter::ExpositionWriter& out) const {
                "Device ids in the last Pod Resources answer that could not be understood and were left out.");
     out.sample({}, st.skipped_ids);
 
+    out.family("gpuledger_gpu_sharing_untrusted_records", MetricType::kGauge,
+               "HAMi or KAI scheduler records (pod annotations) in the last poll that were malformed or did not "
+               "match what the kubelet handed out, and were not trusted.");
+    out.sample({}, st.sharing.refused_annotations);
+    out.family("gpuledger_gpu_allocation_unknown_shares", MetricType::kGauge,
+               "GPU allocations in the last poll whose share of the device could not be established.");
+    out.sample({}, st.sharing.unknown_shares);
+
     out.family("gpuledger_gpu_allocation_info", MetricType::kGauge,
-               "A GPU (or MIG instance, or replica of a shared GPU) allocated to a container by the kubelet.");
+               "A GPU (or MIG instance, or part of a shared GPU) allocated to a container: one series per "
+               "container and device, however many replica slots it holds (device_id lists them). mode says how "
+               "the device is shared (docs/kubernetes-sharing.md).");
     for (const auto& a : st.allocations) {
       std::string team;
       if (directory_) {
@@ -81,7 +92,8 @@ void KubernetesMetrics::write_metrics(exporter::ExpositionWriter& out) const {
                         {"UUID", a.device.uuid},
                         {"resource", a.resource},
                         {"device_id", a.device_id},
-                        {"sharing", std::string(to_string(a.device.sharing))}},
+                        {"sharing", std::string(to_string(a.device.sharing))},
+                        {"mode", a.mode}},
                  uint64_t{1});
     }
     out.family("gpuledger_gpu_allocatable_info", MetricType::kGauge,

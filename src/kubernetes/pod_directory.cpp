@@ -4,6 +4,8 @@
 #include <mutex>
 
 #include "common/log.h"
+#include "kubernetes/json_fields.h"
+#include "kubernetes/sharing_facts.h"
 
 namespace gpuledger::kubernetes {
 namespace {
@@ -11,17 +13,6 @@ namespace {
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-const nlohmann::json* member(const nlohmann::json& j, const char* key) {
-  if (!j.is_object()) return nullptr;
-  auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
-}
-
-std::string string_member(const nlohmann::json& j, const char* key) {
-  auto m = member(j, key);
-  return m && m->is_string() ? m->get<std::string>() : "";
 }
 
 LabelMap labels_of(const nlohmann::json& metadata) {
@@ -53,8 +44,17 @@ std::optional<PodInfo> parse_pod(const nlohmann::json& object, std::string* erro
   if (pod.uid.empty() || pod.name.empty() || pod.namespace_name.empty())
     return bad("metadata lacks uid, name or namespace");
   pod.labels = labels_of(*md);
-  if (auto ann = member(*md, "annotations"); ann && ann->is_object())
+  if (auto ann = member(*md, "annotations"); ann && ann->is_object()) {
     pod.mirror_uid = lower(string_member(*ann, "kubernetes.io/config.mirror"));
+    for (auto it = ann->begin(); it != ann->end(); ++it)
+      if (it->is_string() && is_sharing_pod_key(it.key()) && it->get_ref<const std::string&>().size() <= kMaxSharingValue)
+        pod.sharing_annotations[it.key()] = it->get<std::string>();
+  }
+  if (auto spec = member(object, "spec"); spec && spec->is_object()) {
+    pod.node_name = string_member(*spec, "nodeName");
+    if (auto cs = member(*spec, "containers"); cs && cs->is_array())
+      for (const auto& c : *cs) pod.spec_containers.push_back(string_member(c, "name"));
+  }
   if (auto status = member(object, "status"); status && status->is_object()) {
     for (const char* list : {"containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"}) {
       auto statuses = member(*status, list);
@@ -213,6 +213,21 @@ std::optional<LabelMap> PodDirectory::namespace_labels(const std::string& name) 
   auto it = namespaces_.find(name);
   if (it == namespaces_.end()) return std::nullopt;
   return it->second;
+}
+
+LabelMap PodInfo::sharing_labels() const {
+  LabelMap out;
+  for (const auto& [k, v] : labels)
+    if (is_sharing_pod_key(k)) out[k] = v;
+  return out;
+}
+
+std::vector<PodInfo> PodDirectory::live_pods() const {
+  std::shared_lock lock(mu_);
+  std::vector<PodInfo> out;
+  for (const auto& [uid, e] : pods_)
+    if (!e.deleted_at) out.push_back(e.info);
+  return out;
 }
 
 std::string PodDirectory::team(const config::TeamRule& rule, const PodLookup& pod) const {

@@ -31,6 +31,12 @@ struct PodInfo {
   std::string namespace_name, name;
   LabelMap labels;
   std::map<std::string, std::string> containers;  // container id (bare lowercase hex) -> container name
+  // For GPU sharing (sharing_facts.h): the node it is bound to, its
+  // spec.containers names in order, and the annotations sharing reads.
+  std::string node_name;
+  std::vector<std::string> spec_containers;
+  LabelMap sharing_annotations;
+  LabelMap sharing_labels() const;  // the labels sharing reads
 };
 
 // nullopt, with *error, for an object that is not a pod with a uid, name and namespace.
@@ -64,6 +70,7 @@ class PodDirectory {
   std::optional<PodLookup> find(const std::string& pod_uid, const std::string& container_id) const;
   std::optional<PodLookup> find_by_name(const std::string& namespace_name, const std::string& pod) const;
   std::optional<LabelMap> namespace_labels(const std::string& name) const;
+  std::vector<PodInfo> live_pods() const;  // not deleted
   std::string team(const config::TeamRule& rule, const PodLookup& pod) const;
 
   // Forgets deleted pods past their grace period and not looked up within it.

@@ -88,6 +88,11 @@ PodResourcesMonitor::PodResourcesMonitor(std::string socket_path, AllocationOpti
 
 PodResourcesMonitor::~PodResourcesMonitor() { stop(); }
 
+void PodResourcesMonitor::set_sharing_facts(std::function<SharingFacts()> facts) {
+  std::lock_guard lock(mu_);
+  facts_ = std::move(facts);
+}
+
 void PodResourcesMonitor::start() {
   if (thread_.joinable()) return;
   {
@@ -129,8 +134,16 @@ void PodResourcesMonitor::poll_now() {
   }
   size_t skipped = 0, skipped_inv = 0;
   std::vector<GpuAllocation> allocations, inventory;
+  SharingStats sharing;
   if (error.empty()) {
-    allocations = gpu_allocations(data.pods, options_, &skipped);
+    std::function<SharingFacts()> facts;
+    {
+      std::lock_guard lock(mu_);
+      facts = facts_;
+    }
+    allocations = resolve_sharing(gpu_allocations(data.pods, options_, &skipped), data.pods,
+                                  data.allocatable_known ? &data.allocatable : nullptr,
+                                  facts ? facts() : SharingFacts{}, options_, &sharing);
     inventory = gpu_inventory(data.allocatable, options_, &skipped_inv);
   }
   std::lock_guard lock(mu_);
@@ -140,6 +153,7 @@ void PodResourcesMonitor::poll_now() {
   if (error.empty()) {
     state_.up = true;
     state_.allocations = std::move(allocations);
+    state_.sharing = sharing;
     if (data.allocatable_known) state_.inventory = std::move(inventory);
     state_.skipped_ids = skipped + skipped_inv;
     state_.last_error.clear();

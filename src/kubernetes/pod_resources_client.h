@@ -12,7 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include <functional>
+
 #include "kubernetes/gpu_allocation.h"
+#include "kubernetes/sharing.h"
 
 namespace gpuledger::kubernetes {
 
@@ -35,7 +38,8 @@ struct PodResourcesState {
   bool ever_polled = false;
   uint64_t errors = 0;        // failed polls, in total
   uint64_t skipped_ids = 0;   // device ids that could not be parsed, last poll
-  std::vector<GpuAllocation> allocations;  // from the last good poll
+  std::vector<GpuAllocation> allocations;  // from the last good poll, shares resolved (sharing.h)
+  SharingStats sharing;
   std::vector<GpuAllocation> inventory;
   std::string last_error;
 };
@@ -47,6 +51,9 @@ class PodResourcesMonitor {
   PodResourcesMonitor(const PodResourcesMonitor&) = delete;
   PodResourcesMonitor& operator=(const PodResourcesMonitor&) = delete;
 
+  // What the API server says about sharing, read at each poll (none: the
+  // kubelet's answer alone; HAMi and KAI fractions are then not seen).
+  void set_sharing_facts(std::function<SharingFacts()> facts);
   void start();  // polls now, then every interval
   void stop();
   void poll_now();  // one synchronous poll (tests, start)
@@ -57,6 +64,7 @@ class PodResourcesMonitor {
   void run();
   std::string socket_path_;
   AllocationOptions options_;
+  std::function<SharingFacts()> facts_;
   std::chrono::milliseconds interval_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -73,9 +73,11 @@ std::vector<HolderEntry> holders_from(const std::vector<kubernetes::GpuAllocatio
     if (a.device.uuid.empty()) continue;
     HolderEntry h;
     h.slot_uuid = slot_uuid(a);
-    // The allocated share (1 whole; 1/N a replica; a fraction): a share the
-    // allocation could not tell (0, NaN) counts as the whole device.
-    h.weight = a.share > 0 && a.share <= 1 ? a.share : 1.0;
+    // The allocated share (1 whole; 1/N of replicas held / advertised; a
+    // fraction; a shared claim's part). A container's replicas of one device
+    // are one entry. A share the allocation could not tell counts as the
+    // whole device (one holder's weight).
+    h.weight = a.share_known && a.share > 0 && a.share <= 1 ? a.share : 1.0;
     auto it = by_name.find({a.namespace_name, a.pod, a.container});
     if (it != by_name.end()) {
       h.account = it->second->workload.id;

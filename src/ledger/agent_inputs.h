@@ -14,8 +14,9 @@
 //                the agent snapshot), or "k8s/<namespace>/<pod>/<container>"
 //                for a container that never used CUDA. The weight is the
 //                allocation's share of the device (GpuAllocation::share: 1
-//                whole, 1/N a replica, a HAMi/KAI fraction, a DRA claim's
-//                part); a holder's entries on one slot add up.
+//                whole, replicas held / advertised, a HAMi/KAI fraction, a
+//                DRA claim's part; 1 when it is unknown); a holder's entries
+//                on one slot add up.
 //   memory     - per GPU: used + free bytes (DCGM first): the capacity the
 //                unheld memory cost (memory_price_share) is measured against.
 //   device     - per GPU: busy fraction = utilisation ratio; efficiency =

@@ -21,6 +21,9 @@ std::vector<WorkloadUsage> workload_usages(const agent::AgentSnapshot& snapshot)
   std::vector<WorkloadUsage> out;
   out.reserve(snapshot.workloads.size());
   for (const auto& view : snapshot.workloads) {
+    // GPU infrastructure (the MPS server) is nobody's use of the GPU: not a
+    // user in the split, not __unallocated__ activity.
+    if (view.infrastructure) continue;
     WorkloadUsage w;
     w.account = view.workload.id;
     w.labels = {view.names.namespace_name, view.names.pod, view.names.container, view.names.team};

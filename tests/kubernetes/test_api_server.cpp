@@ -135,8 +135,9 @@ int TestApiServer::start(int port) {
   } else {
     server_ = std::make_unique<httplib::Server>();
   }
-  for (std::string resource : {"pods", "namespaces"}) {
-    server_->Get("/api/v1/" + resource, [this, resource](const httplib::Request& req, httplib::Response& res) {
+  for (std::string resource : {"pods", "namespaces", "nodes", "resourceslices"}) {
+    std::string path = resource == "resourceslices" ? "/apis/resource.k8s.io/v1/" + resource : "/api/v1/" + resource;
+    server_->Get(path, [this, resource](const httplib::Request& req, httplib::Response& res) {
       if (!authorized(req, res)) return;
       if (req.get_param_value("watch") == "true" || req.get_param_value("watch") == "1")
         serve_watch(resource, req, res);
@@ -175,9 +176,11 @@ bool TestApiServer::authorized(const httplib::Request& req, httplib::Response& r
 
 bool TestApiServer::matches(const std::string& resource, const nlohmann::json& object,
                             const std::string& selector) const {
-  if (resource != "pods" || selector.empty()) return true;
+  if (resource == "namespaces" || selector.empty()) return true;
   auto eq = selector.find('=');
-  if (selector.substr(0, eq) != "spec.nodeName") return true;
+  auto field = selector.substr(0, eq);
+  if (field == "metadata.name") return object.value("/metadata/name"_json_pointer, std::string()) == selector.substr(eq + 1);
+  if (field != "spec.nodeName") return true;
   return object.value("/spec/nodeName"_json_pointer, std::string()) == selector.substr(eq + 1);
 }
 
@@ -189,10 +192,32 @@ void TestApiServer::record(const std::string& resource, const std::string& type,
     auto uid = object["metadata"]["uid"].get<std::string>();
     if (type == "DELETED") pods_.erase(uid);
     else pods_[uid] = object;
-  } else {
+  } else if (resource == "namespaces") {
     auto name = object["metadata"]["name"].get<std::string>();
     namespaces_[name] = object;
+  } else {
+    by_name_[resource][object["metadata"]["name"].get<std::string>()] = object;
   }
+}
+
+const std::map<std::string, nlohmann::json>& TestApiServer::objects(const std::string& resource) const {
+  if (resource == "pods") return pods_;
+  if (resource == "namespaces") return namespaces_;
+  return by_name_[resource];
+}
+
+void TestApiServer::upsert_node(const nlohmann::json& node) {
+  std::lock_guard lock(mu_);
+  auto name = node["metadata"]["name"].get<std::string>();
+  record("nodes", by_name_["nodes"].count(name) ? "MODIFIED" : "ADDED", node);
+  cv_.notify_all();
+}
+
+void TestApiServer::upsert_resource_slice(const nlohmann::json& slice) {
+  std::lock_guard lock(mu_);
+  auto name = slice["metadata"]["name"].get<std::string>();
+  record("resourceslices", by_name_["resourceslices"].count(name) ? "MODIFIED" : "ADDED", slice);
+  cv_.notify_all();
 }
 
 void TestApiServer::upsert_pod(const nlohmann::json& pod) {
@@ -252,10 +277,13 @@ void TestApiServer::serve_list(const std::string& resource, const httplib::Reque
     last_selector_ = selector;
   }
   nlohmann::json list = {{"apiVersion", "v1"},
-                         {"kind", resource == "pods" ? "PodList" : "NamespaceList"},
+                         {"kind", resource == "pods"         ? "PodList"
+                                  : resource == "namespaces" ? "NamespaceList"
+                                  : resource == "nodes"      ? "NodeList"
+                                                             : "ResourceSliceList"},
                          {"metadata", {{"resourceVersion", std::to_string(rv_)}}},
                          {"items", nlohmann::json::array()}};
-  for (const auto& [k, obj] : resource == "pods" ? pods_ : namespaces_)
+  for (const auto& [k, obj] : objects(resource))
     if (matches(resource, obj, selector)) list["items"].push_back(obj);
   res.set_content(list.dump(), "application/json");
 }

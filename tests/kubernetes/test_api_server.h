@@ -50,6 +50,10 @@ class TestApiServer {
   void upsert_pod(const nlohmann::json& pod);  // ADDED when new, else MODIFIED
   void delete_pod(const std::string& uid);
   void upsert_namespace(const std::string& name, const std::map<std::string, std::string>& labels);
+  // Nodes (fieldSelector metadata.name) and resource.k8s.io/v1 ResourceSlices
+  // (fieldSelector spec.nodeName), by name.
+  void upsert_node(const nlohmann::json& node);
+  void upsert_resource_slice(const nlohmann::json& slice);
   void send_bookmark();     // open watches get a BOOKMARK at the current resourceVersion
   void compact_history();   // older resourceVersions are gone: watches from them get 410; open ones too
   void send_garbage(const std::string& line);  // a raw line on open pod watches
@@ -91,6 +95,8 @@ class TestApiServer {
   uint64_t bookmark_generation_ = 0;
   std::map<std::string, nlohmann::json> pods_;        // by uid
   std::map<std::string, nlohmann::json> namespaces_;  // by name
+  mutable std::map<std::string, std::map<std::string, nlohmann::json>> by_name_;  // nodes, resourceslices: by name
+  const std::map<std::string, nlohmann::json>& objects(const std::string& resource) const;
   std::vector<Event> history_;
   std::string last_selector_;
   std::atomic<int> pod_lists_{0}, pod_watches_{0}, open_watches_{0}, unauthorized_{0};

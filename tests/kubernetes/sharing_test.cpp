@@ -1,0 +1,287 @@
+// How each GPU allocation's share and sharing mode come out of the kubelet's
+// answer and the API server's facts (sharing.h): exact values.
+#include <gtest/gtest.h>
+
+#include "kubernetes/hami_annotations.h"
+#include "kubernetes/node_facts.h"
+#include "kubernetes/sharing.h"
+
+namespace gpuledger::kubernetes {
+namespace {
+
+const std::string kGpu0 = "GPU-aaaaaaaa-0000-4000-8000-000000000000";
+const std::string kGpu1 = "GPU-bbbbbbbb-1111-4111-8111-111111111111";
+const std::string kMig = "MIG-dddddddd-3333-4333-8333-333333333333";
+
+PodAllocation pod(const std::string& ns, const std::string& name,
+                  std::vector<std::pair<std::string, std::vector<ContainerDevices>>> containers) {
+  PodAllocation p{name, ns, {}};
+  for (auto& [c, devs] : containers) p.containers.push_back({c, devs, {}});
+  return p;
+}
+
+std::vector<GpuAllocation> resolve(const std::vector<PodAllocation>& pods,
+                                   const std::vector<ContainerDevices>* allocatable, const SharingFacts& facts,
+                                   SharingStats* stats = nullptr) {
+  AllocationOptions options;
+  return resolve_sharing(gpu_allocations(pods, options), pods, allocatable, facts, options, stats);
+}
+
+std::vector<std::string> replicas(const std::string& base, int n) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.push_back(base + "::" + std::to_string(i));
+  return out;
+}
+
+TEST(Sharing, TimeSlicedReplicasAreOneEntryPerContainerWithTheirSummedShare) {
+  std::vector<PodAllocation> pods = {
+      pod("ml", "a", {{"main", {{"nvidia.com/gpu", {kGpu0 + "::0", kGpu0 + "::1"}}}}}),
+      pod("ml", "b", {{"main", {{"nvidia.com/gpu", {kGpu0 + "::3"}}}}}),
+      pod("ml", "c", {{"main", {{"nvidia.com/gpu", {kGpu1}}}}}),
+  };
+  std::vector<ContainerDevices> allocatable = {{"nvidia.com/gpu", replicas(kGpu0, 4)}, {"nvidia.com/gpu", {kGpu1}}};
+  auto out = resolve(pods, &allocatable, {});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].pod, "a");
+  EXPECT_EQ(out[0].device_id, kGpu0 + "::0," + kGpu0 + "::1");
+  EXPECT_EQ(out[0].device.uuid, kGpu0);
+  EXPECT_EQ(out[0].share, 0.5);
+  EXPECT_EQ(out[0].mode, "time-slicing");
+  EXPECT_EQ(out[0].share_basis, "replicas");
+  EXPECT_TRUE(out[0].share_known);
+  EXPECT_EQ(out[1].share, 0.25);
+  EXPECT_EQ(out[1].mode, "time-slicing");
+  EXPECT_EQ(out[2].share, 1.0);
+  EXPECT_EQ(out[2].mode, "exclusive");
+  EXPECT_EQ(out[2].share_basis, "whole");
+}
+
+TEST(Sharing, RenamedSharedResourceFallsBackToTheGfdLabelAndElseSaysUnknown) {
+  std::vector<PodAllocation> pods = {pod("ml", "a", {{"main", {{"nvidia.com/gpu.shared", {kGpu0 + "::7"}}}}})};
+  SharingFacts facts;
+  facts.node_labels = {{"nvidia.com/gpu.replicas", "10"}, {"nvidia.com/gpu.sharing-strategy", "time-slicing"}};
+  auto out = resolve(pods, nullptr, facts);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].share, 1.0 / 10.0);
+  EXPECT_EQ(out[0].mode, "time-slicing");
+  EXPECT_TRUE(out[0].share_known);
+
+  // No inventory, no label: the share is not invented.
+  SharingStats stats;
+  out = resolve(pods, nullptr, {}, &stats);
+  EXPECT_FALSE(out[0].share_known);
+  EXPECT_EQ(out[0].share, 1.0);
+  EXPECT_EQ(stats.unknown_shares, 1u);
+  // A label that is not a count is no count.
+  facts.node_labels["nvidia.com/gpu.replicas"] = "10; rm -rf";
+  EXPECT_FALSE(resolve(pods, nullptr, facts)[0].share_known);
+}
+
+TEST(Sharing, MpsNodesSayMps) {
+  std::vector<PodAllocation> pods = {
+      pod("ml", "a", {{"main", {{"nvidia.com/gpu", {kGpu0 + "::1"}}}}, {"side", {{"nvidia.com/gpu", {kGpu0 + "::2"}}}}})};
+  std::vector<ContainerDevices> allocatable = {{"nvidia.com/gpu", replicas(kGpu0, 8)}};
+  SharingFacts facts;
+  facts.node_labels = {{"nvidia.com/mps.capable", "true"}, {"nvidia.com/gpu.sharing-strategy", "mps"}};
+  auto out = resolve(pods, &allocatable, facts);
+  ASSERT_EQ(out.size(), 2u);  // per container, never per slot
+  for (const auto& a : out) {
+    EXPECT_EQ(a.mode, "mps");
+    EXPECT_EQ(a.share, 1.0 / 8.0);
+  }
+}
+
+TEST(Sharing, MigInstancesAndTimeSharedMigInstances) {
+  std::vector<PodAllocation> pods = {
+      pod("web", "whole", {{"srv", {{"nvidia.com/mig-1g.5gb", {"MIG-" + kGpu1 + "/7/0"}}}}}),
+      pod("web", "sliced", {{"srv", {{"nvidia.com/mig-1g.5gb", {kMig + "::0", kMig + "::2"}}}}}),
+      pod("web", "gke", {{"srv", {{"nvidia.com/mig-1g.5gb", {"nvidia1/gi2/vgpu0"}}}}}),
+  };
+  std::vector<ContainerDevices> allocatable = {{"nvidia.com/mig-1g.5gb", replicas(kMig, 4)}};
+  SharingFacts facts;
+  facts.node_labels = {{"nvidia.com/mig-1g.5gb.replicas", "2"}};
+  auto out = resolve(pods, &allocatable, facts);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].pod, "gke");
+  EXPECT_EQ(out[0].device.uuid, "nvidia1");
+  EXPECT_EQ(out[0].device.mig_instance, "gi2");
+  EXPECT_EQ(out[0].share, 0.5);  // from the GFD label: the inventory does not list it
+  EXPECT_EQ(out[0].mode, "mig-time-slicing");
+  EXPECT_EQ(out[0].device.sharing, Sharing::kMig);
+  EXPECT_EQ(out[1].pod, "sliced");
+  EXPECT_EQ(out[1].device.uuid, kMig);
+  EXPECT_EQ(out[1].share, 0.5);
+  EXPECT_EQ(out[1].mode, "mig-time-slicing");
+  EXPECT_EQ(out[1].device.sharing, Sharing::kMig);
+  EXPECT_EQ(out[2].pod, "whole");
+  EXPECT_EQ(out[2].share, 1.0);
+  EXPECT_EQ(out[2].mode, "mig");
+  EXPECT_EQ(out[2].device.mig_instance, "7/0");
+}
+
+SharingFacts hami_facts(const std::string& record) {
+  SharingFacts f;
+  f.node_name = "node-1";
+  f.node_annotations = {{"hami.io/node-nvidia-register",
+                         R"([{"id":")" + kGpu0 + R"(","count":10,"devmem":12000,"devcore":100,"type":"NVIDIA-A10"}])"}};
+  PodSharingFacts p{"ml", "frac", "node-1", {}, {}, {"main", "sidecar", "mem"}};
+  p.annotations = {{"hami.io/vgpu-devices-allocated", record},
+                   {"hami.io/vgpu-devices-to-allocate", ";"},
+                   {"hami.io/vgpu-node", "node-1"},
+                   {"hami.io/bind-phase", "success"}};
+  f.pods[{"ml", "frac"}] = p;
+  return f;
+}
+
+std::vector<PodAllocation> hami_pods() {
+  return {pod("ml", "frac",
+              {{"main", {{"nvidia.com/gpu", {kGpu0 + "-3"}}}}, {"sidecar", {}}, {"mem", {{"nvidia.com/gpu", {kGpu0 + "-4"}}}}})};
+}
+
+TEST(Sharing, HamiFractionsComeFromTheSchedulersRecord) {
+  auto facts = hami_facts(kGpu0 + ",NVIDIA,3000,30:;;" + kGpu0 + ",NVIDIA,3000,0:;");
+  SharingStats stats;
+  auto out = resolve(hami_pods(), nullptr, facts, &stats);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(stats.refused_annotations, 0u);
+  EXPECT_EQ(out[0].container, "main");
+  EXPECT_EQ(out[0].device.uuid, kGpu0);
+  EXPECT_EQ(out[0].device_id, kGpu0);
+  EXPECT_EQ(out[0].resource, "nvidia.com/gpu");
+  EXPECT_EQ(out[0].share, 0.3);
+  EXPECT_EQ(out[0].share_basis, "cores");
+  EXPECT_EQ(out[0].mode, "fraction");
+  EXPECT_EQ(out[1].container, "mem");
+  EXPECT_EQ(out[1].share, 0.25);  // 3000 of 12000 MiB
+  EXPECT_EQ(out[1].share_basis, "memory");
+}
+
+TEST(Sharing, HamiRecordsThatCannotBeTrustedAreRefusedWhole) {
+  const std::string good = kGpu0 + ",NVIDIA,3000,30:;;" + kGpu0 + ",NVIDIA,3000,0:;";
+  auto refused = [&](SharingFacts facts) {
+    SharingStats stats;
+    auto out = resolve(hami_pods(), nullptr, facts, &stats);
+    EXPECT_EQ(stats.refused_annotations, 1u);
+    for (const auto& a : out) {
+      EXPECT_NE(a.mode, "fraction");
+    }
+    return out;
+  };
+  auto not_bound = hami_facts(good);
+  not_bound.pods.begin()->second.annotations["hami.io/bind-phase"] = "allocating";
+  refused(not_bound);
+  auto elsewhere = hami_facts(good);
+  elsewhere.pods.begin()->second.annotations["hami.io/vgpu-node"] = "node-2";
+  refused(elsewhere);
+  // Another device than the kubelet handed out: a tenant's own annotation.
+  refused(hami_facts(kGpu1 + ",NVIDIA,3000,1:;;" + kGpu1 + ",NVIDIA,3000,1:;"));
+  refused(hami_facts(kGpu0 + ",NVIDIA,3000,101:;"));
+  refused(hami_facts(kGpu0 + ",NVIDIA,-3000,30:;"));
+  refused(hami_facts(kGpu0 + ",NVIDIA,3000:;"));
+  refused(hami_facts("GPU-x\n,NVIDIA,3000,30:;"));
+  EXPECT_FALSE(parse_hami_allocated(""));
+  EXPECT_EQ(parse_hami_allocated(kGpu0 + ",NVIDIA,3000,30:;")->size(), 1u);
+  EXPECT_EQ(parse_hami_node_register(kGpu0 + ",10,32768,100,NVIDIA-Tesla V100,0,true:").at(kGpu0), 32768u);
+}
+
+SharingFacts kai_facts() {
+  SharingFacts f;
+  f.node_name = "node-1";
+  f.device_memory_mib = {{kGpu1, 8000}};
+  f.pods[{"runai-reservation", "runai-reservation-gpu-node-1-x7k2p"}] = {
+      "runai-reservation", "runai-reservation-gpu-node-1-x7k2p", "node-1",
+      {{"runai-gpu-group", "0f3c1a2e"}}, {{"run.ai/reserve_for_gpu_index", kGpu1}}, {"runai-reservation"}};
+  f.pods[{"team-a", "half"}] = {"team-a", "half", "node-1", {{"runai-gpu-group", "0f3c1a2e"}},
+                                {{"gpu-fraction", "0.5"}, {"runai-gpu", kGpu1}}, {"train", "logger"}};
+  f.pods[{"team-b", "mem"}] = {"team-b", "mem", "node-1", {{"runai-gpu-group", "0f3c1a2e"}},
+                               {{"gpu-memory", "2000"}}, {"infer"}};
+  f.pods[{"team-c", "cheat"}] = {"team-c", "cheat", "node-1", {{"runai-gpu-group", "0f3c1a2e"}},
+                                 {{"gpu-fraction", "0.01e2"}}, {"main"}};
+  f.pods[{"team-d", "stranger"}] = {"team-d", "stranger", "node-1", {{"runai-gpu-group", "other"}},
+                                    {{"gpu-fraction", "0.1"}}, {"main"}};
+  return f;
+}
+
+TEST(Sharing, KaiFractionsJoinTheReservationPodsGpuThroughTheGroupLabel) {
+  std::vector<PodAllocation> pods = {
+      pod("runai-reservation", "runai-reservation-gpu-node-1-x7k2p",
+          {{"runai-reservation", {{"nvidia.com/gpu", {kGpu1}}}}}),
+      pod("team-a", "half", {{"train", {}}, {"logger", {}}}),
+      pod("team-b", "mem", {{"infer", {}}}),
+      pod("team-c", "cheat", {{"main", {}}}),
+      pod("team-d", "stranger", {{"main", {}}}),
+  };
+  SharingStats stats;
+  auto out = resolve(pods, nullptr, kai_facts(), &stats);
+  ASSERT_EQ(out.size(), 3u);  // the reservation pod is no holder; a pod of no reserved group holds nothing
+  EXPECT_EQ(out[0].namespace_name, "team-a");
+  EXPECT_EQ(out[0].container, "train");
+  EXPECT_EQ(out[0].device.uuid, kGpu1);
+  EXPECT_EQ(out[0].resource, "nvidia.com/gpu");
+  EXPECT_EQ(out[0].share, 0.5);
+  EXPECT_EQ(out[0].mode, "fraction");
+  EXPECT_EQ(out[0].share_basis, "fraction");
+  EXPECT_EQ(out[1].namespace_name, "team-b");
+  EXPECT_EQ(out[1].share, 0.25);  // 2000 of 8000 MiB
+  EXPECT_EQ(out[1].share_basis, "memory");
+  EXPECT_EQ(out[2].namespace_name, "team-c");  // held, but in a part nobody can tell
+  EXPECT_FALSE(out[2].share_known);
+  EXPECT_EQ(stats.refused_annotations, 1u);
+
+  for (auto [text, value] : std::vector<std::pair<std::string, double>>{{"0.5", 0.5}, {"1", 1.0}, {"1.0", 1.0},
+                                                                      {".25", 0.25}, {"0.125", 0.125}})
+    EXPECT_EQ(parse_gpu_fraction(text), value) << text;
+  for (std::string bad : {"0", "0.0", "1.5", "2", "-0.5", "0.5 ", "1e-1", "0,5", "", ".", "0.0000001", "NaN"})
+    EXPECT_FALSE(parse_gpu_fraction(bad)) << bad;
+}
+
+ClaimDevice claim(const std::string& claim_name, const std::string& device, const std::string& cdi) {
+  ClaimDevice d{"gpu.nvidia.com", "node-1", device, {}, claim_name, "ml"};
+  if (!cdi.empty()) d.cdi_devices.push_back(cdi);
+  return d;
+}
+
+TEST(Sharing, DraClaimsSharedByPodsSplitEvenlyAndUuidsComeFromResourceSlices) {
+  std::vector<PodAllocation> pods;
+  for (auto [p, c] : std::vector<std::pair<std::string, std::string>>{{"a", "main"}, {"a", "side"}, {"b", "main"}}) {
+    PodAllocation pa{p, "ml", {{c, {}, {claim("shared", "gpu-0", "k8s.gpu.nvidia.com/gpu=" + kGpu0)}}}};
+    pods.push_back(pa);
+  }
+  pods.push_back({"solo", "ml", {{"main", {}, {claim("own", "gpu-1", "")}}}});
+  SharingFacts facts;
+  facts.slice_devices = {{"gpu.nvidia.com", "node-1", "gpu-1", kGpu1, false}};
+  auto out = resolve(pods, nullptr, facts);
+  ASSERT_EQ(out.size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(out[i].share, 1.0 / 3.0);
+    EXPECT_EQ(out[i].mode, "dra-shared");
+    EXPECT_EQ(out[i].device.uuid, kGpu0);
+    EXPECT_EQ(out[i].share_basis, "claim");
+  }
+  EXPECT_EQ(out[3].pod, "solo");
+  EXPECT_EQ(out[3].device.uuid, kGpu1);  // from the ResourceSlice
+  EXPECT_EQ(out[3].share, 1.0);
+  EXPECT_EQ(out[3].mode, "dra");
+}
+
+TEST(Sharing, ResourceSlicesOfV1AndV1beta1) {
+  auto slice = nlohmann::json::parse(R"J({"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice",
+    "metadata":{"name":"node-1-gpu.nvidia.com-abcde"},
+    "spec":{"driver":"gpu.nvidia.com","nodeName":"node-1","pool":{"name":"node-1","generation":1,"resourceSliceCount":1},
+      "devices":[{"name":"gpu-0","attributes":{"type":{"string":"gpu"},"uuid":{"string":"GPU-aaaaaaaa-0000-4000-8000-000000000000"},
+                   "index":{"int":0}}},
+                 {"name":"gpu-0-mig-1g10gb-0","attributes":{"type":{"string":"mig"},
+                   "uuid":{"string":"MIG-dddddddd-3333-4333-8333-333333333333"}}},
+                 {"name":"bad","attributes":{"uuid":{"string":"GPU-$(reboot)"}}}]}})J");
+  auto devices = parse_resource_slice(slice);
+  ASSERT_EQ(devices.size(), 3u);
+  EXPECT_EQ(devices[0], (SliceDevice{"gpu.nvidia.com", "node-1", "gpu-0", kGpu0, false}));
+  EXPECT_EQ(devices[1], (SliceDevice{"gpu.nvidia.com", "node-1", "gpu-0-mig-1g10gb-0", kMig, true}));
+  EXPECT_EQ(devices[2].uuid, "");
+  auto beta = nlohmann::json::parse(R"({"metadata":{"name":"s"},"spec":{"driver":"gpu.nvidia.com","pool":{"name":"p"},
+    "devices":[{"name":"gpu-0","basic":{"attributes":{"uuid":{"string":"GPU-aaaaaaaa-0000-4000-8000-000000000000"}}}}]}})");
+  EXPECT_EQ(parse_resource_slice(beta).at(0).uuid, kGpu0);
+}
+
+}  // namespace
+}  // namespace gpuledger::kubernetes
