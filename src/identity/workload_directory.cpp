@@ -53,4 +53,14 @@ bool WorkloadDirectory::still_exists(uint64_t key) {
   return cgroup_id_of(mount + (path == "/" ? "" : path)) == (key & ~GL_CGROUP_V1_BIT);
 }
 
+void WorkloadDirectory::forget(uint64_t key) {
+  std::lock_guard lock(mu_);
+  known_.erase(key);
+}
+
+size_t WorkloadDirectory::size() {
+  std::lock_guard lock(mu_);
+  return known_.size();
+}
+
 }  // namespace gpuledger::identity
