@@ -239,7 +239,7 @@ Footprint measure(const AgentProcess& agent, const std::string& when) {
   f.lost = sample_value(page, "gpuledger_bpf_overflow_total", "{reason=\"workload_entry_allocation_failed\"}") +
            sample_value(page, "gpuledger_bpf_overflow_total", "{reason=\"workload_map_full\"}");
   f.rss_scraping_kib = agent.rss_kib();
-  std::this_thread::sleep_for(std::chrono::seconds(6));  // one --ledger-interval-ms (5 s): malloc_trim
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // past one --ledger-interval-ms: malloc_trim
   f.rss_settled_kib = agent.rss_kib();
   return f;
 }
@@ -260,8 +260,10 @@ std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgro
   progress("agent memory: starting an agent process");
   const int few = workloads / 10;
   const uint32_t capacity = static_cast<uint32_t>(workloads + workloads / 5);
-  // Gone workloads leave the snapshots 2 s after their cgroup (issue 10).
-  AgentProcess agent(agent_binary, lib.path(), {"--max-workloads", std::to_string(capacity), "--retire-after", "2s"});
+  // Gone workloads leave the snapshots 2 s after their cgroup (issue 10); a
+  // ledger observation (and malloc_trim) every second lets --retire-after be 2 s.
+  AgentProcess agent(agent_binary, lib.path(),
+                     {"--max-workloads", std::to_string(capacity), "--retire-after", "2s", "--ledger-interval-ms", "1000"});
   agent.get("/metrics");
   std::vector<Footprint> rows;
   const uint64_t maps_before = agent.bpf_map_kib();
@@ -303,17 +305,18 @@ std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgro
                        "workload_counters entries", "Calls lost to __overflow__"});
   for (const auto& r : rows)
     table.add_row({r.when, std::to_string(r.series), fixed(r.page_mib, 2) + " MiB",
-                   fixed(r.page_seconds * 1000, 0) + " ms (" + fixed(r.build_seconds * 1000, 0) + " ms)",
+                   fixed(r.page_seconds * 1000, 1) + " ms (" + fixed(r.build_seconds * 1000, 1) + " ms)",
                    kib(r.rss_scraping_kib), kib(r.rss_settled_kib), fixed(r.directory, 0), fixed(r.map_entries, 0),
                    fixed(r.lost, 0)});
   const std::string n = std::to_string(workloads);
   return "## 3. Agent memory: " + std::to_string(few) + " and " + n + " live workloads, and after churn\n\n"
-         "`gpuledger agent --no-discovery --max-workloads " + std::to_string(capacity) + " --retire-after 2s` as a "
+         "`gpuledger agent --no-discovery --max-workloads " + std::to_string(capacity) +
+         " --retire-after 2s --ledger-interval-ms 1000` as a "
          "separate process. Workloads are cgroups under " + cgroups.parent() + "; one tenant process moves "
          "through them (writing 0 to cgroup.procs) with one cuLaunchKernel in each (" +
          fixed(walk_seconds * 1e6 / workloads, 0) + " us per cgroup, " + fixed(make_and_walk, 1) +
          " s to make and walk " + n + "). Each row: five /metrics scrapes, RSS (VmRSS) right after them and "
-         "6 s later (the agent hands freed heap back with malloc_trim every --ledger-interval-ms, 5 s). "
+         "1.5 s later (the agent hands freed heap back with malloc_trim every --ledger-interval-ms). "
          "Live rows are cgroups that exist; the last rows come after their removal and --retire-after. "
          "BPF maps (kernel memory, fdinfo memlock, not in RSS): " + kib(maps_before) + " idle, " + kib(maps_full) +
          " with " + n + " workloads.\n\n" + table.render();
