@@ -218,7 +218,7 @@ struct Footprint {
   double directory = 0, map_entries = 0, lost = 0;
 };
 
-Footprint measure(const AgentProcess& agent, const std::string& when) {
+Footprint measure(const AgentProcess& agent, int ledger_interval_ms, const std::string& when) {
   constexpr int kScrapes = 5;
   Footprint f;
   f.when = when;
@@ -239,7 +239,7 @@ Footprint measure(const AgentProcess& agent, const std::string& when) {
   f.lost = sample_value(page, "gpuledger_bpf_overflow_total", "{reason=\"workload_entry_allocation_failed\"}") +
            sample_value(page, "gpuledger_bpf_overflow_total", "{reason=\"workload_map_full\"}");
   f.rss_scraping_kib = agent.rss_kib();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // past one --ledger-interval-ms: malloc_trim
+  std::this_thread::sleep_for(std::chrono::milliseconds(ledger_interval_ms + 1000));  // malloc_trim after each observation
   f.rss_settled_kib = agent.rss_kib();
   return f;
 }
@@ -260,32 +260,36 @@ std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgro
   progress("agent memory: starting an agent process");
   const int few = workloads / 10;
   const uint32_t capacity = static_cast<uint32_t>(workloads + workloads / 5);
-  // Gone workloads leave the snapshots 2 s after their cgroup (issue 10); a
-  // ledger observation (and malloc_trim) every second lets --retire-after be 2 s.
+  // Gone workloads leave the snapshots 2 s after their cgroup (issue 10), or
+  // after two ledger observations. The agent's default interval (5 s) for the
+  // real figures: an observation of 10,000 workloads every second would starve
+  // the scrapes on 2 vCPUs. One second for the smoke run's few workloads.
+  const int ledger_interval_ms = workloads >= 1000 ? 5000 : 1000;
   AgentProcess agent(agent_binary, lib.path(),
-                     {"--max-workloads", std::to_string(capacity), "--retire-after", "2s", "--ledger-interval-ms", "1000"});
+                     {"--max-workloads", std::to_string(capacity), "--retire-after", "2s", "--ledger-interval-ms",
+                      std::to_string(ledger_interval_ms)});
   agent.get("/metrics");
   std::vector<Footprint> rows;
   const uint64_t maps_before = agent.bpf_map_kib();
-  rows.push_back(measure(agent, "idle, no workload"));
+  rows.push_back(measure(agent, ledger_interval_ms, "idle, no workload"));
 
   auto start = Clock::now();
   auto live = make_workload_cgroups(cgroups, "live", 0, few);
   double walk_seconds = walk_through(lib, live);
   wait_for_series(agent, few);
-  rows.push_back(measure(agent, std::to_string(few) + " live workloads"));
+  rows.push_back(measure(agent, ledger_interval_ms, std::to_string(few) + " live workloads"));
   progress("agent memory: %d live; growing to %d", few, workloads);
   auto more = make_workload_cgroups(cgroups, "live", few, workloads);
   walk_seconds += walk_through(lib, more);
   const double make_and_walk = seconds_since(start);
   wait_for_series(agent, workloads);
-  rows.push_back(measure(agent, std::to_string(workloads) + " live workloads"));
+  rows.push_back(measure(agent, ledger_interval_ms, std::to_string(workloads) + " live workloads"));
   const uint64_t maps_full = agent.bpf_map_kib();
 
   progress("agent memory: removing the %d cgroups", workloads);
   cgroups.remove("live");
   wait_for_series(agent, 0);
-  rows.push_back(measure(agent, "after the " + std::to_string(workloads) + " left (retired)"));
+  rows.push_back(measure(agent, ledger_interval_ms, "after the " + std::to_string(workloads) + " left (retired)"));
 
   constexpr int kBatches = 2;
   for (int b = 0; b < kBatches; ++b) {
@@ -296,7 +300,7 @@ std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgro
     cgroups.remove(parent);
     wait_for_series(agent, 0);
   }
-  rows.push_back(measure(agent, "after " + std::to_string(kBatches) + " x " + std::to_string(workloads) +
+  rows.push_back(measure(agent, ledger_interval_ms, "after " + std::to_string(kBatches) + " x " + std::to_string(workloads) +
                                     " more short-lived workloads, retired"));
   progress("agent memory: done; stopping the agent");
 
@@ -311,12 +315,13 @@ std::string measure_agent_memory(const SimLibrary& lib, const BenchCgroups& cgro
   const std::string n = std::to_string(workloads);
   return "## 3. Agent memory: " + std::to_string(few) + " and " + n + " live workloads, and after churn\n\n"
          "`gpuledger agent --no-discovery --max-workloads " + std::to_string(capacity) +
-         " --retire-after 2s --ledger-interval-ms 1000` as a "
+         " --retire-after 2s --ledger-interval-ms " + std::to_string(ledger_interval_ms) + "` as a "
          "separate process. Workloads are cgroups under " + cgroups.parent() + "; one tenant process moves "
          "through them (writing 0 to cgroup.procs) with one cuLaunchKernel in each (" +
          fixed(walk_seconds * 1e6 / workloads, 0) + " us per cgroup, " + fixed(make_and_walk, 1) +
-         " s to make and walk " + n + "). Each row: five /metrics scrapes, RSS (VmRSS) right after them and "
-         "1.5 s later (the agent hands freed heap back with malloc_trim every --ledger-interval-ms). "
+         " s to make and walk " + n + "). Each row: five /metrics scrapes, RSS (VmRSS) right after them and " +
+         fixed(ledger_interval_ms / 1000.0 + 1, 0) + " s later (the agent hands freed heap back with malloc_trim every "
+         "--ledger-interval-ms). "
          "Live rows are cgroups that exist; the last rows come after their removal and --retire-after. "
          "BPF maps (kernel memory, fdinfo memlock, not in RSS): " + kib(maps_before) + " idle, " + kib(maps_full) +
          " with " + n + " workloads.\n\n" + table.render();
