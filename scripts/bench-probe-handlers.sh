@@ -25,7 +25,10 @@ cg="$cg2/gl-handlers-$$"
 stats_before=$(cat /proc/sys/kernel/bpf_stats_enabled)
 agent_pid=
 cleanup() {
-  [[ -n "$agent_pid" ]] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null || true
+  if [[ -n "$agent_pid" ]]; then
+    kill "$agent_pid" 2>/dev/null || true
+    wait "$agent_pid" 2>/dev/null || true
+  fi
   echo "$stats_before" > /proc/sys/kernel/bpf_stats_enabled
   rmdir "$cg" 2>/dev/null || true
   rm -rf "$work"

@@ -317,8 +317,8 @@ void Agent::retire_gone_workloads() {
     bpf_map_delete_elem(fds.call_errors, &k);
   }
   const auto now = std::chrono::steady_clock::now();
+  totals_.forget_entries(gone);
   for (uint64_t key : gone) {
-    totals_.forget_entries(key);
     gone_since_.emplace(key, now);
     ++workloads_retired_;
   }
