@@ -71,8 +71,9 @@ TEST(WorkloadBurst, TenThousandNewWorkloadsLoseNoCallToOverflow) {
   for (const auto& [path, n] : launches) exact += n == kLaunchesEach;
   EXPECT_EQ(exact, static_cast<size_t>(kWorkloads)) << "workloads with exactly " << kLaunchesEach << " launches";
   std::printf("[ burst ] %d new workloads from %d workers in %.2f s: %zu counted exactly, %llu launches in "
-              "__overflow__ (test %.1f s)\n",
+              "__overflow__, %llu new-workload events dropped (test %.1f s)\n",
               kWorkloads, kWorkers, burst_seconds, exact, static_cast<unsigned long long>(overflow),
+              static_cast<unsigned long long>(metric_value(metrics, "gpuledger_events_dropped_total{source=\"probes\"}")),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
