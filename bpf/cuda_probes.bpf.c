@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* CUDA driver API attribution: uprobes on libcuda entry points, counted per
- * workload (cgroup) in per-CPU maps. Userspace reads the maps; only rare events
+ * workload (cgroup) in preallocated maps. Userspace reads the maps; only rare events
  * (a new workload, a process starting or ending its CUDA life) go through the
  * ring buffer, so the hot path never talks to userspace.
  *
@@ -22,18 +22,25 @@ const volatile __u32 v1_fallback_subsys = 0xffffffff; /* css_set.subsys index, o
 const volatile bool exact_threads_legacy = false;
 const volatile __u32 runtime_mode = GL_RUNTIME_OFF; /* enum gl_runtime_mode */
 
+/* Preallocated, one shared copy per entry, counted with atomic adds. Not
+ * BPF_F_NO_PREALLOC: an entry allocated at a workload's first call comes from
+ * a per-CPU cache that a burst of new workloads empties faster than it is
+ * refilled, and the call fails with ENOMEM into the overflow bucket (2,977 of
+ * 10,000 first calls). Preallocated, an insert fails only when the map is
+ * full. Not per-CPU: preallocated, that costs max_entries x CPUs x 136 bytes
+ * (285 MiB at 16,384 entries on 128 CPUs); shared, ~3.3 MiB whatever the CPU
+ * count, and no slower per call (docs/performance.md, "the workload map"). */
 struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 16384); /* resized by the agent (--max-workloads) */
-  __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, struct gl_workload_key);
   __type(value, struct gl_counters);
 } workload_counters SEC(".maps");
 
+/* Preallocated for the same reason: a burst's first errors must not be lost. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 16384);
-  __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, struct gl_error_key);
   __type(value, __u64);
 } call_errors SEC(".maps");
@@ -148,8 +155,9 @@ static __always_inline struct gl_counters *counters_for(__u64 cgroup_key, __u32 
   if (err == 0) {
     emit_new_workload(cgroup_key);
   } else if (err != -17 /* EEXIST: another CPU won the race */) {
-    /* E2BIG: the map is full. Anything else (ENOMEM) is the kernel failing to
-     * allocate the entry, which a busy node can see before the map is full. */
+    /* E2BIG: the map is full. Anything else (ENOMEM from a map that is not
+     * preallocated, EBUSY from a bucket locked on this CPU) is the kernel
+     * failing to insert an entry before the map is full. */
     count_stat(err == -7 ? GL_STAT_WORKLOADS_FULL : GL_STAT_WORKLOADS_NOMEM);
     key.cgroup_key = 0; /* the overflow bucket, created by the agent before attach */
     key.device = GL_DEVICE_UNKNOWN;

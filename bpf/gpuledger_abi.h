@@ -103,7 +103,7 @@ struct gl_workload_key {
   gl_u32 pad;
 };
 
-/* Per-workload counters, one copy per CPU (summed by the agent). Monotonic. */
+/* Per-workload counters, one shared copy updated with atomic adds. Monotonic. */
 struct gl_counters {
   gl_u64 launches;
   gl_u64 launched_threads;
@@ -190,7 +190,7 @@ enum gl_stat {
   GL_STAT_ALLOCS_UNTRACKED = 2,   /* allocation map full: its free cannot be paired */
   GL_STAT_PROCS_FULL = 3,         /* process map full */
   GL_STAT_STASH_MISSING = 4,      /* return without its entry (attached mid-call) */
-  GL_STAT_WORKLOADS_NOMEM = 5,    /* a new workload entry could not be allocated: counted under key 0 */
+  GL_STAT_WORKLOADS_NOMEM = 5,    /* a new workload entry could not be inserted below capacity: counted under key 0 */
   GL_STAT_THREADS_FULL = 6,       /* thread map full: that thread's device and spans are unknown */
   GL_STAT_RUNTIME_COUNTED = 7,    /* calls counted by the runtime-level probes */
   GL_STAT_RUNTIME_LEFT_TO_DRIVER = 8, /* runtime calls the driver-level probes counted (de-duplicated) */

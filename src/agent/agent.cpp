@@ -142,6 +142,7 @@ void Agent::run() {
     // Wakes on the first event: a library must be covered within ~100 ms of being mapped.
     ring_buffer__poll(events_.get(), 100);
     auto now = clock::now();
+    attacher_->retry_incomplete(now);
     if (options_.discover && now >= next_scan) {
       scan_for_libraries();
       attacher_->recheck_named_paths();
@@ -316,8 +317,8 @@ void Agent::retire_gone_workloads() {
     bpf_map_delete_elem(fds.call_errors, &k);
   }
   const auto now = std::chrono::steady_clock::now();
+  totals_.forget_entries(gone);
   for (uint64_t key : gone) {
-    totals_.forget_entries(key);
     gone_since_.emplace(key, now);
     ++workloads_retired_;
   }
@@ -339,6 +340,7 @@ void Agent::forget_retired_workloads(std::chrono::steady_clock::time_point now) 
   if (expired.empty()) return;
   std::lock_guard lock(refresh_mu_);
   totals_.drop(expired);
+  for (uint64_t key : expired) directory_.forget(key);
   spdlog::debug("{} workloads gone for over {} ms left the snapshots", expired.size(), options_.retire_after.count());
 }
 
@@ -408,10 +410,12 @@ AgentSnapshot Agent::snapshot() {
   self.files_judged_not_driver = attacher_->files_judged();
   self.libraries_detached = attacher_->libraries_detached();
   self.library_limit_rejections = attacher_->limit_rejections();
+  self.libraries_incomplete = attacher_->libraries_incomplete();
   self.kernel_stats = probes::read_stats(fds.stats);
   self.library_watcher = watcher_ && options_.discover;
   self.library_events_dropped = watcher_ ? watcher_->events_dropped() : 0;
   self.workloads_retired = workloads_retired_;
+  self.workloads_known = directory_.size();
   self.maps = {
       {"workload_counters", probes::count_entries(fds.workload_counters), program_->max_workloads()},
       {"call_errors", probes::count_entries(fds.call_errors), program_->max_workloads()},

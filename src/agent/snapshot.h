@@ -61,8 +61,10 @@ struct SelfView {
   size_t files_judged_not_driver = 0;  // mapped executable files read and found not to be the driver
   uint64_t libraries_detached = 0;       // unmapped and deleted: probes and descriptor released
   uint64_t library_limit_rejections = 0;  // driver copies refused at the bound (--max-libraries)
+  size_t libraries_incomplete = 0;  // attached in part, attach retries spent
   bool library_watcher = false;  // event-driven discovery is on
   uint64_t workloads_retired = 0;
+  size_t workloads_known = 0;  // cgroup keys the directory names: live, or gone for less than --retire-after
 };
 
 struct AgentSnapshot {

@@ -64,8 +64,8 @@ IoctlPlane::IoctlPlane(IoctlPlaneOptions options) : options_(std::move(options))
   if (options_.cgroup_v2_mount.empty() || !resolve_) mounts = identity::discover_cgroup_mounts();
   if (options_.cgroup_v2_mount.empty()) options_.cgroup_v2_mount = mounts.v2;
   if (!resolve_) {
-    auto directory = std::make_shared<identity::WorkloadDirectory>(mounts, options_.classifier);
-    resolve_ = [directory](uint64_t id) { return directory->resolve(id); };
+    own_directory_ = std::make_shared<identity::WorkloadDirectory>(mounts, options_.classifier);
+    resolve_ = [directory = own_directory_](uint64_t id) { return directory->resolve(id); };
   }
 
   probes::route_libbpf_logging();
@@ -185,6 +185,7 @@ void IoctlPlane::retire_gone_cgroups(const std::map<IoctlKey, IoctlTotals>& read
       it->second = w.cgroup_path.empty() || identity::cgroup_id_of(dir) != key.cgroup_id;
     }
     if (!it->second) continue;
+    if (own_directory_) own_directory_->forget(key.cgroup_id);  // names of live cgroups only
     gl_ioctl_key k{key.cgroup_id, key.major, key.minor, key.escape, 0};
     bpf_map_delete_elem(fd, &k);
     folder_.forget_entry(key);

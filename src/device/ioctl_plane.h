@@ -34,6 +34,7 @@
 #include "export/metrics_contributor.h"
 #include "identity/workload.h"
 #include "identity/workload_classifier.h"
+#include "identity/workload_directory.h"
 #include "identity/workload_names.h"
 
 struct nvidia_ioctl;
@@ -118,6 +119,7 @@ class IoctlPlane : public exporter::MetricsContributor {
   mutable std::mutex refresh_mu_;
   mutable std::chrono::steady_clock::time_point next_prune_{};
   std::function<identity::Workload(uint64_t)> resolve_;
+  std::shared_ptr<identity::WorkloadDirectory> own_directory_;  // when no resolve_workload was given
 };
 
 }  // namespace gpuledger::device

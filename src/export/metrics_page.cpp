@@ -140,6 +140,9 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
   out.family("gpuledger_cuda_libraries_rejected", MetricType::kGauge,
              "Library paths offered or found that could not be attached (see the log and /api/v1/workloads).");
   out.sample({}, static_cast<uint64_t>(self.rejected_libraries.size()));
+  out.family("gpuledger_cuda_libraries_incomplete", MetricType::kGauge,
+             "Driver files whose probes attached only in part and stayed so after every attach retry (see the log).");
+  out.sample({}, static_cast<uint64_t>(self.libraries_incomplete));
   out.family("gpuledger_cuda_libraries_detached_total", MetricType::kCounter,
              "Driver files detached because no process maps them any more and they were deleted.");
   out.sample({}, self.libraries_detached);
@@ -188,6 +191,10 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
              "Workloads whose cgroup was removed: their kernel entries are read a last time and dropped, and they leave "
              "/metrics and /api/v1/workloads after --retire-after (the ledger keeps their totals).");
   out.sample({}, self.workloads_retired);
+  out.family("gpuledger_workload_directory_entries", MetricType::kGauge,
+             "Cgroups the agent holds a name for: live workloads and those gone for less than --retire-after. "
+             "Follows the live workloads, not history.");
+  out.sample({}, static_cast<uint64_t>(self.workloads_known));
   out.family("gpuledger_scrape_duration_seconds", MetricType::kGauge, "Time taken to produce the previous scrape.");
   out.sample({}, last_scrape_seconds);
 }

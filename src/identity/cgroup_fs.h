@@ -23,9 +23,19 @@ CgroupMounts discover_cgroup_mounts(const std::string& mountinfo = "/proc/self/m
 // The cgroup id of a cgroup directory: its kernfs inode number.
 std::optional<uint64_t> cgroup_id_of(const std::string& dir);
 
-// Finds the cgroup with this id under `mount` by walking the tree (a fallback
-// for when the kernel-side path capture was lost); returns the path relative
-// to the mount, with a leading '/'.
+// The cgroup with this id under `mount`, asked of the kernel directly: a
+// cgroup id is a kernfs file handle (open_by_handle_at; needs
+// CAP_DAC_READ_SEARCH). kUnknown where the kernel cannot say (no handle
+// support, not permitted, a path outside this mount namespace's view).
+struct CgroupById {
+  enum State { kFound, kGone, kUnknown } state = kUnknown;
+  std::string path;  // kFound: relative to the mount, with a leading '/'
+};
+CgroupById cgroup_by_id(const std::string& mount, uint64_t id);
+
+// Finds the cgroup with this id under `mount` (a fallback for when the
+// kernel-side path capture was lost): by its handle, else by walking the
+// tree; returns the path relative to the mount, with a leading '/'.
 std::optional<std::string> find_cgroup_path(const std::string& mount, uint64_t id);
 
 }  // namespace gpuledger::identity

@@ -45,12 +45,26 @@ bool WorkloadDirectory::still_exists(uint64_t key) {
   {
     std::lock_guard lock(mu_);
     auto it = known_.find(key);
-    if (it == known_.end()) return true;  // unsure: keep it
-    path = it->second.cgroup_path;
+    if (it != known_.end()) path = it->second.cgroup_path;
   }
   const std::string& mount = mount_for(key);
   if (mount.empty()) return true;
+  if (path.empty()) {
+    // Never named (its event lost, gone before a scrape): the kernel says
+    // whether the id is gone; unsure, keep it.
+    return cgroup_by_id(mount, key & ~GL_CGROUP_V1_BIT).state != CgroupById::kGone;
+  }
   return cgroup_id_of(mount + (path == "/" ? "" : path)) == (key & ~GL_CGROUP_V1_BIT);
+}
+
+void WorkloadDirectory::forget(uint64_t key) {
+  std::lock_guard lock(mu_);
+  known_.erase(key);
+}
+
+size_t WorkloadDirectory::size() {
+  std::lock_guard lock(mu_);
+  return known_.size();
 }
 
 }  // namespace gpuledger::identity

@@ -25,6 +25,10 @@ class WorkloadDirectory {
   Workload resolve(uint64_t key);
   // Whether the cgroup of a key still exists (false once it was removed).
   bool still_exists(uint64_t key);
+  // Drops what is known of a key whose workload is gone for good (retired):
+  // the directory holds the live workloads, not history.
+  void forget(uint64_t key);
+  size_t size();
 
  private:
   const std::string& mount_for(uint64_t key) const;

@@ -420,6 +420,12 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
     }
   }
   slots_.clear();
+  // Names of accounts neither live nor holding a GPU now: the windows that
+  // needed them are written, and a retired workload's never come back.
+  std::erase_if(labels_, [&](const auto& kv) {
+    return !workload_totals_.contains(kv.first) &&
+           std::none_of(holders_.begin(), holders_.end(), [&](const HolderEntry& h) { return h.account == kv.first; });
+  });
   if (start - last_prune_ >= 3600) {
     last_prune_ = start;
     if (prices_.retention_days > 0) {

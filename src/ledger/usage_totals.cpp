@@ -42,12 +42,12 @@ void UsageTotals::absorb(const std::map<probes::CounterKey, gl_counters>& counte
   }
 }
 
-void UsageTotals::forget_entries(uint64_t cgroup_key) {
+void UsageTotals::forget_entries(uint64_t cgroup_key) { forget_entries(std::set<uint64_t>{cgroup_key}); }
+
+void UsageTotals::forget_entries(const std::set<uint64_t>& cgroup_keys) {
   std::lock_guard lock(mu_);
-  for (auto it = last_counters_.begin(); it != last_counters_.end();)
-    it = it->first.cgroup_key == cgroup_key ? last_counters_.erase(it) : std::next(it);
-  for (auto it = last_errors_.begin(); it != last_errors_.end();)
-    it = it->first.where.cgroup_key == cgroup_key ? last_errors_.erase(it) : std::next(it);
+  std::erase_if(last_counters_, [&](const auto& kv) { return cgroup_keys.contains(kv.first.cgroup_key); });
+  std::erase_if(last_errors_, [&](const auto& kv) { return cgroup_keys.contains(kv.first.where.cgroup_key); });
 }
 
 void UsageTotals::drop(const std::set<uint64_t>& cgroup_keys) {

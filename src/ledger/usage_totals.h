@@ -27,6 +27,8 @@ class UsageTotals {
   // The map entries of a workload (every device) were deleted after their
   // last reading: start over.
   void forget_entries(uint64_t cgroup_key);
+  // The same for many at once: one pass, however many workloads left together.
+  void forget_entries(const std::set<uint64_t>& cgroup_keys);
   // Workloads gone for good (retired): their totals leave too, so memory and
   // the exported series follow the live workloads, not history.
   void drop(const std::set<uint64_t>& cgroup_keys);

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "common/log.h"
 #include "cuda_probes.skel.h"
 #include "probes/elf_symbols.h"
+#include "probes/map_reader.h"
 #include "probes/uprobe_multi.h"
 
 namespace gpuledger::probes {
@@ -87,10 +89,9 @@ CudaProbeProgram::CudaProbeProgram(const ProbeProgramConfig& config) : config_(c
   // Key 0 is the overflow bucket the kernel side falls back to when the
   // workload map is full: it must exist before the first probe fires.
   gl_workload_key overflow_key{0, GL_DEVICE_UNKNOWN, 0};
-  int ncpu = libbpf_num_possible_cpus();
-  std::vector<gl_counters> zeros(ncpu > 0 ? ncpu : 1);
-  std::memset(zeros.data(), 0, zeros.size() * sizeof(gl_counters));
-  bpf_map_update_elem(bpf_map__fd(skel_->maps.workload_counters), &overflow_key, zeros.data(), BPF_ANY);
+  const int counters_fd = bpf_map__fd(skel_->maps.workload_counters);
+  std::vector<gl_counters> zeros(copies_per_value(counters_fd));
+  bpf_map_update_elem(counters_fd, &overflow_key, zeros.data(), BPF_ANY);
   if (int err = cuda_probes__attach(skel_); err) {
     // Only the exit tracepoint auto-attaches; uprobes are attached per library.
     cuda_probes__destroy(skel_);
@@ -103,70 +104,88 @@ CudaProbeProgram::~CudaProbeProgram() {
   if (skel_) cuda_probes__destroy(skel_);
 }
 
-void CudaProbeProgram::attach_multi(AttachedLibrary& lib, const std::vector<ProbeSpec>& specs) {
+bpf_program* CudaProbeProgram::program_for(const ProbePart& part) const {
+  if (part.spec.program == ProbeProgram::kRuntime) return part.retprobe ? skel_->progs.gl_rt_return : skel_->progs.gl_rt_entry;
+  if (part.retprobe) return skel_->progs.gl_call_return;
+  return part.spec.program == ProbeProgram::kLaunch ? skel_->progs.gl_launch : skel_->progs.gl_call_entry;
+}
+
+void CudaProbeProgram::attach_multi(AttachedLibrary& lib, const std::vector<ProbePart>& parts) {
   struct Group {
     bpf_program* prog;
     bool retprobe;
     const char* what;
-    std::vector<uint64_t> offsets, cookies;
+    std::vector<ProbePart> parts;
   };
-  Group groups[] = {{skel_->progs.gl_launch, false, "launch entries", {}, {}},
-                    {skel_->progs.gl_call_entry, false, "call entries", {}, {}},
-                    {skel_->progs.gl_call_return, true, "call returns", {}, {}},
-                    {skel_->progs.gl_rt_entry, false, "runtime entries", {}, {}},
-                    {skel_->progs.gl_rt_return, true, "runtime returns", {}, {}}};
-  for (const auto& spec : specs) {
-    bool runtime = spec.program == ProbeProgram::kRuntime;
-    Group& entry = groups[runtime ? 3 : spec.program == ProbeProgram::kLaunch ? 0 : 1];
-    entry.offsets.push_back(spec.file_offset);
-    entry.cookies.push_back(spec.cookie);
-    if (spec.with_return) {
-      Group& ret = groups[runtime ? 4 : 2];
-      ret.offsets.push_back(spec.file_offset);
-      ret.cookies.push_back(spec.cookie);
-    }
-  }
+  Group groups[] = {{skel_->progs.gl_launch, false, "launch entries", {}},
+                    {skel_->progs.gl_call_entry, false, "call entries", {}},
+                    {skel_->progs.gl_call_return, true, "call returns", {}},
+                    {skel_->progs.gl_rt_entry, false, "runtime entries", {}},
+                    {skel_->progs.gl_rt_return, true, "runtime returns", {}}};
+  for (const auto& part : parts)
+    for (auto& g : groups)
+      if (g.prog == program_for(part)) g.parts.push_back(part);
   for (auto& g : groups) {
-    if (g.offsets.empty()) continue;
-    int fd = link_uprobe_multi(bpf_program__fd(g.prog), lib.path, g.offsets, g.cookies, g.retprobe);
+    if (g.parts.empty()) continue;
+    std::vector<uint64_t> offsets, cookies;
+    for (const auto& part : g.parts) {
+      offsets.push_back(part.spec.file_offset);
+      cookies.push_back(part.spec.cookie);
+    }
+    const bool faulted = fault_ && std::any_of(g.parts.begin(), g.parts.end(), fault_);
+    int fd = faulted ? -EAGAIN : link_uprobe_multi(bpf_program__fd(g.prog), lib.path, offsets, cookies, g.retprobe);
     if (fd < 0) {
       lib.failures.push_back(std::string(g.what) + ": " + std::strerror(-fd));
+      lib.missing.insert(lib.missing.end(), g.parts.begin(), g.parts.end());
       continue;
     }
     lib.multi_links.emplace_back(fd);
-    lib.probes += g.offsets.size();
+    lib.probes += g.parts.size();
   }
 }
 
-void CudaProbeProgram::attach_each(AttachedLibrary& lib, const std::vector<ProbeSpec>& specs) {
-  auto attach_one = [&](const ProbeSpec& spec, bpf_program* prog, bool retprobe) {
-    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = spec.cookie, .retprobe = retprobe);
-    bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, lib.path.c_str(), spec.file_offset, &opts);
+void CudaProbeProgram::attach_each(AttachedLibrary& lib, const std::vector<ProbePart>& parts) {
+  for (const auto& part : parts) {
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = part.spec.cookie, .retprobe = part.retprobe);
+    bpf_link* link = nullptr;
+    if (fault_ && fault_(part))
+      errno = EAGAIN;
+    else
+      link = bpf_program__attach_uprobe_opts(program_for(part), -1, lib.path.c_str(), part.spec.file_offset, &opts);
     if (!link) {
-      lib.failures.push_back(spec.name + (retprobe ? " (return)" : "") + ": " + std::strerror(errno));
-      return;
+      lib.failures.push_back(part.spec.name + (part.retprobe ? " (return)" : "") + ": " + std::strerror(errno));
+      lib.missing.push_back(part);
+      continue;
     }
     lib.links.emplace_back(link);
     ++lib.probes;
-  };
-  for (const auto& spec : specs) {
-    bool runtime = spec.program == ProbeProgram::kRuntime;
-    bpf_program* entry = runtime ? skel_->progs.gl_rt_entry
-                         : spec.program == ProbeProgram::kLaunch ? skel_->progs.gl_launch
-                                                                 : skel_->progs.gl_call_entry;
-    attach_one(spec, entry, false);
-    if (spec.with_return) attach_one(spec, runtime ? skel_->progs.gl_rt_return : skel_->progs.gl_call_return, true);
   }
+}
+
+void CudaProbeProgram::attach_parts(AttachedLibrary& lib, const std::vector<ProbePart>& parts) {
+  if (multi_)
+    attach_multi(lib, parts);
+  else
+    attach_each(lib, parts);
 }
 
 AttachedLibrary CudaProbeProgram::attach(const std::string& path, const std::vector<ProbeSpec>& specs) {
   AttachedLibrary lib;
   lib.path = path;
-  if (multi_)
-    attach_multi(lib, specs);
-  else
-    attach_each(lib, specs);
+  std::vector<ProbePart> parts;
+  for (const auto& spec : specs) {
+    parts.push_back({spec, false});
+    if (spec.with_return) parts.push_back({spec, true});
+  }
+  attach_parts(lib, parts);
   return lib;
+}
+
+void CudaProbeProgram::attach_missing(AttachedLibrary& lib) {
+  std::vector<ProbePart> parts = std::move(lib.missing);
+  lib.missing.clear();
+  lib.failures.clear();
+  attach_parts(lib, parts);
 }
 
 BpfMapFds CudaProbeProgram::maps() const {

@@ -3,6 +3,7 @@
 // it, one set of uprobes per library file. One loaded program serves every
 // library: the per-probe cookie tells the handlers which entry point fired.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "probes/cuda_entry_points.h"
 
 struct cuda_probes;
+struct bpf_program;
 
 namespace gpuledger::probes {
 
@@ -33,12 +35,19 @@ struct ProbeProgramConfig {
 // (Linux 6.6+), each program's probes on the file are one link: attached and
 // detached at once. Elsewhere each probe is a perf-event link of its own, and
 // detaching them one by one waits a kernel grace period each (~0.1 s).
+// One probe point: a spec's entry, or its return.
+struct ProbePart {
+  ProbeSpec spec;
+  bool retprobe = false;
+};
+
 struct AttachedLibrary {
   std::string path;
   size_t probes = 0;                   // probe points attached (entry and return count apart)
   std::vector<FdHandle> multi_links;   // one per program, multi-uprobe mode
   std::vector<LinkHandle> links;       // one per probe, perf-event mode
-  std::vector<std::string> failures;  // "name: reason"
+  std::vector<std::string> failures;  // "name: reason", of the last attempt
+  std::vector<ProbePart> missing;     // the probe points not attached: what a retry attaches
 };
 
 struct BpfMapFds {
@@ -59,18 +68,27 @@ class CudaProbeProgram {
   CudaProbeProgram& operator=(const CudaProbeProgram&) = delete;
 
   AttachedLibrary attach(const std::string& path, const std::vector<ProbeSpec>& specs);
+  // Attaches what an earlier attach missed (lib.missing), adding to what it
+  // holds: the probes in place are kept, so no call is counted twice.
+  void attach_missing(AttachedLibrary& lib);
+  // Test seam: when set, a probe point it returns true for fails to attach
+  // (EAGAIN), as one does when its opener exits or the file is swapped mid-attach.
+  void set_attach_fault_for_test(std::function<bool(const ProbePart&)> fault) { fault_ = std::move(fault); }
   BpfMapFds maps() const;
   uint32_t max_workloads() const { return config_.max_workloads; }
   bool multi_uprobe() const { return multi_; }
 
  private:
   void load(bool multi);
-  void attach_multi(AttachedLibrary& lib, const std::vector<ProbeSpec>& specs);
-  void attach_each(AttachedLibrary& lib, const std::vector<ProbeSpec>& specs);
+  void attach_parts(AttachedLibrary& lib, const std::vector<ProbePart>& parts);
+  void attach_multi(AttachedLibrary& lib, const std::vector<ProbePart>& parts);
+  void attach_each(AttachedLibrary& lib, const std::vector<ProbePart>& parts);
+  bpf_program* program_for(const ProbePart& part) const;
 
   ProbeProgramConfig config_;
   cuda_probes* skel_ = nullptr;
   bool multi_ = false;
+  std::function<bool(const ProbePart&)> fault_;
 };
 
 }  // namespace gpuledger::probes

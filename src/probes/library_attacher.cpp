@@ -141,7 +141,12 @@ bool LibraryAttacher::judge(ProbeTarget& target, const std::string& origin, bool
   // their complaints.
   for (auto it = rejected_.begin(); it != rejected_.end();)
     it = it->second.file == key ? rejected_.erase(it) : std::next(it);
-  entry.file = std::move(target.file.fd);
+  entry.file = std::move(target.file.fd);  // keeps attach_path() valid for a retry
+  if (!entry.links.missing.empty()) {
+    entry.next_retry = std::chrono::steady_clock::now() + kRetryFirst;
+    spdlog::info("{}: {} probe points missing, attached again in {} ms", file.label, entry.links.missing.size(),
+                 kRetryFirst.count());
+  }
   attached_.emplace(key, std::move(entry));
   if (watcher_) watcher_->remember(key, true);
   return true;
@@ -217,6 +222,34 @@ void LibraryAttacher::detach_unused(const std::vector<LibraryCandidate>& scanned
     ++detached_;
     it = attached_.erase(it);  // closes its links and its descriptor
   }
+}
+
+void LibraryAttacher::retry_incomplete(std::chrono::steady_clock::time_point now) {
+  std::lock_guard lock(mu_);
+  for (auto& [key, entry] : attached_) {
+    if (entry.links.missing.empty() || entry.retries >= kAttachRetries || now < entry.next_retry) continue;
+    ++entry.retries;
+    program_.attach_missing(entry.links);
+    entry.record.probes = entry.links.probes;
+    entry.record.probe_failures = entry.links.failures;
+    if (entry.links.missing.empty()) {
+      spdlog::info("{}: complete after {} attach retries: {} probes", entry.record.path, entry.retries,
+                   entry.record.probes);
+    } else if (entry.retries >= kAttachRetries) {
+      spdlog::warn("{}: left incomplete after {} attach retries: {} probe points missing ({}); "
+                   "gpuledger_cuda_libraries_incomplete counts it", entry.record.path, entry.retries,
+                   entry.links.missing.size(), entry.links.failures.front());
+    } else {
+      entry.next_retry = now + kRetryFirst * (1 << entry.retries);
+    }
+  }
+}
+
+size_t LibraryAttacher::libraries_incomplete() const {
+  std::lock_guard lock(mu_);
+  return std::count_if(attached_.begin(), attached_.end(), [](const auto& kv) {
+    return !kv.second.links.missing.empty() && kv.second.retries >= kAttachRetries;
+  });
 }
 
 uint64_t LibraryAttacher::libraries_detached() const {

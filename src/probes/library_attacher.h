@@ -7,6 +7,7 @@
 // (missing, swapped, not ELF, no CUDA in it): that is recorded and reported,
 // never thrown; files are read and attached only through a descriptor whose
 // inode was checked (mapped_file.h).
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -75,6 +76,13 @@ class LibraryAttacher {
   void detach_unused(const std::vector<LibraryCandidate>& scanned);
   uint64_t libraries_detached() const;
   uint64_t limit_rejections() const;  // copies refused at max_libraries
+  // A file where only some probes attached (its opener exited, or the file
+  // was swapped, mid-attach) is attached again, what is missing only, with
+  // backoff (kRetryFirst, doubling) until complete or kAttachRetries are spent.
+  void retry_incomplete(std::chrono::steady_clock::time_point now);
+  size_t libraries_incomplete() const;  // attached in part, retries spent
+  static constexpr int kAttachRetries = 8;
+  static constexpr std::chrono::milliseconds kRetryFirst{100};
   std::string call_name(uint32_t id) const;
 
  private:
@@ -82,6 +90,8 @@ class LibraryAttacher {
     LibraryRecord record;
     AttachedLibrary links;
     UniqueFd file;  // the verified file: whether it is deleted, later
+    int retries = 0;  // of the probes missing (links.missing)
+    std::chrono::steady_clock::time_point next_retry{};
   };
   // Reads and attaches the target's file (already verified) under its key,
   // the inode the kernel will probe. `quiet`: a file that is not the driver is no news.

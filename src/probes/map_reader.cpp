@@ -30,15 +30,24 @@ void for_each_key(int fd, Fn&& fn) {
 
 }  // namespace
 
+size_t copies_per_value(int fd) {
+  bpf_map_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) return 1;
+  const bool per_cpu = info.type == BPF_MAP_TYPE_PERCPU_HASH || info.type == BPF_MAP_TYPE_PERCPU_ARRAY ||
+                       info.type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
+  return per_cpu ? static_cast<size_t>(possible_cpus()) : 1;
+}
+
 std::map<CounterKey, gl_counters> read_workload_counters(int fd) {
   constexpr size_t kFields = sizeof(gl_counters) / sizeof(uint64_t);
   std::map<CounterKey, gl_counters> out;
-  std::vector<gl_counters> per_cpu(possible_cpus());
+  std::vector<gl_counters> copies(copies_per_value(fd));
   for_each_key<gl_workload_key>(fd, [&](const gl_workload_key& key) {
-    if (bpf_map_lookup_elem(fd, &key, per_cpu.data()) != 0) return;
+    if (bpf_map_lookup_elem(fd, &key, copies.data()) != 0) return;
     gl_counters sum{};
     auto* dst = reinterpret_cast<uint64_t*>(&sum);
-    for (const auto& c : per_cpu) {
+    for (const auto& c : copies) {
       const auto* src = reinterpret_cast<const uint64_t*>(&c);
       for (size_t i = 0; i < kFields; ++i) dst[i] += src[i];
     }

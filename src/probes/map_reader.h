@@ -1,6 +1,8 @@
 #pragma once
-// Reads the CUDA probe program's maps into plain C++ values. Per-CPU values are
-// summed here; nothing else in the agent knows maps are per-CPU.
+// Reads the CUDA probe program's maps into plain C++ values. Per-CPU values
+// are summed here; nothing else in the agent knows which maps are per-CPU.
+// The workload counters are one shared copy per entry (bpf/cuda_probes.bpf.c
+// says why); they are read as per-CPU too if a map is (an older layout).
 #include <array>
 #include <compare>
 #include <cstddef>
@@ -25,6 +27,9 @@ struct ErrorKey {
   auto operator<=>(const ErrorKey&) const = default;
 };
 
+// How many copies a lookup of one value of this map returns: the possible
+// CPUs for a per-CPU map, else 1.
+size_t copies_per_value(int fd);
 std::map<CounterKey, gl_counters> read_workload_counters(int fd);
 std::map<ErrorKey, uint64_t> read_call_errors(int fd);
 std::map<uint32_t, gl_proc_state> read_processes(int fd);

@@ -1,9 +1,11 @@
 #pragma once
 // Test support for the reliability tests: the agent binary of this build with
 // the simulated driver, a scratch directory, and polls with deadlines.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -81,6 +83,25 @@ inline const std::string& cgroup_v2() {
 
 inline std::string test_cgroup(const std::string& relative) {
   return "/gpuledger-rel-" + std::to_string(::getpid()) + relative;
+}
+
+// Moves the calling process into the cgroup directory `dir`. Safe after
+// fork(): no allocation, no exceptions.
+inline bool join_cgroup(const char* dir) {
+  char path[512];
+  std::snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, "0", 1) == 1;
+  ::close(fd);
+  return ok;
+}
+
+// The value of the sample `series` (name and labels, as on the page); 0 if none.
+inline uint64_t metric_value(const std::string& page, const std::string& series) {
+  auto at = page.find("\n" + series + " ");
+  if (at == std::string::npos) return 0;
+  return std::stoull(page.substr(at + 1 + series.size() + 1));
 }
 
 inline double unix_now() {
