@@ -39,7 +39,8 @@ out=$("${podman[@]}" run --rm "${limits[@]}" --privileged --pid=host --cgroupns=
 echo "$out" | tail -25
 grep -q 'Chargeback of the simulated tenants' <<<"$out" || { echo "FAIL: the demo did not print its bill"; exit 1; }
 # Launches in the bill: counted by the probes from inside the container.
-# The bill's launches column, found by its header (energy and carbon follow it).
-launches=$(awk '$1 == "team" {for (i = 1; i <= NF; i++) if ($i == "launches") c = i} /^TOTAL/ && c {print $c}' <<<"$out")
+# The bill's launches column, found by its header (energy and carbon follow it),
+# in its first TOTAL row (the shared-GPU bill after it has its own table).
+launches=$(awk '$1 == "team" {for (i = 1; i <= NF; i++) if ($i == "launches") c = i} /^TOTAL/ && c {print $c; exit}' <<<"$out")
 [[ ${launches:-0} -gt 0 ]] || { echo "FAIL: no launches counted inside the container"; exit 1; }
 echo "ok: the demo ran in gpuledger:$version and counted $launches launches"

@@ -120,6 +120,27 @@ TEST_F(AllocationLedgerTest, WindowsAreBilledByAllocationWithTheMemoryPart) {
   EXPECT_EQ(q, 30'000);
 }
 
+// Hourly roll-ups keep the memory part, the policy and the allocated shares.
+TEST_F(AllocationLedgerTest, RollUpKeepsMemoryPartsAndAllocatedShares) {
+  Store store(db());
+  Accountant acc(store, parse_prices(kPrices));
+  run(acc, 0, 120);
+  EXPECT_EQ(store.roll_up_before(kT0 + 7200), 4);  // two windows per slot into one
+  const auto ws = store.windows(kT0, kT0 + 3600);
+  ASSERT_EQ(ws.size(), 4u);
+  const WindowRecord& frac = window_of(ws, "GPU-frac");
+  EXPECT_EQ(frac.end - frac.start, 120);
+  EXPECT_EQ(frac.memory_micros, 36'000);
+  EXPECT_EQ(frac.busy_micros + frac.idle_micros + frac.memory_micros, frac.cost_micros);
+  EXPECT_EQ(frac.cost_policy, "allocated");
+  EXPECT_DOUBLE_EQ(frac.allocated_total, 0.8);
+  EXPECT_DOUBLE_EQ(account_of(frac, "a").allocated_share, 0.3);
+  int64_t a_memory = 0;
+  for (const auto& c : frac.charges)
+    if (c.account == "a" && c.kind == K::kMemory) a_memory += c.micros;
+  EXPECT_EQ(a_memory, 2 * 4'950);
+}
+
 std::string promtool_check(const fs::path& page) {
   const std::string cmd = "promtool check metrics < " + page.string() + " 2>&1; echo rc=$?";
   FILE* out = ::popen(cmd.c_str(), "r");
