@@ -74,6 +74,8 @@ nlohmann::json workloads_json(const agent::AgentSnapshot& snap) {
       processes.push_back({{"pid", p.pid}, {"live_bytes", p.live_bytes}});
     workloads.push_back({{"workload", w.workload.id},
                          {"identity", identity_json(w.workload, w.names)},
+                         // GPU infrastructure (the MPS server) is shown, apart, never billed.
+                         {"role", w.infrastructure ? "infrastructure" : "tenant"},
                          {"cgroup_paths", w.cgroup_paths},
                          {"processes", processes},
                          {"counters", counters_json(w.usage)},

@@ -17,6 +17,7 @@
 #include "bpf_requirement.h"
 #include "device/nvml_client.h"
 #include "export/http_server.h"
+#include "export/workloads_json.h"
 #include "exposition_parser.h"
 #include "identity/infrastructure.h"
 #include "kubernetes/kubernetes_metadata.h"
@@ -186,6 +187,16 @@ TEST(MpsEndToEnd, ClientsAreBilledTheServerIsInfrastructureAndNoSlotIsDuplicated
     EXPECT_FALSE(find_workload(snap, k8s_id(kUidA, kHexA))->infrastructure);
     EXPECT_EQ(find_workload(snap, k8s_id(kUidA, kHexA))->usage.counters.launches, 5u);
     EXPECT_EQ(find_workload(snap, k8s_id(kUidB, kHexB))->usage.counters.launches, 3u);
+
+    // Shown apart in /api/v1/workloads.
+    std::map<std::string, std::string> roles;
+    const auto listing = exporter::workloads_json(snap);
+    for (const auto& w : listing["workloads"])
+      roles[w["workload"].get<std::string>()] = w["role"].get<std::string>();
+    EXPECT_EQ(roles[daemon_id], "infrastructure");
+    EXPECT_EQ(roles[host_id], "infrastructure");
+    EXPECT_EQ(roles[sneaky_id], "tenant");
+    EXPECT_EQ(roles[k8s_id(kUidA, kHexA)], "tenant");
 
     // The ledger's users: the clients and the impostor, never the servers.
     std::set<std::string> users;
