@@ -259,4 +259,12 @@ struct gl_lib_map_event {
   char name[64]; /* the file's name (no directory), for the log only */
 };
 
+/* A process the watcher holds (stopped) until the agent continues it. Kept in
+ * a map the agent pins, so an agent that dies while holding one (SIGKILL, OOM)
+ * has its successor continue it; the start time tells a recycled pid apart. */
+struct gl_held_process {
+  gl_u64 start_boottime; /* the process's start, ns since boot (/proc/PID/stat starttime) */
+  gl_u64 held_at;        /* bpf_ktime_get_ns() when it was stopped (CLOCK_MONOTONIC) */
+};
+
 #endif

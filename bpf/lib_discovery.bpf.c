@@ -59,6 +59,41 @@ const volatile __u32 agent_tgid = 0;
  * are then counted too. */
 const volatile bool hold_new_drivers = false;
 #define GL_SIGSTOP 19
+/* A process is held only while the agent's event loop is seen alive: a hung
+ * or stopped agent must never stop tenants it will not continue. */
+#define GL_HEARTBEAT_FRESH_NS 2000000000LL
+
+/* Processes held now (tgid -> struct gl_held_process); the agent deletes an
+ * entry when it continues the process. Full: nobody more is held. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u32);
+  __type(value, struct gl_held_process);
+} held_processes SEC(".maps");
+
+/* The agent's heartbeat: CLOCK_MONOTONIC ns, written by its event loop. */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} agent_heartbeat SEC(".maps");
+
+static __always_inline bool hold_current(__u32 tgid) {
+  __u32 zero = 0;
+  __u64 *beat = bpf_map_lookup_elem(&agent_heartbeat, &zero);
+  __u64 now = bpf_ktime_get_ns();
+  if (!beat || *beat == 0 || (__s64)(now - *beat) > GL_HEARTBEAT_FRESH_NS) return false;
+  struct task_struct *task = bpf_get_current_task_btf();
+  struct gl_held_process held = {.start_boottime = BPF_CORE_READ(task, group_leader, start_boottime),
+                                 .held_at = now};
+  /* Recorded before the signal, so whoever reads the map continues it. */
+  if (bpf_map_update_elem(&held_processes, &tgid, &held, BPF_NOEXIST) != 0) return false;
+  if (bpf_send_signal(GL_SIGSTOP) == 0) return true;
+  bpf_map_delete_elem(&held_processes, &tgid);
+  return false;
+}
 
 static const char driver_name[] = "libcuda.so";
 
@@ -152,7 +187,7 @@ int BPF_PROG(gl_exec_map, struct pt_regs *regs, long ret) {
   ev->known_driver = known_driver;
   /* Only once the report is sure to reach the agent (reserved), so a held
    * process is always continued. */
-  ev->held = !known_driver && hold_new_drivers && named_like_driver(look.name) && bpf_send_signal(GL_SIGSTOP) == 0;
+  ev->held = !known_driver && hold_new_drivers && named_like_driver(look.name) && hold_current(tgid);
   bpf_probe_read_kernel_str(ev->name, sizeof(ev->name), look.name);
   bpf_ringbuf_submit(ev, 0);
   return 0;

@@ -49,6 +49,20 @@ std::string read_comm(const std::string& proc_root, uint32_t pid) {
   return comm;
 }
 
+constexpr uint64_t kHoldLimitNs = 10'000'000'000ull;
+
+// Holding a process is safe only where the agent can continue it: a pid the
+// kernel reports is a pid here only in the host's pid namespace.
+bool holds_new_drivers(const AgentOptions& options) {
+  if (!options.discover || !options.hold_new_drivers) return false;
+  struct stat st {};
+  constexpr ino_t kInitPidNamespace = 0xEFFFFFFC;  // PROC_PID_INIT_INO
+  if (::stat("/proc/self/ns/pid", &st) == 0 && st.st_ino == kInitPidNamespace) return true;
+  spdlog::warn("not in the host's pid namespace: processes mapping a new libcuda are not held (their first calls "
+               "may go uncounted); run with hostPID to hold them");
+  return false;
+}
+
 }  // namespace
 
 Agent::Agent(AgentOptions options)
@@ -59,7 +73,9 @@ Agent::Agent(AgentOptions options)
   // Loaded even without discovery: it also tells which inode the kernel
   // probes for a named library on overlayfs (LibOpenWatcher::identify).
   try {
-    watcher_ = std::make_unique<probes::LibOpenWatcher>(options_.discover && options_.hold_new_drivers);
+    watcher_ = std::make_unique<probes::LibOpenWatcher>(holds_new_drivers(options_), options_.held_pin_path);
+    if (size_t n = watcher_->continue_held(0))
+      spdlog::warn("continued {} process(es) an earlier agent held for a new libcuda and did not continue", n);
   } catch (const Error& e) {
     spdlog::warn("{}; libraries are found by the periodic scan only", e.what());
   }
@@ -107,9 +123,11 @@ Agent::Agent(AgentOptions options)
 
 Agent::~Agent() {
   stop();
+  if (watcher_) watcher_->stop_holding();
   // Reports still queued may hold stopped processes: handle them now, so
   // every held process is continued before the agent goes.
   if (events_) ring_buffer__consume(events_.get());
+  if (watcher_) watcher_->continue_held(0);
 }
 
 void Agent::start() {
@@ -135,6 +153,7 @@ void Agent::run() {
   auto next_stats = clock::now();
   while (running_) {
     loop_beat_ns_ = clock::now().time_since_epoch().count();
+    if (watcher_) watcher_->heartbeat();  // holding is allowed while this loop runs
     if (!map_read_) {  // readiness means counters can be read, scraped or not
       std::lock_guard lock(refresh_mu_);
       refresh_locked();
@@ -150,6 +169,10 @@ void Agent::run() {
     }
     if (now >= next_stats) {  // a full map is logged, not only counted
       map_full_log_->update(probes::read_stats(program_->maps().stats), now);
+      // A held process whose report never came through is not left stopped.
+      if (watcher_)
+        if (size_t n = watcher_->continue_held(kHoldLimitNs))
+          spdlog::warn("continued {} process(es) held for a new libcuda longer than 10 s", n);
       next_stats = now + std::chrono::seconds(1);
     }
     if (now >= next_gc) {
@@ -207,6 +230,7 @@ void Agent::handle_event(const void* data, size_t size) {
 void Agent::release_held(uint32_t pid) {
   if (::kill(static_cast<pid_t>(pid), SIGCONT) != 0 && errno != ESRCH)
     spdlog::warn("cannot continue process {} held for its new libcuda: {}", pid, std::strerror(errno));
+  if (watcher_) watcher_->released(pid);
 }
 
 void Agent::handle_library_map(const gl_lib_map_event& ev) {

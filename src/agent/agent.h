@@ -39,6 +39,9 @@ struct AgentOptions {
   // Stop the first process to map a never-seen libcuda copy until its probes
   // are in place (no first-call loss); see docs/reliability.md.
   bool hold_new_drivers = true;
+  // Where the map of held processes is pinned ("" = not pinned): an agent
+  // that dies holding one has its successor continue it.
+  std::string held_pin_path;
   // CUDA runtime probes (docs/runtime-probes.md): auto counts at the runtime
   // level only the calls the driver-level probes missed.
   probes::RuntimeProbes runtime_probes = probes::RuntimeProbes::kAuto;

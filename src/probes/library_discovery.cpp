@@ -1,12 +1,18 @@
 #include "probes/library_discovery.h"
 
 #include <bpf/bpf.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "common/error.h"
 #include "lib_discovery.skel.h"
@@ -52,12 +58,59 @@ std::vector<LibraryCandidate> scan_process_maps(const std::string& proc) {
   return out;
 }
 
-LibOpenWatcher::LibOpenWatcher(bool hold_new_drivers) {
+namespace {
+
+// Pins the watcher's map of held processes at `path`, taking over the one a
+// previous agent left there (its processes are then continued by
+// continue_held): a map there that is not of this layout is replaced.
+void pin_held_map(bpf_map* map, const std::string& path) {
+  if (int fd = bpf_obj_get(path.c_str()); fd >= 0) {
+    bpf_map_info info{};
+    uint32_t len = sizeof(info);
+    const bool same = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.type == BPF_MAP_TYPE_HASH &&
+                      info.key_size == sizeof(uint32_t) && info.value_size == sizeof(gl_held_process) &&
+                      info.max_entries == bpf_map__max_entries(map);
+    if (same && bpf_map__reuse_fd(map, fd) == 0) {
+      ::close(fd);
+      return;
+    }
+    ::close(fd);
+    spdlog::warn("the pinned map of held processes at {} is not of this version's layout: replaced", path);
+    ::unlink(path.c_str());
+  }
+  if (bpf_map__set_pin_path(map, path.c_str()) != 0)
+    spdlog::warn("cannot pin the map of held processes at {}: an agent that dies holding a process leaves it "
+                 "stopped", path);
+}
+
+// Whether `pid` is still the process that started at `start_boottime` (ns
+// since boot): /proc/PID/stat's starttime is that in clock ticks.
+bool process_started_at(const std::string& proc, uint32_t pid, uint64_t start_boottime) {
+  std::ifstream in(proc + "/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const auto close_paren = line.rfind(')');
+  if (close_paren == std::string::npos) return false;
+  std::istringstream rest(line.substr(close_paren + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i)
+    if (i == 22) {
+      const long ticks = ::sysconf(_SC_CLK_TCK);
+      const uint64_t per_tick = ticks > 0 ? 1'000'000'000ull / static_cast<uint64_t>(ticks) : 10'000'000ull;
+      return std::strtoull(field.c_str(), nullptr, 10) == start_boottime / per_tick;
+    }
+  return false;
+}
+
+}  // namespace
+
+LibOpenWatcher::LibOpenWatcher(bool hold_new_drivers, const std::string& held_pin_path) {
   route_libbpf_logging();
   skel_ = lib_discovery__open();
   if (!skel_) throw Error(std::string("cannot open the library watcher: ") + std::strerror(errno));
   skel_->rodata->agent_tgid = static_cast<uint32_t>(::getpid());
   skel_->rodata->hold_new_drivers = hold_new_drivers;
+  if (!held_pin_path.empty()) pin_held_map(skel_->maps.held_processes, held_pin_path);
   if (int err = lib_discovery__load(skel_); err) {
     lib_discovery__destroy(skel_);
     skel_ = nullptr;
@@ -100,6 +153,47 @@ void LibOpenWatcher::remember(const FileId& id, bool is_driver) {
 void LibOpenWatcher::forget(const FileId& id) {
   gl_file_id key{id.dev, id.ino};
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.known_files), &key);
+}
+
+void LibOpenWatcher::heartbeat() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);  // bpf_ktime_get_ns()'s clock
+  const uint32_t zero = 0;
+  const uint64_t ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+  bpf_map_update_elem(bpf_map__fd(skel_->maps.agent_heartbeat), &zero, &ns, BPF_ANY);
+}
+
+void LibOpenWatcher::stop_holding() {
+  const uint32_t zero = 0;
+  const uint64_t never = 0;
+  bpf_map_update_elem(bpf_map__fd(skel_->maps.agent_heartbeat), &zero, &never, BPF_ANY);
+}
+
+void LibOpenWatcher::released(uint32_t pid) {
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.held_processes), &pid);
+}
+
+size_t LibOpenWatcher::continue_held(uint64_t older_than_ns, const std::string& proc) {
+  const int map = bpf_map__fd(skel_->maps.held_processes);
+  timespec now_ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now_ts);
+  const uint64_t now = static_cast<uint64_t>(now_ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now_ts.tv_nsec);
+  std::vector<uint32_t> pids;
+  uint32_t key = 0, next = 0;
+  for (const uint32_t* prev = nullptr; bpf_map_get_next_key(map, prev, &next) == 0; prev = &key) {
+    key = next;
+    pids.push_back(next);
+  }
+  size_t continued = 0;
+  for (uint32_t pid : pids) {
+    gl_held_process held{};
+    if (bpf_map_lookup_elem(map, &pid, &held) != 0) continue;
+    if (older_than_ns && now - held.held_at < older_than_ns) continue;
+    if (process_started_at(proc, pid, held.start_boottime) && ::kill(static_cast<pid_t>(pid), SIGCONT) == 0)
+      ++continued;
+    bpf_map_delete_elem(map, &pid);
+  }
+  return continued;
 }
 
 uint64_t LibOpenWatcher::events_dropped() const {

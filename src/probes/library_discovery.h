@@ -44,8 +44,12 @@ std::vector<LibraryCandidate> scan_process_maps(const std::string& proc = "/proc
 class LibOpenWatcher {
  public:
   // `hold_new_drivers`: stop the first process mapping a never-seen file named
-  // like the driver until the agent continues it (events say `held`).
-  explicit LibOpenWatcher(bool hold_new_drivers = false);  // throws Error when it cannot load or attach
+  // like the driver until the agent continues it (events say `held`). Only
+  // while heartbeat() is fresh (2 s) is anyone held. `held_pin_path`: where
+  // the map of held processes is pinned (reused when one is there), so an
+  // agent that dies holding a process has its successor continue it; "" =
+  // not pinned. Throws Error when it cannot load or attach.
+  explicit LibOpenWatcher(bool hold_new_drivers = false, const std::string& held_pin_path = "");
   ~LibOpenWatcher();
   LibOpenWatcher(const LibOpenWatcher&) = delete;
   LibOpenWatcher& operator=(const LibOpenWatcher&) = delete;
@@ -62,6 +66,17 @@ class LibOpenWatcher {
   // a report. nullopt if it cannot be mapped (noexec mount, empty file).
   std::optional<FileId> identify(int fd);
   uint64_t events_dropped() const;
+
+  // The agent's event loop is alive: holding is allowed for 2 s more.
+  void heartbeat();
+  // Nobody is held any more (the agent is going).
+  void stop_holding();
+  // `pid`, held, was continued by the agent.
+  void released(uint32_t pid);
+  // Continues (SIGCONT) every held process stopped more than `older_than_ns`
+  // ago (0: all of them) that is still the process that was stopped (same
+  // start time), and forgets them. Returns how many were continued.
+  size_t continue_held(uint64_t older_than_ns, const std::string& proc = "/proc");
 
  private:
   lib_discovery* skel_ = nullptr;
