@@ -25,8 +25,10 @@ identity::CgroupMounts require_mounts(const AgentOptions& options) {
   return mounts;
 }
 
-probes::ProbeProgramConfig program_config(const AgentOptions& options, const identity::CgroupMounts& mounts) {
+probes::ProbeProgramConfig program_config(const AgentOptions& options, const identity::CgroupMounts& mounts,
+                                          probes::PinStore* pins) {
   probes::ProbeProgramConfig config;
+  config.pins = pins;
   if (!mounts.v2.empty()) config.cgroup_v2_root_id = identity::cgroup_id_of(mounts.v2).value_or(1);
   config.v1_subsys_index = mounts.v1_subsys_index;
   config.max_workloads = options.max_workloads;
@@ -54,7 +56,8 @@ std::string read_comm(const std::string& proc_root, uint32_t pid) {
 Agent::Agent(AgentOptions options)
     : options_(std::move(options)),
       mounts_(require_mounts(options_)),
-      program_(std::make_unique<probes::CudaProbeProgram>(program_config(options_, mounts_))),
+      pins_(options_.bpf_pin_dir.empty() ? nullptr : std::make_unique<probes::PinStore>(options_.bpf_pin_dir)),
+      program_(std::make_unique<probes::CudaProbeProgram>(program_config(options_, mounts_, pins_.get()))),
       directory_(mounts_, options_.classifier) {
   // Loaded even without discovery: it also tells which inode the kernel
   // probes for a named library on overlayfs (LibOpenWatcher::identify).
@@ -103,6 +106,16 @@ Agent::Agent(AgentOptions options)
                  std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started)
                      .count());
   }
+  // Every driver file in use was offered by now: pinned probes on a file no
+  // one offered (no process maps it any more) are dropped.
+  if (pins_) pins_->drop_unclaimed_libraries();
+  relearn_live_processes();
+}
+
+void Agent::relearn_live_processes() {
+  // The kernel side announced these processes to an earlier agent; their
+  // GPU views name the devices of contexts created before this one started.
+  for (const auto& [pid, st] : probes::read_processes(program_->maps().processes)) learn_gpu_view(pid, st.cgroup_key);
 }
 
 Agent::~Agent() {
@@ -392,6 +405,7 @@ AgentSnapshot Agent::snapshot() {
   self.library_watcher = watcher_ && options_.discover;
   self.library_events_dropped = watcher_ ? watcher_->events_dropped() : 0;
   self.workloads_retired = workloads_retired_;
+  if (pins_) self.pins = pins_->report();
   self.maps = {
       {"workload_counters", probes::count_entries(fds.workload_counters), program_->max_workloads()},
       {"call_errors", probes::count_entries(fds.call_errors), program_->max_workloads()},

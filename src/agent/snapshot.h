@@ -59,6 +59,7 @@ struct SelfView {
   uint64_t library_limit_rejections = 0;  // driver copies refused at the bound (--max-libraries)
   bool library_watcher = false;  // event-driven discovery is on
   uint64_t workloads_retired = 0;
+  probes::PinReport pins;  // the data plane's pins in bpffs (enabled false: none)
 };
 
 struct AgentSnapshot {

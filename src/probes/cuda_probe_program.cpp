@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -59,6 +60,8 @@ void CudaProbeProgram::load(bool multi) {
                               skel_->progs.gl_rt_entry, skel_->progs.gl_rt_return})
       bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kAttachUprobeMulti));
   }
+  // After the capacities are set: a pinned map keeps its own (pin_store.h).
+  if (config_.pins) config_.pins->reuse_maps(skel_->obj);
   if (int err = cuda_probes__load(skel_); err) {
     cuda_probes__destroy(skel_);
     skel_ = nullptr;
@@ -84,19 +87,49 @@ CudaProbeProgram::CudaProbeProgram(const ProbeProgramConfig& config) : config_(c
   } catch (const Error&) {
     load(false);
   }
+  if (config_.pins) {
+    config_.pins->pin_maps(skel_->obj, links_version());
+    config_.max_workloads = bpf_map__max_entries(skel_->maps.workload_counters);
+  }
   // Key 0 is the overflow bucket the kernel side falls back to when the
-  // workload map is full: it must exist before the first probe fires.
+  // workload map is full: it must exist before the first probe fires (and
+  // keeps its counts when the map was taken over).
   gl_workload_key overflow_key{0, GL_DEVICE_UNKNOWN, 0};
   int ncpu = libbpf_num_possible_cpus();
   std::vector<gl_counters> zeros(ncpu > 0 ? ncpu : 1);
   std::memset(zeros.data(), 0, zeros.size() * sizeof(gl_counters));
-  bpf_map_update_elem(bpf_map__fd(skel_->maps.workload_counters), &overflow_key, zeros.data(), BPF_ANY);
+  bpf_map_update_elem(bpf_map__fd(skel_->maps.workload_counters), &overflow_key, zeros.data(), BPF_NOEXIST);
   if (int err = cuda_probes__attach(skel_); err) {
     // Only the exit tracepoint auto-attaches; uprobes are attached per library.
     cuda_probes__destroy(skel_);
     skel_ = nullptr;
     throw Error(std::string("cannot attach the process-exit tracepoint: ") + std::strerror(-err));
   }
+  // Attached before the earlier agent's is unpinned: no exit goes unseen
+  // (the handler run twice finds its entries gone the second time).
+  if (config_.pins) config_.pins->pin_link("process_exit", bpf_link__fd(skel_->links.gl_process_exit));
+}
+
+std::string CudaProbeProgram::links_version() const {
+  size_t size = 0;
+  const void* elf = cuda_probes__elf_bytes(&size);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the object and the settings
+  auto mix = [&](const void* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+  };
+  mix(elf, size);
+  mix(&skel_->rodata->cgroup_v2_root_id, sizeof skel_->rodata->cgroup_v2_root_id);
+  mix(&skel_->rodata->v1_fallback_subsys, sizeof skel_->rodata->v1_fallback_subsys);
+  mix(&skel_->rodata->runtime_mode, sizeof skel_->rodata->runtime_mode);
+  mix(&skel_->rodata->exact_threads_legacy, sizeof skel_->rodata->exact_threads_legacy);
+  mix(&multi_, sizeof multi_);
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+void CudaProbeProgram::unpin(const FileId& file) {
+  if (config_.pins) config_.pins->unpin_library(file);
 }
 
 CudaProbeProgram::~CudaProbeProgram() {
@@ -159,13 +192,31 @@ void CudaProbeProgram::attach_each(AttachedLibrary& lib, const std::vector<Probe
   }
 }
 
-AttachedLibrary CudaProbeProgram::attach(const std::string& path, const std::vector<ProbeSpec>& specs) {
+AttachedLibrary CudaProbeProgram::attach(const std::string& path, const std::vector<ProbeSpec>& specs,
+                                         std::optional<FileId> pinned_as) {
   AttachedLibrary lib;
   lib.path = path;
+  PinStore* pins = pinned_as ? config_.pins : nullptr;
+  if (pins) {
+    size_t planned = 0;
+    for (const auto& spec : specs) planned += spec.with_return ? 2 : 1;
+    if (auto adopted = pins->adopt_library(*pinned_as, planned)) {
+      lib.multi_links = std::move(adopted->links);  // descriptors of either kind of link
+      lib.probes = adopted->probes;
+      lib.adopted = true;
+      return lib;
+    }
+  }
   if (multi_)
     attach_multi(lib, specs);
   else
     attach_each(lib, specs);
+  if (pins && lib.probes > 0) {
+    std::vector<int> fds;
+    for (const auto& fd : lib.multi_links) fds.push_back(fd.get());
+    for (const auto& link : lib.links) fds.push_back(bpf_link__fd(link.get()));
+    pins->pin_library(*pinned_as, lib.probes, fds);
+  }
   return lib;
 }
 

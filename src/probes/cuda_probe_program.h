@@ -9,6 +9,8 @@
 
 #include "probes/bpf_handles.h"
 #include "probes/cuda_entry_points.h"
+#include "probes/mapped_file.h"
+#include "probes/pin_store.h"
 
 struct cuda_probes;
 
@@ -26,6 +28,9 @@ struct ProbeProgramConfig {
   bool per_probe_links = false;
   // How runtime-level probes count (--runtime-probes); off attaches none.
   gl_runtime_mode runtime_mode = GL_RUNTIME_OFF;
+  // Where the maps and links are pinned so they outlive the agent (pin_store.h);
+  // none: they go with the agent.
+  PinStore* pins = nullptr;
 };
 
 // The uprobes on one library file; detached when destroyed.
@@ -39,6 +44,7 @@ struct AttachedLibrary {
   std::vector<FdHandle> multi_links;   // one per program, multi-uprobe mode
   std::vector<LinkHandle> links;       // one per probe, perf-event mode
   std::vector<std::string> failures;  // "name: reason"
+  bool adopted = false;  // pinned links an earlier agent attached, taken over
 };
 
 struct BpfMapFds {
@@ -58,7 +64,12 @@ class CudaProbeProgram {
   CudaProbeProgram(const CudaProbeProgram&) = delete;
   CudaProbeProgram& operator=(const CudaProbeProgram&) = delete;
 
-  AttachedLibrary attach(const std::string& path, const std::vector<ProbeSpec>& specs);
+  // `pinned_as`: the probed file, whose links are pinned (and taken over
+  // from an earlier agent when it attached them all); none: not pinned.
+  AttachedLibrary attach(const std::string& path, const std::vector<ProbeSpec>& specs,
+                         std::optional<FileId> pinned_as = std::nullopt);
+  // The links on a file are detached: their pins go too.
+  void unpin(const FileId& file);
   BpfMapFds maps() const;
   uint32_t max_workloads() const { return config_.max_workloads; }
   bool multi_uprobe() const { return multi_; }
@@ -67,6 +78,9 @@ class CudaProbeProgram {
   void load(bool multi);
   void attach_multi(AttachedLibrary& lib, const std::vector<ProbeSpec>& specs);
   void attach_each(AttachedLibrary& lib, const std::vector<ProbeSpec>& specs);
+  // Names the program build and the settings baked into it (rodata, link
+  // mode): links made by another are not taken over.
+  std::string links_version() const;
 
   ProbeProgramConfig config_;
   cuda_probes* skel_ = nullptr;
