@@ -195,9 +195,14 @@ TEST(PinLayout, ProbesOfAnotherConfigurationAreReplacedAndTheCountsKept) {
   stop(agent, SIGKILL);
   // Settings baked into the programs differ: the probes are made anew, the maps kept.
   auto args = agent_args(scratch, pins);
-  args.insert(args.end(), {"--runtime-probes", "off"});
+  args.insert(args.end(), {"--runtime-probes", "off", "--max-workloads", "20000"});
   agent = std::make_unique<Agent>(args);
   EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_adopted", {}), 1.0) << agent->log();
+  // Another capacity asked: the pinned map (and its counts) kept as it is, and said so.
+  EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_map_capacity", {{"map", "workload_counters"}}), 16384.0);
+  EXPECT_NE(agent->log().find("the pinned workload_counters holds 16384 entries, not the 20000 asked for: kept"),
+            std::string::npos)
+      << agent->log();
   EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_replaced", {{"reason", "programs_changed"}}), 1.0);
   EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pinned_libraries_adopted", {}), 0.0);
   tenant.write_line("go");
