@@ -164,6 +164,7 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
     device::IoctlPlaneOptions ioctl_options;
     ioctl_options.devices = device::resolve_ioctl_devices(cmd.nvidia_ioctl_devices);
     ioctl_options.max_entries = cmd.nvidia_ioctl_max_entries;
+    ioctl_options.bpf_pin_dir = options.bpf_pin_dir;
     ioctl_options.namer = options.namer;
     ioctl_options.classifier = options.classifier;
     p.ioctls = std::make_unique<device::IoctlPlane>(ioctl_options);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <vector>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -26,9 +27,13 @@ int run_uninstall(const UninstallCommand& cmd) {
   }
   size_t pins = 0;
   {
-    // Refuses a directory not on bpffs, and one an agent holds: its pins
-    // would be gone while it runs.
-    probes::PinStore lock(dir);
+    // Refuses a directory not on bpffs, and one an agent holds (each plane's
+    // directory is locked by the agent using it): its pins would be gone
+    // while it runs.
+    std::vector<UniqueFd> locks;
+    locks.push_back(probes::lock_pin_dir(dir));
+    for (const auto& plane : std::filesystem::directory_iterator(dir, ec))
+      if (plane.is_directory(ec)) locks.push_back(probes::lock_pin_dir(plane.path()));
     pins = probes::remove_pin_tree(dir);
   }
   std::printf("removed %zu BPF pins under %s: the probes are detached and the in-kernel counters freed\n", pins,

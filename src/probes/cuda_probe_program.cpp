@@ -4,9 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
+
+#include <fmt/format.h>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -113,19 +114,12 @@ CudaProbeProgram::CudaProbeProgram(const ProbeProgramConfig& config) : config_(c
 std::string CudaProbeProgram::links_version() const {
   size_t size = 0;
   const void* elf = cuda_probes__elf_bytes(&size);
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the object and the settings
-  auto mix = [&](const void* data, size_t n) {
-    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
-  };
-  mix(elf, size);
-  mix(&skel_->rodata->cgroup_v2_root_id, sizeof skel_->rodata->cgroup_v2_root_id);
-  mix(&skel_->rodata->v1_fallback_subsys, sizeof skel_->rodata->v1_fallback_subsys);
-  mix(&skel_->rodata->runtime_mode, sizeof skel_->rodata->runtime_mode);
-  mix(&skel_->rodata->exact_threads_legacy, sizeof skel_->rodata->exact_threads_legacy);
-  mix(&multi_, sizeof multi_);
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
-  return text;
+  const auto* r = skel_->rodata;
+  return pin_links_version(elf, size,
+                           fmt::format("cgroup_v2_root_id={} v1_fallback_subsys={} runtime_mode={} "
+                                       "exact_threads_legacy={} multi={}",
+                                       r->cgroup_v2_root_id, r->v1_fallback_subsys,
+                                       static_cast<unsigned>(r->runtime_mode), r->exact_threads_legacy, multi_));
 }
 
 void CudaProbeProgram::unpin(const FileId& file) {

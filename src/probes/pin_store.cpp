@@ -34,7 +34,8 @@ constexpr int kLayoutRevision = 1;
 // Maps whose capacity the agent sets at start (--max-workloads): a pinned one
 // of another capacity is still the same layout.
 bool resizable(const std::string& name) {
-  return name == "workload_counters" || name == "call_errors" || name == "live_allocations";
+  return name == "workload_counters" || name == "call_errors" || name == "live_allocations" ||
+         name == "ioctl_counters";
 }
 
 uint64_t fnv1a(std::string_view bytes, uint64_t h = 1469598103934665603ull) {
@@ -172,19 +173,28 @@ std::string pin_layout_version(bpf_object* obj) {
   return fmt::format("layout-{:016x}", fnv1a(text));
 }
 
-PinStore::PinStore(std::string root) : root_(std::move(root)) {
-  if (!on_bpffs(root_))
-    throw Error("--bpf-pin-dir " + root_ + " is not on a bpffs: pins must live there (e.g. under /sys/fs/bpf)");
+UniqueFd lock_pin_dir(const std::string& dir) {
+  if (!on_bpffs(dir))
+    throw Error("--bpf-pin-dir " + dir + " is not on a bpffs: pins must live there (e.g. under /sys/fs/bpf)");
   std::error_code ec;
-  fs::create_directories(root_, ec);
-  if (ec) throw Error("cannot create the BPF pin directory " + root_ + ": " + ec.message());
-  lock_ = UniqueFd(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!lock_.valid()) throw Error("cannot open the BPF pin directory " + root_ + ": " + std::strerror(errno));
-  if (::flock(lock_.get(), LOCK_EX | LOCK_NB) != 0)
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("cannot create the BPF pin directory " + dir + ": " + ec.message());
+  UniqueFd lock(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!lock.valid()) throw Error("cannot open the BPF pin directory " + dir + ": " + std::strerror(errno));
+  if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0)
     throw Error(errno == EWOULDBLOCK
-                    ? "another gpuledger agent is using the BPF pins in " + root_ +
+                    ? "another gpuledger agent is using the BPF pins in " + dir +
                           ": only one agent may adopt them (stop it first, or give this one its own --bpf-pin-dir)"
-                    : "cannot lock the BPF pin directory " + root_ + ": " + std::strerror(errno));
+                    : "cannot lock the BPF pin directory " + dir + ": " + std::strerror(errno));
+  return lock;
+}
+
+std::string pin_links_version(const void* object, size_t size, const std::string& settings) {
+  return fmt::format("{:016x}", fnv1a(settings, fnv1a(std::string_view(static_cast<const char*>(object), size))));
+}
+
+PinStore::PinStore(const std::string& root, const std::string& plane)
+    : root_(root + "/" + plane), lock_(lock_pin_dir(root_)) {
   report_.enabled = true;
   report_.root = root_;
 }
@@ -269,8 +279,8 @@ void PinStore::pin_maps(bpf_object* obj, const std::string& links_version) {
     }
   }
   if (report_.adopted)
-    spdlog::info("BPF pins: took over the data plane pinned in {} ({} driver files with probes)", layout_dir_,
-                 pinned_libraries_.size());
+    spdlog::info("BPF pins: took over the data plane pinned in {}{}", layout_dir_,
+                 pinned_libraries_.empty() ? "" : fmt::format(" ({} driver files with probes)", pinned_libraries_.size()));
   else
     spdlog::info("BPF pins: the data plane is pinned in {}", layout_dir_);
 }

@@ -2,7 +2,8 @@
 // The data plane's pins in bpffs, so counters, contexts, live allocations and
 // the probes themselves outlive the agent (a restart, an upgrade, an OOM kill):
 //
-//   <root>/                          --bpf-pin-dir, default <bpffs>/gpuledger; flock'd by the agent
+//   <root>/                          --bpf-pin-dir, default <bpffs>/gpuledger
+//    <plane>/                        one per BPF object (cuda, nvidia_ioctl); flock'd by the agent
 //     layout-<hash>/                 the map layout version (pin_layout_version)
 //       workload_counters ...        every map of the CUDA probe program
 //       links-<hash>/                links made by one program build and configuration
@@ -37,6 +38,9 @@ std::string find_or_mount_bpffs(const std::string& mountinfo = "/proc/self/mount
 std::optional<std::string> find_bpffs(const std::string& mountinfo = "/proc/self/mountinfo");
 // Whether `path` (or its nearest existing parent) is on a bpffs.
 bool on_bpffs(const std::string& path);
+// Creates `dir` (on bpffs) and takes its lock without waiting: the one agent
+// that may use the pins there. Throws Error when another process holds it.
+UniqueFd lock_pin_dir(const std::string& dir);
 // Unpins and removes everything under `path` and `path` itself; returns the
 // number of pins removed (0 when nothing was there).
 size_t remove_pin_tree(const std::string& path);
@@ -45,11 +49,14 @@ size_t remove_pin_tree(const std::string& path);
 // program (name, type, key and value size, flags) and a revision bumped by
 // hand when a field's meaning changes, so an incompatible build never adopts.
 std::string pin_layout_version(bpf_object* obj);
+// The version of a program build and the settings baked into it: links made
+// by another are not taken over.
+std::string pin_links_version(const void* object, size_t size, const std::string& settings);
 
 // What the start found, for the log, /metrics and /api/v1/workloads.
 struct PinReport {
   bool enabled = false;
-  std::string root;            // the pin directory
+  std::string root;            // the plane's pin directory
   std::string layout;          // layout-<hash>
   bool adopted = false;        // maps taken over from an earlier agent
   std::string replaced;        // why an earlier layout or its links were replaced (a reason code), or ""
@@ -58,8 +65,9 @@ struct PinReport {
 
 class PinStore {
  public:
-  // Takes the root's lock: a second agent on the same pins throws Error.
-  explicit PinStore(std::string root);
+  // The pins of one plane (a BPF object) under `root`; takes the plane's
+  // lock: a second agent on the same pins throws Error.
+  PinStore(const std::string& root, const std::string& plane);
   PinStore(const PinStore&) = delete;
   PinStore& operator=(const PinStore&) = delete;
 

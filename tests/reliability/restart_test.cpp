@@ -147,21 +147,21 @@ TEST(PinLayout, AnIncompatibleLayoutIsReplacedWithItsReason) {
   Scratch scratch("layout");
   PinDir pins("layout");
   // Another version's layout: replaced, whatever it holds.
-  ASSERT_EQ(::mkdir(pins.path().c_str(), 0700), 0);
-  ASSERT_EQ(::mkdir((pins.path() + "/layout-0000000000000000").c_str(), 0700), 0);
-  plant_map(pins.path() + "/layout-0000000000000000/workload_counters");
+  const std::string cuda = pins.path() + "/cuda";  // the CUDA probes' plane
+  fs::create_directories(cuda + "/layout-0000000000000000");
+  plant_map(cuda + "/layout-0000000000000000/workload_counters");
   auto agent = std::make_unique<Agent>(agent_args(scratch, pins));
   EXPECT_NE(agent->log().find("replaced (layout_version)"), std::string::npos) << agent->log();
   EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_replaced", {{"reason", "layout_version"}}), 1.0);
   EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_adopted", {}), 0.0);
-  EXPECT_FALSE(fs::exists(pins.path() + "/layout-0000000000000000"));
+  EXPECT_FALSE(fs::exists(cuda + "/layout-0000000000000000"));
   std::string layout;
-  for (const auto& e : fs::directory_iterator(pins.path())) layout = e.path().filename();
+  for (const auto& e : fs::directory_iterator(cuda)) layout = e.path().filename();
   ASSERT_TRUE(layout.starts_with("layout-")) << layout;
   stop(agent, SIGKILL);
 
   // This version's layout with a map of another shape: replaced too.
-  const std::string counters = pins.path() + "/" + layout + "/workload_counters";
+  const std::string counters = cuda + "/" + layout + "/workload_counters";
   ASSERT_EQ(::unlink(counters.c_str()), 0);
   plant_map(counters);
   agent = std::make_unique<Agent>(agent_args(scratch, pins));
@@ -171,7 +171,7 @@ TEST(PinLayout, AnIncompatibleLayoutIsReplacedWithItsReason) {
   stop(agent, SIGKILL);
 
   // A missing pin: replaced; the layout then made whole is taken over as it is.
-  ASSERT_EQ(::unlink((pins.path() + "/" + layout + "/context_devices").c_str()), 0);
+  ASSERT_EQ(::unlink((cuda + "/" + layout + "/context_devices").c_str()), 0);
   agent = std::make_unique<Agent>(agent_args(scratch, pins));
   EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_replaced", {{"reason", "map_missing"}}), 1.0);
   stop(agent, SIGTERM);
