@@ -216,8 +216,9 @@ void LibraryAttacher::detach_unused(const std::vector<LibraryCandidate>& scanned
     if (watcher_) watcher_->forget(key);
     std::erase_if(printed_judged_, [&](const auto& kv) { return kv.second == key; });
     ++detached_;
-    program_.unpin(key);
+    const FileId gone = key;
     it = attached_.erase(it);  // closes its links and its descriptor
+    program_.unpin(gone);      // then their pins: the kernel lets go of them
   }
 }
 

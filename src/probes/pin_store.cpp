@@ -81,13 +81,20 @@ std::optional<std::pair<std::string, std::string>> incompatible(bpf_map* map, co
   return std::nullopt;
 }
 
-// "<dev>-<ino>-<probes>": a library's links directory.
-std::optional<std::pair<FileId, size_t>> parse_library_dir(const std::string& name) {
-  FileId id;
-  unsigned long long probes = 0;
+// "<dev>-<ino>-<probes>-<links>": the links on a library, and what they hold.
+struct LibraryDir {
+  FileId file;
+  size_t probes = 0, links = 0;
+};
+std::optional<LibraryDir> parse_library_dir(const std::string& name) {
+  LibraryDir d;
+  unsigned long long probes = 0, links = 0;
   char tail = 0;
-  if (std::sscanf(name.c_str(), "%lu-%lu-%llu%c", &id.dev, &id.ino, &probes, &tail) != 3) return std::nullopt;
-  return std::pair{id, static_cast<size_t>(probes)};
+  if (std::sscanf(name.c_str(), "%lu-%lu-%llu-%llu%c", &d.file.dev, &d.file.ino, &probes, &links, &tail) != 4)
+    return std::nullopt;
+  d.probes = probes;
+  d.links = links;
+  return d;
 }
 
 void make_dir(const std::string& path) {
@@ -273,7 +280,7 @@ void PinStore::pin_maps(bpf_object* obj, const std::string& links_version) {
     const std::string name = entry.path().filename();
     if (!entry.is_directory(ec)) continue;
     if (auto parsed = parse_library_dir(name)) {
-      pinned_libraries_[parsed->first] = name;
+      pinned_libraries_[parsed->file] = name;
     } else {
       remove_pin_tree(entry.path());  // a set an earlier agent did not finish pinning
     }
@@ -293,8 +300,8 @@ void PinStore::pin_link(const std::string& name, int link_fd) {
     spdlog::warn("BPF pins: cannot pin {}: {} (it goes when the agent does)", path, std::strerror(errno));
 }
 
-std::string PinStore::library_dir(const FileId& file, size_t probes) const {
-  return fmt::format("{}-{}-{}", file.dev, file.ino, probes);
+std::string PinStore::library_dir(const FileId& file, size_t probes, size_t links) const {
+  return fmt::format("{}-{}-{}-{}", file.dev, file.ino, probes, links);
 }
 
 std::optional<PinStore::AdoptedLinks> PinStore::adopt_library(const FileId& file, size_t planned_probes) {
@@ -303,13 +310,15 @@ std::optional<PinStore::AdoptedLinks> PinStore::adopt_library(const FileId& file
   if (it == pinned_libraries_.end()) return std::nullopt;
   const std::string dir = links_dir_ + "/" + it->second;
   AdoptedLinks adopted;
-  adopted.probes = parse_library_dir(it->second)->second;
+  const LibraryDir recorded = *parse_library_dir(it->second);
+  adopted.probes = recorded.probes;
   std::string problem;
   if (adopted.probes < planned_probes) problem = fmt::format("{} of {} probes", adopted.probes, planned_probes);
   std::error_code ec;
   std::vector<fs::path> pins;
   for (const auto& entry : fs::directory_iterator(dir, ec)) pins.push_back(entry.path());
-  if (pins.empty()) problem = "no links";
+  if (pins.empty() || pins.size() != recorded.links)
+    problem = fmt::format("{} of {} links", pins.size(), recorded.links);
   for (const auto& pin : pins) {
     if (!problem.empty()) break;
     UniqueFd fd(bpf_obj_get(pin.c_str()));
@@ -321,6 +330,7 @@ std::optional<PinStore::AdoptedLinks> PinStore::adopt_library(const FileId& file
   if (!problem.empty()) {
     spdlog::info("BPF pins: the pinned probes on dev {} inode {} are not whole ({}): attached anew", file.dev,
                  file.ino, problem);
+    adopted.links.clear();  // held, they would stay attached: the unpinning waits for them to go
     unpin_library(file);
     return std::nullopt;
   }
@@ -334,7 +344,7 @@ void PinStore::pin_library(const FileId& file, size_t probes, const std::vector<
   unpin_library(file);
   // Pinned under a temporary name and renamed: a crash leaves no set that
   // looks whole but is not (leftovers are removed at the next start).
-  const std::string name = library_dir(file, probes);
+  const std::string name = library_dir(file, probes, link_fds.size());
   const std::string tmp = links_dir_ + "/new-" + name;  // bpffs allows no dot in a name
   remove_pin_tree(tmp);
   try {

@@ -2,13 +2,13 @@
 // The data plane's pins in bpffs, so counters, contexts, live allocations and
 // the probes themselves outlive the agent (a restart, an upgrade, an OOM kill):
 //
-//   <root>/                          --bpf-pin-dir, default <bpffs>/gpuledger
-//    <plane>/                        one per BPF object (cuda, nvidia_ioctl); flock'd by the agent
-//     layout-<hash>/                 the map layout version (pin_layout_version)
-//       workload_counters ...        every map of the CUDA probe program
-//       links-<hash>/                links made by one program build and configuration
-//         process_exit               the exit tracepoint
-//         <dev>-<ino>-<probes>/<k>   the uprobe links on one driver file, and how many probes they hold
+//   <root>/                             --bpf-pin-dir, default <bpffs>/gpuledger
+//     <plane>/                          one per BPF object (cuda, nvidia_ioctl); flock'd by the agent
+//       layout-<hash>/                  the map layout version (pin_layout_version)
+//         workload_counters ...         every map of the program
+//         links-<hash>/                 links made by one program build and configuration
+//           process_exit                a tracepoint
+//           <dev>-<ino>-<probes>-<links>/<k>  the uprobe links on one driver file
 //
 // A layout this build cannot take over (another version, a missing pin, a map
 // whose type, key, value or flags differ) is removed and made anew, with the
@@ -99,7 +99,7 @@ class PinStore {
  private:
   void decide(bpf_object* obj);
   void replace(const std::string& reason, const std::string& why);
-  std::string library_dir(const FileId& file, size_t probes) const;
+  std::string library_dir(const FileId& file, size_t probes, size_t links) const;
 
   mutable std::recursive_mutex mu_;  // the attacher's threads and /metrics
   std::string root_;

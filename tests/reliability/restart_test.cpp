@@ -214,6 +214,40 @@ TEST(PinLayout, ProbesOfAnotherConfigurationAreReplacedAndTheCountsKept) {
   EXPECT_EQ(tenant.wait(), 0);
 }
 
+TEST(PinLayout, ABrokenPinnedSetOfProbesIsAttachedAnewAndCountsOnce) {
+  GL_REQUIRE_BPF();
+  Scratch scratch("broken");
+  PinDir pins("broken");
+  const std::string id = "systemd/broken.service";
+  auto agent = std::make_unique<Agent>(agent_args(scratch, pins));
+  simulation::ScopedCgroup cg(cgroup_v2(), test_cgroup("/system.slice/broken.service"));
+  simulation::Child tenant({cudasim_binary(), "launch 1 1 1 1 1 1 x300; print-ready; wait-stdin; "
+                                              "launch 1 1 1 1 1 1 x300; print-ready; wait-stdin"},
+                           {{cg.dir()}, {}, true, true});
+  ASSERT_EQ(tenant.read_line().rfind("READY", 0), 0u);
+  ASSERT_TRUE(eventually([&] { return launches_on_gpu(agent->port(), id) == 300; }, std::chrono::milliseconds(10000)));
+  stop(agent, SIGKILL);
+  // One link of the library's set goes missing (as if a crash had interrupted its pinning).
+  std::string set;
+  for (const auto& e : fs::recursive_directory_iterator(pins.path() + "/cuda")) {
+    const std::string name = e.path().filename();  // <dev>-<ino>-<probes>-<links>
+    if (e.is_directory() && std::count(name.begin(), name.end(), '-') == 3) set = e.path();
+  }
+  ASSERT_FALSE(set.empty());
+  ASSERT_EQ(::unlink((set + "/0").c_str()), 0);
+  agent = std::make_unique<Agent>(agent_args(scratch, pins));
+  EXPECT_NE(agent->log().find("are not whole"), std::string::npos) << agent->log();
+  EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pinned_libraries_adopted", {}), 0.0);
+  EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_adopted", {}), 1.0) << "the maps are whole: kept";
+  tenant.write_line("go");
+  ASSERT_EQ(tenant.read_line().rfind("READY", 0), 0u);
+  ASSERT_TRUE(eventually([&] { return launches_on_gpu(agent->port(), id) == 600; }, std::chrono::milliseconds(10000)))
+      << launches_on_gpu(agent->port(), id);
+  EXPECT_EQ(launches_on_gpu(agent->port(), id), 600) << "each launch counted once";
+  tenant.close_stdin();
+  EXPECT_EQ(tenant.wait(), 0);
+}
+
 int run_cli(const std::vector<std::string>& args, std::string* output) {
   std::string command = gpuledger_binary();
   for (const auto& a : args) command += " '" + a + "'";
