@@ -56,7 +56,7 @@ std::string read_comm(const std::string& proc_root, uint32_t pid) {
 Agent::Agent(AgentOptions options)
     : options_(std::move(options)),
       mounts_(require_mounts(options_)),
-      pins_(options_.bpf_pin_dir.empty() ? nullptr : std::make_unique<probes::PinStore>(options_.bpf_pin_dir, "cuda")),
+      pins_(probes::open_pin_store(options_.bpf_pin_dir, "cuda")),
       program_(std::make_unique<probes::CudaProbeProgram>(program_config(options_, mounts_, pins_.get()))),
       directory_(mounts_, options_.classifier) {
   // Loaded even without discovery: it also tells which inode the kernel

@@ -86,10 +86,8 @@ IoctlPlane::IoctlPlane(IoctlPlaneOptions options) : options_(std::move(options))
   }
   bpf_map__set_max_entries(skel_->maps.ioctl_counters, std::max<uint32_t>(options_.max_entries, 1));
   try {
-    if (!options_.bpf_pin_dir.empty()) {
-      pins_ = std::make_unique<probes::PinStore>(options_.bpf_pin_dir, "nvidia_ioctl");
-      pins_->reuse_maps(skel_->obj);
-    }
+    pins_ = probes::open_pin_store(options_.bpf_pin_dir, "nvidia_ioctl");
+    if (pins_) pins_->reuse_maps(skel_->obj);
   } catch (const Error& e) {
     fail(e.what());
     return;

@@ -188,12 +188,25 @@ UniqueFd lock_pin_dir(const std::string& dir) {
   if (ec) throw Error("cannot create the BPF pin directory " + dir + ": " + ec.message());
   UniqueFd lock(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!lock.valid()) throw Error("cannot open the BPF pin directory " + dir + ": " + std::strerror(errno));
-  if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0)
-    throw Error(errno == EWOULDBLOCK
-                    ? "another gpuledger agent is using the BPF pins in " + dir +
-                          ": only one agent may adopt them (stop it first, or give this one its own --bpf-pin-dir)"
-                    : "cannot lock the BPF pin directory " + dir + ": " + std::strerror(errno));
+  if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK)
+      throw PinsHeld("another gpuledger agent is using the BPF pins in " + dir +
+                     ": only one agent may adopt them (stop it first, or give this one its own --bpf-pin-dir)");
+    throw Error("cannot lock the BPF pin directory " + dir + ": " + std::strerror(errno));
+  }
   return lock;
+}
+
+std::unique_ptr<PinStore> open_pin_store(const std::string& root, const std::string& plane) {
+  if (root.empty()) return nullptr;
+  try {
+    return std::make_unique<PinStore>(root, plane);
+  } catch (const PinsHeld&) {
+    throw;
+  } catch (const Error& e) {
+    spdlog::error("{}: the {} data plane is not pinned, a restart starts it from zero", e.what(), plane);
+    return nullptr;
+  }
 }
 
 std::string pin_links_version(const void* object, size_t size, const std::string& settings) {

@@ -19,11 +19,13 @@
 // but a crash can leave anything half done.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "common/unique_fd.h"
 #include "probes/mapped_file.h"
 
@@ -38,8 +40,15 @@ std::string find_or_mount_bpffs(const std::string& mountinfo = "/proc/self/mount
 std::optional<std::string> find_bpffs(const std::string& mountinfo = "/proc/self/mountinfo");
 // Whether `path` (or its nearest existing parent) is on a bpffs.
 bool on_bpffs(const std::string& path);
+// Another agent holds the pins: this one must not start (two agents would
+// each count every call).
+class PinsHeld : public Error {
+ public:
+  using Error::Error;
+};
 // Creates `dir` (on bpffs) and takes its lock without waiting: the one agent
-// that may use the pins there. Throws Error when another process holds it.
+// that may use the pins there. Throws PinsHeld when another process holds
+// it, Error when it cannot be made or locked.
 UniqueFd lock_pin_dir(const std::string& dir);
 // Unpins and removes everything under `path` and `path` itself; returns the
 // number of pins removed (0 when nothing was there).
@@ -62,6 +71,12 @@ struct PinReport {
   std::string replaced;        // why an earlier layout or its links were replaced (a reason code), or ""
   size_t libraries_adopted = 0;  // driver files whose pinned probes were taken over
 };
+
+class PinStore;
+// The pins of `plane` under `root` (empty: none). Another agent holding them
+// throws PinsHeld; pins that cannot be made at all are logged and left out
+// (attribution works without them; a restart then starts from zero).
+std::unique_ptr<PinStore> open_pin_store(const std::string& root, const std::string& plane);
 
 class PinStore {
  public:

@@ -296,6 +296,14 @@ TEST(PinLayout, OneAgentPerPinsAndUninstallRemovesThem) {
   fs::create_directories(scratch.path("not-bpffs/x"));
   EXPECT_EQ(run_cli({"uninstall", "--bpf-pin-dir", scratch.path("not-bpffs")}, &out), 1) << out;
   EXPECT_TRUE(fs::exists(scratch.path("not-bpffs/x"))) << "only bpffs is ever emptied";
+
+  // Pins that cannot be made leave attribution up, unpinned, and say so.
+  auto args = agent_args(scratch, pins);
+  args.back() = scratch.path("not-bpffs");
+  Agent unpinned(args);
+  EXPECT_NE(unpinned.log().find("is not on a bpffs: pins must live there"), std::string::npos) << unpinned.log();
+  EXPECT_EQ(metric(unpinned.port(), "gpuledger_bpf_pins_adopted", {}), std::nullopt);
+  EXPECT_EQ(metric(unpinned.port(), "gpuledger_probes_attached", {}), 100.0);
 }
 
 }  // namespace
