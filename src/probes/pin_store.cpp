@@ -97,6 +97,14 @@ std::optional<LibraryDir> parse_library_dir(const std::string& name) {
   return d;
 }
 
+// The names in a directory, read before any is removed.
+std::vector<std::string> entry_names(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) names.push_back(entry.path().filename());
+  return names;
+}
+
 void make_dir(const std::string& path) {
   if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
     throw Error("cannot create the BPF pin directory " + path + ": " + std::strerror(errno));
@@ -220,7 +228,9 @@ PinStore::PinStore(const std::string& root, const std::string& plane)
 }
 
 void PinStore::replace(const std::string& reason, const std::string& why) {
-  spdlog::warn("BPF pins: {}: replaced ({}); counters start again from zero", why, reason);
+  spdlog::warn("BPF pins: {}: replaced ({}); {}", why, reason,
+               reason == "programs_changed" ? "the maps are kept, the probes attached anew"
+                                            : "counters start again from zero");
   if (report_.replaced.empty()) report_.replaced = reason;
 }
 
@@ -229,10 +239,9 @@ void PinStore::decide(bpf_object* obj) {
   report_.layout = pin_layout_version(obj);
   layout_dir_ = root_ + "/" + report_.layout;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root_, ec)) {
-    const std::string name = entry.path().filename();
+  for (const auto& name : entry_names(root_)) {
     if (name == report_.layout) continue;
-    remove_pin_tree(entry.path());
+    remove_pin_tree(root_ + "/" + name);
     replace("layout_version", "the pinned layout " + name + " is not this build's " + report_.layout);
   }
   if (fs::exists(layout_dir_, ec)) {
@@ -281,21 +290,19 @@ void PinStore::pin_maps(bpf_object* obj, const std::string& links_version) {
   }
   const std::string links = "links-" + links_version;
   links_dir_ = layout_dir_ + "/" + links;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(layout_dir_, ec)) {
-    const std::string name = entry.path().filename();
+  for (const auto& name : entry_names(layout_dir_)) {
     if (!name.starts_with("links-") || name == links) continue;
-    remove_pin_tree(entry.path());
+    remove_pin_tree(layout_dir_ + "/" + name);
     replace("programs_changed", "the pinned probes were made by another build or configuration (" + name + ")");
   }
   make_dir(links_dir_);
-  for (const auto& entry : fs::directory_iterator(links_dir_, ec)) {
-    const std::string name = entry.path().filename();
-    if (!entry.is_directory(ec)) continue;
+  std::error_code ec;
+  for (const auto& name : entry_names(links_dir_)) {
+    if (!fs::is_directory(links_dir_ + "/" + name, ec)) continue;
     if (auto parsed = parse_library_dir(name)) {
       pinned_libraries_[parsed->file] = name;
     } else {
-      remove_pin_tree(entry.path());  // a set an earlier agent did not finish pinning
+      remove_pin_tree(links_dir_ + "/" + name);  // a set an earlier agent did not finish pinning
     }
   }
   if (report_.adopted)
