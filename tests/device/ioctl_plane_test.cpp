@@ -44,6 +44,15 @@ struct TempDir {
   }
 };
 
+// A device node with /dev/null's numbers in `tmp`, traced as if it were
+// nvidia.ko's; "" when it cannot be made.
+std::string fake_nvidia_node(const TempDir& tmp) {
+  const std::string node = (tmp.path / "fake-nvidia").string();
+  if (::mknod(node.c_str(), S_IFCHR | 0600, makedev(kMajor, kMinor)) == 0) return node;
+  ADD_FAILURE() << "mknod " << node << ": " << std::strerror(errno);
+  return "";
+}
+
 // Forks a child that joins `cgroup_dir`, then makes the calls; returns its exit status.
 int run_in_cgroup(const std::string& cgroup_dir, const std::string& node) {
   pid_t pid = ::fork();
@@ -75,8 +84,8 @@ TEST(IoctlPlane, CountsCallsPerWorkloadDeviceAndEscape) {
   if (mounts.v2.empty()) GTEST_SKIP() << "no cgroup v2 mount";
 
   TempDir tmp;
-  const std::string node = (tmp.path / "fake-nvidia").string();
-  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0600, makedev(kMajor, kMinor)), 0) << std::strerror(errno);
+  const std::string node = fake_nvidia_node(tmp);
+  ASSERT_FALSE(node.empty());
 
   IoctlPlaneOptions options;
   options.devices = {{kMajor, kMinor, IoctlDeviceKind::kNvidia}};  // name its escapes as nvidia.ko's
@@ -134,13 +143,13 @@ TEST(IoctlPlane, CountsCallsPerWorkloadDeviceAndEscape) {
 // restart) and count the calls made while no plane runs.
 TEST(IoctlPlane, PinnedCountersSurviveARestartAndCountCallsMadeMeanwhile) {
   GL_REQUIRE_BPF();
+  const std::string pins = probes::find_or_mount_bpffs() + "/gl-test-ioctl-" + std::to_string(::getpid());
+  probes::remove_pin_tree(pins);
   const auto mounts = identity::discover_cgroup_mounts();
   if (mounts.v2.empty()) GTEST_SKIP() << "no cgroup v2 mount";
   TempDir tmp;
-  const std::string node = (tmp.path / "fake-nvidia").string();
-  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0600, makedev(kMajor, kMinor)), 0) << std::strerror(errno);
-  const std::string pins = probes::find_or_mount_bpffs() + "/gl-test-ioctl-" + std::to_string(::getpid());
-  probes::remove_pin_tree(pins);
+  const std::string node = fake_nvidia_node(tmp);
+  ASSERT_FALSE(node.empty());
   simulation::ScopedCgroup cg(mounts.v2, "/gpuledger-test-ioctl-pins-" + std::to_string(::getpid()) + "/t.service");
   auto cgroup_id = identity::cgroup_id_of(cg.dir());
   ASSERT_TRUE(cgroup_id);
@@ -180,8 +189,8 @@ TEST(IoctlPlane, RetiresEntriesOfGoneCgroupsAndKeepsTheirTotals) {
   const auto mounts = identity::discover_cgroup_mounts();
   if (mounts.v2.empty()) GTEST_SKIP() << "no cgroup v2 mount";
   TempDir tmp;
-  const std::string node = (tmp.path / "fake-nvidia").string();
-  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0600, makedev(kMajor, kMinor)), 0) << std::strerror(errno);
+  const std::string node = fake_nvidia_node(tmp);
+  ASSERT_FALSE(node.empty());
   IoctlPlaneOptions options;
   options.devices = {{kMajor, kMinor, IoctlDeviceKind::kNvidia}};
   options.gc_interval = std::chrono::milliseconds(0);  // sweep at every reading

@@ -189,72 +189,82 @@ TEST(PinLayout, AnIncompatibleLayoutIsReplacedWithItsReason) {
   EXPECT_EQ(get_body(agent->port(), "/metrics").find("gpuledger_bpf_pins_replaced{"), std::string::npos);
 }
 
+// A tenant that launched 300 kernels under a first agent, which was then
+// killed; its next 300 must be counted once by the agent started after.
+class TenantAcrossAKill {
+ public:
+  explicit TenantAcrossAKill(const std::string& tag)
+      : scratch_(tag), pins_(tag), id_("systemd/" + tag + ".service"), tag_(tag) {}
+  const Scratch& scratch() const { return scratch_; }
+  const PinDir& pins() const { return pins_; }
+
+  void run_first_agent_and_kill_it() {
+    auto agent = std::make_unique<Agent>(agent_args(scratch_, pins_));
+    cg_ = std::make_unique<simulation::ScopedCgroup>(cgroup_v2(), test_cgroup("/system.slice/" + tag_ + ".service"));
+    tenant_ = std::make_unique<simulation::Child>(
+        std::vector<std::string>{cudasim_binary(), "launch 1 1 1 1 1 1 x300; print-ready; wait-stdin; "
+                                                   "launch 1 1 1 1 1 1 x300; print-ready; wait-stdin"},
+        simulation::SpawnOptions{{cg_->dir()}, {}, true, true});
+    ASSERT_EQ(tenant_->read_line().rfind("READY", 0), 0u);
+    ASSERT_TRUE(eventually([&] { return launches_on_gpu(agent->port(), id_) == 300; },
+                           std::chrono::milliseconds(10000)));
+    stop(agent, SIGKILL);
+  }
+  void next_launches_counted_once_by(const Agent& agent) {
+    tenant_->write_line("go");
+    ASSERT_EQ(tenant_->read_line().rfind("READY", 0), 0u);
+    ASSERT_TRUE(eventually([&] { return launches_on_gpu(agent.port(), id_) == 600; },
+                           std::chrono::milliseconds(10000)))
+        << launches_on_gpu(agent.port(), id_);
+    EXPECT_EQ(launches_on_gpu(agent.port(), id_), 600) << "each launch counted once: the old probes are gone";
+    tenant_->close_stdin();
+    EXPECT_EQ(tenant_->wait(), 0);
+  }
+
+ private:
+  Scratch scratch_;
+  PinDir pins_;
+  std::string id_, tag_;
+  std::unique_ptr<simulation::ScopedCgroup> cg_;
+  std::unique_ptr<simulation::Child> tenant_;
+};
+
 TEST(PinLayout, ProbesOfAnotherConfigurationAreReplacedAndTheCountsKept) {
   GL_REQUIRE_BPF();
-  Scratch scratch("reconfigured");
-  PinDir pins("reconfigured");
-  const std::string id = "systemd/reconfigured.service";
-  auto agent = std::make_unique<Agent>(agent_args(scratch, pins));
-  simulation::ScopedCgroup cg(cgroup_v2(), test_cgroup("/system.slice/reconfigured.service"));
-  simulation::Child tenant({cudasim_binary(), "launch 1 1 1 1 1 1 x300; print-ready; wait-stdin; "
-                                              "launch 1 1 1 1 1 1 x300; print-ready; wait-stdin"},
-                           {{cg.dir()}, {}, true, true});
-  ASSERT_EQ(tenant.read_line().rfind("READY", 0), 0u);
-  ASSERT_TRUE(eventually([&] { return launches_on_gpu(agent->port(), id) == 300; }, std::chrono::milliseconds(10000)));
-  stop(agent, SIGKILL);
+  TenantAcrossAKill run("reconfigured");
+  ASSERT_NO_FATAL_FAILURE(run.run_first_agent_and_kill_it());
   // Settings baked into the programs differ: the probes are made anew, the maps kept.
-  auto args = agent_args(scratch, pins);
+  auto args = agent_args(run.scratch(), run.pins());
   args.insert(args.end(), {"--runtime-probes", "off", "--max-workloads", "20000"});
-  agent = std::make_unique<Agent>(args);
-  EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_adopted", {}), 1.0) << agent->log();
+  Agent agent(args);
+  EXPECT_EQ(metric(agent.port(), "gpuledger_bpf_pins_adopted", {}), 1.0) << agent.log();
   // Another capacity asked: the pinned map (and its counts) kept as it is, and said so.
-  EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_map_capacity", {{"map", "workload_counters"}}), 16384.0);
-  EXPECT_NE(agent->log().find("the pinned workload_counters holds 16384 entries, not the 20000 asked for: kept"),
+  EXPECT_EQ(metric(agent.port(), "gpuledger_bpf_map_capacity", {{"map", "workload_counters"}}), 16384.0);
+  EXPECT_NE(agent.log().find("the pinned workload_counters holds 16384 entries, not the 20000 asked for: kept"),
             std::string::npos)
-      << agent->log();
-  EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_replaced", {{"reason", "programs_changed"}}), 1.0);
-  EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pinned_libraries_adopted", {}), 0.0);
-  tenant.write_line("go");
-  ASSERT_EQ(tenant.read_line().rfind("READY", 0), 0u);
-  ASSERT_TRUE(eventually([&] { return launches_on_gpu(agent->port(), id) == 600; }, std::chrono::milliseconds(10000)))
-      << launches_on_gpu(agent->port(), id);
-  EXPECT_EQ(launches_on_gpu(agent->port(), id), 600) << "each launch counted once: the old probes are gone";
-  tenant.close_stdin();
-  EXPECT_EQ(tenant.wait(), 0);
+      << agent.log();
+  EXPECT_EQ(metric(agent.port(), "gpuledger_bpf_pins_replaced", {{"reason", "programs_changed"}}), 1.0);
+  EXPECT_EQ(metric(agent.port(), "gpuledger_bpf_pinned_libraries_adopted", {}), 0.0);
+  run.next_launches_counted_once_by(agent);
 }
 
 TEST(PinLayout, ABrokenPinnedSetOfProbesIsAttachedAnewAndCountsOnce) {
   GL_REQUIRE_BPF();
-  Scratch scratch("broken");
-  PinDir pins("broken");
-  const std::string id = "systemd/broken.service";
-  auto agent = std::make_unique<Agent>(agent_args(scratch, pins));
-  simulation::ScopedCgroup cg(cgroup_v2(), test_cgroup("/system.slice/broken.service"));
-  simulation::Child tenant({cudasim_binary(), "launch 1 1 1 1 1 1 x300; print-ready; wait-stdin; "
-                                              "launch 1 1 1 1 1 1 x300; print-ready; wait-stdin"},
-                           {{cg.dir()}, {}, true, true});
-  ASSERT_EQ(tenant.read_line().rfind("READY", 0), 0u);
-  ASSERT_TRUE(eventually([&] { return launches_on_gpu(agent->port(), id) == 300; }, std::chrono::milliseconds(10000)));
-  stop(agent, SIGKILL);
+  TenantAcrossAKill run("broken");
+  ASSERT_NO_FATAL_FAILURE(run.run_first_agent_and_kill_it());
   // One link of the library's set goes missing (as if a crash had interrupted its pinning).
   std::string set;
-  for (const auto& e : fs::recursive_directory_iterator(pins.path() + "/cuda")) {
+  for (const auto& e : fs::recursive_directory_iterator(run.pins().path() + "/cuda")) {
     const std::string name = e.path().filename();  // <dev>-<ino>-<probes>-<links>
     if (e.is_directory() && std::count(name.begin(), name.end(), '-') == 3) set = e.path();
   }
   ASSERT_FALSE(set.empty());
   ASSERT_EQ(::unlink((set + "/0").c_str()), 0);
-  agent = std::make_unique<Agent>(agent_args(scratch, pins));
-  EXPECT_NE(agent->log().find("are not whole"), std::string::npos) << agent->log();
-  EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pinned_libraries_adopted", {}), 0.0);
-  EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_adopted", {}), 1.0) << "the maps are whole: kept";
-  tenant.write_line("go");
-  ASSERT_EQ(tenant.read_line().rfind("READY", 0), 0u);
-  ASSERT_TRUE(eventually([&] { return launches_on_gpu(agent->port(), id) == 600; }, std::chrono::milliseconds(10000)))
-      << launches_on_gpu(agent->port(), id);
-  EXPECT_EQ(launches_on_gpu(agent->port(), id), 600) << "each launch counted once";
-  tenant.close_stdin();
-  EXPECT_EQ(tenant.wait(), 0);
+  Agent agent(agent_args(run.scratch(), run.pins()));
+  EXPECT_NE(agent.log().find("are not whole"), std::string::npos) << agent.log();
+  EXPECT_EQ(metric(agent.port(), "gpuledger_bpf_pinned_libraries_adopted", {}), 0.0);
+  EXPECT_EQ(metric(agent.port(), "gpuledger_bpf_pins_adopted", {}), 1.0) << "the maps are whole: kept";
+  run.next_launches_counted_once_by(agent);
 }
 
 int run_cli(const std::vector<std::string>& args, std::string* output) {
