@@ -1,5 +1,6 @@
 #include "agent_process.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -66,6 +67,8 @@ AgentProcess::AgentProcess(const std::string& agent_binary, const std::string& c
   std::vector<std::string> argv = {agent_binary, "agent", "--no-discovery", "--cuda-lib", cuda_lib,
                                    "--listen", "127.0.0.1:" + std::to_string(port_), "--log-level", "warn"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  // Each run measures from zero and leaves nothing pinned, unless it asks for its own pins.
+  if (std::find(argv.begin(), argv.end(), "--bpf-pin-dir") == argv.end()) argv.push_back("--no-bpf-pins");
   child_ = std::make_unique<simulation::Child>(argv, simulation::SpawnOptions{});
 
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);

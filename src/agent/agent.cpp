@@ -25,8 +25,10 @@ identity::CgroupMounts require_mounts(const AgentOptions& options) {
   return mounts;
 }
 
-probes::ProbeProgramConfig program_config(const AgentOptions& options, const identity::CgroupMounts& mounts) {
+probes::ProbeProgramConfig program_config(const AgentOptions& options, const identity::CgroupMounts& mounts,
+                                          probes::PinStore* pins) {
   probes::ProbeProgramConfig config;
+  config.pins = pins;
   if (!mounts.v2.empty()) config.cgroup_v2_root_id = identity::cgroup_id_of(mounts.v2).value_or(1);
   config.v1_subsys_index = mounts.v1_subsys_index;
   config.max_workloads = options.max_workloads;
@@ -68,12 +70,16 @@ bool holds_new_drivers(const AgentOptions& options) {
 Agent::Agent(AgentOptions options)
     : options_(std::move(options)),
       mounts_(require_mounts(options_)),
-      program_(std::make_unique<probes::CudaProbeProgram>(program_config(options_, mounts_))),
+      pins_(probes::open_pin_store(options_.bpf_pin_dir, "cuda")),
+      program_(std::make_unique<probes::CudaProbeProgram>(program_config(options_, mounts_, pins_.get()))),
       directory_(mounts_, options_.classifier) {
   // Loaded even without discovery: it also tells which inode the kernel
   // probes for a named library on overlayfs (LibOpenWatcher::identify).
   try {
-    watcher_ = std::make_unique<probes::LibOpenWatcher>(holds_new_drivers(options_), options_.held_pin_path);
+    // The held processes are pinned with the data plane: an agent that dies
+    // holding one has its successor continue it.
+    const std::string held_pin = pins_ ? probes::held_processes_pin_path(options_.bpf_pin_dir) : "";
+    watcher_ = std::make_unique<probes::LibOpenWatcher>(holds_new_drivers(options_), held_pin);
     if (size_t n = watcher_->continue_held(0))
       spdlog::warn("continued {} process(es) an earlier agent held for a new libcuda and did not continue", n);
   } catch (const Error& e) {
@@ -119,6 +125,16 @@ Agent::Agent(AgentOptions options)
                  std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started)
                      .count());
   }
+  // Every driver file in use was offered by now: pinned probes on a file no
+  // one offered (no process maps it any more) are dropped.
+  if (pins_) pins_->drop_unclaimed_libraries();
+  relearn_live_processes();
+}
+
+void Agent::relearn_live_processes() {
+  // The kernel side announced these processes to an earlier agent; their
+  // GPU views name the devices of contexts created before this one started.
+  for (const auto& [pid, st] : probes::read_processes(program_->maps().processes)) learn_gpu_view(pid, st.cgroup_key);
 }
 
 Agent::~Agent() {
@@ -440,6 +456,7 @@ AgentSnapshot Agent::snapshot() {
   self.library_events_dropped = watcher_ ? watcher_->events_dropped() : 0;
   self.workloads_retired = workloads_retired_;
   self.workloads_known = directory_.size();
+  if (pins_) self.pins = pins_->report();
   self.maps = {
       {"workload_counters", probes::count_entries(fds.workload_counters), program_->max_workloads()},
       {"call_errors", probes::count_entries(fds.call_errors), program_->max_workloads()},

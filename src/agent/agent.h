@@ -27,6 +27,7 @@
 #include "probes/cuda_probe_program.h"
 #include "probes/library_attacher.h"
 #include "probes/library_discovery.h"
+#include "probes/pin_store.h"
 #include "probes/runtime_attacher.h"
 #include "probes/runtime_entry_points.h"
 
@@ -39,9 +40,6 @@ struct AgentOptions {
   // Stop the first process to map a never-seen libcuda copy until its probes
   // are in place (no first-call loss); see docs/reliability.md.
   bool hold_new_drivers = true;
-  // Where the map of held processes is pinned ("" = not pinned): an agent
-  // that dies holding one has its successor continue it.
-  std::string held_pin_path;
   // CUDA runtime probes (docs/runtime-probes.md): auto counts at the runtime
   // level only the calls the driver-level probes missed.
   probes::RuntimeProbes runtime_probes = probes::RuntimeProbes::kAuto;
@@ -56,6 +54,9 @@ struct AgentOptions {
   // /api/v1/workloads) after its last reading; the ledger has its totals.
   std::chrono::milliseconds retire_after{std::chrono::minutes(10)};
   std::string proc_root = "/proc";
+  // Where the data plane is pinned in bpffs so it outlives the agent
+  // (--bpf-pin-dir; probes/pin_store.h); empty: nothing is pinned.
+  std::string bpf_pin_dir;
   // Where pods, Slurm jobs and containers may be recognised besides the top
   // of the cgroup hierarchy (--cgroup-root).
   identity::ClassifierOptions classifier;
@@ -103,9 +104,13 @@ class Agent : public ledger::CallNameLookup {
   // Offers every file a running process maps for execution (the backstop
   // behind the watcher, and what finds processes older than the agent).
   void scan_for_libraries();
+  // After a takeover of pinned maps: what only userspace knew, read again from
+  // the live processes the kernel side remembers (their view of the GPUs).
+  void relearn_live_processes();
 
   AgentOptions options_;
   identity::CgroupMounts mounts_;
+  std::unique_ptr<probes::PinStore> pins_;  // none without --bpf-pin-dir; outlives the program
   std::unique_ptr<probes::CudaProbeProgram> program_;
   std::unique_ptr<probes::LibOpenWatcher> watcher_;
   std::unique_ptr<probes::LibraryAttacher> attacher_;

@@ -65,6 +65,7 @@ struct SelfView {
   bool library_watcher = false;  // event-driven discovery is on
   uint64_t workloads_retired = 0;
   size_t workloads_known = 0;  // cgroup keys the directory names: live, or gone for less than --retire-after
+  probes::PinReport pins;  // the data plane's pins in bpffs (enabled false: none)
 };
 
 struct AgentSnapshot {

@@ -46,8 +46,19 @@ struct AgentCommand {
   std::string store = "/var/lib/gpuledger/ledger.db";
   std::string prices;
   unsigned ledger_interval_ms = 5000;
+  // The data plane pinned in bpffs (probes/pin_store.h): empty: <bpffs>/gpuledger.
+  std::string bpf_pin_dir;
+  bool no_bpf_pins = false;
 };
 int run_agent(const AgentCommand& cmd);
+
+// `gpuledger uninstall`: removes the pinned data plane (agent stopped first).
+struct UninstallCommand {
+  std::string bpf_pin_dir;  // empty: <bpffs>/gpuledger
+};
+int run_uninstall(const UninstallCommand& cmd);
+// <bpffs>/gpuledger; "" when no bpffs is mounted and `may_mount` is false.
+std::string default_bpf_pin_dir(bool may_mount);
 
 // `gpuledger doctor`: which planes work on this node, and why not.
 struct DoctorCommand {

@@ -123,6 +123,27 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   agent_cmd->add_flag("--no-xid", agent.no_xid, "Do not count Xid errors from the kernel log");
   agent_cmd->add_option("--kmsg", agent.kmsg, "The kernel log device read for NVRM Xid lines")->capture_default_str();
+  auto* no_pins = agent_cmd->add_flag(
+      "--no-bpf-pins", agent.no_bpf_pins,
+      "Pin nothing in bpffs: the probes, counters, contexts and live allocations go with the agent, and a restart "
+      "starts them from zero");
+  agent_cmd
+      ->add_option("--bpf-pin-dir", agent.bpf_pin_dir,
+                   "The bpffs directory the data plane is pinned in, so a restart or an upgrade takes it over and "
+                   "loses no call (default: <bpffs>/gpuledger, bpffs found in /proc/self/mountinfo or mounted at "
+                   "/sys/fs/bpf). Only one agent may use it; `gpuledger uninstall` removes it")
+      ->excludes(no_pins);
+
+  UninstallCommand uninstall;
+  auto* uninstall_cmd = app.add_subcommand(
+      "uninstall",
+      "Remove what a stopped agent leaves on the node on purpose: its data plane pinned in bpffs (the probes, "
+      "which keep counting while no agent runs, and the in-kernel counters, contexts and live allocations). "
+      "Run it after stopping the agent for good, not between restarts or upgrades: the next agent takes the "
+      "pins over. Refuses while an agent holds them; does nothing when nothing is pinned. The ledger store is "
+      "left alone");
+  uninstall_cmd->add_option("--bpf-pin-dir", uninstall.bpf_pin_dir,
+                            "The agent's --bpf-pin-dir (default: <bpffs>/gpuledger)");
 
   DoctorCommand doctor;
   auto* doctor_cmd = app.add_subcommand(
@@ -192,6 +213,7 @@ int main(int argc, char** argv) {
       return run_doctor(doctor);
     }
     if (*probe_plan_cmd) return run_probe_plan(probe_plan);
+    if (*uninstall_cmd) return run_uninstall(uninstall);
     if (*report_cmd) {
       gpuledger::log::set_level("warn");
       return run_report(report);

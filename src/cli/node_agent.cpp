@@ -159,6 +159,14 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   // Gone workloads are looked for every 10 s, more often for a short --retire-after.
   options.gc_interval = std::min(options.gc_interval,
                                  std::max(std::chrono::milliseconds(1000), options.retire_after / 2));
+  if (!cmd.no_bpf_pins) {
+    try {
+      const std::string fallback = default_bpf_pin_dir(true);  // mounts a bpffs when none is
+      options.bpf_pin_dir = cmd.bpf_pin_dir.empty() ? fallback : cmd.bpf_pin_dir;
+    } catch (const Error& e) {  // attribution works without pins; a restart then loses its state
+      spdlog::error("{}: the data plane is not pinned, a restart starts it from zero", e.what());
+    }
+  }
   options.classifier.cgroup_roots = cmd.cgroup_roots;
   identity::InfrastructureOptions infrastructure;
   if (!cmd.infrastructure_namespaces.empty()) infrastructure.namespaces = cmd.infrastructure_namespaces;
@@ -174,6 +182,7 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
     device::IoctlPlaneOptions ioctl_options;
     ioctl_options.devices = device::resolve_ioctl_devices(cmd.nvidia_ioctl_devices);
     ioctl_options.max_entries = cmd.nvidia_ioctl_max_entries;
+    ioctl_options.bpf_pin_dir = options.bpf_pin_dir;
     ioctl_options.namer = options.namer;
     ioctl_options.classifier = options.classifier;
     p.ioctls = std::make_unique<device::IoctlPlane>(ioctl_options);

@@ -8,14 +8,17 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "common/error.h"
 #include "common/log.h"
 #include "identity/cgroup_fs.h"
 #include "identity/workload_directory.h"
 #include "nvidia_ioctl.skel.h"
 #include "nvidia_ioctl_abi.h"
 #include "probes/bpf_handles.h"
+#include "probes/pin_store.h"
 
 namespace gpuledger::device {
 namespace {
@@ -73,6 +76,7 @@ IoctlPlane::IoctlPlane(IoctlPlaneOptions options) : options_(std::move(options))
     error_ = why;
     if (skel_) nvidia_ioctl__destroy(skel_);
     skel_ = nullptr;
+    pins_.reset();
     spdlog::warn("nvidia ioctl plane off: {} (gpuledger_nvidia_ioctl_plane_up 0)", why);
   };
   skel_ = nvidia_ioctl__open();
@@ -81,23 +85,39 @@ IoctlPlane::IoctlPlane(IoctlPlaneOptions options) : options_(std::move(options))
     return;
   }
   bpf_map__set_max_entries(skel_->maps.ioctl_counters, std::max<uint32_t>(options_.max_entries, 1));
+  try {
+    pins_ = probes::open_pin_store(options_.bpf_pin_dir, "nvidia_ioctl");
+    if (pins_) pins_->reuse_maps(skel_->obj);
+  } catch (const Error& e) {
+    fail(e.what());
+    return;
+  }
   if (int err = nvidia_ioctl__load(skel_); err) {
     fail(std::string("cannot load the ioctl program: ") + std::strerror(-err));
     return;
   }
-  const int filter_fd = bpf_map__fd(skel_->maps.ioctl_devices);
-  for (const auto& d : devices_) {
-    gl_ioctl_filter_key key{d.major, d.minor.value_or(GL_IOCTL_ANY_MINOR)};
-    gl_ioctl_filter_value value{d.escape_is_full_request() ? GL_IOCTL_ESCAPE_FULL : GL_IOCTL_ESCAPE_NR, 0};
-    if (bpf_map_update_elem(filter_fd, &key, &value, BPF_ANY) != 0) {
-      fail(std::string("cannot set the device filter: ") + std::strerror(errno));
-      return;
+  try {
+    if (pins_) {
+      size_t size = 0;
+      const void* elf = nvidia_ioctl__elf_bytes(&size);
+      pins_->pin_maps(skel_->obj, probes::pin_links_version(elf, size, ""));
+      pins_adopted_ = pins_->report().adopted;
     }
+    set_device_filter();
+  } catch (const Error& e) {
+    fail(e.what());
+    return;
   }
   if (int err = nvidia_ioctl__attach(skel_); err) {
     fail(std::string("cannot attach the ioctl program (raw tracepoints sys_enter/sys_exit): ") +
          std::strerror(-err));
     return;
+  }
+  // Attached before the earlier agent's links are unpinned: no call goes
+  // unseen (the exit handler run twice finds the call gone the second time).
+  if (pins_) {
+    pins_->pin_link("sys_enter", bpf_link__fd(skel_->links.gl_ioctl_enter));
+    pins_->pin_link("sys_exit", bpf_link__fd(skel_->links.gl_ioctl_exit));
   }
   std::string traced;
   for (const auto& d : devices_)
@@ -108,6 +128,27 @@ IoctlPlane::IoctlPlane(IoctlPlaneOptions options) : options_(std::move(options))
 
 IoctlPlane::~IoctlPlane() {
   if (skel_) nvidia_ioctl__destroy(skel_);
+}
+
+void IoctlPlane::set_device_filter() {
+  const int fd = bpf_map__fd(skel_->maps.ioctl_devices);
+  std::set<std::pair<uint32_t, uint32_t>> wanted;
+  for (const auto& d : devices_) {
+    gl_ioctl_filter_key key{d.major, d.minor.value_or(GL_IOCTL_ANY_MINOR)};
+    gl_ioctl_filter_value value{d.escape_is_full_request() ? GL_IOCTL_ESCAPE_FULL : GL_IOCTL_ESCAPE_NR, 0};
+    if (bpf_map_update_elem(fd, &key, &value, BPF_ANY) != 0)
+      throw Error(std::string("cannot set the device filter: ") + std::strerror(errno));
+    wanted.insert({key.major, key.minor});
+  }
+  gl_ioctl_filter_key key{}, next{};
+  const gl_ioctl_filter_key* prev = nullptr;
+  std::vector<gl_ioctl_filter_key> stale;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    if (!wanted.contains({next.major, next.minor})) stale.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  for (const auto& k : stale) bpf_map_delete_elem(fd, &k);
 }
 
 IoctlDeviceKind IoctlPlane::kind_of(uint32_t major, uint32_t minor) const {
@@ -259,6 +300,12 @@ void IoctlPlane::write_metrics(exporter::ExpositionWriter& out) const {
   out.family("gpuledger_nvidia_ioctl_plane_up", MetricType::kGauge,
              "1 when the NVIDIA ioctl tracing program is loaded and attached.");
   out.sample({}, static_cast<uint64_t>(up() ? 1 : 0));
+  if (pins_) {
+    out.family("gpuledger_nvidia_ioctl_pins_adopted", MetricType::kGauge,
+               "1 when the ioctl plane took over the maps an earlier agent pinned (its counters continue), 0 "
+               "when it made them anew.");
+    out.sample({}, static_cast<uint64_t>(pins_adopted_ ? 1 : 0));
+  }
   out.family("gpuledger_nvidia_ioctl_dropped_total", MetricType::kCounter,
              "ioctl calls the kernel side could not count normally, by reason (counter_map_full: counted "
              "under the overflow workload).");

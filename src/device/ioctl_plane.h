@@ -38,6 +38,9 @@
 #include "identity/workload_names.h"
 
 struct nvidia_ioctl;
+namespace gpuledger::probes {
+class PinStore;
+}
 
 namespace gpuledger::device {
 
@@ -56,6 +59,10 @@ struct IoctlPlaneOptions {
   // gone are deleted (their totals stay), in-flight entries of dead threads too.
   std::chrono::milliseconds gc_interval{60000};
   std::string cgroup_v2_mount;  // empty: discovered
+  // The agent's --bpf-pin-dir: the maps and tracepoint links are pinned under
+  // <dir>/nvidia_ioctl so a restart takes them over (probes/pin_store.h);
+  // empty: nothing pinned.
+  std::string bpf_pin_dir;
 };
 
 // One (workload, device, escape) combination's totals since the plane started.
@@ -93,6 +100,7 @@ class IoctlPlane : public exporter::MetricsContributor {
   IoctlPlane& operator=(const IoctlPlane&) = delete;
 
   bool up() const { return skel_ != nullptr; }
+  bool pins_adopted() const { return pins_adopted_; }  // took over the maps an earlier agent pinned
   const std::string& error() const { return error_; }  // why it is down
   const std::vector<IoctlDeviceFilter>& devices() const { return devices_; }
 
@@ -110,10 +118,15 @@ class IoctlPlane : public exporter::MetricsContributor {
   IoctlDeviceKind kind_of(uint32_t major, uint32_t minor) const;
   void prune_inflight() const;
   void retire_gone_cgroups(const std::map<IoctlKey, IoctlTotals>& reading) const;
+  // The traced devices, exactly: those of an earlier configuration (a pinned
+  // filter taken over) are removed once the current ones are in.
+  void set_device_filter();
 
   IoctlPlaneOptions options_;
   std::vector<IoctlDeviceFilter> devices_;
+  std::unique_ptr<probes::PinStore> pins_;  // none without bpf_pin_dir; outlives the program
   nvidia_ioctl* skel_ = nullptr;
+  bool pins_adopted_ = false;
   std::string error_;
   mutable IoctlTotalsFolder folder_;
   mutable std::mutex refresh_mu_;

@@ -125,6 +125,26 @@ void write_workload_metrics(ExpositionWriter& out, const agent::AgentSnapshot& s
   for (const auto& w : snap.workloads) out.sample(workload_labels(w), static_cast<uint64_t>(w.processes.size()));
 }
 
+// The data plane's pins (--bpf-pin-dir): whether this agent took them over
+// from an earlier one, and why it had to replace what it found.
+void write_pin_metrics(ExpositionWriter& out, const probes::PinReport& pins) {
+  out.family("gpuledger_bpf_pins_adopted", MetricType::kGauge,
+             "1 when this agent took over the BPF maps an earlier agent pinned (counters, contexts and live "
+             "allocations survived the restart), 0 when it started them anew.");
+  out.sample({}, uint64_t{pins.adopted ? 1u : 0u});
+  out.family("gpuledger_bpf_pins_replaced", MetricType::kGauge,
+             "1, with the reason, when pins found at start could not be taken over and were replaced "
+             "(layout_version, map_missing, map_mismatch, pin_corrupt: counters started from zero; "
+             "programs_changed: the maps were kept, the probes attached anew).");
+  if (!pins.replaced.empty()) out.sample({{"reason", pins.replaced}}, uint64_t{1});
+  out.family("gpuledger_bpf_pinned_libraries_adopted", MetricType::kGauge,
+             "Driver files whose pinned probes this agent took over at start (they stayed attached while no agent ran).");
+  out.sample({}, static_cast<uint64_t>(pins.libraries_adopted));
+  out.family("gpuledger_bpf_pin_layout_info", MetricType::kGauge,
+             "The bpffs directory the data plane is pinned in, and its layout version.");
+  out.sample({{"dir", pins.root}, {"layout", pins.layout}}, uint64_t{1});
+}
+
 void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap, double last_scrape_seconds) {
   const auto& self = snap.self;
   out.family("gpuledger_probes_attached", MetricType::kGauge, "Uprobes attached to CUDA driver libraries.");
@@ -195,6 +215,7 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
              "Cgroups the agent holds a name for: live workloads and those gone for less than --retire-after. "
              "Follows the live workloads, not history.");
   out.sample({}, static_cast<uint64_t>(self.workloads_known));
+  if (self.pins.enabled) write_pin_metrics(out, self.pins);
   out.family("gpuledger_scrape_duration_seconds", MetricType::kGauge, "Time taken to produce the previous scrape.");
   out.sample({}, last_scrape_seconds);
 }

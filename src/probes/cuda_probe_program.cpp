@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "common/error.h"
 #include "common/log.h"
 #include "cuda_probes.skel.h"
@@ -61,6 +63,8 @@ void CudaProbeProgram::load(bool multi) {
                               skel_->progs.gl_rt_entry, skel_->progs.gl_rt_return})
       bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kAttachUprobeMulti));
   }
+  // After the capacities are set: a pinned map keeps its own (pin_store.h).
+  if (config_.pins) config_.pins->reuse_maps(skel_->obj);
   if (int err = cuda_probes__load(skel_); err) {
     cuda_probes__destroy(skel_);
     skel_ = nullptr;
@@ -86,18 +90,41 @@ CudaProbeProgram::CudaProbeProgram(const ProbeProgramConfig& config) : config_(c
   } catch (const Error&) {
     load(false);
   }
+  if (config_.pins) {
+    config_.pins->pin_maps(skel_->obj, links_version());
+    config_.max_workloads = bpf_map__max_entries(skel_->maps.workload_counters);
+  }
   // Key 0 is the overflow bucket the kernel side falls back to when the
-  // workload map is full: it must exist before the first probe fires.
+  // workload map is full: it must exist before the first probe fires (and
+  // keeps its counts when the map was taken over).
   gl_workload_key overflow_key{0, GL_DEVICE_UNKNOWN, 0};
   const int counters_fd = bpf_map__fd(skel_->maps.workload_counters);
   std::vector<gl_counters> zeros(copies_per_value(counters_fd));
-  bpf_map_update_elem(counters_fd, &overflow_key, zeros.data(), BPF_ANY);
+  bpf_map_update_elem(counters_fd, &overflow_key, zeros.data(), BPF_NOEXIST);
   if (int err = cuda_probes__attach(skel_); err) {
     // Only the exit tracepoint auto-attaches; uprobes are attached per library.
     cuda_probes__destroy(skel_);
     skel_ = nullptr;
     throw Error(std::string("cannot attach the process-exit tracepoint: ") + std::strerror(-err));
   }
+  // Attached before the earlier agent's is unpinned: no exit goes unseen
+  // (the handler run twice finds its entries gone the second time).
+  if (config_.pins) config_.pins->pin_link("process_exit", bpf_link__fd(skel_->links.gl_process_exit));
+}
+
+std::string CudaProbeProgram::links_version() const {
+  size_t size = 0;
+  const void* elf = cuda_probes__elf_bytes(&size);
+  const auto* r = skel_->rodata;
+  return pin_links_version(elf, size,
+                           fmt::format("cgroup_v2_root_id={} v1_fallback_subsys={} runtime_mode={} "
+                                       "exact_threads_legacy={} multi={}",
+                                       r->cgroup_v2_root_id, r->v1_fallback_subsys,
+                                       static_cast<unsigned>(r->runtime_mode), r->exact_threads_legacy, multi_));
+}
+
+void CudaProbeProgram::unpin(const FileId& file) {
+  if (config_.pins) config_.pins->unpin_library(file);
 }
 
 CudaProbeProgram::~CudaProbeProgram() {
@@ -167,15 +194,33 @@ void CudaProbeProgram::attach_parts(AttachedLibrary& lib, const std::vector<Prob
     attach_multi(lib, parts);
   else
     attach_each(lib, parts);
+  // Only a complete set is pinned: a successor adopts whole sets only.
+  PinStore* pins = lib.pinned_as ? config_.pins : nullptr;
+  if (pins && lib.probes > 0 && lib.missing.empty()) {
+    std::vector<int> fds;
+    for (const auto& fd : lib.multi_links) fds.push_back(fd.get());
+    for (const auto& link : lib.links) fds.push_back(bpf_link__fd(link.get()));
+    pins->pin_library(*lib.pinned_as, lib.probes, fds);
+  }
 }
 
-AttachedLibrary CudaProbeProgram::attach(const std::string& path, const std::vector<ProbeSpec>& specs) {
+AttachedLibrary CudaProbeProgram::attach(const std::string& path, const std::vector<ProbeSpec>& specs,
+                                         std::optional<FileId> pinned_as) {
   AttachedLibrary lib;
   lib.path = path;
+  lib.pinned_as = pinned_as;
   std::vector<ProbePart> parts;
   for (const auto& spec : specs) {
     parts.push_back({spec, false});
     if (spec.with_return) parts.push_back({spec, true});
+  }
+  if (PinStore* pins = pinned_as ? config_.pins : nullptr) {
+    if (auto adopted = pins->adopt_library(*pinned_as, parts.size())) {
+      lib.multi_links = std::move(adopted->links);  // descriptors of either kind of link
+      lib.probes = adopted->probes;
+      lib.adopted = true;
+      return lib;
+    }
   }
   attach_parts(lib, parts);
   return lib;

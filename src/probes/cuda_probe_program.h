@@ -10,6 +10,8 @@
 
 #include "probes/bpf_handles.h"
 #include "probes/cuda_entry_points.h"
+#include "probes/mapped_file.h"
+#include "probes/pin_store.h"
 
 struct cuda_probes;
 struct bpf_program;
@@ -28,6 +30,9 @@ struct ProbeProgramConfig {
   bool per_probe_links = false;
   // How runtime-level probes count (--runtime-probes); off attaches none.
   gl_runtime_mode runtime_mode = GL_RUNTIME_OFF;
+  // Where the maps and links are pinned so they outlive the agent (pin_store.h);
+  // none: they go with the agent.
+  PinStore* pins = nullptr;
 };
 
 // The uprobes on one library file; detached when destroyed.
@@ -48,6 +53,8 @@ struct AttachedLibrary {
   std::vector<LinkHandle> links;       // one per probe, perf-event mode
   std::vector<std::string> failures;  // "name: reason", of the last attempt
   std::vector<ProbePart> missing;     // the probe points not attached: what a retry attaches
+  bool adopted = false;               // pinned links an earlier agent attached, taken over
+  std::optional<FileId> pinned_as;    // the probed file its links are pinned for, once complete
 };
 
 struct BpfMapFds {
@@ -67,10 +74,16 @@ class CudaProbeProgram {
   CudaProbeProgram(const CudaProbeProgram&) = delete;
   CudaProbeProgram& operator=(const CudaProbeProgram&) = delete;
 
-  AttachedLibrary attach(const std::string& path, const std::vector<ProbeSpec>& specs);
+  // `pinned_as`: the probed file, whose links are pinned once all are in
+  // place (and taken over from an earlier agent when it attached them all);
+  // none: not pinned.
+  AttachedLibrary attach(const std::string& path, const std::vector<ProbeSpec>& specs,
+                         std::optional<FileId> pinned_as = std::nullopt);
   // Attaches what an earlier attach missed (lib.missing), adding to what it
   // holds: the probes in place are kept, so no call is counted twice.
   void attach_missing(AttachedLibrary& lib);
+  // The links on a file are detached: their pins go too.
+  void unpin(const FileId& file);
   // Test seam: when set, a probe point it returns true for fails to attach
   // (EAGAIN), as one does when its opener exits or the file is swapped mid-attach.
   void set_attach_fault_for_test(std::function<bool(const ProbePart&)> fault) { fault_ = std::move(fault); }
@@ -84,6 +97,9 @@ class CudaProbeProgram {
   void attach_multi(AttachedLibrary& lib, const std::vector<ProbePart>& parts);
   void attach_each(AttachedLibrary& lib, const std::vector<ProbePart>& parts);
   bpf_program* program_for(const ProbePart& part) const;
+  // Names the program build and the settings baked into it (rodata, link
+  // mode): links made by another are not taken over.
+  std::string links_version() const;
 
   ProbeProgramConfig config_;
   cuda_probes* skel_ = nullptr;

@@ -128,13 +128,14 @@ bool LibraryAttacher::judge(ProbeTarget& target, const std::string& origin, bool
   // Through the descriptor's magic link: the kernel resolves it to the very
   // inode read above, whatever has happened to any path since.
   Entry entry;
-  entry.links = program_.attach(file.attach_path(), specs);
+  entry.links = program_.attach(file.attach_path(), specs, key);
   entry.record = LibraryRecord{file.label, origin, key, entry.links.probes, entry.links.failures, ""};
   if (entry.links.probes == 0) {
     reject(file.label, origin, "every probe failed to attach: " + entry.links.failures.front(), key);
     return false;
   }
-  spdlog::info("attached {} probes to {} ({}; dev {} inode {}){}", entry.record.probes, file.label, origin, key.dev,
+  spdlog::info("{} {} probes to {} ({}; dev {} inode {}){}",
+               entry.links.adopted ? "took over the pinned" : "attached", entry.record.probes, file.label, origin, key.dev,
                key.ino, entry.links.failures.empty() ? "" : ", some failed");
   for (const auto& f : entry.links.failures) spdlog::warn("probe on {} failed: {}", file.label, f);
   // The file is covered now, whichever path earlier attempts used: forget
@@ -220,7 +221,9 @@ void LibraryAttacher::detach_unused(const std::vector<LibraryCandidate>& scanned
     if (watcher_) watcher_->forget(key);
     std::erase_if(printed_judged_, [&](const auto& kv) { return kv.second == key; });
     ++detached_;
+    const FileId gone = key;
     it = attached_.erase(it);  // closes its links and its descriptor
+    program_.unpin(gone);      // then their pins: the kernel lets go of them
   }
 }
 

@@ -174,7 +174,10 @@ void LibOpenWatcher::released(uint32_t pid) {
 }
 
 size_t LibOpenWatcher::continue_held(uint64_t older_than_ns, const std::string& proc) {
-  const int map = bpf_map__fd(skel_->maps.held_processes);
+  return continue_held_in(bpf_map__fd(skel_->maps.held_processes), older_than_ns, proc);
+}
+
+size_t continue_held_in(int map, uint64_t older_than_ns, const std::string& proc) {
   timespec now_ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &now_ts);
   const uint64_t now = static_cast<uint64_t>(now_ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now_ts.tv_nsec);
@@ -194,6 +197,16 @@ size_t LibOpenWatcher::continue_held(uint64_t older_than_ns, const std::string& 
     bpf_map_delete_elem(map, &pid);
   }
   return continued;
+}
+
+std::string held_processes_pin_path(const std::string& pin_dir) { return pin_dir + "/watcher/held_processes"; }
+
+size_t continue_pinned_held(const std::string& pin_path, const std::string& proc) {
+  const int map = bpf_obj_get(pin_path.c_str());
+  if (map < 0) return 0;
+  const size_t n = continue_held_in(map, 0, proc);
+  ::close(map);
+  return n;
 }
 
 uint64_t LibOpenWatcher::events_dropped() const {

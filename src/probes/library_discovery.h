@@ -40,6 +40,15 @@ std::vector<std::string> default_driver_library_paths();
 // file.
 std::vector<LibraryCandidate> scan_process_maps(const std::string& proc = "/proc");
 
+// Continues every process in the map of held processes `map` (or pinned at
+// `pin_path`) stopped more than `older_than_ns` ago (0: all) that is still the
+// process that was stopped (same start time), and forgets them all. Returns
+// how many were continued.
+size_t continue_held_in(int map, uint64_t older_than_ns, const std::string& proc = "/proc");
+size_t continue_pinned_held(const std::string& pin_path, const std::string& proc = "/proc");
+// Where the agent pins the map of held processes under its --bpf-pin-dir.
+std::string held_processes_pin_path(const std::string& pin_dir);
+
 // The BPF watcher (bpf/lib_discovery.bpf.c).
 class LibOpenWatcher {
  public:

@@ -10,4 +10,10 @@ out=$(systemd-analyze verify "$dir/gpuledger.service" 2>&1) || { echo "$out"; ex
 [[ -z $out ]] || { echo "FAIL: systemd-analyze verify: $out"; exit 1; }
 grep -E '^(ProtectSystem=strict|StateDirectory=gpuledger|CapabilityBoundingSet=CAP_BPF )' "$1" | wc -l | grep -qx 3 ||
   { echo "FAIL: the unit lost its hardening (ProtectSystem, StateDirectory, capabilities)"; exit 1; }
+# A stop or restart keeps the pinned data plane (docs/reliability.md): nothing
+# in the unit removes it or turns it off; only `gpuledger uninstall` does.
+if grep -E '^ExecStop|--no-bpf-pins' "$1" | grep -qE 'uninstall|--no-bpf-pins'; then
+  echo "FAIL: the unit removes or turns off the BPF pins: a restart would lose the data plane"; exit 1
+fi
+grep -qx 'ReadWritePaths=/sys/fs/bpf' "$1" || { echo "FAIL: /sys/fs/bpf not writable: nothing can be pinned"; exit 1; }
 echo "ok: $1 verifies"

@@ -94,6 +94,8 @@ function checkDaemonSet(ds, want, byKind) {
   if (pod.runtimeClassName !== want.runtimeClassName) f.push(`DaemonSet: runtimeClassName ${pod.runtimeClassName}`);
   if (want.annotations && !subset(want.annotations, ds.spec.template.metadata.annotations))
     f.push("DaemonSet: prometheus.io annotations missing");
+  // The data plane is pinned in the host's bpffs so a rolling update loses nothing (docs/reliability.md).
+  if (c.args?.some((a) => a.startsWith("--no-bpf-pins"))) f.push("DaemonSet: --no-bpf-pins: a restart would lose the data plane");
   const mounts = Object.fromEntries((c.volumeMounts ?? []).map((m) => [m.mountPath, m]));
   const volumes = Object.fromEntries((pod.volumes ?? []).map((v) => [v.name, v]));
   for (const path of ["/sys/fs/bpf", "/sys/kernel/btf", "/sys/fs/cgroup", "/var/lib/kubelet/pod-resources", "/var/lib/gpuledger"]) {

@@ -19,6 +19,7 @@
 
 #include "bpf_requirement.h"
 #include "device/ioctl_plane.h"
+#include "probes/pin_store.h"
 #include "exposition_parser.h"
 #include "identity/cgroup_fs.h"
 #include "identity/workload_classifier.h"
@@ -42,6 +43,15 @@ struct TempDir {
     fs::remove_all(path, ec);
   }
 };
+
+// A device node with /dev/null's numbers in `tmp`, traced as if it were
+// nvidia.ko's; "" when it cannot be made.
+std::string fake_nvidia_node(const TempDir& tmp) {
+  const std::string node = (tmp.path / "fake-nvidia").string();
+  if (::mknod(node.c_str(), S_IFCHR | 0600, makedev(kMajor, kMinor)) == 0) return node;
+  ADD_FAILURE() << "mknod " << node << ": " << std::strerror(errno);
+  return "";
+}
 
 // Forks a child that joins `cgroup_dir`, then makes the calls; returns its exit status.
 int run_in_cgroup(const std::string& cgroup_dir, const std::string& node) {
@@ -74,8 +84,8 @@ TEST(IoctlPlane, CountsCallsPerWorkloadDeviceAndEscape) {
   if (mounts.v2.empty()) GTEST_SKIP() << "no cgroup v2 mount";
 
   TempDir tmp;
-  const std::string node = (tmp.path / "fake-nvidia").string();
-  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0600, makedev(kMajor, kMinor)), 0) << std::strerror(errno);
+  const std::string node = fake_nvidia_node(tmp);
+  ASSERT_FALSE(node.empty());
 
   IoctlPlaneOptions options;
   options.devices = {{kMajor, kMinor, IoctlDeviceKind::kNvidia}};  // name its escapes as nvidia.ko's
@@ -129,13 +139,58 @@ TEST(IoctlPlane, CountsCallsPerWorkloadDeviceAndEscape) {
   fs::remove(mounts.v2 + "/gpuledger-test-ioctl-" + std::to_string(::getpid()), ec);
 }
 
+// Issue 10: pinned, the ioctl counters outlive the plane (the agent's
+// restart) and count the calls made while no plane runs.
+TEST(IoctlPlane, PinnedCountersSurviveARestartAndCountCallsMadeMeanwhile) {
+  GL_REQUIRE_BPF();
+  const std::string pins = probes::find_or_mount_bpffs() + "/gl-test-ioctl-" + std::to_string(::getpid());
+  probes::remove_pin_tree(pins);
+  const auto mounts = identity::discover_cgroup_mounts();
+  if (mounts.v2.empty()) GTEST_SKIP() << "no cgroup v2 mount";
+  TempDir tmp;
+  const std::string node = fake_nvidia_node(tmp);
+  ASSERT_FALSE(node.empty());
+  simulation::ScopedCgroup cg(mounts.v2, "/gpuledger-test-ioctl-pins-" + std::to_string(::getpid()) + "/t.service");
+  auto cgroup_id = identity::cgroup_id_of(cg.dir());
+  ASSERT_TRUE(cgroup_id);
+  auto control_calls = [&](const IoctlPlane& plane) {
+    for (const auto& [key, t] : plane.refresh())
+      if (key.cgroup_id == *cgroup_id && key.escape == 0x2A) return t.calls;
+    return uint64_t{0};
+  };
+  IoctlPlaneOptions options;
+  options.devices = {{kMajor, kMinor, IoctlDeviceKind::kNvidia}};
+  options.bpf_pin_dir = pins;
+  {
+    IoctlPlane plane(options);
+    ASSERT_TRUE(plane.up()) << plane.error();
+    EXPECT_FALSE(plane.pins_adopted());
+    ASSERT_EQ(run_in_cgroup(cg.dir(), node), 0);
+    EXPECT_EQ(control_calls(plane), 5u);
+  }
+  ASSERT_EQ(run_in_cgroup(cg.dir(), node), 0);  // no plane runs: the pinned tracepoints count
+  {
+    // Another device set this time: the pinned filter follows it.
+    options.devices = {{kMajor, kMinor, IoctlDeviceKind::kNvidia}, {kMajor, 5, IoctlDeviceKind::kOther}};
+    IoctlPlane plane(options);
+    ASSERT_TRUE(plane.up()) << plane.error();
+    EXPECT_TRUE(plane.pins_adopted());
+    EXPECT_EQ(control_calls(plane), 10u);
+    ASSERT_EQ(run_in_cgroup(cg.dir(), node), 0);
+    EXPECT_EQ(control_calls(plane), 15u) << "each call counted once";
+  }
+  EXPECT_GT(probes::remove_pin_tree(pins), 0u);
+  std::error_code ec;
+  fs::remove(mounts.v2 + "/gpuledger-test-ioctl-pins-" + std::to_string(::getpid()), ec);
+}
+
 TEST(IoctlPlane, RetiresEntriesOfGoneCgroupsAndKeepsTheirTotals) {
   GL_REQUIRE_BPF();
   const auto mounts = identity::discover_cgroup_mounts();
   if (mounts.v2.empty()) GTEST_SKIP() << "no cgroup v2 mount";
   TempDir tmp;
-  const std::string node = (tmp.path / "fake-nvidia").string();
-  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0600, makedev(kMajor, kMinor)), 0) << std::strerror(errno);
+  const std::string node = fake_nvidia_node(tmp);
+  ASSERT_FALSE(node.empty());
   IoctlPlaneOptions options;
   options.devices = {{kMajor, kMinor, IoctlDeviceKind::kNvidia}};
   options.gc_interval = std::chrono::milliseconds(0);  // sweep at every reading

@@ -45,7 +45,7 @@ done < <(ldd "$build/gpuledger-cudasim" | awk '$1 !~ /libcuda/ && $3 ~ /^\// {pr
 tar -C "$root" -c . | "${podman[@]}" import -q - "$tag" >/dev/null || fail "podman import"
 
 # The agent, discovering on its own (no --cuda-lib), on a free port.
-"$build/gpuledger" agent --listen 127.0.0.1:0 --store "" --no-nvml --pod-resources-socket "" \
+"$build/gpuledger" agent --listen 127.0.0.1:0 --store "" --no-nvml --pod-resources-socket "" --no-bpf-pins \
   --scan-interval-ms 300 >"$agent_log" 2>&1 &
 agent_pid=$!
 port=""

@@ -105,6 +105,17 @@ TEST_F(HeldProcess, AProcessHeldByAnAgentThatDiedIsContinuedByItsSuccessor) {
   EXPECT_EQ(successor.continue_held(0), 0u) << "continued processes are forgotten";
 }
 
+TEST_F(HeldProcess, UninstallContinuesAProcessADeadAgentHeld) {
+  GL_REQUIRE_BPF();
+  auto dead = std::make_unique<LibOpenWatcher>(true, pin_);
+  dead->heartbeat();
+  pid_t tenant = load_the_copy();
+  ASSERT_TRUE(wait_state(tenant, 'T', 5000ms));
+  dead.reset();
+  EXPECT_EQ(continue_pinned_held(pin_), 1u);  // what `gpuledger uninstall` does before removing the pins
+  EXPECT_EQ(wait_exit(tenant, 5000ms), 0);
+}
+
 TEST_F(HeldProcess, AnAgentWhoseLoopIsNotAliveHoldsNobody) {
   GL_REQUIRE_BPF();
   LibOpenWatcher watcher(true, pin_);  // no heartbeat: a hung (or stopped) agent

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <regex>
@@ -34,6 +35,8 @@ AgentUnderTest::AgentUnderTest(const std::string& binary, const std::vector<std:
     argv.push_back(a);
   argv.insert(argv.begin() + static_cast<long>(wrapper.size()), binary);
   argv.insert(argv.end(), args.begin(), args.end());
+  // Tests run side by side: pins only where a test asks for its own directory.
+  if (std::find(args.begin(), args.end(), "--bpf-pin-dir") == args.end()) argv.push_back("--no-bpf-pins");
   pid_ = ::fork();
   if (pid_ == 0) {
     int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
