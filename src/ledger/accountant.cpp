@@ -51,7 +51,7 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
   WindowInput wi;
   wi.cost_micros = window_cost_micros(price, end - start);
   wi.window_seconds = len;
-  for (const auto& h : in.holders) wi.holders.push_back({h.account, h.weight});
+  for (const auto& h : in.holders) wi.holders.push_back({h.account, h.weight, h.share_known});
   wi.activity = in.activity;
   wi.device_busy_fraction = in.device_busy_fraction;
   wi.idle_policy = prices.idle_policy;
@@ -416,7 +416,10 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
       std::lock_guard lock(mu_);
       ++windows_written_;
       if (!counters_since_ || rec.start < *counters_since_) counters_since_ = rec.start;
-      record_metrics_locked(rec);
+      std::set<std::string> share_unknown;
+      for (const auto& h : sw.holders)
+        if (!h.share_known) share_unknown.insert(h.account);
+      record_metrics_locked(rec, share_unknown);
     }
   }
   slots_.clear();
@@ -445,7 +448,7 @@ void Accountant::record_metrics(const WindowRecord& w) {
   record_metrics_locked(w);
 }
 
-void Accountant::record_metrics_locked(const WindowRecord& w) {
+void Accountant::record_metrics_locked(const WindowRecord& w, const std::set<std::string>& share_unknown) {
   std::map<std::string, const AccountRecord*> recs;
   for (const auto& a : w.accounts) recs[a.account] = &a;
   auto key_of = [&](const std::string& account) {
@@ -476,19 +479,29 @@ void Accountant::record_metrics_locked(const WindowRecord& w) {
   }
   gpu_busy_seconds_[w.slot.uuid] += w.busy_fraction * len;
   record_energy_locked(w);
-  record_shares_locked(w);
+  record_shares_locked(w, share_unknown);
 }
 
-void Accountant::record_shares_locked(const WindowRecord& w) {
+void Accountant::record_shares_locked(const WindowRecord& w, const std::set<std::string>& share_unknown) {
   std::erase_if(allocated_share_, [&](const auto& kv) { return kv.first.uuid == w.slot.uuid; });
   std::erase_if(used_share_, [&](const auto& kv) { return kv.first.first.uuid == w.slot.uuid; });
   std::map<std::string, AccountLabels> labels;
   for (const auto& a : w.accounts) labels[a.account] = a.labels;
   auto key_of = [&](const std::string& account) { return SeriesKey{export_labels(account, labels[account]), w.slot.uuid}; };
-  for (const auto& [account, share] : allocated_shares(w)) allocated_share_[key_of(account)] += share;
+  // A holder whose share is unknown gets no sample: absent, never a guess.
+  // Nor do the slot's unallocated rest or a scaling that would depend on it:
+  // the others' shares are then shown as allocated.
+  if (share_unknown.empty()) {
+    for (const auto& [account, share] : allocated_shares(w)) allocated_share_[key_of(account)] += share;
+  } else {
+    for (const auto& a : w.accounts)
+      if (a.allocated_share > 0 && !share_unknown.contains(a.account) && a.account != kUnallocatedAccount &&
+          a.account != kIdleAccount)
+        allocated_share_[key_of(a.account)] += a.allocated_share;
+  }
   for (const auto& [account, used] : used_shares(w)) {
     const SeriesKey k = key_of(account);
-    allocated_share_.try_emplace(k, 0.0);  // a user holding nothing: allocated 0
+    if (!share_unknown.contains(account)) allocated_share_.try_emplace(k, 0.0);  // a user holding nothing: allocated 0
     used_share_[{k, "activity"}] += used.activity;
     used_share_[{k, "vram"}] += used.vram;
     if (used.energy) used_share_[{k, "energy"}] += *used.energy;

@@ -81,6 +81,9 @@ struct HolderEntry {
   // The allocated share of the slot (kubernetes::GpuAllocation::share; a
   // holder's entries add up): 1 a whole GPU or MIG instance, 1/N a replica.
   double weight = 1.0;
+  // false: the sources could not tell the share (GpuAllocation::share_known);
+  // weight is then 1, a placeholder (window_split.h: allocation parts by usage).
+  bool share_known = true;
 };
 
 struct WorkloadUsage {
@@ -167,7 +170,9 @@ class Accountant : public exporter::MetricsContributor {
   };
   void close_window(int64_t start, double observed_seconds, const std::string& source);
   void record_metrics(const WindowRecord& w);
-  void record_metrics_locked(const WindowRecord& w);
+  // share_unknown: holders of the window whose allocated share is unknown
+  // (no gpuledger_gpu_allocated_share_ratio sample for them).
+  void record_metrics_locked(const WindowRecord& w, const std::set<std::string>& share_unknown = {});
   void attribute(const Observation& obs, double t0, double t1);
   void observe_energy(const Observation& obs);
   void record_energy_locked(const WindowRecord& w);
@@ -209,7 +214,7 @@ class Accountant : public exporter::MetricsContributor {
   // used by resource (activity, vram, energy).
   std::map<SeriesKey, double> allocated_share_;
   std::map<std::pair<SeriesKey, std::string>, double> used_share_;
-  void record_shares_locked(const WindowRecord& w);
+  void record_shares_locked(const WindowRecord& w, const std::set<std::string>& share_unknown);
   void write_share_metrics(exporter::ExpositionWriter& out) const;
   std::map<SeriesKey, uint64_t> launches_;
   std::map<SeriesKey, std::array<double, 4>> efficiency_weighted_, efficiency_known_;  // LedgerTotals::Seconds
