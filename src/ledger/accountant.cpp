@@ -366,6 +366,44 @@ void Accountant::observe(const Observation& obs) {
   }
   accounts_ = std::move(next);
   workload_totals_ = std::move(next_totals);
+  std::lock_guard lock(mu_);
+  if (!stored_series_seen_) {
+    stored_series_seen_ = true;
+    for (const auto& [key, micros] : cost_micros_) retirement_.seen(key.first.labels, t);
+    for (const auto& [key, s] : held_gpu_seconds_) retirement_.seen(key.labels, t);
+    for (const auto& [key, mj] : energy_millijoules_) retirement_.seen(std::get<0>(key).labels, t);
+  }
+  for (const auto& w : obs.workloads) retirement_.seen(export_labels(w.account, labels_[w.account]), t);
+  for (const auto& h : obs.holders) retirement_.seen(export_labels(h.account, labels_[h.account]), t);
+  retire_series_locked(t);
+}
+
+void Accountant::retire_series_after(double seconds) {
+  std::lock_guard lock(mu_);
+  retirement_.set_after(seconds);
+}
+
+void Accountant::retire_series_locked(double now) {
+  const auto due = retirement_.due(now);
+  if (due.empty()) return;
+  auto gone = [&](const SeriesKey& k) { return std::find(due.begin(), due.end(), k.labels) != due.end(); };
+  auto drop = [&](auto& series, auto key_of) {
+    std::erase_if(series, [&](const auto& kv) { return gone(key_of(kv.first)); });
+  };
+  auto itself = [](const SeriesKey& k) -> const SeriesKey& { return k; };
+  auto first = [](const auto& k) -> const SeriesKey& { return k.first; };
+  drop(cost_micros_, first);
+  drop(energy_millijoules_, [](const auto& k) -> const SeriesKey& { return std::get<0>(k); });
+  drop(held_gpu_seconds_, itself);
+  drop(busy_gpu_seconds_, itself);
+  drop(share_, itself);
+  drop(vram_byte_seconds_, itself);
+  drop(allocated_share_, itself);
+  drop(used_share_, first);
+  drop(launches_, itself);
+  drop(efficiency_weighted_, itself);
+  drop(efficiency_known_, itself);
+  spdlog::debug("ledger: the series of {} accounts gone for over {} s left /metrics", due.size(), retirement_.after());
 }
 
 void Accountant::store_window_in_progress() {
@@ -456,6 +494,7 @@ void Accountant::record_metrics_locked(const WindowRecord& w, const std::set<std
     return SeriesKey{export_labels(account, it == recs.end() ? AccountLabels{} : it->second->labels), w.slot.uuid};
   };
   std::erase_if(share_, [&](const auto& kv) { return kv.first.uuid == w.slot.uuid; });
+  for (const auto& a : w.accounts) retirement_.seen(key_of(a.account).labels, static_cast<double>(w.end));
   const double len = static_cast<double>(w.end - w.start);
   for (const auto& c : w.charges) {
     cost_micros_[{key_of(c.account), c.kind}] += c.micros;

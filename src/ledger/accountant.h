@@ -61,6 +61,7 @@
 
 #include "export/metrics_contributor.h"
 #include "ledger/energy_meter.h"
+#include "ledger/series_retirement.h"
 #include "ledger/prices.h"
 #include "ledger/store.h"
 #include "ledger/usage.h"
@@ -144,6 +145,10 @@ class Accountant : public exporter::MetricsContributor {
  public:
   Accountant(Store& store, PriceBook prices, int64_t max_backfill_seconds = 86400);
   void observe(const Observation& obs);
+  // The per-account series of an account neither live, nor holding a GPU,
+  // nor charged for this long leave /metrics (series_retirement.h; the agent's
+  // --retire-after); their totals stay in the store. <= 0: never (default).
+  void retire_series_after(double seconds);
   // Graceful stop: writes the window in progress now, with what was observed
   // of it up to the last observation (source "partial"). Call observe() with
   // a last observation first.
@@ -215,6 +220,11 @@ class Accountant : public exporter::MetricsContributor {
   std::map<SeriesKey, double> allocated_share_;
   std::map<std::pair<SeriesKey, std::string>, double> used_share_;
   void record_shares_locked(const WindowRecord& w, const std::set<std::string>& share_unknown);
+  void retire_series_locked(double now);
+  SeriesRetirement retirement_;
+  // The series continued from the store's totals count as seen at the first
+  // observation: an account that never shows up again retires after that.
+  bool stored_series_seen_ = false;
   void write_share_metrics(exporter::ExpositionWriter& out) const;
   std::map<SeriesKey, uint64_t> launches_;
   std::map<SeriesKey, std::array<double, 4>> efficiency_weighted_, efficiency_known_;  // LedgerTotals::Seconds
