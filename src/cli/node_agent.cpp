@@ -92,7 +92,12 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   // A store that cannot be used degrades the ledger only (ledger_plane.h).
   if (!cmd.store.empty()) {
     p.prices = price_book(cmd);
-    p.ledger = std::make_unique<ledger::LedgerPlane>(ledger::LedgerPlaneOptions{cmd.store, p.prices});
+    ledger::LedgerPlaneOptions ledger_options{cmd.store, p.prices};
+    // Ledger series of gone accounts leave /metrics like the workloads do
+    // (at least two ledger observations, as for the workloads below).
+    ledger_options.retire_series_after =
+        std::max(parse_duration(cmd.retire_after), 2 * std::chrono::milliseconds(cmd.ledger_interval_ms));
+    p.ledger = std::make_unique<ledger::LedgerPlane>(std::move(ledger_options));
   }
   exporter::HttpServerOptions http;
   if (!cmd.web_config_file.empty()) http.web = exporter::load_web_config(cmd.web_config_file);

@@ -90,6 +90,7 @@ std::vector<WorkloadEfficiency> apportion_efficiency(const agent::AgentSnapshot&
   // Who is on which GPU by eBPF, with the interval's deltas.
   std::map<std::string, std::vector<OnGpu>> on_gpu;  // by uuid
   for (size_t w = 0; w < workloads.size(); ++w) {
+    if (workloads[w].infrastructure) continue;  // rule 5: never active, never a share
     for (const auto& g : workloads[w].by_gpu) {
       if (g.uuid.empty()) continue;
       auto& list = on_gpu[g.uuid];
@@ -124,6 +125,12 @@ std::vector<WorkloadEfficiency> apportion_efficiency(const agent::AgentSnapshot&
     auto it = owner_of_pid.find(p.pid);
     if (it == owner_of_pid.end()) return std::nullopt;
     return it->second;
+  };
+  // Rule 5: a process of an infrastructure workload (the MPS server) is known,
+  // so not foreign, but it is no tenant: it never takes or breaks a share.
+  auto infrastructure = [&](const ProcessReading& p) {
+    auto w = owner(p);
+    return w && workloads[*w].infrastructure;
   };
 
   std::set<std::string> uuids;
@@ -176,7 +183,7 @@ std::vector<WorkloadEfficiency> apportion_efficiency(const agent::AgentSnapshot&
     bool foreign = std::any_of(procs.begin(), procs.end(), [&](const ProcessReading* p) { return !owner(*p); });
     bool exclusive = active.size() == 1 && std::all_of(procs.begin(), procs.end(), [&](const ProcessReading* p) {
                        auto w = owner(*p);
-                       return w && *w == active.front()->workload;
+                       return w && (*w == active.front()->workload || workloads[*w].infrastructure);
                      });
 
     // Rule 3: the shares.
@@ -191,7 +198,7 @@ std::vector<WorkloadEfficiency> apportion_efficiency(const agent::AgentSnapshot&
       bool sampled = false;
       if (options.use_nvml_process_samples) {
         for (const auto* p : procs) {
-          if (!p->sm_util_ratio) continue;
+          if (!p->sm_util_ratio || infrastructure(*p)) continue;
           sampled = true;
           sm_total += *p->sm_util_ratio;
         }
@@ -201,7 +208,7 @@ std::vector<WorkloadEfficiency> apportion_efficiency(const agent::AgentSnapshot&
         std::map<size_t, double> sm;
         for (const auto* p : procs) {
           auto w = owner(*p);
-          if (!w || !p->sm_util_ratio) continue;
+          if (!w || !p->sm_util_ratio || workloads[*w].infrastructure) continue;
           sm[*w] += *p->sm_util_ratio;
           shares[*w] = 0.0;
         }
@@ -242,7 +249,9 @@ std::vector<WorkloadEfficiency> apportion_efficiency(const agent::AgentSnapshot&
     for (const auto& [w, bytes] : used)
       entry(w)[EfficiencyField::kGpuMemoryUsedBytes] = EfficiencyValue{static_cast<double>(bytes), EfficiencySource::kNvml};
     const auto& device_used = device_value[static_cast<size_t>(EfficiencyField::kGpuMemoryUsedBytes)];
-    if (exclusive && device_used && !used.count(active.front()->workload))
+    // The device figure includes an infrastructure process's memory: not the tenant's alone.
+    bool infrastructure_on_gpu = std::any_of(procs.begin(), procs.end(), [&](const ProcessReading* p) { return infrastructure(*p); });
+    if (exclusive && device_used && !infrastructure_on_gpu && !used.count(active.front()->workload))
       entry(active.front()->workload)[EfficiencyField::kGpuMemoryUsedBytes] =
           EfficiencyValue{*device_used, EfficiencySource::kDevice};
   }

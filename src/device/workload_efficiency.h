@@ -60,6 +60,16 @@
 //     c. else unknown. eBPF live bytes are allocations seen by the probes,
 //        not device memory used, and are never exported under this name.
 //
+//  5. Infrastructure (WorkloadView::infrastructure: the CUDA MPS control
+//     daemon and server) is no tenant and never takes a share of the ratios:
+//     it is never active by eBPF (its kernels are its clients' work), its
+//     NVML SM samples are left out of rule 3a's total (they are the clients'
+//     work, which NVML cannot split; with no tenant samples rule 3b decides),
+//     and its processes neither count as foreign nor end exclusivity (a single
+//     tenant behind the MPS server has the GPU to itself). Its own NVML
+//     per-process memory (rule 4a) is still exported as its own, and rule 4b
+//     does not apply beside it (the device figure includes its memory).
+//
 // Limits: MIG instances are separate devices. A DCGM reading of one instance
 // that carries the parent GPU's UUID plus GPU_I_ID is never joined (a
 // workload's uuid names a MIG instance or the whole GPU; neither can be tied to

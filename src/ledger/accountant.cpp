@@ -51,7 +51,7 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
   WindowInput wi;
   wi.cost_micros = window_cost_micros(price, end - start);
   wi.window_seconds = len;
-  for (const auto& h : in.holders) wi.holders.push_back({h.account, h.weight});
+  for (const auto& h : in.holders) wi.holders.push_back({h.account, h.weight, h.share_known});
   wi.activity = in.activity;
   wi.device_busy_fraction = in.device_busy_fraction;
   wi.idle_policy = prices.idle_policy;
@@ -366,6 +366,44 @@ void Accountant::observe(const Observation& obs) {
   }
   accounts_ = std::move(next);
   workload_totals_ = std::move(next_totals);
+  std::lock_guard lock(mu_);
+  if (!stored_series_seen_) {
+    stored_series_seen_ = true;
+    for (const auto& [key, micros] : cost_micros_) retirement_.seen(key.first.labels, t);
+    for (const auto& [key, s] : held_gpu_seconds_) retirement_.seen(key.labels, t);
+    for (const auto& [key, mj] : energy_millijoules_) retirement_.seen(std::get<0>(key).labels, t);
+  }
+  for (const auto& w : obs.workloads) retirement_.seen(export_labels(w.account, labels_[w.account]), t);
+  for (const auto& h : obs.holders) retirement_.seen(export_labels(h.account, labels_[h.account]), t);
+  retire_series_locked(t);
+}
+
+void Accountant::retire_series_after(double seconds) {
+  std::lock_guard lock(mu_);
+  retirement_.set_after(seconds);
+}
+
+void Accountant::retire_series_locked(double now) {
+  const auto due = retirement_.due(now);
+  if (due.empty()) return;
+  auto gone = [&](const SeriesKey& k) { return std::find(due.begin(), due.end(), k.labels) != due.end(); };
+  auto drop = [&](auto& series, auto key_of) {
+    std::erase_if(series, [&](const auto& kv) { return gone(key_of(kv.first)); });
+  };
+  auto itself = [](const SeriesKey& k) -> const SeriesKey& { return k; };
+  auto first = [](const auto& k) -> const SeriesKey& { return k.first; };
+  drop(cost_micros_, first);
+  drop(energy_millijoules_, [](const auto& k) -> const SeriesKey& { return std::get<0>(k); });
+  drop(held_gpu_seconds_, itself);
+  drop(busy_gpu_seconds_, itself);
+  drop(share_, itself);
+  drop(vram_byte_seconds_, itself);
+  drop(allocated_share_, itself);
+  drop(used_share_, first);
+  drop(launches_, itself);
+  drop(efficiency_weighted_, itself);
+  drop(efficiency_known_, itself);
+  spdlog::debug("ledger: the series of {} accounts gone for over {} s left /metrics", due.size(), retirement_.after());
 }
 
 void Accountant::store_window_in_progress() {
@@ -416,7 +454,10 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
       std::lock_guard lock(mu_);
       ++windows_written_;
       if (!counters_since_ || rec.start < *counters_since_) counters_since_ = rec.start;
-      record_metrics_locked(rec);
+      std::set<std::string> share_unknown;
+      for (const auto& h : sw.holders)
+        if (!h.share_known) share_unknown.insert(h.account);
+      record_metrics_locked(rec, share_unknown);
     }
   }
   slots_.clear();
@@ -445,7 +486,7 @@ void Accountant::record_metrics(const WindowRecord& w) {
   record_metrics_locked(w);
 }
 
-void Accountant::record_metrics_locked(const WindowRecord& w) {
+void Accountant::record_metrics_locked(const WindowRecord& w, const std::set<std::string>& share_unknown) {
   std::map<std::string, const AccountRecord*> recs;
   for (const auto& a : w.accounts) recs[a.account] = &a;
   auto key_of = [&](const std::string& account) {
@@ -453,6 +494,7 @@ void Accountant::record_metrics_locked(const WindowRecord& w) {
     return SeriesKey{export_labels(account, it == recs.end() ? AccountLabels{} : it->second->labels), w.slot.uuid};
   };
   std::erase_if(share_, [&](const auto& kv) { return kv.first.uuid == w.slot.uuid; });
+  for (const auto& a : w.accounts) retirement_.seen(key_of(a.account).labels, static_cast<double>(w.end));
   const double len = static_cast<double>(w.end - w.start);
   for (const auto& c : w.charges) {
     cost_micros_[{key_of(c.account), c.kind}] += c.micros;
@@ -476,19 +518,29 @@ void Accountant::record_metrics_locked(const WindowRecord& w) {
   }
   gpu_busy_seconds_[w.slot.uuid] += w.busy_fraction * len;
   record_energy_locked(w);
-  record_shares_locked(w);
+  record_shares_locked(w, share_unknown);
 }
 
-void Accountant::record_shares_locked(const WindowRecord& w) {
+void Accountant::record_shares_locked(const WindowRecord& w, const std::set<std::string>& share_unknown) {
   std::erase_if(allocated_share_, [&](const auto& kv) { return kv.first.uuid == w.slot.uuid; });
   std::erase_if(used_share_, [&](const auto& kv) { return kv.first.first.uuid == w.slot.uuid; });
   std::map<std::string, AccountLabels> labels;
   for (const auto& a : w.accounts) labels[a.account] = a.labels;
   auto key_of = [&](const std::string& account) { return SeriesKey{export_labels(account, labels[account]), w.slot.uuid}; };
-  for (const auto& [account, share] : allocated_shares(w)) allocated_share_[key_of(account)] += share;
+  // A holder whose share is unknown gets no sample: absent, never a guess.
+  // Nor do the slot's unallocated rest or a scaling that would depend on it:
+  // the others' shares are then shown as allocated.
+  if (share_unknown.empty()) {
+    for (const auto& [account, share] : allocated_shares(w)) allocated_share_[key_of(account)] += share;
+  } else {
+    for (const auto& a : w.accounts)
+      if (a.allocated_share > 0 && !share_unknown.contains(a.account) && a.account != kUnallocatedAccount &&
+          a.account != kIdleAccount)
+        allocated_share_[key_of(a.account)] += a.allocated_share;
+  }
   for (const auto& [account, used] : used_shares(w)) {
     const SeriesKey k = key_of(account);
-    allocated_share_.try_emplace(k, 0.0);  // a user holding nothing: allocated 0
+    if (!share_unknown.contains(account)) allocated_share_.try_emplace(k, 0.0);  // a user holding nothing: allocated 0
     used_share_[{k, "activity"}] += used.activity;
     used_share_[{k, "vram"}] += used.vram;
     if (used.energy) used_share_[{k, "energy"}] += *used.energy;

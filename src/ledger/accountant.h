@@ -61,6 +61,7 @@
 
 #include "export/metrics_contributor.h"
 #include "ledger/energy_meter.h"
+#include "ledger/series_retirement.h"
 #include "ledger/prices.h"
 #include "ledger/store.h"
 #include "ledger/usage.h"
@@ -81,6 +82,9 @@ struct HolderEntry {
   // The allocated share of the slot (kubernetes::GpuAllocation::share; a
   // holder's entries add up): 1 a whole GPU or MIG instance, 1/N a replica.
   double weight = 1.0;
+  // false: the sources could not tell the share (GpuAllocation::share_known);
+  // weight is then 1, a placeholder (window_split.h: allocation parts by usage).
+  bool share_known = true;
 };
 
 struct WorkloadUsage {
@@ -141,6 +145,10 @@ class Accountant : public exporter::MetricsContributor {
  public:
   Accountant(Store& store, PriceBook prices, int64_t max_backfill_seconds = 86400);
   void observe(const Observation& obs);
+  // The per-account series of an account neither live, nor holding a GPU,
+  // nor charged for this long leave /metrics (series_retirement.h; the agent's
+  // --retire-after); their totals stay in the store. <= 0: never (default).
+  void retire_series_after(double seconds);
   // Graceful stop: writes the window in progress now, with what was observed
   // of it up to the last observation (source "partial"). Call observe() with
   // a last observation first.
@@ -167,7 +175,9 @@ class Accountant : public exporter::MetricsContributor {
   };
   void close_window(int64_t start, double observed_seconds, const std::string& source);
   void record_metrics(const WindowRecord& w);
-  void record_metrics_locked(const WindowRecord& w);
+  // share_unknown: holders of the window whose allocated share is unknown
+  // (no gpuledger_gpu_allocated_share_ratio sample for them).
+  void record_metrics_locked(const WindowRecord& w, const std::set<std::string>& share_unknown = {});
   void attribute(const Observation& obs, double t0, double t1);
   void observe_energy(const Observation& obs);
   void record_energy_locked(const WindowRecord& w);
@@ -209,7 +219,12 @@ class Accountant : public exporter::MetricsContributor {
   // used by resource (activity, vram, energy).
   std::map<SeriesKey, double> allocated_share_;
   std::map<std::pair<SeriesKey, std::string>, double> used_share_;
-  void record_shares_locked(const WindowRecord& w);
+  void record_shares_locked(const WindowRecord& w, const std::set<std::string>& share_unknown);
+  void retire_series_locked(double now);
+  SeriesRetirement retirement_;
+  // The series continued from the store's totals count as seen at the first
+  // observation: an account that never shows up again retires after that.
+  bool stored_series_seen_ = false;
   void write_share_metrics(exporter::ExpositionWriter& out) const;
   std::map<SeriesKey, uint64_t> launches_;
   std::map<SeriesKey, std::array<double, 4>> efficiency_weighted_, efficiency_known_;  // LedgerTotals::Seconds

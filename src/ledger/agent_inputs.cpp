@@ -75,9 +75,10 @@ std::vector<HolderEntry> holders_from(const std::vector<kubernetes::GpuAllocatio
     h.slot_uuid = slot_uuid(a);
     // The allocated share (1 whole; 1/N of replicas held / advertised; a
     // fraction; a shared claim's part). A container's replicas of one device
-    // are one entry. A share the allocation could not tell counts as the
-    // whole device (one holder's weight).
-    h.weight = a.share_known && a.share > 0 && a.share <= 1 ? a.share : 1.0;
+    // are one entry. A share the allocation could not tell is marked unknown
+    // (its weight 1 only a placeholder: window_split.h bills it by usage).
+    h.share_known = a.share_known && a.share > 0 && a.share <= 1;
+    h.weight = h.share_known ? a.share : 1.0;
     auto it = by_name.find({a.namespace_name, a.pod, a.container});
     if (it != by_name.end()) {
       h.account = it->second->workload.id;

@@ -25,7 +25,9 @@ std::string ledger_error_reason(const std::string& message) {
 }
 
 struct LedgerPlane::Open {
-  Open(const std::string& path, const PriceBook& prices) : store(path), accountant(store, prices) {}
+  Open(const LedgerPlaneOptions& options) : store(options.store_path), accountant(store, options.prices) {
+    accountant.retire_series_after(std::chrono::duration<double>(options.retire_series_after).count());
+  }
   Store store;
   Accountant accountant;
 };
@@ -45,7 +47,7 @@ void LedgerPlane::try_open(Clock::time_point now) {
       if (!dir.empty()) std::filesystem::create_directories(dir);
       lock_ = std::make_unique<FileLock>(options_.store_path + ".lock", "the ledger store " + options_.store_path);
     }
-    auto open = std::make_shared<Open>(options_.store_path, options_.prices);
+    auto open = std::make_shared<Open>(options_);
     std::lock_guard lock(mu_);
     open_ = std::move(open);
     if (!failed_writing_) recovered_locked();

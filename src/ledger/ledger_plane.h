@@ -36,6 +36,9 @@ struct LedgerPlaneOptions {
   PriceBook prices;
   std::chrono::milliseconds first_retry{std::chrono::seconds(1)};
   std::chrono::milliseconds max_retry{std::chrono::minutes(5)};
+  // Ledger series of gone accounts leave /metrics after this (the agent's
+  // --retire-after; Accountant::retire_series_after); 0: never.
+  std::chrono::milliseconds retire_series_after{0};
 };
 
 class LedgerPlane : public exporter::MetricsContributor {

@@ -143,7 +143,9 @@ WindowSplit split_window(const WindowInput& in) {
   if (!(in.memory_price_share >= 0 && in.memory_price_share <= 1))
     throw Error("split_window: memory_price_share must be in [0,1]");
   Weights holders;
+  bool share_unknown = false;
   for (const auto& h : in.holders) {
+    share_unknown = share_unknown || !h.share_known;
     if (h.account.empty()) throw Error("split_window: holder with an empty account");
     if (!(h.weight > 0) || std::isinf(h.weight)) throw Error("split_window: holder weight must be > 0: " + h.account);
     holders[h.account] += h.weight;
@@ -197,7 +199,8 @@ WindowSplit split_window(const WindowInput& in) {
 
   // Allocated targets: shares as held, the rest unallocated, over-commitment scaled down.
   for (const auto& [account, w] : holders) out.allocated_total += w;
-  out.overcommitted = out.allocated_total > 1 + 1e-9;
+  out.allocation_unknown = share_unknown;
+  out.overcommitted = !share_unknown && out.allocated_total > 1 + 1e-9;
   Weights allocated = holders;
   if (out.allocated_total < 1 - 1e-9) allocated[std::string(kUnallocatedAccount)] += 1 - out.allocated_total;
   const double cut = in.cost_policy == CostPolicy::kAllocated ? 1.0
@@ -220,9 +223,14 @@ WindowSplit split_window(const WindowInput& in) {
     else idle_to = holders;
   }
 
+  // With a share unknown the allocation-based cut goes by activity (the
+  // users), else like the usage part it stands beside.
+  auto allocated_for = [&](const Weights& usage_targets) -> const Weights& {
+    return !share_unknown ? allocated : !weights.empty() ? weights : usage_targets;
+  };
   Acc acc;
-  distribute(acc, out.busy_micros, ChargeKind::kBusy, {busy_to, allocated, cut});
-  distribute(acc, out.idle_micros, ChargeKind::kIdle, {idle_to, allocated, cut});
+  distribute(acc, out.busy_micros, ChargeKind::kBusy, {busy_to, allocated_for(busy_to), cut});
+  distribute(acc, out.idle_micros, ChargeKind::kIdle, {idle_to, allocated_for(idle_to), cut});
   if (out.memory_micros > 0) {
     // VRAM held, by byte-seconds; "" (never an account) stands for the unheld rest.
     Weights memory;
@@ -246,7 +254,7 @@ WindowSplit split_window(const WindowInput& in) {
       unheld_to = memory;
       unheld_to.erase("");
     }
-    distribute(acc, unheld_micros, ChargeKind::kMemory, {unheld_to, allocated, cut});
+    distribute(acc, unheld_micros, ChargeKind::kMemory, {unheld_to, allocated_for(unheld_to), cut});
   }
   for (const auto& [account, w] : holders) acc.try_emplace({account, ChargeKind::kIdle}, 0);
   for (const auto& [key, micros] : acc) {

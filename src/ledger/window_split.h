@@ -55,6 +55,11 @@
 //  * kBlend: B and I are each cut in two, a = round-half-up(part x
 //    blend_allocated_weight) and part - a; a goes by the allocated targets, the
 //    rest by kUsage.
+//  * A holder whose share is unknown (Holder::share_known false: the sources
+//    could not tell how many replicas the device has) makes the window's
+//    allocation-based parts go by the activity weights instead (with no users,
+//    like the kUsage part beside them); allocation_unknown = true, never
+//    overcommitted: an unknown part is never billed as a number.
 // Memory split (memory_price_share m in [0,1], default 0): the memory part
 // M = round-half-up(C x m) is cut out of C first; B and I above are then parts
 // of the compute part C - M (f applies to it). M is split (kind memory) over
@@ -104,6 +109,9 @@ struct Activity {
 struct Holder {
   std::string account;
   double weight = 1.0;  // > 0: the allocated share of the slot (1 whole, 1/N a replica, a fraction)
+  // false: the sources could not tell the share (GpuAllocation::share_known);
+  // `weight` is then a placeholder that never decides an allocation-based part.
+  bool share_known = true;
 };
 
 struct WindowInput {
@@ -135,7 +143,9 @@ struct WindowSplit {
   int64_t memory_micros = 0;  // the memory part (busy + idle + memory = cost)
   bool exclusive = false;
   double allocated_total = 0;  // S: the holders' weights summed
-  bool overcommitted = false;  // S > 1
+  bool overcommitted = false;  // S > 1 (never when allocation_unknown)
+  // A holder's share was unknown: the allocation-based parts went by activity.
+  bool allocation_unknown = false;
   // Each user's fraction of the activity (sums to 1 when there are users);
   // used to apportion device efficiency counters on shared GPUs.
   std::map<std::string, double> activity_share;

@@ -338,6 +338,81 @@ TEST(WorkloadEfficiency, MemoryComesFromNvmlPerProcessEvenWhenIdle) {
   }
 }
 
+TEST(WorkloadEfficiency, MpsInfrastructureNeverTakesAShare) {
+  auto mps = workload("mps", {500});
+  mps.infrastructure = true;
+  auto a = workload("a", {100});
+  auto b = workload("b", {200});
+  on_gpu(mps, "0", kGpu0, 10'000'000'000, 1000);  // its own CUDA calls: busy more than anyone
+  on_gpu(a, "0", kGpu0, 1'000'000'000, 10);
+  on_gpu(b, "0", kGpu0, 1'000'000'000, 10);
+  auto dev = device_snapshot({dcgm(kGpu0, 0, 0.5, 0.25, 0.125, 1.0, 20 * kGiB)},
+                             {proc(500, kGpu0, 1ull << 30), proc(100, kGpu0, std::nullopt),
+                              proc(200, kGpu0, std::nullopt)});
+  ActivityBaseline before = ActivityBaseline::of(agent_snapshot({mps, a, b}));
+  mps.by_gpu[0].usage.counters.busy_ns += 4'000'000'000;
+  a.by_gpu[0].usage.counters.busy_ns += 1'000'000'000;
+  b.by_gpu[0].usage.counters.busy_ns += 3'000'000'000;
+
+  // eBPF split: the server's busy time is no share; its process is not foreign,
+  // so even the strict options split the ratios over the tenants.
+  EfficiencyOptions strict;
+  strict.ebpf_split_with_foreign_processes = false;
+  for (const auto& options : {EfficiencyOptions{}, strict}) {
+    auto r = apportion_efficiency(agent_snapshot({mps, a, b}), dev, options, &before);
+    ASSERT_EQ(r.size(), 3u);
+    const auto* em = find(r, "mps", kGpu0);
+    const auto* ea = find(r, "a", kGpu0);
+    const auto* eb = find(r, "b", kGpu0);
+    ASSERT_TRUE(em && ea && eb);
+    EXPECT_EQ(ea->share, 0.25);
+    EXPECT_EQ(eb->share, 0.75);
+    EXPECT_EQ((*ea)[EfficiencyField::kSmActiveRatio], value(0.125, EfficiencySource::kApportioned));
+    EXPECT_EQ((*eb)[EfficiencyField::kSmActiveRatio], value(0.375, EfficiencySource::kApportioned));
+    EXPECT_EQ((*eb)[EfficiencyField::kDramActiveRatio], value(0.75, EfficiencySource::kApportioned));
+    EXPECT_EQ(sum_of(r, kGpu0, EfficiencyField::kSmActiveRatio), 0.5);
+    // The server: its own measured memory only, no share, no ratio.
+    EXPECT_FALSE(em->share);
+    EXPECT_EQ(em->basis, ShareBasis::kNone);
+    for (auto f : {EfficiencyField::kSmActiveRatio, EfficiencyField::kSmOccupancyRatio,
+                   EfficiencyField::kTensorActiveRatio, EfficiencyField::kDramActiveRatio})
+      EXPECT_FALSE((*em)[f]);
+    EXPECT_EQ((*em)[EfficiencyField::kGpuMemoryUsedBytes], value(1 * kGiB, EfficiencySource::kNvml));
+  }
+
+  // NVML samples: the server's are its clients' work and stay out of the total.
+  dev.processes = {proc(500, kGpu0, 1ull << 30, 0.5), proc(100, kGpu0, std::nullopt, 0.125),
+                   proc(200, kGpu0, std::nullopt, 0.375)};
+  auto r = apportion_efficiency(agent_snapshot({mps, a, b}), dev, {}, &before);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(find(r, "a", kGpu0)->share, 0.25);
+  EXPECT_EQ(find(r, "b", kGpu0)->share, 0.75);
+  EXPECT_EQ((*find(r, "a", kGpu0))[EfficiencyField::kSmActiveRatio], value(0.125, EfficiencySource::kNvml));
+  EXPECT_EQ((*find(r, "b", kGpu0))[EfficiencyField::kSmActiveRatio], value(0.375, EfficiencySource::kNvml));
+  EXPECT_FALSE(find(r, "mps", kGpu0)->share);
+  EXPECT_FALSE((*find(r, "mps", kGpu0))[EfficiencyField::kSmActiveRatio]);
+  // Only the server has samples: NVML cannot split them; eBPF does.
+  dev.processes = {proc(500, kGpu0, 1ull << 30, 0.5), proc(100, kGpu0, std::nullopt),
+                   proc(200, kGpu0, std::nullopt)};
+  r = apportion_efficiency(agent_snapshot({mps, a, b}), dev, {}, &before);
+  EXPECT_EQ((*find(r, "a", kGpu0))[EfficiencyField::kSmActiveRatio], value(0.125, EfficiencySource::kApportioned));
+  EXPECT_FALSE((*find(r, "mps", kGpu0))[EfficiencyField::kSmActiveRatio]);
+
+  // One tenant behind the server: it has the GPU to itself (device values),
+  // but the device's memory used includes the server's, so it is not the tenant's.
+  b.by_gpu[0].usage.counters.busy_ns = before.counters.at({b.workload.id, kGpu0}).busy_ns;  // b idle,
+  dev.processes.pop_back();                                                                   // and gone from NVML
+  r = apportion_efficiency(agent_snapshot({mps, a, b}), dev, {}, &before);
+  ASSERT_EQ(r.size(), 2u);
+  const auto* ea = find(r, "a", kGpu0);
+  ASSERT_TRUE(ea);
+  EXPECT_EQ(ea->basis, ShareBasis::kExclusive);
+  EXPECT_EQ((*ea)[EfficiencyField::kSmActiveRatio], value(0.5, EfficiencySource::kDevice));
+  EXPECT_EQ((*ea)[EfficiencyField::kDramActiveRatio], value(1.0, EfficiencySource::kDevice));
+  EXPECT_FALSE((*ea)[EfficiencyField::kGpuMemoryUsedBytes]);
+  EXPECT_EQ((*find(r, "mps", kGpu0))[EfficiencyField::kGpuMemoryUsedBytes], value(1 * kGiB, EfficiencySource::kNvml));
+}
+
 TEST(WorkloadEfficiency, MigInstanceJoinsOnlyOnItsOwnUuid) {
   const std::string kMig = "MIG-5c1f2b3a-0000-1111-2222-333344445555";
   auto a = workload("a");

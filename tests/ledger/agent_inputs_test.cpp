@@ -98,7 +98,14 @@ TEST(AgentInputs, HolderWeightsAreAllocatedSharesAndCapacityIsRead) {
   ASSERT_EQ(holders.size(), 3u);
   EXPECT_DOUBLE_EQ(holders[0].weight, 0.3);
   EXPECT_DOUBLE_EQ(holders[1].weight, 0.25);
-  EXPECT_DOUBLE_EQ(holders[2].weight, 1.0);
+  EXPECT_DOUBLE_EQ(holders[2].weight, 1.0);  // a placeholder, marked:
+  EXPECT_TRUE(holders[0].share_known);
+  EXPECT_TRUE(holders[1].share_known);
+  EXPECT_FALSE(holders[2].share_known);
+  unknown.share = 0.5;
+  unknown.share_known = false;  // the sources could not tell the replicas
+  EXPECT_FALSE(holders_from({unknown}, agent::AgentSnapshot{})[0].share_known);
+  EXPECT_DOUBLE_EQ(holders_from({unknown}, agent::AgentSnapshot{})[0].weight, 1.0);
 
   auto d = devices();
   d.readings[1][device::DeviceField::kMemoryUsedBytes] = 10e9;

@@ -120,6 +120,38 @@ TEST_F(AllocationLedgerTest, WindowsAreBilledByAllocationWithTheMemoryPart) {
   EXPECT_EQ(q, 30'000);
 }
 
+// x's replicas could not be counted (GpuAllocation::share_known false): GPU-ts
+// is billed by activity under cost_policy allocated, and /metrics shows no
+// allocated share for x (absent, not 1) and no unallocated rest for the slot.
+TEST_F(AllocationLedgerTest, UnknownShareIsBilledByActivityAndHasNoAllocatedShare) {
+  Store store(db());
+  Accountant acc(store, parse_prices(kPrices));
+  for (int t = 0; t <= 60; t += 10) {
+    Observation o = observation(t);
+    std::erase_if(o.holders, [](const HolderEntry& h) { return h.slot_uuid == "GPU-ts"; });
+    o.holders.push_back({"GPU-ts", "x", team("x"), 1.0, false});
+    o.holders.push_back({"GPU-ts", "y", team("y"), 0.25});
+    acc.observe(o);
+  }
+  const auto ws = store.windows(kT0, kT0 + 60);
+  const WindowRecord& ts = window_of(ws, "GPU-ts");
+  EXPECT_EQ(ts.charges, (std::vector<Charge>{{"x", K::kBusy, 21'000}, {"x", K::kIdle, 21'000},
+                                             {"x", K::kMemory, 18'000}, {"y", K::kIdle, 0}}));
+  // The other slots are as before.
+  EXPECT_EQ(window_of(ws, "MIG-m").charges, (std::vector<Charge>{{"m", K::kIdle, 6'000}, {"m", K::kMemory, 2'571}}));
+
+  exporter::ExpositionWriter out;
+  acc.write_metrics(out);
+  const std::string& t = out.text();
+  const std::string x = R"(namespace="shared",pod="x",container="main",team="t-x",UUID="GPU-ts")";
+  const std::string y = R"(namespace="shared",pod="y",container="main",team="t-y",UUID="GPU-ts")";
+  EXPECT_EQ(t.find("gpuledger_gpu_allocated_share_ratio{" + x + "}"), std::string::npos) << t;
+  EXPECT_NE(t.find("gpuledger_gpu_allocated_share_ratio{" + y + "} 0.25\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find("team=\"__unallocated__\",UUID=\"GPU-ts\""), std::string::npos) << t;
+  EXPECT_NE(t.find("gpuledger_gpu_used_share_ratio{" + x + ",resource=\"activity\"} 1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("gpuledger_cost_total{" + x + ",kind=\"memory\"} 0.018\n"), std::string::npos) << t;
+}
+
 // Hourly roll-ups keep the memory part, the policy and the allocated shares.
 TEST_F(AllocationLedgerTest, RollUpKeepsMemoryPartsAndAllocatedShares) {
   Store store(db());

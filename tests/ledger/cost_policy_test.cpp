@@ -158,6 +158,48 @@ TEST(CostPolicy, WholeSliceAndSharedClaimAreFullyAllocated) {
 // Rounding: 100 micros over three equal thirds, busy half: 50 -> 17, 17, 16
 // (ties by account id), twice; a blend cut of an odd part rounds half up
 // towards the allocated side.
+// A holder whose share the sources could not tell (GpuAllocation::share_known
+// false) is never billed by its placeholder weight: the allocation-based part
+// goes by activity, and nothing is called over-committed.
+TEST(CostPolicy, UnknownShareBillsTheAllocatedPartByActivity) {
+  auto in = worked(CostPolicy::kAllocated);
+  in.holders = {{"a", 0.3}, {"b", 1.0, false}};
+  auto s = split_window(in);
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"a", K::kBusy, 6'000}, {"a", K::kIdle, 6'000},
+                                            {"b", K::kBusy, 12'000}, {"b", K::kIdle, 12'000},
+                                            {"c", K::kBusy, 12'000}, {"c", K::kIdle, 12'000}}));
+  EXPECT_TRUE(s.allocation_unknown);
+  EXPECT_FALSE(s.overcommitted);
+  expect_conserved(in, s);
+
+  // Blend: the allocated half by activity, the usage half as always (idle to holders by weight).
+  in.cost_policy = CostPolicy::kBlend;
+  s = split_window(in);
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"a", K::kBusy, 6'000}, {"a", K::kIdle, 6'462},
+                                            {"b", K::kBusy, 12'000}, {"b", K::kIdle, 17'538},
+                                            {"c", K::kBusy, 12'000}, {"c", K::kIdle, 6'000}}));
+  expect_conserved(in, s);
+
+  // The usage policy is unchanged by it; all shares known: not marked.
+  in.cost_policy = CostPolicy::kUsage;
+  EXPECT_EQ(split_window(in).charges, (std::vector<Charge>{{"a", K::kBusy, 6'000}, {"a", K::kIdle, 6'923},
+                                                           {"b", K::kBusy, 12'000}, {"b", K::kIdle, 23'077},
+                                                           {"c", K::kBusy, 12'000}}));
+  EXPECT_FALSE(split_window(worked(CostPolicy::kAllocated)).allocation_unknown);
+
+  // Two holders of unknown parts, nobody ran: not "over-committed"; the usage
+  // targets (the holders) take the parts, memory included.
+  in = worked(CostPolicy::kAllocated, IdlePolicy::kHolders, 0.3);
+  in.holders = {{"a", 1.0, false}, {"b", 1.0, false}};
+  in.activity.clear();
+  s = split_window(in);
+  EXPECT_TRUE(s.allocation_unknown);
+  EXPECT_FALSE(s.overcommitted);
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"a", K::kBusy, 10'500}, {"a", K::kIdle, 10'500}, {"a", K::kMemory, 9'000},
+                                            {"b", K::kBusy, 10'500}, {"b", K::kIdle, 10'500}, {"b", K::kMemory, 9'000}}));
+  expect_conserved(in, s);
+}
+
 TEST(CostPolicy, RoundingEdges) {
   WindowInput in{.cost_micros = 100, .window_seconds = 60, .holders = {{"c", 1.0 / 3}, {"a", 1.0 / 3}, {"b", 1.0 / 3}},
                  .device_busy_fraction = 0.5};
