@@ -23,29 +23,6 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// A pin directory of this test's own on the node's bpffs, removed afterwards.
-// Those of test processes that died before removing theirs are removed too:
-// their probes would stay attached until a reboot.
-class PinDir {
- public:
-  explicit PinDir(const std::string& tag)
-      : path_(probes::find_or_mount_bpffs() + "/gl-test-" + tag + "-" + std::to_string(::getpid())) {
-    for (const auto& e : fs::directory_iterator(fs::path(path_).parent_path())) {
-      const std::string name = e.path().filename();
-      const auto dash = name.rfind('-');
-      if (name.starts_with("gl-test-") && dash != std::string::npos &&
-          !fs::exists("/proc/" + name.substr(dash + 1)))
-        probes::remove_pin_tree(e.path());
-    }
-    probes::remove_pin_tree(path_);
-  }
-  ~PinDir() { probes::remove_pin_tree(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 std::vector<std::string> agent_args(const Scratch& s, const PinDir& pins) {
   write_simulated_node(s, 10);
   return {"--no-discovery", "--cuda-lib", sim_library(), "--no-nvml=false", "--nvml-lib", nvml_sim_library(),
