@@ -189,6 +189,7 @@ struct BaselineCase {
   bool graceful;
   uint64_t pod_a_launches;  // 10 a second, observed 0..180
   std::string name;
+  friend void PrintTo(const BaselineCase& c, std::ostream* os) { *os << c.name; }
 };
 class AccountantBaselineTest : public AccountantTest, public ::testing::WithParamInterface<BaselineCase> {};
 
