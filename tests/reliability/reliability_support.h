@@ -2,6 +2,7 @@
 // Test support for the reliability tests: the agent binary of this build with
 // the simulated driver, a scratch directory, and polls with deadlines.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,6 +75,12 @@ class PinDir {
  private:
   std::string path_;
 };
+
+// Stops the agent: SIGKILL (then reaped), or SIGTERM, a graceful stop waited for.
+inline void stop_agent(std::unique_ptr<Agent>& agent, int signal) {
+  if (signal == SIGKILL) ::kill(agent->pid(), SIGKILL);
+  agent.reset();
+}
 
 // The working directory changed for a scope (the agent inherits it).
 class InDirectory {
