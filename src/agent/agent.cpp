@@ -156,6 +156,16 @@ void Agent::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+std::string Agent::counter_set_id() const {
+  if (!pins_) return "";
+  bpf_map_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(program_->maps().workload_counters, &info, &len) != 0) return "";
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  return fmt::format("{}/{}", boot, info.id);
+}
+
 std::string Agent::call_name(uint32_t call_id) const {
   if (call_id >= GL_RUNTIME_CALL_BASE && runtime_)
     if (auto name = runtime_->call_name(call_id)) return *name;

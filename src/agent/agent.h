@@ -87,6 +87,10 @@ class Agent : public ledger::CallNameLookup {
   };
   Health health() const;
   std::string call_name(uint32_t call_id) const override;
+  // The identity of the kernel counters read (the ledger's baseline is only
+  // used against the same ones): the boot and the id of the pinned workload
+  // counter map; empty without pins (the counters die with the agent).
+  std::string counter_set_id() const;
 
  private:
   void run();

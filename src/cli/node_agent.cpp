@@ -193,6 +193,7 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
     p.ioctls = std::make_unique<device::IoctlPlane>(ioctl_options);
   }
   p.agent = std::make_unique<agent::Agent>(options);
+  if (p.ledger) p.ledger->set_counter_set(p.agent->counter_set_id());
   p.agent->start();
   if (!cmd.no_xid) {
     device::XidMonitorOptions xid_options;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "ledger/allocation_use.h"
 
 namespace gpuledger::ledger {
@@ -217,38 +218,6 @@ void Accountant::observe(const Observation& obs) {
     return out;
   };
 
-  if (!window_start_) {
-    const int64_t S = static_cast<int64_t>(std::floor(t / static_cast<double>(L))) * L;
-    holders_ = obs.holders;
-    inventory_ = obs.slots;
-    allocation_known_ = obs.allocation_known;
-    for (const auto& h : obs.holders) labels_[h.account] = h.labels;
-    if (stored_end_ && *stored_end_ < S) {
-      int64_t from = ((*stored_end_ + L - 1) / L) * L;
-      if (S - from > max_backfill_) {
-        int64_t kept = std::max<int64_t>(0, (max_backfill_ / L) * L);
-        spdlog::warn("ledger: agent was down from {} to {}; backfilling only the last {} s", from, S, kept);
-        from = S - kept;
-      }
-      for (int64_t b = from; b < S; b += L) close_window(b, 0, "backfill");
-    }
-    if (stored_end_ && *stored_end_ > S)
-      spdlog::info("ledger: the window from {} was stored when the agent stopped; what is seen in the rest of it "
-                   "is counted in the next window",
-                   S);
-    spdlog::debug("ledger: first observation at {:.3f}, in the window from {}", t, S);
-    window_start_ = S;
-    window_first_seen_ = t;
-    last_time_ = t;
-    for (const auto& w : obs.workloads) {
-      for (auto& [slot, st] : streams_of(w)) accounts_[{w.account, slot}] = st;
-      workload_totals_[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
-      if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !labels_.count(w.account))
-        labels_[w.account] = w.labels;
-    }
-    return;
-  }
-  if (t < last_time_) return;  // the clock went back: wait for it
 
   // Counter deltas since the last observation go to the window open then.
   // A workload's delta is taken on its totals, which only a reset makes go
@@ -257,6 +226,12 @@ void Accountant::observe(const Observation& obs) {
   // activity moved to another stream, not a reset. The workload's delta is
   // spread over its streams in proportion to their growth (decreases count
   // as 0), so nothing is counted twice or lost.
+  // What the stored and pending windows cover: this observation's counters,
+  // and the baseline of accounts not seen since a restart.
+  auto charged_up_to_obs = [&]() {
+    charged_ = restored_;
+    for (const auto& w : obs.workloads) charged_[valid_utf8(w.account)] = {w.busy_seconds, w.launches};
+  };
   bool deltas_added = false;
   auto add_deltas = [&]() {
     if (deltas_added) return;
@@ -264,8 +239,18 @@ void Accountant::observe(const Observation& obs) {
     for (const auto& w : obs.workloads) {
       const auto streams = streams_of(w);
       auto tot = workload_totals_.find(w.account);
-      const double prev_busy_total = tot == workload_totals_.end() ? 0 : tot->second.busy_seconds;
-      const uint64_t prev_launch_total = tot == workload_totals_.end() ? 0 : tot->second.launches;
+      double prev_busy_total = tot == workload_totals_.end() ? 0 : tot->second.busy_seconds;
+      uint64_t prev_launch_total = tot == workload_totals_.end() ? 0 : tot->second.launches;
+      if (tot == workload_totals_.end() && !restored_.empty()) {
+        // First seen since the restart: charged up to the stored baseline.
+        if (auto r = restored_.find(valid_utf8(w.account)); r != restored_.end()) {
+          prev_busy_total = r->second.busy_seconds;
+          prev_launch_total = r->second.launches;
+          restored_.erase(r);
+          if (w.launches < prev_launch_total || w.busy_seconds + 1e-9 < prev_busy_total)
+            spdlog::warn("ledger: the counters of {} are below the stored baseline: counted from 0", w.account);
+        }
+      }
       const bool busy_reset = w.busy_seconds < prev_busy_total;
       const bool launch_reset = w.launches < prev_launch_total;
       const double dbusy_total = busy_reset ? w.busy_seconds : w.busy_seconds - prev_busy_total;
@@ -328,7 +313,49 @@ void Accountant::observe(const Observation& obs) {
       }
       if (unattributed) ++unattributed_;
     }
+    charged_up_to_obs();
   };
+
+  if (!window_start_) {
+    const int64_t S = static_cast<int64_t>(std::floor(t / static_cast<double>(L))) * L;
+    first_time_ = t;
+    const bool restored = restore_baseline();
+    if (restored) {
+      charged_ = restored_;
+    } else {
+      charged_up_to_obs();
+    }
+    holders_ = obs.holders;
+    inventory_ = obs.slots;
+    allocation_known_ = obs.allocation_known;
+    for (const auto& h : obs.holders) labels_[h.account] = h.labels;
+    if (stored_end_ && *stored_end_ < S) {
+      int64_t from = ((*stored_end_ + L - 1) / L) * L;
+      if (S - from > max_backfill_) {
+        int64_t kept = std::max<int64_t>(0, (max_backfill_ / L) * L);
+        spdlog::warn("ledger: agent was down from {} to {}; backfilling only the last {} s", from, S, kept);
+        from = S - kept;
+      }
+      for (int64_t b = from; b < S; b += L) close_window(b, 0, "backfill");
+    }
+    if (stored_end_ && *stored_end_ > S)
+      spdlog::info("ledger: the window from {} was stored when the agent stopped; what is seen in the rest of it "
+                   "is counted in the next window",
+                   S);
+    spdlog::debug("ledger: first observation at {:.3f}, in the window from {}", t, S);
+    window_start_ = S;
+    window_first_seen_ = t;
+    last_time_ = t;
+    if (restored) add_deltas();  // since the last stored window, into this one
+    for (const auto& w : obs.workloads) {
+      for (auto& [slot, st] : streams_of(w)) accounts_[{w.account, slot}] = st;
+      workload_totals_[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
+      if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !labels_.count(w.account))
+        labels_[w.account] = w.labels;
+    }
+    return;
+  }
+  if (t < last_time_) return;  // the clock went back: wait for it
 
   bool watched = true;  // windows after the first closed here had no observation inside: "gap"
   while (t >= static_cast<double>(*window_start_ + L)) {
@@ -351,6 +378,12 @@ void Accountant::observe(const Observation& obs) {
   }
   attribute(obs, last_time_, t);
   add_deltas();
+  if (!restored_.empty() && t - first_time_ > static_cast<double>(L)) {
+    spdlog::info("ledger: {} account(s) of the stored baseline were not seen again since the restart (retired)",
+                 restored_.size());
+    restored_.clear();
+    charged_up_to_obs();
+  }
   last_time_ = t;
   holders_ = obs.holders;
   inventory_ = obs.slots;
@@ -414,8 +447,29 @@ void Accountant::store_window_in_progress() {
   stored_end_ = start + prices_.window_seconds;
 }
 
+CounterBaseline Accountant::baseline() const { return CounterBaseline{counter_set_, charged_}; }
+
+bool Accountant::restore_baseline() {
+  restored_.clear();
+  std::optional<CounterBaseline> stored = store_.counter_baseline();
+  if (!stored || stored->counter_set.empty()) return false;
+  if (counter_set_.empty() || stored->counter_set != counter_set_) {
+    spdlog::info("ledger: the kernel counters are not those of the stored baseline ({}), they started again: "
+                 "usage before the first observation is not charged",
+                 counter_set_.empty() ? "they are not pinned" : "another counter set");
+    return false;
+  }
+  restored_ = std::move(stored->accounts);
+  spdlog::info("ledger: took over the counter baseline of the last stored window ({} accounts): what was counted "
+               "since is charged in the first window",
+               restored_.size());
+  return true;
+}
+
 void Accountant::close_window(int64_t start, double observed_seconds, const std::string& source) {
   const int64_t L = prices_.window_seconds;
+  std::vector<WindowRecord> records;
+  std::vector<std::set<std::string>> share_unknown;  // per record: holders whose allocated share is unknown
   for (const auto& slot : inventory_) {
     SlotWindow sw;
     sw.slot = slot;
@@ -450,15 +504,22 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
       spdlog::warn("ledger: GPU {} ({}) has no price: no per_uuid, per_model or default_per_hour entry matches it, "
                    "so its time is billed at 0",
                    slot.uuid, slot.model);
-    if (store_.insert_window(rec)) {
-      std::lock_guard lock(mu_);
-      ++windows_written_;
-      if (!counters_since_ || rec.start < *counters_since_) counters_since_ = rec.start;
-      std::set<std::string> share_unknown;
-      for (const auto& h : sw.holders)
-        if (!h.share_known) share_unknown.insert(h.account);
-      record_metrics_locked(rec, share_unknown);
-    }
+    std::set<std::string> unknown;
+    for (const auto& h : sw.holders)
+      if (!h.share_known) unknown.insert(h.account);
+    share_unknown.push_back(std::move(unknown));
+    records.push_back(std::move(rec));
+  }
+  // Every slot's window and the counters they were charged up to, in one
+  // transaction: a crash leaves both or neither.
+  const std::vector<bool> inserted = store_.store_windows(records, baseline());
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (!inserted[i]) continue;
+    const WindowRecord& rec = records[i];
+    std::lock_guard lock(mu_);
+    ++windows_written_;
+    if (!counters_since_ || rec.start < *counters_since_) counters_since_ = rec.start;
+    record_metrics_locked(rec, share_unknown[i]);
   }
   slots_.clear();
   // Names of accounts neither live nor holding a GPU now: the windows that

@@ -39,6 +39,18 @@
 //    activity seen after the start (observed_seconds says how much). Activity
 //    that a crashed agent had seen in it before the crash was never written,
 //    so it is neither lost twice nor counted twice.
+//  * The counters the stored windows were charged up to (per account) are
+//    stored with each window, in its transaction (Store::store_windows), with
+//    the identity of the kernel counter set they were read from
+//    (set_counter_set: the pinned map). When the agent adopted that same
+//    counter set, the first observation after the restart is charged against
+//    that baseline instead of being taken as one: the first window then holds
+//    everything counted since the last stored window (calls made while the
+//    agent was down, the tail a SIGKILL cut off), once. An account of the
+//    baseline not seen again within a window of the restart was retired and
+//    is forgotten. Another counter set (pins off, a replaced layout): the
+//    counters restarted from 0, the baseline is not used (logged), and the
+//    first observation is the baseline, as without one.
 //  * A graceful stop (SIGTERM) stores the window in progress at once, as
 //    "partial" with what was observed of it (store_window_in_progress()), so
 //    the time watched is charged to the workloads seen, never as idle time
@@ -153,6 +165,9 @@ class Accountant : public exporter::MetricsContributor {
   // of it up to the last observation (source "partial"). Call observe() with
   // a last observation first.
   void store_window_in_progress();
+  // The identity of the kernel counter set the observations read (empty: not
+  // one that outlives the agent). Call before the first observation.
+  void set_counter_set(std::string id) { counter_set_ = std::move(id); }
   // Writes the metrics families (gpuledger_cost_total, ...). Thread-safe.
   void write_metrics(exporter::ExpositionWriter& out) const override;
   uint64_t windows_written() const;
@@ -183,8 +198,17 @@ class Accountant : public exporter::MetricsContributor {
   void record_energy_locked(const WindowRecord& w);
   void write_energy_metrics(exporter::ExpositionWriter& out) const;
 
+  bool restore_baseline();  // true: the stored baseline is this counter set's
+  CounterBaseline baseline() const;
+
   Store& store_;
   PriceBook prices_;
+  std::string counter_set_;
+  // The stored baseline's accounts not observed since the restart (keys as
+  // stored: valid UTF-8), and what every stored or pending count covers.
+  std::map<std::string, CounterBaseline::Counters> restored_;
+  std::map<std::string, CounterBaseline::Counters> charged_;
+  double first_time_ = 0;
   int64_t max_backfill_;
   std::optional<int64_t> stored_end_;
   std::optional<int64_t> window_start_;

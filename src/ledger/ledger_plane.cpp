@@ -48,6 +48,7 @@ void LedgerPlane::try_open(Clock::time_point now) {
       lock_ = std::make_unique<FileLock>(options_.store_path + ".lock", "the ledger store " + options_.store_path);
     }
     auto open = std::make_shared<Open>(options_);
+    open->accountant.set_counter_set(counter_set_);
     std::lock_guard lock(mu_);
     open_ = std::move(open);
     if (!failed_writing_) recovered_locked();
@@ -103,6 +104,12 @@ void LedgerPlane::observe(const Observation& obs, Clock::time_point now) {
   }
   std::lock_guard lock(mu_);
   if (failed_writing_ && open->accountant.windows_written() > 0) recovered_locked();
+}
+
+void LedgerPlane::set_counter_set(const std::string& id) {
+  std::lock_guard lock(mu_);
+  counter_set_ = id;
+  if (open_) open_->accountant.set_counter_set(id);
 }
 
 void LedgerPlane::store_window_in_progress() {

@@ -54,6 +54,9 @@ class LedgerPlane : public exporter::MetricsContributor {
   void observe(const Observation& obs, Clock::time_point now = Clock::now());
   // Graceful stop (accountant.h): the window in progress, if the store is up.
   void store_window_in_progress();
+  // The identity of the kernel counters observed (Accountant::set_counter_set),
+  // for this accountant and any the store is reopened with. Before observe().
+  void set_counter_set(const std::string& id);
 
   struct Status {
     bool up = false;
@@ -77,6 +80,7 @@ class LedgerPlane : public exporter::MetricsContributor {
   std::shared_ptr<Open> open_;   // null while degraded
   bool failed_writing_ = false;  // the last failure was a write: up again after a window is written
   std::string last_error_;
+  std::string counter_set_;
   std::map<std::string, uint64_t> errors_;
 };
 

@@ -56,6 +56,14 @@ CREATE TABLE accounts(
   PRIMARY KEY(window_id, account)) WITHOUT ROWID;
 )";
 
+// Schema 4: the counters the stored windows were charged up to (store.h).
+const char* kBaselineTable = R"(
+CREATE TABLE IF NOT EXISTS counter_baseline(
+  account TEXT PRIMARY KEY,
+  busy_seconds REAL NOT NULL,
+  launches INTEGER NOT NULL) WITHOUT ROWID;
+)";
+
 // The charges table (rebuilt by the schema 3 migration: a CHECK cannot be altered).
 const char* kChargesTable = R"(
 CREATE TABLE charges(
@@ -205,6 +213,7 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
         exec(kSchema);
         exec(kChargesTable);
         exec(kEnergySchema);
+        exec(kBaselineTable);
         exec("PRAGMA application_id=" + std::to_string(kApplicationId));
         exec("PRAGMA user_version=" + std::to_string(kStoreSchemaVersion));
         exec("COMMIT");
@@ -217,6 +226,12 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
         exec("COMMIT");
       }
       if (tables > 0 && version < 3) migrate_to_3();
+      if (tables > 0 && version < 4) {
+        exec("BEGIN IMMEDIATE");
+        exec(kBaselineTable);
+        exec("PRAGMA user_version=4");
+        exec("COMMIT");
+      }
     }
     has_energy_ = schema_version() >= 2;
     has_allocation_ = schema_version() >= 3;
@@ -316,6 +331,45 @@ size_t Store::insert_windows(const std::vector<WindowRecord>& windows) {
     throw;
   }
   return inserted;
+}
+
+std::vector<bool> Store::store_windows(const std::vector<WindowRecord>& windows, const CounterBaseline& baseline) {
+  for (const auto& w : windows) check_charges(w);
+  std::vector<bool> inserted;
+  exec("BEGIN IMMEDIATE");
+  try {
+    for (const auto& w : windows) inserted.push_back(insert_window_in_transaction(w));
+    write_baseline(baseline);
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return inserted;
+}
+
+void Store::write_baseline(const CounterBaseline& baseline) {
+  exec("DELETE FROM counter_baseline");
+  Stmt set(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES('counter_set', ?)", *this);
+  set.bind(1, baseline.counter_set);
+  set.step();
+  Stmt ins(db_, "INSERT INTO counter_baseline(account, busy_seconds, launches) VALUES(?,?,?)", *this);
+  for (const auto& [account, c] : baseline.accounts) {
+    ins.bind(1, account).bind(2, c.busy_seconds).bind(3, static_cast<int64_t>(c.launches));
+    ins.step();
+    ins.reset();
+  }
+}
+
+std::optional<CounterBaseline> Store::counter_baseline() const {
+  if (schema_version() < 4) return std::nullopt;
+  Stmt set(db_, "SELECT value FROM meta WHERE key = 'counter_set'", *this);
+  if (!set.step()) return std::nullopt;
+  CounterBaseline b;
+  b.counter_set = set.text(0);
+  Stmt q(db_, "SELECT account, busy_seconds, launches FROM counter_baseline", *this);
+  while (q.step()) b.accounts[q.text(0)] = {q.f64(1), static_cast<uint64_t>(q.i64(2))};
+  return b;
 }
 
 bool Store::insert_window_in_transaction(const WindowRecord& w) {

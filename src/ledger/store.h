@@ -20,6 +20,11 @@
 // VRAM held), windows.cost_policy, windows.allocated_total (the holders'
 // allocated shares summed; > 1: over-committed), accounts.allocated_share and
 // the charge kind 'memory'.
+// Schema 4 added counter_baseline(account, busy_seconds, launches) and the
+// meta key 'counter_set': the cumulative kernel counters the stored windows'
+// deltas were taken against, replaced in the transaction that stores each
+// window (store_windows), so a restarted agent that adopted the same pinned
+// counters charges what came after them exactly once (accountant.h).
 // Older stores are migrated in place: schema 1 gets the energy tables (its old
 // windows have unknown energy); schema 2 windows get memory_micros 0, policy
 // 'usage', and allocated shares equal to their held shares (what they were
@@ -35,6 +40,7 @@
 #include <climits>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,7 +54,21 @@ struct sqlite3;
 
 namespace gpuledger::ledger {
 
-inline constexpr int kStoreSchemaVersion = 3;
+inline constexpr int kStoreSchemaVersion = 4;
+
+// The cumulative kernel counters per account (workload id) that the stored
+// windows were charged up to, and the identity of the kernel counter set they
+// were read from (the pinned map, accountant.h); empty: none known.
+struct CounterBaseline {
+  struct Counters {
+    double busy_seconds = 0;
+    uint64_t launches = 0;
+    bool operator==(const Counters&) const = default;
+  };
+  std::string counter_set;
+  std::map<std::string, Counters> accounts;
+  bool operator==(const CounterBaseline&) const = default;
+};
 
 struct AccountLabels {
   std::string namespace_name, pod, container, team;
@@ -156,6 +176,12 @@ class Store {
   bool insert_window(const WindowRecord& window);
   // The same for several windows in one transaction; returns how many were new.
   size_t insert_windows(const std::vector<WindowRecord>& windows);
+  // The windows (which may be none) and the counter baseline after them in one
+  // transaction: the baseline is replaced. Returns, per window, whether it was new.
+  std::vector<bool> store_windows(const std::vector<WindowRecord>& windows, const CounterBaseline& baseline);
+  // The baseline stored with the latest windows; nullopt when none (a store
+  // from before schema 4, or one never written with a baseline).
+  std::optional<CounterBaseline> counter_baseline() const;
   // The end of the latest stored window, over all GPUs; nullopt when empty.
   std::optional<int64_t> last_window_end() const;
   // The start of the earliest stored window; nullopt when empty.
@@ -189,6 +215,7 @@ class Store {
   std::string path_;
   sqlite3* db_ = nullptr;
   void migrate_to_3();
+  void write_baseline(const CounterBaseline& baseline);
   bool has_energy_ = true;      // false: a schema 1 store opened read-only (energy unknown)
   bool has_allocation_ = true;  // false: a schema 1 or 2 store opened read-only
 };

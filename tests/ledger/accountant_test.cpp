@@ -178,6 +178,56 @@ TEST_F(AccountantTest, AGracefulStopStoresTheWindowInProgress) {
   EXPECT_EQ(launches, 80u + 80u) << "all that either agent saw, once";
 }
 
+// Issue 10: the counters the stored windows were charged up to are stored
+// with them. An agent that adopted the same kernel counters (the same counter
+// set) after a crash at +80 charges what was counted since window 0 was stored
+// (+60..+100: the tail the crash cut off and the downtime) in its first
+// window; after a graceful stop, what followed the stored window. Another
+// counter set (counters restarted) or none: as before, from the first observation.
+struct BaselineCase {
+  std::string before, after;  // counter sets of the two agents
+  bool graceful;
+  uint64_t pod_a_launches;  // 10 a second, observed 0..180
+  std::string name;
+  friend void PrintTo(const BaselineCase& c, std::ostream* os) { *os << c.name; }
+};
+class AccountantBaselineTest : public AccountantTest, public ::testing::WithParamInterface<BaselineCase> {};
+
+TEST_P(AccountantBaselineTest, ARestartChargesWhatTheAdoptedCountersCountedOnce) {
+  const BaselineCase& c = GetParam();
+  {
+    Store store(db());
+    Accountant a(store, prices_);
+    a.set_counter_set(c.before);
+    testing::run_fixture(a, 0, 80);
+    if (c.graceful) a.store_window_in_progress();
+  }
+  Store store(db());
+  Accountant b(store, prices_);
+  b.set_counter_set(c.after);
+  testing::run_fixture(b, 100, 180);
+  auto ws = store.windows(kT0, kT0 + 1000);
+  ASSERT_EQ(ws.size(), 12u);
+  expect_contiguous(ws, kT0, kT0 + 180);
+  uint64_t launches = 0;
+  for (const auto& w : ws)
+    for (const auto& a : w.accounts)
+      if (a.account == "k8s/pod-a") launches += a.launches;
+  EXPECT_EQ(launches, c.pod_a_launches);
+  EXPECT_EQ(store.counter_baseline()->counter_set, c.after);
+  EXPECT_EQ(store.counter_baseline()->accounts.at("k8s/pod-a").launches, 1800u) << "charged up to +180";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Restarts, AccountantBaselineTest,
+    ::testing::Values(BaselineCase{"boot/7", "boot/7", false, 1800, "CrashSameCounters"},  // +60..+100 after it
+                      BaselineCase{"boot/7", "boot/7", true, 1800, "StopSameCounters"},    // +80..+100 after it
+                      BaselineCase{"boot/7", "boot/8", false, 1400, "CrashNewCounters"},   // not +60..+100
+                      BaselineCase{"", "", false, 1400, "CrashUnpinned"},
+                      BaselineCase{"boot/7", "boot/8", true, 1600, "StopNewCounters"},  // not +80..+100
+                      BaselineCase{"", "boot/7", false, 1400, "BaselineOfUnpinnedCounters"}),
+    [](const auto& info) { return info.param.name; });
+
 TEST_F(AccountantTest, DowntimeIsBackfilledWithoutGaps) {
   {
     Store store(db());

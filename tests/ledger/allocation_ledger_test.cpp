@@ -319,7 +319,7 @@ TEST_F(AllocationLedgerTest, MigratesSchemaTwoStores) {
     EXPECT_DOUBLE_EQ(account_of(ws[0], "k8s/pod-a").allocated_share, 0.5);
   }
   Store store(db());
-  EXPECT_EQ(store.schema_version(), 3);
+  EXPECT_EQ(store.schema_version(), kStoreSchemaVersion);
   auto ws = store.windows(kT0, kT0 + 60);
   ASSERT_EQ(ws.size(), 1u);
   const WindowRecord& old = ws[0];
@@ -338,7 +338,7 @@ TEST_F(AllocationLedgerTest, MigratesSchemaTwoStores) {
   EXPECT_EQ(window_of(ws, "GPU-frac").memory_micros, 18'000);
   // Opening again is a no-op; deleting a window still cascades to its charges.
   Store again(db());
-  EXPECT_EQ(again.schema_version(), 3);
+  EXPECT_EQ(again.schema_version(), kStoreSchemaVersion);
   EXPECT_EQ(again.delete_before(kT0 + 60), 1);
   EXPECT_TRUE(again.windows(kT0, kT0 + 60).empty());
 }

@@ -304,3 +304,61 @@ TEST_F(StoreTest, InvalidUtf8NamesAreStoredAsValidText) {
 
 }  // namespace
 }  // namespace gpuledger::ledger
+
+namespace gpuledger::ledger {
+namespace {
+
+// Issue 10: the counters the stored windows were charged up to are stored in
+// the windows' transaction, and replaced by the next.
+TEST_F(StoreTest, CounterBaselineRoundTrip) {
+  Store store(path());
+  EXPECT_EQ(store.counter_baseline(), std::nullopt) << "none before a window is stored";
+  const CounterBaseline first{"boot/7", {{"k8s/pod-a", {12.5, 1000}}, {"k8s/pod-b", {0, 3}}}};
+  EXPECT_EQ(store.store_windows({sample(0), sample(0, "GPU-2")}, first), (std::vector<bool>{true, true}));
+  EXPECT_EQ(store.counter_baseline(), first);
+  const CounterBaseline second{"boot/7", {{"k8s/pod-a", {20.0, 1800}}}};
+  EXPECT_EQ(store.store_windows({sample(0), sample(60)}, second), (std::vector<bool>{false, true}));
+  EXPECT_EQ(store.counter_baseline(), second) << "replaced, the retired pod-b gone";
+  EXPECT_EQ(store.windows(0, 120).size(), 3u);
+  // A window whose charges do not add up stores neither it nor the baseline.
+  WindowRecord bad = sample(120);
+  bad.charges.pop_back();
+  EXPECT_THROW(store.store_windows({bad}, CounterBaseline{"boot/8", {}}), Error);
+  EXPECT_EQ(store.counter_baseline(), second);
+  Store again(path(), Store::Mode::kReadOnly);
+  EXPECT_EQ(again.counter_baseline(), second);
+}
+
+// A schema 3 store (what main wrote before the baseline) is read as it is by a
+// report and migrated to 4 by the agent; it has no baseline until a window.
+TEST_F(StoreTest, SchemaThreeStoresMigrate) {
+  {
+    Store store(path());
+    ASSERT_TRUE(store.insert_window(sample(0)));
+  }
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path().c_str(), &raw), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(raw, "DROP TABLE counter_baseline; PRAGMA user_version = 3;", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  {
+    Store report(path(), Store::Mode::kReadOnly);
+    EXPECT_EQ(report.schema_version(), 3);
+    EXPECT_EQ(report.windows(0, 60), std::vector<WindowRecord>{sample(0)});
+    EXPECT_EQ(report.counter_baseline(), std::nullopt);
+  }
+  Store store(path());
+  EXPECT_EQ(store.schema_version(), 4);
+  EXPECT_EQ(store.windows(0, 60), std::vector<WindowRecord>{sample(0)});
+  EXPECT_EQ(store.counter_baseline(), std::nullopt);
+  const CounterBaseline b{"boot/7", {{"k8s/pod-a", {1.0, 2}}}};
+  EXPECT_EQ(store.store_windows({sample(60)}, b), std::vector<bool>{true});
+  EXPECT_EQ(store.counter_baseline(), b);
+  Store again(path());
+  EXPECT_EQ(again.schema_version(), 4);
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger

@@ -2,6 +2,7 @@
 // Test support for the reliability tests: the agent binary of this build with
 // the simulated driver, a scratch directory, and polls with deadlines.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,12 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "agent_under_test.h"
 #include "identity/cgroup_fs.h"
+#include "probes/pin_store.h"
 #include "raw_client.h"
 
 namespace gpuledger::testing {
@@ -49,6 +52,35 @@ class Scratch {
  private:
   fs::path dir_;
 };
+
+// A pin directory of this test's own on the node's bpffs, removed afterwards.
+// Those of test processes that died before removing theirs are removed too:
+// their probes would stay attached until a reboot.
+class PinDir {
+ public:
+  explicit PinDir(const std::string& tag)
+      : path_(probes::find_or_mount_bpffs() + "/gl-test-" + tag + "-" + std::to_string(::getpid())) {
+    for (const auto& e : fs::directory_iterator(fs::path(path_).parent_path())) {
+      const std::string name = e.path().filename();
+      const auto dash = name.rfind('-');
+      if (name.starts_with("gl-test-") && dash != std::string::npos &&
+          !fs::exists("/proc/" + name.substr(dash + 1)))
+        probes::remove_pin_tree(e.path());
+    }
+    probes::remove_pin_tree(path_);
+  }
+  ~PinDir() { probes::remove_pin_tree(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Stops the agent: SIGKILL (then reaped), or SIGTERM, a graceful stop waited for.
+inline void stop_agent(std::unique_ptr<Agent>& agent, int signal) {
+  if (signal == SIGKILL) ::kill(agent->pid(), SIGKILL);
+  agent.reset();
+}
 
 // The working directory changed for a scope (the agent inherits it).
 class InDirectory {

@@ -23,29 +23,6 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// A pin directory of this test's own on the node's bpffs, removed afterwards.
-// Those of test processes that died before removing theirs are removed too:
-// their probes would stay attached until a reboot.
-class PinDir {
- public:
-  explicit PinDir(const std::string& tag)
-      : path_(probes::find_or_mount_bpffs() + "/gl-test-" + tag + "-" + std::to_string(::getpid())) {
-    for (const auto& e : fs::directory_iterator(fs::path(path_).parent_path())) {
-      const std::string name = e.path().filename();
-      const auto dash = name.rfind('-');
-      if (name.starts_with("gl-test-") && dash != std::string::npos &&
-          !fs::exists("/proc/" + name.substr(dash + 1)))
-        probes::remove_pin_tree(e.path());
-    }
-    probes::remove_pin_tree(path_);
-  }
-  ~PinDir() { probes::remove_pin_tree(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 std::vector<std::string> agent_args(const Scratch& s, const PinDir& pins) {
   write_simulated_node(s, 10);
   return {"--no-discovery", "--cuda-lib", sim_library(), "--no-nvml=false", "--nvml-lib", nvml_sim_library(),
@@ -60,11 +37,6 @@ std::optional<double> metric(int port, const std::string& name, const std::map<s
 double launches_on_gpu(int port, const std::string& id) {
   return metric(port, "gpuledger_cuda_kernel_launches_total", {{"workload", id}, {"UUID", kSimulatedGpu}})
       .value_or(-1);
-}
-
-void stop(std::unique_ptr<Agent>& agent, int signal) {
-  if (signal == SIGKILL) ::kill(agent->pid(), SIGKILL);  // the destructor then reaps it
-  agent.reset();                                          // SIGTERM: a graceful stop, waited for
 }
 
 std::string repeated(const std::string& op, int times) {
@@ -111,7 +83,7 @@ TEST_P(Restart, KeepsCountsCallsMadeWhileDownGpuLabelsAndLiveVram) {
   tenant.write_line("go");  // launches through the stop and the restart
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const auto stopped = std::chrono::steady_clock::now();
-  stop(first, signal);
+  stop_agent(first, signal);
   auto second = std::make_unique<Agent>(agent_args(scratch, pins));
   ASSERT_TRUE(eventually([&] { return reading(second->port()) >= 1000; }, std::chrono::milliseconds(10000)))
       << second->log();
@@ -167,7 +139,7 @@ TEST(PinLayout, AnIncompatibleLayoutIsReplacedWithItsReason) {
   std::string layout;
   for (const auto& e : fs::directory_iterator(cuda)) layout = e.path().filename();
   ASSERT_TRUE(layout.starts_with("layout-")) << layout;
-  stop(agent, SIGKILL);
+  stop_agent(agent, SIGKILL);
 
   // This version's layout with a map of another shape: replaced too.
   const std::string counters = cuda + "/" + layout + "/workload_counters";
@@ -177,13 +149,13 @@ TEST(PinLayout, AnIncompatibleLayoutIsReplacedWithItsReason) {
   EXPECT_NE(agent->log().find("replaced (map_mismatch)"), std::string::npos) << agent->log();
   EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_replaced", {{"reason", "map_mismatch"}}), 1.0);
   EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_adopted", {}), 0.0);
-  stop(agent, SIGKILL);
+  stop_agent(agent, SIGKILL);
 
   // A missing pin: replaced; the layout then made whole is taken over as it is.
   ASSERT_EQ(::unlink((cuda + "/" + layout + "/context_devices").c_str()), 0);
   agent = std::make_unique<Agent>(agent_args(scratch, pins));
   EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_replaced", {{"reason", "map_missing"}}), 1.0);
-  stop(agent, SIGTERM);
+  stop_agent(agent, SIGTERM);
   agent = std::make_unique<Agent>(agent_args(scratch, pins));
   EXPECT_EQ(metric(agent->port(), "gpuledger_bpf_pins_adopted", {}), 1.0) << agent->log();
   EXPECT_EQ(get_body(agent->port(), "/metrics").find("gpuledger_bpf_pins_replaced{"), std::string::npos);
@@ -208,7 +180,7 @@ class TenantAcrossAKill {
     ASSERT_EQ(tenant_->read_line().rfind("READY", 0), 0u);
     ASSERT_TRUE(eventually([&] { return launches_on_gpu(agent->port(), id_) == 300; },
                            std::chrono::milliseconds(10000)));
-    stop(agent, SIGKILL);
+    stop_agent(agent, SIGKILL);
   }
   void next_launches_counted_once_by(const Agent& agent) {
     tenant_->write_line("go");
@@ -294,7 +266,7 @@ TEST(PinLayout, OneAgentPerPinsAndUninstallRemovesThem) {
   std::string out;
   EXPECT_EQ(run_cli({"uninstall", "--bpf-pin-dir", pins.path()}, &out), 1) << "refused while an agent holds them";
   EXPECT_NE(out.find("another gpuledger agent"), std::string::npos) << out;
-  stop(agent, SIGTERM);
+  stop_agent(agent, SIGTERM);
   ASSERT_TRUE(fs::exists(pins.path())) << "a graceful stop keeps the pins";
 
   EXPECT_EQ(run_cli({"uninstall", "--bpf-pin-dir", pins.path()}, &out), 0) << out;
