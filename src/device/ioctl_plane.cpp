@@ -18,6 +18,7 @@
 #include "nvidia_ioctl.skel.h"
 #include "nvidia_ioctl_abi.h"
 #include "probes/bpf_handles.h"
+#include "probes/map_reader.h"
 #include "probes/pin_store.h"
 
 namespace gpuledger::device {
@@ -140,15 +141,8 @@ void IoctlPlane::set_device_filter() {
       throw Error(std::string("cannot set the device filter: ") + std::strerror(errno));
     wanted.insert({key.major, key.minor});
   }
-  gl_ioctl_filter_key key{}, next{};
-  const gl_ioctl_filter_key* prev = nullptr;
-  std::vector<gl_ioctl_filter_key> stale;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    if (!wanted.contains({next.major, next.minor})) stale.push_back(next);
-    key = next;
-    prev = &key;
-  }
-  for (const auto& k : stale) bpf_map_delete_elem(fd, &k);
+  for (const auto& k : probes::map_keys<gl_ioctl_filter_key>(fd))
+    if (!wanted.contains({k.major, k.minor})) bpf_map_delete_elem(fd, &k);
 }
 
 IoctlDeviceKind IoctlPlane::kind_of(uint32_t major, uint32_t minor) const {
@@ -163,18 +157,12 @@ IoctlDeviceKind IoctlPlane::kind_of(uint32_t major, uint32_t minor) const {
 // in-flight entry so the map does not fill with the dead.
 void IoctlPlane::prune_inflight() const {
   const int fd = bpf_map__fd(skel_->maps.ioctl_inflight);
-  uint64_t key = 0, next = 0;
-  const uint64_t* prev = nullptr;
-  std::vector<uint64_t> gone;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    const uint32_t tgid = next >> 32, tid = static_cast<uint32_t>(next);
+  for (uint64_t id : probes::map_keys<uint64_t>(fd)) {
+    const uint32_t tgid = id >> 32, tid = static_cast<uint32_t>(id);
     std::error_code ec;
     if (!std::filesystem::exists(options_.proc_root + "/" + std::to_string(tgid) + "/task/" + std::to_string(tid), ec))
-      gone.push_back(next);
-    key = next;
-    prev = &key;
+      bpf_map_delete_elem(fd, &id);
   }
-  for (uint64_t tid : gone) bpf_map_delete_elem(fd, &tid);
 }
 
 std::map<IoctlKey, IoctlTotals> IoctlPlane::refresh() const {
@@ -183,15 +171,7 @@ std::map<IoctlKey, IoctlTotals> IoctlPlane::refresh() const {
   const int fd = bpf_map__fd(skel_->maps.ioctl_counters);
   std::map<IoctlKey, IoctlTotals> reading;
   std::vector<gl_ioctl_value> per_cpu(possible_cpus());
-  gl_ioctl_key key{}, next{};
-  const gl_ioctl_key* prev = nullptr;
-  std::vector<gl_ioctl_key> keys;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    keys.push_back(next);
-    key = next;
-    prev = &key;
-  }
-  for (const auto& k : keys) {
+  for (const auto& k : probes::map_keys<gl_ioctl_key>(fd)) {
     if (bpf_map_lookup_elem(fd, &k, per_cpu.data()) != 0) continue;
     IoctlTotals sum;
     for (const auto& v : per_cpu) {
@@ -237,13 +217,8 @@ size_t IoctlPlane::kernel_entries(std::optional<uint64_t> cgroup_id) const {
   if (!skel_) return 0;
   const int fd = bpf_map__fd(skel_->maps.ioctl_counters);
   size_t n = 0;
-  gl_ioctl_key key{}, next{};
-  const gl_ioctl_key* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    if (!cgroup_id || next.cgroup_id == *cgroup_id) ++n;
-    key = next;
-    prev = &key;
-  }
+  for (const auto& k : probes::map_keys<gl_ioctl_key>(fd))
+    if (!cgroup_id || k.cgroup_id == *cgroup_id) ++n;
   return n;
 }
 

@@ -83,6 +83,13 @@ void pin_held_map(bpf_map* map, const std::string& path) {
                  "stopped", path);
 }
 
+// bpf_ktime_get_ns()'s clock.
+uint64_t monotonic_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+}
+
 // Whether `pid` is still the process that started at `start_boottime` (ns
 // since boot): /proc/PID/stat's starttime is that in clock ticks.
 bool process_started_at(const std::string& proc, uint32_t pid, uint64_t start_boottime) {
@@ -156,10 +163,8 @@ void LibOpenWatcher::forget(const FileId& id) {
 }
 
 void LibOpenWatcher::heartbeat() {
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);  // bpf_ktime_get_ns()'s clock
   const uint32_t zero = 0;
-  const uint64_t ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+  const uint64_t ns = monotonic_ns();
   bpf_map_update_elem(bpf_map__fd(skel_->maps.agent_heartbeat), &zero, &ns, BPF_ANY);
 }
 
@@ -178,17 +183,9 @@ size_t LibOpenWatcher::continue_held(uint64_t older_than_ns, const std::string& 
 }
 
 size_t continue_held_in(int map, uint64_t older_than_ns, const std::string& proc) {
-  timespec now_ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now_ts);
-  const uint64_t now = static_cast<uint64_t>(now_ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now_ts.tv_nsec);
-  std::vector<uint32_t> pids;
-  uint32_t key = 0, next = 0;
-  for (const uint32_t* prev = nullptr; bpf_map_get_next_key(map, prev, &next) == 0; prev = &key) {
-    key = next;
-    pids.push_back(next);
-  }
+  const uint64_t now = monotonic_ns();
   size_t continued = 0;
-  for (uint32_t pid : pids) {
+  for (uint32_t pid : map_keys<uint32_t>(map)) {
     gl_held_process held{};
     if (bpf_map_lookup_elem(map, &pid, &held) != 0) continue;
     if (older_than_ns && now - held.held_at < older_than_ns) continue;

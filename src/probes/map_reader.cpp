@@ -13,19 +13,10 @@ int possible_cpus() {
   return n > 0 ? n : 1;
 }
 
-// Calls fn(key) for every key of a hash map. Keys deleted meanwhile are
-// skipped by the lookups that follow; that is all a scrape needs.
+// Calls fn(key) for every key of a hash map.
 template <typename Key, typename Fn>
 void for_each_key(int fd, Fn&& fn) {
-  Key key{}, next{};
-  const Key* prev = nullptr;
-  std::vector<Key> keys;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    keys.push_back(next);
-    key = next;
-    prev = &key;
-  }
-  for (const auto& k : keys) fn(k);
+  for (const auto& k : map_keys<Key>(fd)) fn(k);
 }
 
 }  // namespace

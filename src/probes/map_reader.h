@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <map>
 #include <utility>
+#include <vector>
+
+#include <bpf/bpf.h>
 
 #include "gpuledger_abi.h"
 
@@ -26,6 +29,20 @@ struct ErrorKey {
   uint32_t call_id = 0;
   auto operator<=>(const ErrorKey&) const = default;
 };
+
+// Every key of a hash map, listed before any is used: the caller may delete
+// or update entries while it walks them (a key deleted meanwhile is skipped
+// by the lookup that follows).
+template <typename Key>
+std::vector<Key> map_keys(int fd) {
+  std::vector<Key> keys;
+  Key key{}, next{};
+  for (const Key* prev = nullptr; bpf_map_get_next_key(fd, prev, &next) == 0; prev = &key) {
+    keys.push_back(next);
+    key = next;
+  }
+  return keys;
+}
 
 // How many copies a lookup of one value of this map returns: the possible
 // CPUs for a per-CPU map, else 1.
