@@ -99,6 +99,16 @@ tar -C "$root" -c . | "${podman[@]}" import -q - "localhost/gpuledger-tenant-$$:
 "${podman[@]}" rm "gl-tenant-a-$$" "gl-tenant-b-$$" >/dev/null || fail "podman rm"
 "${podman[@]}" rmi "$tag" >/dev/null || fail "podman rmi failed while the agent runs"
 poll 10 "$image_lib | length == 0" || fail "the removed image's libcuda is still probed"
-curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^gpuledger_cuda_libraries_detached_total [1-9]' ||
-  fail "gpuledger_cuda_libraries_detached_total did not count it"
+# The page is read whole before it is searched: `grep -q` stops at the first
+# match and, under pipefail, curl's broken pipe would fail the check.
+detached_counted() {
+  local page
+  page="$(curl -sf "http://127.0.0.1:$port/metrics")" || return 1
+  grep -q '^gpuledger_cuda_libraries_detached_total [1-9]' <<<"$page"
+}
+deadline=$((SECONDS + 5))
+until detached_counted; do
+  ((SECONDS < deadline)) || fail "gpuledger_cuda_libraries_detached_total did not count it"
+  sleep 0.1
+done
 echo "PASS: two podman containers of one image: 7 and 11 launches, one attachment; import, rmi while probing"
