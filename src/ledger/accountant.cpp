@@ -85,10 +85,12 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
   if (r.energy) r.energy->carbon_g_per_kwh = prices.carbon_g_per_kwh;
 
   std::map<std::string, double> held;
+  std::set<std::string> share_unknown;  // holders with any allocation of unknown share
   double held_total = 0;
   for (const auto& h : wi.holders) {
     held[h.account] += h.weight;
     held_total += h.weight;
+    if (!h.share_known) share_unknown.insert(h.account);
   }
   std::set<std::string> names;
   for (const auto& [a, w] : held) names.insert(a);
@@ -103,6 +105,7 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
     if (auto it = in.labels.find(name); it != in.labels.end()) a.labels = it->second;
     a.held_share = held.count(name) ? held[name] / held_total : 0;
     a.allocated_share = held.count(name) ? held[name] : 0;
+    a.allocated_share_known = !share_unknown.contains(name);
     if (auto it = in.activity.find(name); it != in.activity.end()) {
       a.busy_seconds = it->second.busy_seconds;
       a.vram_byte_seconds = it->second.vram_byte_seconds;
@@ -469,7 +472,6 @@ bool Accountant::restore_baseline() {
 void Accountant::close_window(int64_t start, double observed_seconds, const std::string& source) {
   const int64_t L = prices_.window_seconds;
   std::vector<WindowRecord> records;
-  std::vector<std::set<std::string>> share_unknown;  // per record: holders whose allocated share is unknown
   for (const auto& slot : inventory_) {
     SlotWindow sw;
     sw.slot = slot;
@@ -504,10 +506,6 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
       spdlog::warn("ledger: GPU {} ({}) has no price: no per_uuid, per_model or default_per_hour entry matches it, "
                    "so its time is billed at 0",
                    slot.uuid, slot.model);
-    std::set<std::string> unknown;
-    for (const auto& h : sw.holders)
-      if (!h.share_known) unknown.insert(h.account);
-    share_unknown.push_back(std::move(unknown));
     records.push_back(std::move(rec));
   }
   // Every slot's window and the counters they were charged up to, in one
@@ -519,7 +517,7 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
     std::lock_guard lock(mu_);
     ++windows_written_;
     if (!counters_since_ || rec.start < *counters_since_) counters_since_ = rec.start;
-    record_metrics_locked(rec, share_unknown[i]);
+    record_metrics_locked(rec);
   }
   slots_.clear();
   // Names of accounts neither live nor holding a GPU now: the windows that
@@ -542,12 +540,7 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
   }
 }
 
-void Accountant::record_metrics(const WindowRecord& w) {
-  std::lock_guard lock(mu_);
-  record_metrics_locked(w);
-}
-
-void Accountant::record_metrics_locked(const WindowRecord& w, const std::set<std::string>& share_unknown) {
+void Accountant::record_metrics_locked(const WindowRecord& w) {
   std::map<std::string, const AccountRecord*> recs;
   for (const auto& a : w.accounts) recs[a.account] = &a;
   auto key_of = [&](const std::string& account) {
@@ -579,26 +572,19 @@ void Accountant::record_metrics_locked(const WindowRecord& w, const std::set<std
   }
   gpu_busy_seconds_[w.slot.uuid] += w.busy_fraction * len;
   record_energy_locked(w);
-  record_shares_locked(w, share_unknown);
+  record_shares_locked(w);
 }
 
-void Accountant::record_shares_locked(const WindowRecord& w, const std::set<std::string>& share_unknown) {
+void Accountant::record_shares_locked(const WindowRecord& w) {
   std::erase_if(allocated_share_, [&](const auto& kv) { return kv.first.uuid == w.slot.uuid; });
   std::erase_if(used_share_, [&](const auto& kv) { return kv.first.first.uuid == w.slot.uuid; });
   std::map<std::string, AccountLabels> labels;
   for (const auto& a : w.accounts) labels[a.account] = a.labels;
   auto key_of = [&](const std::string& account) { return SeriesKey{export_labels(account, labels[account]), w.slot.uuid}; };
-  // A holder whose share is unknown gets no sample: absent, never a guess.
-  // Nor do the slot's unallocated rest or a scaling that would depend on it:
-  // the others' shares are then shown as allocated.
-  if (share_unknown.empty()) {
-    for (const auto& [account, share] : allocated_shares(w)) allocated_share_[key_of(account)] += share;
-  } else {
-    for (const auto& a : w.accounts)
-      if (a.allocated_share > 0 && !share_unknown.contains(a.account) && a.account != kUnallocatedAccount &&
-          a.account != kIdleAccount)
-        allocated_share_[key_of(a.account)] += a.allocated_share;
-  }
+  // A holder whose share is unknown gets no sample: absent, never a guess
+  // (allocation_use.h). The same from the store after a restart.
+  const std::set<std::string> share_unknown = unknown_allocated_shares(w);
+  for (const auto& [account, share] : allocated_shares(w)) allocated_share_[key_of(account)] += share;
   for (const auto& [account, used] : used_shares(w)) {
     const SeriesKey k = key_of(account);
     if (!share_unknown.contains(account)) allocated_share_.try_emplace(k, 0.0);  // a user holding nothing: allocated 0

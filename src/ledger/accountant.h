@@ -189,10 +189,9 @@ class Accountant : public exporter::MetricsContributor {
     std::vector<std::string> slots;
   };
   void close_window(int64_t start, double observed_seconds, const std::string& source);
-  void record_metrics(const WindowRecord& w);
-  // share_unknown: holders of the window whose allocated share is unknown
-  // (no gpuledger_gpu_allocated_share_ratio sample for them).
-  void record_metrics_locked(const WindowRecord& w, const std::set<std::string>& share_unknown = {});
+  // A holder whose allocated share is unknown (AccountRecord::allocated_share_known)
+  // gets no gpuledger_gpu_allocated_share_ratio sample.
+  void record_metrics_locked(const WindowRecord& w);
   void attribute(const Observation& obs, double t0, double t1);
   void observe_energy(const Observation& obs);
   void record_energy_locked(const WindowRecord& w);
@@ -243,7 +242,7 @@ class Accountant : public exporter::MetricsContributor {
   // used by resource (activity, vram, energy).
   std::map<SeriesKey, double> allocated_share_;
   std::map<std::pair<SeriesKey, std::string>, double> used_share_;
-  void record_shares_locked(const WindowRecord& w, const std::set<std::string>& share_unknown);
+  void record_shares_locked(const WindowRecord& w);
   void retire_series_locked(double now);
   SeriesRetirement retirement_;
   // The series continued from the store's totals count as seen at the first

@@ -8,14 +8,23 @@ namespace {
 bool special(const std::string& a) { return a == kIdleAccount || a == kUnallocatedAccount; }
 }  // namespace
 
+std::set<std::string> unknown_allocated_shares(const WindowRecord& w) {
+  std::set<std::string> out;
+  for (const auto& a : w.accounts)
+    if (!a.allocated_share_known && !special(a.account)) out.insert(a.account);
+  return out;
+}
+
 std::map<std::string, double> allocated_shares(const WindowRecord& w) {
   std::map<std::string, double> out;
   double total = 0;
+  const std::set<std::string> unknown = unknown_allocated_shares(w);
   for (const auto& a : w.accounts)
-    if (a.allocated_share > 0 && !special(a.account)) {
+    if (a.allocated_share > 0 && !special(a.account) && !unknown.contains(a.account)) {
       out[a.account] += a.allocated_share;
       total += a.allocated_share;
     }
+  if (!unknown.empty()) return out;
   if (total > 1) {
     for (auto& [account, share] : out) share /= total;
   } else if (total < 1 - 1e-9) {

@@ -7,6 +7,10 @@
 //    GpuAllocation::share summed; 1 = the whole GPU or MIG instance). When the
 //    shares add up to S > 1 (over-committed) they are scaled by 1/S. The
 //    unheld part 1 - S (S < 1) is __unallocated__'s. Non-holders: 0.
+//    A holder whose share is unknown (AccountRecord::allocated_share_known
+//    false) has no entry: absent, never its placeholder. Nor, then, has
+//    __unallocated__, and the others' shares are not scaled (both would depend
+//    on the unknown share).
 //  * used, per resource:
 //      activity  the account's part of the window's attributed activity
 //                (AccountRecord::activity_share: busy seconds, else launches,
@@ -17,6 +21,7 @@
 // Special accounts (__idle__, __unallocated__) have no used shares.
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "ledger/store.h"
@@ -32,6 +37,8 @@ struct UsedShares {
 // Every holder, and __unallocated__ when part of the slot is unheld (all of it
 // when nobody holds the slot).
 std::map<std::string, double> allocated_shares(const WindowRecord& window);
+// The window's holders whose allocated share is unknown.
+std::set<std::string> unknown_allocated_shares(const WindowRecord& window);
 // Every non-special account of the window (holders that used nothing: zeros).
 std::map<std::string, UsedShares> used_shares(const WindowRecord& window);
 

@@ -55,6 +55,7 @@ WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
       if (!(a.labels == AccountLabels{})) s.record.labels = a.labels;  // in start order: the latest wins
       s.held_seconds += a.held_share * len;
       s.allocated_seconds += a.allocated_share * len;
+      s.record.allocated_share_known = s.record.allocated_share_known && a.allocated_share_known;  // one unknown: unknown
       s.activity_seconds += a.activity_share * len;
       s.record.busy_seconds += a.busy_seconds;
       s.record.gpu_busy_seconds += a.gpu_busy_seconds;

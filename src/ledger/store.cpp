@@ -53,6 +53,7 @@ CREATE TABLE accounts(
   gpu_busy_seconds REAL NOT NULL, vram_byte_seconds REAL NOT NULL, launches INTEGER NOT NULL,
   sm_active REAL, sm_occupancy REAL, tensor_active REAL, dram_active REAL,
   allocated_share REAL NOT NULL DEFAULT 0,
+  allocated_share_known INTEGER NOT NULL DEFAULT 1,
   PRIMARY KEY(window_id, account)) WITHOUT ROWID;
 )";
 
@@ -63,6 +64,9 @@ CREATE TABLE IF NOT EXISTS counter_baseline(
   busy_seconds REAL NOT NULL,
   launches INTEGER NOT NULL) WITHOUT ROWID;
 )";
+
+// Schema 5: whether each holder's allocated share was known (store.h).
+const char* kColumnAddedIn5[3] = {"accounts", "allocated_share_known", "INTEGER NOT NULL DEFAULT 1"};
 
 // The charges table (rebuilt by the schema 3 migration: a CHECK cannot be altered).
 const char* kChargesTable = R"(
@@ -232,9 +236,16 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
         exec("PRAGMA user_version=4");
         exec("COMMIT");
       }
+      if (tables > 0 && version < 5) {
+        exec("BEGIN IMMEDIATE");
+        add_column_once(kColumnAddedIn5[0], kColumnAddedIn5[1], kColumnAddedIn5[2]);
+        exec("PRAGMA user_version=5");
+        exec("COMMIT");
+      }
     }
     has_energy_ = schema_version() >= 2;
     has_allocation_ = schema_version() >= 3;
+    has_share_known_ = schema_version() >= 5;
     exec("PRAGMA foreign_keys=ON");
     if (mode == Mode::kReadWrite) {
       Stmt q(db_, "PRAGMA quick_check", *this);
@@ -254,12 +265,7 @@ void Store::migrate_to_3() {
   exec("PRAGMA foreign_keys=OFF");
   exec("BEGIN IMMEDIATE");
   try {
-    for (const auto& [table, column, definition] : kColumnsAddedIn3) {
-      Stmt has(db_, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", *this);
-      has.bind(1, std::string(table)).bind(2, std::string(column));
-      if (has.step() && has.i64(0) == 0)
-        exec(std::string("ALTER TABLE ") + table + " ADD COLUMN " + column + " " + definition);
-    }
+    for (const auto& [table, column, definition] : kColumnsAddedIn3) add_column_once(table, column, definition);
     exec(kMigrateTo3);
     exec(kChargesTable);
     exec(kMigrateTo3Copy);
@@ -269,6 +275,14 @@ void Store::migrate_to_3() {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
+}
+
+// A column already there (a migration cut short, or a newer writer's) is left as it is.
+void Store::add_column_once(const char* table, const char* column, const char* definition) {
+  Stmt has(db_, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", *this);
+  has.bind(1, std::string(table)).bind(2, std::string(column));
+  if (has.step() && has.i64(0) == 0)
+    exec(std::string("ALTER TABLE ") + table + " ADD COLUMN " + column + " " + definition);
 }
 
 Store::~Store() {
@@ -391,7 +405,7 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
   Stmt acc(db_,
            "INSERT INTO accounts(window_id,account,namespace,pod,container,team,held_share,busy_seconds,"
            "activity_share,gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,"
-           "dram_active,allocated_share) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           "dram_active,allocated_share,allocated_share_known) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
            *this);
   for (const auto& a : w.accounts) {
     acc.bind(1, id).bind(2, a.account).bind(3, a.labels.namespace_name).bind(4, a.labels.pod);
@@ -399,7 +413,7 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
     acc.bind(9, a.activity_share).bind(10, a.gpu_busy_seconds).bind(11, a.vram_byte_seconds);
     acc.bind(12, static_cast<int64_t>(a.launches)).bind(13, a.efficiency.sm_active);
     acc.bind(14, a.efficiency.sm_occupancy).bind(15, a.efficiency.tensor_active).bind(16, a.efficiency.dram_active);
-    acc.bind(17, a.allocated_share);
+    acc.bind(17, a.allocated_share).bind(18, int64_t{a.allocated_share_known});
     acc.step();
     acc.reset();
   }
@@ -458,7 +472,7 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
   Stmt a(db_,
          (std::string("SELECT window_id,account,namespace,pod,container,team,held_share,busy_seconds,activity_share,"
                       "gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,dram_active,") +
-          (has_allocation_ ? "allocated_share" : "held_share") +
+          (has_allocation_ ? "allocated_share" : "held_share") + (has_share_known_ ? ",allocated_share_known" : ",1") +
           " FROM accounts WHERE window_id BETWEEN ? AND ? ORDER BY window_id, account")
              .c_str(),
          *this);
@@ -522,6 +536,7 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
       r.launches = static_cast<uint64_t>(a.i64(11));
       r.efficiency = {a.opt(12), a.opt(13), a.opt(14), a.opt(15)};
       r.allocated_share = a.f64(16);
+      r.allocated_share_known = a.i64(17) != 0;
       w.accounts.push_back(std::move(r));
     }
     while (c_row && c.i64(0) < id) c_row = c.step();

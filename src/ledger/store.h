@@ -25,6 +25,9 @@
 // deltas were taken against, replaced in the transaction that stores each
 // window (store_windows), so a restarted agent that adopted the same pinned
 // counters charges what came after them exactly once (accountant.h).
+// Schema 5 added accounts.allocated_share_known (0: the sources could not
+// tell the holder's share, e.g. replicas of an unknown count; its
+// allocated_share is then a placeholder that no report or metric shows).
 // Older stores are migrated in place: schema 1 gets the energy tables (its old
 // windows have unknown energy); schema 2 windows get memory_micros 0, policy
 // 'usage', and allocated shares equal to their held shares (what they were
@@ -54,7 +57,7 @@ struct sqlite3;
 
 namespace gpuledger::ledger {
 
-inline constexpr int kStoreSchemaVersion = 4;
+inline constexpr int kStoreSchemaVersion = 5;
 
 // The cumulative kernel counters per account (workload id) that the stored
 // windows were charged up to, and the identity of the kernel counter set they
@@ -85,6 +88,7 @@ struct AccountRecord {
   AccountLabels labels;
   double held_share = 0;         // of the slot: holder weight / all holder weights; 0 when not a holder
   double allocated_share = 0;    // of the slot, as allocated (GpuAllocation::share summed); 0 when not a holder
+  bool allocated_share_known = true;  // false: a placeholder (GpuAllocation::share_known false), shown as unknown
   double busy_seconds = 0;       // eBPF span estimate
   double activity_share = 0;     // of the window's activity (window_split.h)
   double gpu_busy_seconds = 0;   // busy_fraction x window x activity_share (busy time attributed)
@@ -215,9 +219,11 @@ class Store {
   std::string path_;
   sqlite3* db_ = nullptr;
   void migrate_to_3();
+  void add_column_once(const char* table, const char* column, const char* definition);
   void write_baseline(const CounterBaseline& baseline);
   bool has_energy_ = true;      // false: a schema 1 store opened read-only (energy unknown)
   bool has_allocation_ = true;  // false: a schema 1 or 2 store opened read-only
+  bool has_share_known_ = true;  // false: a schema 1 to 4 store opened read-only (every share known)
 };
 
 }  // namespace gpuledger::ledger

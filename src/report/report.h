@@ -18,7 +18,8 @@
 //                    pods at 0.3 of one GPU holds 0.6 of it); used_share is by
 //                    activity. Blank when the group held and used nothing, and
 //                    in the TOTAL row; used_energy_share blank where energy is
-//                    unknown.
+//                    unknown; allocated_share unknown when any of the group's
+//                    windows held a slot of unknown share (a note names them).
 //   share_flag       "over" when used_share exceeds allocated_share by more
 //                    than ledger::kShareFlagMargin (0.10), "under" when it
 //                    falls short by more (special rows never flagged). The
@@ -84,6 +85,7 @@ struct Row {
   // Allocated against used: GPU-hours of the windows where the row held or
   // used a slot, and those hours weighted by each share.
   double share_hours = 0, allocated_hours = 0, used_hours = 0, vram_used_hours = 0;
+  double allocated_unknown_hours = 0;  // of share_hours, where its allocated share was unknown
   double energy_share_hours = 0, energy_used_hours = 0;  // windows with known energy only
   int64_t cost_total_micros() const { return cost_busy_micros + cost_idle_micros + cost_memory_micros; }
   void add_cost(ledger::ChargeKind kind, int64_t micros);

@@ -45,12 +45,16 @@ std::optional<double> ratio_of(double part, double whole) {
 }
 }  // namespace
 
-std::optional<double> Row::allocated_share() const { return ratio_of(allocated_hours, share_hours); }
+// Unknown for the whole range when any of its windows had it unknown: a
+// share over the known windows alone would pass for the row's.
+std::optional<double> Row::allocated_share() const {
+  return allocated_unknown_hours > 0 ? std::nullopt : ratio_of(allocated_hours, share_hours);
+}
 std::optional<double> Row::used_share() const { return ratio_of(used_hours, share_hours); }
 std::optional<double> Row::used_vram_share() const { return ratio_of(vram_used_hours, share_hours); }
 std::optional<double> Row::used_energy_share() const { return ratio_of(energy_used_hours, energy_share_hours); }
 ledger::ShareFlag Row::share_flag() const {
-  if (is_special(key) || !(share_hours > 0)) return ledger::ShareFlag::kNone;
+  if (is_special(key) || !(share_hours > 0) || !allocated_share()) return ledger::ShareFlag::kNone;
   return ledger::share_flag(*allocated_share(), *used_share());
 }
 
@@ -203,6 +207,7 @@ void ReportBuilder::add(const WindowRecord& w) {
   struct GroupShares {
     Row* row;
     double allocated = 0, used = 0, vram = 0, energy = 0;
+    bool allocated_unknown = false;
   };
   std::vector<GroupShares> shares;
   auto shares_of = [&](const std::string& account) -> GroupShares& {
@@ -215,6 +220,7 @@ void ReportBuilder::add(const WindowRecord& w) {
   // __unallocated__'s part of a slot is on /metrics; a report row of it would read "allocated to no one: 1".
   for (const auto& [account, share] : ledger::allocated_shares(w))
     if (share > 0 && !is_special(account)) shares_of(account).allocated += share;
+  for (const auto& account : ledger::unknown_allocated_shares(w)) shares_of(account).allocated_unknown = true;
   const auto used = ledger::used_shares(w);
   bool energy_known = false;
   for (const auto& [account, u] : used) {
@@ -229,6 +235,7 @@ void ReportBuilder::add(const WindowRecord& w) {
   for (const auto& g : shares) {
     g.row->share_hours += gpu_hours;
     g.row->allocated_hours += g.allocated * gpu_hours;
+    if (g.allocated_unknown) g.row->allocated_unknown_hours += gpu_hours;
     g.row->used_hours += g.used * gpu_hours;
     g.row->vram_used_hours += g.vram * gpu_hours;
     if (energy_known) {
@@ -330,6 +337,10 @@ Report build_report(const ledger::Store& store, int64_t from, int64_t to, GroupB
   return b.finish();
 }
 
+namespace {
+constexpr std::string_view kShareUnknownNote = "Allocated share unknown";
+}  // namespace
+
 void finish_report(Report& r) {
   std::sort(r.rows.begin(), r.rows.end(), [](const Row& a, const Row& b) {
     if (a.cost_total_micros() != b.cost_total_micros()) return a.cost_total_micros() > b.cost_total_micros();
@@ -372,8 +383,22 @@ void finish_report(Report& r) {
   std::sort(r.under_users.begin(), r.under_users.end(), by_gap);
   // Caveats, in plain words.
   r.notes.erase(std::remove_if(r.notes.begin(), r.notes.end(),
-                               [](const std::string& n) { return n.rfind("No prices", 0) == 0; }),
+                               [](const std::string& n) {
+                                 return n.rfind("No prices", 0) == 0 || n.rfind(kShareUnknownNote, 0) == 0;
+                               }),
                 r.notes.end());
+  std::vector<std::string> share_unknown;
+  for (const auto& row : r.rows)
+    if (row.allocated_unknown_hours > 0 && !is_special(row.key)) share_unknown.push_back(row.key);
+  if (!share_unknown.empty()) {
+    std::string names;
+    for (size_t i = 0; i < share_unknown.size() && i < 5; ++i) names += (i ? ", " : "") + share_unknown[i];
+    if (share_unknown.size() > 5) names += " and " + std::to_string(share_unknown.size() - 5) + " more";
+    r.notes.push_back(std::string(kShareUnknownNote) + " for " + names +
+                      ": they held replicas of a device whose replica count the node could not tell (neither the "
+                      "kubelet's allocatable devices nor a nvidia.com/gpu.replicas label), so their allocated "
+                      "share is shown as unknown and they are named neither over- nor under-users.");
+  }
   if (r.total.cost_total_micros() == 0 && (r.total.gpu_hours_held > 0 || r.coverage.windows > 0))
     r.notes.insert(r.notes.begin(),
                    "No prices are configured: every GPU-hour in this range was billed at 0. Give the agent a "

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ledger/accountant.h"
+#include "ledger/hourly_rollup.h"
 #include "ledger_fixture.h"
 #include "report/report.h"
 
@@ -150,6 +151,25 @@ TEST_F(AllocationLedgerTest, UnknownShareIsBilledByActivityAndHasNoAllocatedShar
   EXPECT_EQ(t.find("team=\"__unallocated__\",UUID=\"GPU-ts\""), std::string::npos) << t;
   EXPECT_NE(t.find("gpuledger_gpu_used_share_ratio{" + x + ",resource=\"activity\"} 1\n"), std::string::npos) << t;
   EXPECT_NE(t.find("gpuledger_cost_total{" + x + ",kind=\"memory\"} 0.018\n"), std::string::npos) << t;
+
+  // The store keeps the mark (schema 5): reports show x's share as unknown
+  // (never the placeholder 1), name x in a note, and flag it neither way.
+  EXPECT_FALSE(account_of(ts, "x").allocated_share_known);
+  EXPECT_TRUE(account_of(ts, "y").allocated_share_known);
+  const report::Report r = report::build_report(store, kT0, kT0 + 60, report::GroupBy::kPod);
+  std::map<std::string, const report::Row*> rows;
+  for (const auto& row : r.rows) rows[row.key] = &row;
+  EXPECT_EQ(rows.at("shared/x")->allocated_share(), std::nullopt);
+  EXPECT_DOUBLE_EQ(*rows.at("shared/x")->used_share(), 1);
+  EXPECT_EQ(rows.at("shared/x")->share_flag(), ShareFlag::kNone);
+  EXPECT_DOUBLE_EQ(*rows.at("shared/y")->allocated_share(), 0.25);
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.back().find("Allocated share unknown for shared/x: "), std::string::npos) << r.notes.back();
+  const std::string table = report::render(r, report::Format::kTable);
+  EXPECT_EQ(table.find("shared/x (allocated"), std::string::npos) << table;
+  const auto json = nlohmann::json::parse(report::render(r, report::Format::kJson));
+  for (const auto& row : json["rows"])
+    if (row["key"] == "shared/x") EXPECT_TRUE(row["allocated_share"].is_null()) << row;
 }
 
 // Hourly roll-ups keep the memory part, the policy and the allocated shares.
@@ -171,6 +191,23 @@ TEST_F(AllocationLedgerTest, RollUpKeepsMemoryPartsAndAllocatedShares) {
   for (const auto& c : frac.charges)
     if (c.account == "a" && c.kind == K::kMemory) a_memory += c.micros;
   EXPECT_EQ(a_memory, 2 * 4'950);
+  EXPECT_TRUE(account_of(frac, "a").allocated_share_known);
+}
+
+// An hour in which a holder's share was unknown in any window is unknown.
+TEST_F(AllocationLedgerTest, RollUpKeepsAnUnknownShareUnknown) {
+  Store store(db());
+  Accountant acc(store, parse_prices(kPrices));
+  run(acc, 0, 120);
+  std::vector<WindowRecord> ws;
+  for (auto& w : store.windows(kT0, kT0 + 120))
+    if (w.slot.uuid == "GPU-frac") ws.push_back(std::move(w));
+  ASSERT_EQ(ws.size(), 2u);
+  for (auto& a : ws[1].accounts)
+    if (a.account == "a") a.allocated_share_known = false;
+  const WindowRecord hour = merge_windows(ws);
+  EXPECT_FALSE(account_of(hour, "a").allocated_share_known);
+  EXPECT_TRUE(account_of(hour, "b").allocated_share_known);
 }
 
 std::string promtool_check(const fs::path& page) {

@@ -330,7 +330,7 @@ TEST_F(StoreTest, CounterBaselineRoundTrip) {
 }
 
 // A schema 3 store (what main wrote before the baseline) is read as it is by a
-// report and migrated to 4 by the agent; it has no baseline until a window.
+// report and migrated to the current schema by the agent; it has no baseline until a window.
 TEST_F(StoreTest, SchemaThreeStoresMigrate) {
   {
     Store store(path());
@@ -350,14 +350,48 @@ TEST_F(StoreTest, SchemaThreeStoresMigrate) {
     EXPECT_EQ(report.counter_baseline(), std::nullopt);
   }
   Store store(path());
-  EXPECT_EQ(store.schema_version(), 4);
+  EXPECT_EQ(store.schema_version(), kStoreSchemaVersion);
   EXPECT_EQ(store.windows(0, 60), std::vector<WindowRecord>{sample(0)});
   EXPECT_EQ(store.counter_baseline(), std::nullopt);
   const CounterBaseline b{"boot/7", {{"k8s/pod-a", {1.0, 2}}}};
   EXPECT_EQ(store.store_windows({sample(60)}, b), std::vector<bool>{true});
   EXPECT_EQ(store.counter_baseline(), b);
   Store again(path());
-  EXPECT_EQ(again.schema_version(), 4);
+  EXPECT_EQ(again.schema_version(), kStoreSchemaVersion);
+}
+
+// Schema 5: a holder's share that was unknown is stored as unknown, never as
+// its placeholder. A schema 4 store (no such column) reads every share as
+// known, and the agent migrates it in place.
+TEST_F(StoreTest, AnUnknownAllocatedShareIsStoredAsUnknownAndSchemaFourMigrates) {
+  WindowRecord unknown = sample(0);
+  ASSERT_FALSE(unknown.accounts.empty());
+  unknown.accounts.front().allocated_share_known = false;
+  {
+    Store store(path());
+    ASSERT_TRUE(store.insert_window(unknown));
+    EXPECT_EQ(store.windows(0, 60), std::vector<WindowRecord>{unknown});
+  }
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path().c_str(), &raw), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(raw, "ALTER TABLE accounts DROP COLUMN allocated_share_known; PRAGMA user_version = 4;",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  {
+    Store report(path(), Store::Mode::kReadOnly);
+    EXPECT_EQ(report.schema_version(), 4);
+    EXPECT_EQ(report.windows(0, 60), std::vector<WindowRecord>{sample(0)});  // every share known
+  }
+  Store store(path());
+  EXPECT_EQ(store.schema_version(), kStoreSchemaVersion);
+  EXPECT_EQ(store.windows(0, 60), std::vector<WindowRecord>{sample(0)});
+  WindowRecord later = sample(60);
+  later.accounts.front().allocated_share_known = false;
+  ASSERT_TRUE(store.insert_window(later));
+  EXPECT_EQ(store.windows(60, 120), std::vector<WindowRecord>{later});
 }
 
 }  // namespace
