@@ -130,8 +130,9 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
     // and each GPU's memory (used + free) for memory fractions.
     const kubernetes::KubernetesMetadata* k8s = p.k8s.get();
     device::DevicePlane* device_plane = p.devices.get();
-    p.pod_resources->set_sharing_facts([k8s, device_plane] {
+    p.pod_resources->set_sharing_facts([k8s, device_plane, reservation = p.config.kai_reservation_namespace] {
       auto facts = k8s ? k8s->sharing_facts() : kubernetes::SharingFacts{};
+      facts.kai_reservation_namespace = reservation;
       for (const auto& r : device_plane->snapshot().readings) {
         auto used = r[device::DeviceField::kMemoryUsedBytes], free = r[device::DeviceField::kMemoryFreeBytes];
         if (r.gpu_instance_id.empty() && used && free)

@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -43,6 +44,13 @@ std::vector<std::string> string_list(const std::string& source, const YAML::Node
   std::vector<std::string> out;
   for (const auto& item : node) out.push_back(scalar(source, item, key + " entry"));
   return out;
+}
+
+// A Kubernetes namespace name: an RFC 1123 label (lower-case alphanumerics
+// and '-', at most 63, starting and ending alphanumeric).
+bool namespace_name(const std::string& s) {
+  if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
 void check_keys(const std::string& source, const YAML::Node& map, const std::string& where,
@@ -124,7 +132,8 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
   if (auto k8s = root["kubernetes"]; k8s && !k8s.IsNull()) {
     if (!k8s.IsMap()) fail(source, k8s, "kubernetes must be a mapping");
     check_keys(source, k8s, "kubernetes",
-               {"pod_grace_period_seconds", "extra_gpu_resources", "dra_drivers", "pod_resources_interval_seconds"});
+               {"pod_grace_period_seconds", "extra_gpu_resources", "dra_drivers", "pod_resources_interval_seconds",
+                "kai_reservation_namespace"});
     if (auto n = k8s["pod_grace_period_seconds"])
       config.pod_grace_period = std::chrono::seconds(integer(source, n, "kubernetes.pod_grace_period_seconds", 0));
     if (auto n = k8s["pod_resources_interval_seconds"])
@@ -133,6 +142,12 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
     if (auto n = k8s["extra_gpu_resources"])
       config.extra_gpu_resources = string_list(source, n, "kubernetes.extra_gpu_resources");
     if (auto n = k8s["dra_drivers"]) config.dra_drivers = string_list(source, n, "kubernetes.dra_drivers");
+    if (auto n = k8s["kai_reservation_namespace"]) {
+      config.kai_reservation_namespace = scalar(source, n, "kubernetes.kai_reservation_namespace");
+      if (!namespace_name(config.kai_reservation_namespace))
+        fail(source, n, "kubernetes.kai_reservation_namespace must be a namespace name (RFC 1123 label), not '" +
+                            config.kai_reservation_namespace + "'");
+    }
   }
   if (auto teams = root["teams"]; teams && !teams.IsNull()) {
     if (!teams.IsSequence()) fail(source, teams, "teams must be a list of {match, pattern, team}");

@@ -11,6 +11,8 @@
 //     extra_gpu_resources: [example.com/gpu]   # beyond nvidia.com/gpu, gpu.shared, mig-*
 //     dra_drivers: [gpu.nvidia.com]  # DRA drivers whose devices are GPUs
 //     pod_resources_interval_seconds: 10
+//     kai_reservation_namespace: runai-reservation  # where KAI / Run:ai puts the pods that hold
+//                                    # fractional GPUs (a namespace tenants cannot create pods in)
 //   teams:                           # outside Kubernetes: first match wins
 //     - match: systemd_unit          # glob on the unit, e.g. "trainer-*.service"
 //       pattern: "trainer-*.service"
@@ -55,6 +57,7 @@ struct AgentConfig {
   std::vector<std::string> extra_gpu_resources;
   std::vector<std::string> dra_drivers = {"gpu.nvidia.com"};
   std::chrono::seconds pod_resources_interval{10};
+  std::string kai_reservation_namespace = "runai-reservation";
   std::vector<TeamMapping> teams;
 };
 

@@ -26,6 +26,7 @@ TEST(AgentConfig, EmptyFileGivesDefaults) {
   EXPECT_EQ(c.pod_grace_period, std::chrono::seconds(600));
   EXPECT_TRUE(c.teams.empty());
   EXPECT_EQ(c.dra_drivers, std::vector<std::string>{"gpu.nvidia.com"});
+  EXPECT_EQ(c.kai_reservation_namespace, "runai-reservation");
 }
 
 TEST(AgentConfig, FullFileParses) {
@@ -37,6 +38,7 @@ kubernetes:
   pod_grace_period_seconds: 30
   extra_gpu_resources: [example.com/gpu]
   pod_resources_interval_seconds: 2
+  kai_reservation_namespace: kai-reservation
 teams:
   - {match: systemd_unit, pattern: "trainer-*.service", team: ml}
   - {match: slurm_job, pattern: "12*", team: hpc}
@@ -49,6 +51,7 @@ teams:
   EXPECT_EQ(c.pod_grace_period, std::chrono::seconds(30));
   EXPECT_EQ(c.pod_resources_interval, std::chrono::seconds(2));
   EXPECT_EQ(c.extra_gpu_resources, std::vector<std::string>{"example.com/gpu"});
+  EXPECT_EQ(c.kai_reservation_namespace, "kai-reservation");
   ASSERT_EQ(c.teams.size(), 4u);
 
   auto team = [&](const std::string& path) {
@@ -77,6 +80,11 @@ TEST(AgentConfig, MalformedFilesGiveClearErrors) {
   EXPECT_NE(error_of("teams:\n  - {match: systemd_unit, team: y}").find("missing 'pattern'"), std::string::npos);
   EXPECT_NE(error_of("teams: {a: b}").find("teams must be a list"), std::string::npos);
   EXPECT_NE(error_of("kubernetes:\n  extra_gpu_resources: x").find("list of strings"), std::string::npos);
+  for (const char* bad : {"\"\"", "Runai", "a/b", "-x", "../etc"})
+    EXPECT_NE(error_of(std::string("kubernetes:\n  kai_reservation_namespace: ") + bad)
+                  .find("kai_reservation_namespace must be a namespace name"),
+              std::string::npos)
+        << bad;
 }
 
 TEST(AgentConfig, LoadsFromAFileAndNamesAMissingOne) {

@@ -235,6 +235,34 @@ TEST(Sharing, KaiFractionsJoinTheReservationPodsGpuThroughTheGroupLabel) {
     EXPECT_FALSE(parse_gpu_fraction(bad)) << bad;
 }
 
+// The reservation namespace is configured (kubernetes.kai_reservation_namespace):
+// reservation pods there count, and a look-alike in the default one, which
+// tenants could then create, holds nothing for the group.
+TEST(Sharing, KaiReservationsCountOnlyInTheConfiguredNamespace) {
+  SharingFacts facts = kai_facts();
+  facts.kai_reservation_namespace = "kai-reservation";
+  auto reservation = facts.pods.extract({"runai-reservation", "runai-reservation-gpu-node-1-x7k2p"});
+  reservation.key() = {"kai-reservation", "gpu-reservation-7"};
+  reservation.mapped().namespace_name = "kai-reservation";
+  reservation.mapped().name = "gpu-reservation-7";
+  facts.pods.insert(std::move(reservation));
+  const std::vector<PodAllocation> pods = {
+      pod("kai-reservation", "gpu-reservation-7", {{"runai-reservation", {{"nvidia.com/gpu", {kGpu1}}}}}),
+      pod("team-a", "half", {{"train", {}}, {"logger", {}}}),
+  };
+  auto out = resolve(pods, nullptr, facts);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].namespace_name, "team-a");
+  EXPECT_EQ(out[0].share, 0.5);
+  EXPECT_EQ(out[0].mode, "fraction");
+
+  // The same pods with the default namespace configured: no reservation is
+  // trusted, so nobody gets a fraction of the device.
+  facts.kai_reservation_namespace = "runai-reservation";
+  out = resolve(pods, nullptr, facts);
+  for (const auto& a : out) EXPECT_NE(a.mode, "fraction") << a.namespace_name << "/" << a.pod;
+}
+
 ClaimDevice claim(const std::string& claim_name, const std::string& device, const std::string& cdi) {
   ClaimDevice d{"gpu.nvidia.com", "node-1", device, {}, claim_name, "ml"};
   if (!cdi.empty()) d.cdi_devices.push_back(cdi);
