@@ -90,7 +90,8 @@ Agent::Agent(AgentOptions options)
   attacher_ = std::make_unique<probes::LibraryAttacher>(*program_, plan, watcher_.get(), options_.proc_root,
                                                         options_.max_libraries);
   if (options_.runtime_probes != probes::RuntimeProbes::kOff) {
-    runtime_ = std::make_unique<probes::RuntimeAttacher>(*program_, watcher_.get(), options_.proc_root);
+    runtime_ = std::make_unique<probes::RuntimeAttacher>(*program_, watcher_.get(), options_.proc_root,
+                                                         options_.max_libraries);
     if (options_.discover)
       runtime_worker_ = std::make_unique<RuntimeDiscoveryWorker>(*runtime_, options_.proc_root, [this] {
         std::set<probes::FileId> drivers;
@@ -188,6 +189,7 @@ void Agent::run() {
     ring_buffer__poll(events_.get(), 100);
     auto now = clock::now();
     attacher_->retry_incomplete(now);
+    if (runtime_) runtime_->retry_incomplete(now);
     if (options_.discover && now >= next_scan) {
       scan_for_libraries();
       attacher_->recheck_named_paths();
@@ -213,6 +215,7 @@ void Agent::scan_for_libraries() {
   const auto scanned = probes::scan_process_maps(options_.proc_root);
   for (const auto& candidate : scanned) attacher_->offer(candidate);
   attacher_->detach_unused(scanned);
+  if (runtime_) runtime_->detach_unused(scanned);
   if (runtime_worker_) runtime_worker_->scan_all();
 }
 
@@ -453,7 +456,12 @@ AgentSnapshot Agent::snapshot() {
   SelfView& self = snap.self;
   self.probes_attached = attacher_->probes_attached() + (runtime_ ? runtime_->probes_attached() : 0);
   self.probe_attach_failures = attacher_->probe_attach_failures() + (runtime_ ? runtime_->probe_attach_failures() : 0);
-  if (runtime_) self.runtime_libraries = runtime_->attached();
+  if (runtime_) {
+    self.runtime_libraries = runtime_->attached();
+    self.runtime_libraries_detached = runtime_->libraries_detached();
+    self.runtime_library_limit_rejections = runtime_->limit_rejections();
+    self.runtime_libraries_incomplete = runtime_->libraries_incomplete();
+  }
   self.runtime_bypass_processes = runtime_bypass_processes_;
   self.libraries = attacher_->attached();
   self.rejected_libraries = attacher_->rejected();

@@ -45,7 +45,7 @@ struct AgentOptions {
   probes::RuntimeProbes runtime_probes = probes::RuntimeProbes::kAuto;
   std::vector<std::string> runtime_libs;  // --cuda-runtime-lib: files holding the runtime, probed first
   uint32_t max_workloads = 16384;
-  size_t max_libraries = probes::LibraryAttacher::kDefaultMaxLibraries;  // driver files probed at once
+  size_t max_libraries = probes::LibraryAttacher::kDefaultMaxLibraries;  // driver files probed at once, runtime files apart
   bool per_probe_links = false;           // see ProbeProgramConfig
   std::string v1_controller = "memory";   // fallback hierarchy on cgroup v1 hosts
   std::chrono::milliseconds scan_interval{5000};  // backstop scan of process maps

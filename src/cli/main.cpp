@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--max-workloads", agent.max_workloads, "Capacity of the in-kernel workload map")
       ->capture_default_str();
   agent_cmd->add_option("--max-libraries", agent.max_libraries,
-                        "Driver files probed at once (each ~100 probes and a descriptor); more are refused, "
-                        "counted and logged. Unmapped, deleted ones are detached")
+                        "Driver files probed at once (each ~100 probes and a descriptor), and CUDA runtime files "
+                        "apart; more are refused, counted and logged. Unmapped, deleted ones are detached")
       ->capture_default_str();
   agent_cmd->add_option("--scan-interval-ms", agent.scan_interval_ms,
                         "Backstop scan of process maps for libcuda copies")

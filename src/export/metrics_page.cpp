@@ -177,6 +177,15 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
              "Distinct files holding the CUDA runtime (shared libcudart, or programs linking it statically) "
              "with runtime probes attached (--runtime-probes).");
   out.sample({}, static_cast<uint64_t>(self.runtime_libraries.size()));
+  out.family("gpuledger_runtime_libraries_incomplete", MetricType::kGauge,
+             "Runtime files whose probes attached only in part and stayed so after every attach retry (see the log).");
+  out.sample({}, static_cast<uint64_t>(self.runtime_libraries_incomplete));
+  out.family("gpuledger_runtime_libraries_detached_total", MetricType::kCounter,
+             "Runtime files detached because no process maps them any more and they were deleted.");
+  out.sample({}, self.runtime_libraries_detached);
+  out.family("gpuledger_runtime_library_limit_rejections_total", MetricType::kCounter,
+             "Runtime files not probed because --max-libraries runtime files were probed already.");
+  out.sample({}, self.runtime_library_limit_rejections);
   out.family("gpuledger_runtime_probe_calls_total", MetricType::kCounter,
              "CUDA runtime calls seen by the runtime probes, by which level counted them (counted here: "
              "runtime; de-duplicated: driver).");

@@ -127,7 +127,7 @@ bool LibraryAttacher::judge(ProbeTarget& target, const std::string& origin, bool
   const OpenedFile& file = target.file;
   // Through the descriptor's magic link: the kernel resolves it to the very
   // inode read above, whatever has happened to any path since.
-  Entry entry;
+  AttachedFile entry;
   entry.links = program_.attach(file.attach_path(), specs, key);
   entry.record = LibraryRecord{file.label, origin, key, entry.links.probes, entry.links.failures, ""};
   if (entry.links.probes == 0) {
@@ -143,11 +143,7 @@ bool LibraryAttacher::judge(ProbeTarget& target, const std::string& origin, bool
   for (auto it = rejected_.begin(); it != rejected_.end();)
     it = it->second.file == key ? rejected_.erase(it) : std::next(it);
   entry.file = std::move(target.file.fd);  // keeps attach_path() valid for a retry
-  if (!entry.links.missing.empty()) {
-    entry.next_retry = std::chrono::steady_clock::now() + kRetryFirst;
-    spdlog::info("{}: {} probe points missing, attached again in {} ms", file.label, entry.links.missing.size(),
-                 kRetryFirst.count());
-  }
+  entry.schedule_retry(std::chrono::steady_clock::now());
   attached_.emplace(key, std::move(entry));
   if (watcher_) watcher_->remember(key, true);
   return true;
@@ -202,57 +198,22 @@ bool LibraryAttacher::judged(const FileId& file) const {
 
 void LibraryAttacher::detach_unused(const std::vector<LibraryCandidate>& scanned) {
   std::lock_guard lock(mu_);
-  std::set<FileId> mapped;  // what the scan saw, as the inodes the kernel probes
-  for (const auto& c : scanned) {
-    mapped.insert(c.mapping.printed);
-    if (auto it = printed_judged_.find(c.mapping.printed); it != printed_judged_.end()) mapped.insert(it->second);
-  }
-  for (auto it = attached_.begin(); it != attached_.end();) {
-    const auto& [key, entry] = *it;
-    struct stat st {};
-    const bool named = entry.record.origin == "cli" || entry.record.origin == "host";
-    const bool deleted = entry.file.valid() && ::fstat(entry.file.get(), &st) == 0 && st.st_nlink == 0;
-    if (named || mapped.contains(key) || !deleted) {
-      ++it;
-      continue;
-    }
-    spdlog::info("detached {} probes from {}: no process maps it and its file is deleted", entry.record.probes,
-                 entry.record.path);
-    if (watcher_) watcher_->forget(key);
-    std::erase_if(printed_judged_, [&](const auto& kv) { return kv.second == key; });
+  for (const FileId& gone : probes::detach_unused(attached_, mapped_keys(scanned, printed_judged_))) {
+    if (watcher_) watcher_->forget(gone);
+    std::erase_if(printed_judged_, [&](const auto& kv) { return kv.second == gone; });
     ++detached_;
-    const FileId gone = key;
-    it = attached_.erase(it);  // closes its links and its descriptor
-    program_.unpin(gone);      // then their pins: the kernel lets go of them
+    program_.unpin(gone);  // after its links closed: the kernel lets go of them
   }
 }
 
 void LibraryAttacher::retry_incomplete(std::chrono::steady_clock::time_point now) {
   std::lock_guard lock(mu_);
-  for (auto& [key, entry] : attached_) {
-    if (entry.links.missing.empty() || entry.retries >= kAttachRetries || now < entry.next_retry) continue;
-    ++entry.retries;
-    program_.attach_missing(entry.links);
-    entry.record.probes = entry.links.probes;
-    entry.record.probe_failures = entry.links.failures;
-    if (entry.links.missing.empty()) {
-      spdlog::info("{}: complete after {} attach retries: {} probes", entry.record.path, entry.retries,
-                   entry.record.probes);
-    } else if (entry.retries >= kAttachRetries) {
-      spdlog::warn("{}: left incomplete after {} attach retries: {} probe points missing ({}); "
-                   "gpuledger_cuda_libraries_incomplete counts it", entry.record.path, entry.retries,
-                   entry.links.missing.size(), entry.links.failures.front());
-    } else {
-      entry.next_retry = now + kRetryFirst * (1 << entry.retries);
-    }
-  }
+  for (auto& [key, entry] : attached_) entry.retry_missing(program_, now);
 }
 
 size_t LibraryAttacher::libraries_incomplete() const {
   std::lock_guard lock(mu_);
-  return std::count_if(attached_.begin(), attached_.end(), [](const auto& kv) {
-    return !kv.second.links.missing.empty() && kv.second.retries >= kAttachRetries;
-  });
+  return std::count_if(attached_.begin(), attached_.end(), [](const auto& kv) { return kv.second.incomplete(); });
 }
 
 uint64_t LibraryAttacher::libraries_detached() const {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "probes/attached_file.h"
 #include "probes/cuda_entry_points.h"
 #include "probes/cuda_probe_program.h"
 #include "probes/elf_symbols.h"
@@ -24,15 +25,6 @@
 #include "probes/probe_target.h"
 
 namespace gpuledger::probes {
-
-struct LibraryRecord {
-  std::string path;  // as the process (or the command line) named it: "pid 42: /usr/lib/libcuda.so.1"
-  std::string origin;
-  FileId file;
-  size_t probes = 0;
-  std::vector<std::string> probe_failures;
-  std::string error;  // why it was not attached, if it was not
-};
 
 // Whether the exported functions are the CUDA driver API's own (cuInit and
 // cuDriverGetVersion, which every driver since CUDA 2 exports), not merely
@@ -78,21 +70,13 @@ class LibraryAttacher {
   uint64_t limit_rejections() const;  // copies refused at max_libraries
   // A file where only some probes attached (its opener exited, or the file
   // was swapped, mid-attach) is attached again, what is missing only, with
-  // backoff (kRetryFirst, doubling) until complete or kAttachRetries are spent.
+  // backoff (AttachedFile::kRetryFirst, doubling) until complete or
+  // AttachedFile::kAttachRetries are spent.
   void retry_incomplete(std::chrono::steady_clock::time_point now);
   size_t libraries_incomplete() const;  // attached in part, retries spent
-  static constexpr int kAttachRetries = 8;
-  static constexpr std::chrono::milliseconds kRetryFirst{100};
   std::string call_name(uint32_t id) const;
 
  private:
-  struct Entry {
-    LibraryRecord record;
-    AttachedLibrary links;
-    UniqueFd file;  // the verified file: whether it is deleted, later
-    int retries = 0;  // of the probes missing (links.missing)
-    std::chrono::steady_clock::time_point next_retry{};
-  };
   // Reads and attaches the target's file (already verified) under its key,
   // the inode the kernel will probe. `quiet`: a file that is not the driver is no news.
   bool judge(ProbeTarget& target, const std::string& origin, bool quiet);
@@ -105,7 +89,7 @@ class LibraryAttacher {
   std::string proc_root_;
   mutable std::mutex mu_;
   CallNames call_names_;
-  std::map<FileId, Entry> attached_;
+  std::map<FileId, AttachedFile> attached_;
   std::map<std::string, LibraryRecord> rejected_;  // by path, at most kRejectedBound
   std::set<FileId> not_driver_;                   // at most kJudgedFilesBound
   std::map<FileId, FileId> printed_judged_;       // maps ids the backstop already looked at -> key

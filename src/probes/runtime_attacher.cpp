@@ -1,5 +1,7 @@
 #include "probes/runtime_attacher.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "common/log.h"
 #include "probes/elf_symbols.h"
@@ -41,7 +43,7 @@ bool RuntimeAttacher::offer(const LibraryCandidate& candidate) {
     spdlog::debug("CUDA runtime candidate pid {}: {}: {}", candidate.pid, candidate.mapping.path, why);
     return false;
   }
-  return offer_target(std::move(*target), candidate.origin);
+  return offer_target(std::move(*target), candidate.origin, candidate.mapping.printed);
 }
 
 bool RuntimeAttacher::offer(const std::string& path) {
@@ -51,20 +53,31 @@ bool RuntimeAttacher::offer(const std::string& path) {
     spdlog::warn("--cuda-runtime-lib {}: {}", path, why);
     return false;
   }
-  return offer_target(std::move(*target), "cli");
+  return offer_target(std::move(*target), "cli", std::nullopt);
 }
 
-bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin) {
+bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin, const std::optional<FileId>& printed) {
   const FileId id = target.key;
+  auto remember_printed = [&] {  // for detach_unused: what the scans see, as what was attached
+    if (!printed) return;
+    if (attached_as_.size() >= kMaxRemembered) attached_as_.clear();
+    attached_as_[*printed] = id;
+  };
   {
     std::lock_guard lock(mu_);
-    if (attached_.contains(id)) return true;
+    if (attached_.contains(id)) {
+      remember_printed();
+      return true;
+    }
     if (without_runtime_.contains(id)) return false;
   }
   // Read without the lock: a large file takes a while, and snapshots wait on it.
   std::vector<ElfFunction> symbols = runtime_symbols(target.file);
   std::lock_guard lock(mu_);
-  if (attached_.contains(id)) return true;
+  if (attached_.contains(id)) {
+    remember_printed();
+    return true;
+  }
   const std::string path = target.file.label;  // a copy: the file may be swapped for its backing layer's
   std::vector<ProbeSpec> specs;
   try {
@@ -77,9 +90,16 @@ bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin
     without_runtime_.insert(id);
     return false;
   }
+  if (attached_.size() >= max_libraries_) {
+    if (limit_rejections_++ == 0 || limit_rejections_ % 1000 == 0)
+      spdlog::warn("CUDA runtime in {} not probed: {} runtime files are probed already (the bound); "
+                   "gpuledger_runtime_library_limit_rejections_total counts each refusal",
+                   path, max_libraries_);
+    return false;  // offered again at the next scan: room may have been made
+  }
   // Through the verified descriptor, as for the driver.
   prefer_backing_file(proc_root_, target);
-  Entry entry;
+  AttachedFile entry;
   entry.links = program_.attach(target.file.attach_path(), specs);
   entry.record = LibraryRecord{path, origin, id, entry.links.probes, entry.links.failures, ""};
   if (entry.links.probes == 0) {
@@ -89,8 +109,39 @@ bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin
   }
   spdlog::info("attached {} runtime probes to {} ({}; dev {} inode {})", entry.record.probes, path, origin, id.dev,
                id.ino);
+  entry.file = std::move(target.file.fd);  // keeps attach_path() valid for a retry
+  entry.schedule_retry(std::chrono::steady_clock::now());
   attached_.emplace(id, std::move(entry));
+  remember_printed();
   return true;
+}
+
+void RuntimeAttacher::detach_unused(const std::vector<LibraryCandidate>& scanned) {
+  std::lock_guard lock(mu_);
+  for (const FileId& gone : probes::detach_unused(attached_, mapped_keys(scanned, attached_as_))) {
+    std::erase_if(attached_as_, [&](const auto& kv) { return kv.second == gone; });
+    ++detached_;
+  }
+}
+
+void RuntimeAttacher::retry_incomplete(std::chrono::steady_clock::time_point now) {
+  std::lock_guard lock(mu_);
+  for (auto& [key, entry] : attached_) entry.retry_missing(program_, now);
+}
+
+uint64_t RuntimeAttacher::libraries_detached() const {
+  std::lock_guard lock(mu_);
+  return detached_;
+}
+
+uint64_t RuntimeAttacher::limit_rejections() const {
+  std::lock_guard lock(mu_);
+  return limit_rejections_;
+}
+
+size_t RuntimeAttacher::libraries_incomplete() const {
+  std::lock_guard lock(mu_);
+  return std::count_if(attached_.begin(), attached_.end(), [](const auto& kv) { return kv.second.incomplete(); });
 }
 
 std::vector<LibraryRecord> RuntimeAttacher::attached() const {

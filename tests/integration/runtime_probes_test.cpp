@@ -194,6 +194,33 @@ TEST_F(RuntimeProbesTest, OnCountsEveryRuntimeCallOnceEitherWay) {
 
 // nvcc's default: the runtime linked into the executable, found by the
 // symbols it kept (.symtab), probed in that file.
+// Issue 10's library lifecycle holds for runtime files too: a copy of the
+// runtime (an image's libcudart) is probed while a process maps it, and once
+// nothing maps it and it is deleted (the image removed) its probes and
+// descriptor go, so the runtime's garbage collection can free it.
+TEST_F(RuntimeProbesTest, ADeletedRuntimeCopyNoProcessMapsIsDetached) {
+  start_agent(RuntimeProbes::kAuto);
+  const fs::path dir = fs::temp_directory_path() / ("gpuledger-rt-copy-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path copy = dir / fs::path(kSharedRuntime).filename();
+  fs::copy_file(kSharedRuntime, copy, fs::copy_options::overwrite_existing);
+  const auto copy_id = probes::file_id_of(copy.string()).value();
+  std::string id;
+  const auto truth = run(App{kSharedApp, copy.string()}, "rt-copy", {kBypass, "LD_LIBRARY_PATH=" + dir.string()}, {}, &id);
+  expect_exact(id, truth);  // counted at the copy's runtime probes: the driver saw none of it
+  EXPECT_EQ(counted_by_runtime(), counted_calls(truth));
+  EXPECT_EQ(agent_->snapshot().self.runtime_libraries_detached, 0u) << "still there: kept";
+
+  fs::remove(copy);  // unmapped (the process has exited) and deleted: detached at the next scan
+  EXPECT_TRUE(eventually([&] {
+    for (const auto& lib : agent_->snapshot().self.runtime_libraries)
+      if (lib.file == copy_id) return false;
+    return true;
+  }, std::chrono::milliseconds(5000)));
+  EXPECT_EQ(agent_->snapshot().self.runtime_libraries_detached, 1u);
+  fs::remove_all(dir);
+}
+
 TEST_F(RuntimeProbesTest, StaticallyLinkedRuntimeIsFoundByItsSymbolsAndCountedExactly) {
   start_agent(RuntimeProbes::kAuto);
   std::string bypassed, exported;

@@ -92,7 +92,7 @@ TEST_F(PartialAttach, APartialAttachIsRetriedUntilCompleteAndCountsExactly) {
   attacher->retry_incomplete(Clock::now());
   EXPECT_EQ(attacher->probes_attached(), partial);
   // Due, and failing again: backed off, not given up.
-  retry_all_due(Clock::now() + LibraryAttacher::kRetryFirst);
+  retry_all_due(Clock::now() + probes::AttachedFile::kRetryFirst);
   EXPECT_EQ(attacher->probes_attached(), partial);
   EXPECT_EQ(attacher->libraries_incomplete(), 0u);
 
@@ -113,7 +113,7 @@ TEST_F(PartialAttach, ALibraryStillIncompleteAfterEveryRetryIsCounted) {
   ASSERT_TRUE(attacher->offer(lib->path(), "cli"));
   const size_t partial = attacher->probes_attached();
   auto when = Clock::now();
-  for (int i = 0; i < LibraryAttacher::kAttachRetries + 2; ++i) {
+  for (int i = 0; i < probes::AttachedFile::kAttachRetries + 2; ++i) {
     when += std::chrono::hours(1);
     attacher->retry_incomplete(when);
   }
