@@ -23,10 +23,13 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-std::vector<std::string> agent_args(const Scratch& s, const PinDir& pins) {
+std::vector<std::string> agent_args(const Scratch& s, const PinDir& pins, bool per_probe_links = false) {
   write_simulated_node(s, 10);
-  return {"--no-discovery", "--cuda-lib", sim_library(), "--no-nvml=false", "--nvml-lib", nvml_sim_library(),
-          "--nvml-interval-ms", "200", "--store", "", "--bpf-pin-dir", pins.path()};
+  std::vector<std::string> args = {"--no-discovery", "--cuda-lib", sim_library(), "--no-nvml=false", "--nvml-lib",
+                                   nvml_sim_library(), "--nvml-interval-ms", "200", "--store", "", "--bpf-pin-dir",
+                                   pins.path()};
+  if (per_probe_links) args.push_back("--per-probe-links");
+  return args;
 }
 
 std::optional<double> metric(int port, const std::string& name, const std::map<std::string, std::string>& match) {
@@ -45,16 +48,15 @@ std::string repeated(const std::string& op, int times) {
   return out;
 }
 
-class Restart : public ::testing::TestWithParam<int> {};
-
-TEST_P(Restart, KeepsCountsCallsMadeWhileDownGpuLabelsAndLiveVram) {
+// `per_probe_links`: one perf-event link per probe (--per-probe-links, and
+// kernels without multi-uprobe links) instead of one multi-uprobe link per program.
+void restart_keeps_everything(int signal, bool per_probe_links) {
   GL_REQUIRE_BPF();
-  const int signal = GetParam();
-  const std::string tag = signal == SIGKILL ? "kill" : "term";
+  const std::string tag = std::string(signal == SIGKILL ? "kill" : "term") + (per_probe_links ? "-pp" : "");
   Scratch scratch("restart-" + tag);
   PinDir pins("restart-" + tag);
   const std::string id = "systemd/restart-" + tag + ".service";
-  auto first = std::make_unique<Agent>(agent_args(scratch, pins));
+  auto first = std::make_unique<Agent>(agent_args(scratch, pins, per_probe_links));
   simulation::ScopedCgroup cg(cgroup_v2(), test_cgroup("/system.slice/restart-" + tag + ".service"));
   // 1,000 launches with the first agent; 2,000 spread over ~1.5 s across the
   // stop and the restart; 2,000 with the second agent: 5,000 in all.
@@ -84,7 +86,7 @@ TEST_P(Restart, KeepsCountsCallsMadeWhileDownGpuLabelsAndLiveVram) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const auto stopped = std::chrono::steady_clock::now();
   stop_agent(first, signal);
-  auto second = std::make_unique<Agent>(agent_args(scratch, pins));
+  auto second = std::make_unique<Agent>(agent_args(scratch, pins, per_probe_links));
   ASSERT_TRUE(eventually([&] { return reading(second->port()) >= 1000; }, std::chrono::milliseconds(10000)))
       << second->log();
   const auto gap = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stopped).count();
@@ -111,6 +113,13 @@ TEST_P(Restart, KeepsCountsCallsMadeWhileDownGpuLabelsAndLiveVram) {
   tenant.read_all();
   EXPECT_EQ(tenant.wait(), 0);
 }
+
+class Restart : public ::testing::TestWithParam<int> {};
+
+TEST_P(Restart, KeepsCountsCallsMadeWhileDownGpuLabelsAndLiveVram) { restart_keeps_everything(GetParam(), false); }
+
+// The same with a link per probe: those links are pinned and taken over too.
+TEST(RestartPerProbeLinks, KeepsCountsCallsMadeWhileDownGpuLabelsAndLiveVram) { restart_keeps_everything(SIGKILL, true); }
 
 INSTANTIATE_TEST_SUITE_P(Signals, Restart, ::testing::Values(SIGKILL, SIGTERM),
                          [](const auto& info) { return std::string(info.param == SIGKILL ? "Sigkill" : "Sigterm"); });
