@@ -45,6 +45,14 @@ struct {
   __type(value, __u64);
 } call_errors SEC(".maps");
 
+/* Read and written by the agent only (gpuledger_abi.h); pinned with the rest. */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, GL_MAX_CALLS);
+  __type(key, __u32);
+  __type(value, struct gl_call_name);
+} call_names SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 262144);

@@ -85,6 +85,13 @@ enum gl_context_op {
    ((gl_u64)(legacy) << 24))
 #define GL_COOKIE_CTX_OP(c) GL_COOKIE_DIR(c)
 #define GL_MAX_CALLS 256
+/* The call_names map: the name each call id was given, so an agent that takes
+ * over pinned maps and links (whose keys and cookies carry the ids) names
+ * them as the agent that handed them out did. Written by the agent only. */
+#define GL_CALL_NAME_LEN 64
+struct gl_call_name {
+  char name[GL_CALL_NAME_LEN];
+};
 
 /* Device ordinals as the process numbers them (CUDA's, after
  * CUDA_VISIBLE_DEVICES); the agent maps them to physical GPUs. */

@@ -59,11 +59,22 @@ uint32_t CallNames::id_of(const std::string& name) {
   auto id = static_cast<uint32_t>(first_ + names_.size());
   ids_.emplace(name, id);
   names_.push_back(name);
+  if (on_assign_) on_assign_(id, name);
   return id;
 }
 
 const std::string* CallNames::name_of(uint32_t id) const {
-  return id >= first_ && id - first_ < names_.size() ? &names_[id - first_] : nullptr;
+  return id >= first_ && id - first_ < names_.size() && !names_[id - first_].empty() ? &names_[id - first_] : nullptr;
+}
+
+void CallNames::restore(const std::map<uint32_t, std::string>& names) {
+  for (const auto& [id, name] : names) {
+    if (id < first_ || id >= limit_ || name.empty() || ids_.contains(name)) continue;
+    if (id - first_ >= names_.size()) names_.resize(id - first_ + 1);  // a gap stays unused
+    if (!names_[id - first_].empty()) continue;
+    names_[id - first_] = name;
+    ids_.emplace(name, id);
+  }
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // arguments are read, and whether its result is needed. Turning a library's
 // symbols into concrete probes is plan_probes(); nothing here touches BPF.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -40,11 +41,17 @@ class CallNames {
   uint32_t id_of(const std::string& name);
   const std::string* name_of(uint32_t id) const;
   size_t size() const { return names_.size(); }
+  // Ids an earlier agent handed out (call_name_map.h), kept as they were;
+  // those outside this range are ignored. Before the first id_of.
+  void restore(const std::map<uint32_t, std::string>& names);
+  // Called with each id assigned from now on.
+  void on_assign(std::function<void(uint32_t, const std::string&)> f) { on_assign_ = std::move(f); }
 
  private:
   uint32_t first_, limit_;
   std::map<std::string, uint32_t, std::less<>> ids_;
-  std::vector<std::string> names_;
+  std::vector<std::string> names_;  // by id - first_; "" where an id is unused
+  std::function<void(uint32_t, const std::string&)> on_assign_;
 };
 
 // kRuntime: a CUDA runtime entry point (gl_rt_entry, and gl_rt_return with it).

@@ -242,6 +242,7 @@ BpfMapFds CudaProbeProgram::maps() const {
       .stats = bpf_map__fd(skel_->maps.stats),
       .context_devices = bpf_map__fd(skel_->maps.context_devices),
       .events = bpf_map__fd(skel_->maps.events),
+      .call_names = bpf_map__fd(skel_->maps.call_names),
   };
 }
 

@@ -65,6 +65,7 @@ struct BpfMapFds {
   int stats = -1;
   int context_devices = -1;
   int events = -1;
+  int call_names = -1;
 };
 
 class CudaProbeProgram {

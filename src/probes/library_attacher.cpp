@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "probes/call_name_map.h"
 #include "probes/probe_target.h"
 
 namespace gpuledger::probes {
@@ -23,7 +24,9 @@ LibraryAttacher::LibraryAttacher(CudaProbeProgram& program, ProbePlanOptions opt
       options_(options),
       watcher_(watcher),
       proc_root_(std::move(proc_root)),
-      max_libraries_(max_libraries) {}
+      max_libraries_(max_libraries) {
+  keep_call_names_in(call_names_, program_.maps().call_names);  // ids of taken-over links keep their names
+}
 
 void LibraryAttacher::reject(const std::string& path, const std::string& origin, const std::string& why,
                              const FileId& file) {

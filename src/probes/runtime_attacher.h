@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "probes/call_name_map.h"
 #include "probes/cuda_entry_points.h"
 #include "probes/cuda_probe_program.h"
 #include "probes/library_attacher.h"
@@ -27,7 +28,9 @@ class RuntimeAttacher {
  public:
   RuntimeAttacher(CudaProbeProgram& program, LibOpenWatcher* watcher, std::string proc_root = "/proc",
                   size_t max_libraries = LibraryAttacher::kDefaultMaxLibraries)
-      : program_(program), watcher_(watcher), proc_root_(std::move(proc_root)), max_libraries_(max_libraries) {}
+      : program_(program), watcher_(watcher), proc_root_(std::move(proc_root)), max_libraries_(max_libraries) {
+    keep_call_names_in(call_names_, program_.maps().call_names);  // ids in pinned error counters keep their names
+  }
 
   // Attaches to the candidate's file if it holds runtime entry points (in its
   // dynamic or static symbols) and is not covered yet. True when covered.
