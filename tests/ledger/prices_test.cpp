@@ -133,5 +133,35 @@ TEST(Prices, ErrorsNameFileAndLine) {
   EXPECT_THROW(load_prices("/nonexistent/prices.yaml"), Error);
 }
 
+// vram_per_gib_hour: a price like the others (decimal, >= 0, 6 decimals at
+// most), also under cost:; never together with a nonzero memory_price_share.
+TEST(Prices, VramPerGibHour) {
+  auto msg = [](const std::string& yaml) {
+    try {
+      parse_prices(yaml, "prices.yaml");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_FALSE(parse_prices("default_per_hour: 3.60\n").vram_micros_per_gib_hour);
+  EXPECT_EQ(parse_prices("vram_per_gib_hour: 0.0135\n").vram_micros_per_gib_hour, 13'500);
+  EXPECT_EQ(parse_prices("cost:\n  vram_per_gib_hour: 0.000001\n").vram_micros_per_gib_hour, 1);
+  EXPECT_EQ(parse_cost_section("team: {}\ncost:\n  vram_per_gib_hour: 0\n  memory_price_share: 0\n")
+                ->vram_micros_per_gib_hour,
+            0);
+  EXPECT_EQ(msg("vram_per_gib_hour: -0.01\n"),
+            "prices prices.yaml:1:20: vram_per_gib_hour: not a non-negative decimal amount: '-0.01'");
+  EXPECT_EQ(msg("vram_per_gib_hour: 0.0000001\n"),
+            "prices prices.yaml:1:20: vram_per_gib_hour: more than 6 decimals (micro-units) in '0.0000001'");
+  EXPECT_EQ(msg("vram_per_gib_hour: [1]\n"), "prices prices.yaml:1:20: vram_per_gib_hour: expected a price per GiB-hour "
+                                               "of VRAM");
+  const std::string both =
+      ": vram_per_gib_hour and memory_price_share are two ways of pricing the same memory part: set one of them "
+      "(vram_per_gib_hour derives each GPU's memory share from its price and memory size)";
+  EXPECT_EQ(msg("memory_price_share: 0.3\nvram_per_gib_hour: 0.0135\n"), "prices prices.yaml:2:20" + both);
+  EXPECT_EQ(msg("cost:\n  vram_per_gib_hour: 0.0135\n  memory_price_share: 0.3\n"), "prices prices.yaml:2:22" + both);
+}
+
 }  // namespace
 }  // namespace gpuledger::ledger
