@@ -506,7 +506,7 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
                    "so its time is billed at 0",
                    slot.uuid, slot.model);
     const MemoryShare memory = memory_share_for(prices_, slot, price_for(prices_, slot), sw.vram_capacity_bytes);
-    log_memory_share(slot, memory, sw.vram_capacity_bytes);
+    log_memory_share(slot, memory, sw.vram_capacity_bytes, source);
     memory_size_unknown.push_back(memory.basis == MemoryShareBasis::kCapacityUnknown);
     std::set<std::string> unknown;
     for (const auto& h : sw.holders)
@@ -547,16 +547,24 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
   }
 }
 
-void Accountant::log_memory_share(const GpuSlot& slot, const MemoryShare& share,
-                                  std::optional<double> capacity_bytes) {
+void Accountant::log_memory_share(const GpuSlot& slot, const MemoryShare& share, std::optional<double> capacity_bytes,
+                                  const std::string& source) {
   if (share.basis == MemoryShareBasis::kCapped && memory_price_logged_.insert("model:" + slot.model).second)
     spdlog::warn("ledger: vram_per_gib_hour x the memory of {} ({:.2f} GiB, GPU {}) is more than its price per hour: "
                  "its whole price is billed as memory (the memory share is capped at 1)",
                  slot.model, capacity_bytes.value_or(0) / (1024.0 * 1024.0 * 1024.0), slot.uuid);
-  if (share.basis == MemoryShareBasis::kCapacityUnknown && memory_price_logged_.insert("slot:" + slot.uuid).second)
+  if (share.basis != MemoryShareBasis::kCapacityUnknown) return;
+  // Windows written for time the agent was down never have a reading: said once, not per slot.
+  if (source == "backfill") {
+    if (memory_price_logged_.insert("backfill").second)
+      spdlog::warn("ledger: the windows written for the time the agent was down have no memory reading: "
+                   "vram_per_gib_hour bills no memory part in them, their whole price goes by cost_policy");
+    return;
+  }
+  if (memory_price_logged_.insert("slot:" + slot.uuid).second)
     spdlog::warn("ledger: the memory size of {} {} ({}) is unknown ({}): vram_per_gib_hour bills no memory part for "
                  "its windows while it stays unknown, and its whole price goes by cost_policy",
-                 slot.mig_profile ? "MIG instance" : "GPU", slot.uuid, slot.model,
+                 slot.mig_profile ? "MIG slot" : "GPU", slot.uuid, slot.model,
                  slot.mig_profile ? "the ledger has no memory reading per MIG instance"
                                   : "no DCGM or NVML memory reading in the window");
 }

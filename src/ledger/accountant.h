@@ -226,9 +226,11 @@ class Accountant : public exporter::MetricsContributor {
   int64_t last_prune_ = 0;
   std::set<std::string> unpriced_logged_;  // slots already reported as priced at 0
   // vram_per_gib_hour caveats already logged: "model:<name>" (memory share
-  // capped at 1), "slot:<uuid>" (memory size unknown: no memory part).
+  // capped at 1), "slot:<uuid>" (memory size unknown: no memory part),
+  // "backfill" (windows of time the agent was down: no memory reading).
   std::set<std::string> memory_price_logged_;
-  void log_memory_share(const GpuSlot& slot, const MemoryShare& share, std::optional<double> capacity_bytes);
+  void log_memory_share(const GpuSlot& slot, const MemoryShare& share, std::optional<double> capacity_bytes,
+                        const std::string& source);
   // Stores the spans of the windows just written whose slot's memory size was
   // unknown (Store::note_memory_size_unknown), for the reports' notes.
   void note_memory_size_unknown(const std::vector<WindowRecord>& records, const std::vector<bool>& inserted,

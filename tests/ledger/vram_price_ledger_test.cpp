@@ -18,6 +18,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <sstream>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "ledger/accountant.h"
 #include "ledger_fixture.h"
@@ -110,6 +114,56 @@ TEST(VramPriceLedger, StoreKeepsSpansPerSlot) {
     EXPECT_EQ(c.front(), (S{"GPU-c", 1000 + 120 * 50, 1060 + 120 * 50}));
     EXPECT_EQ(c.back(), (S{"GPU-c", 1000 + 120 * 149, 1060 + 120 * 149}));
   }
+  fs::remove_all(dir);
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The agent log says each caveat once: the cap per GPU model (two H100s, two
+// windows: one line), the unknown memory per slot, the windows of time the
+// agent was down once for all slots.
+TEST(VramPriceLedger, LogsEachCaveatOnce) {
+  const fs::path dir = fs::temp_directory_path() / ("gl_vram_log_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  {
+    Store store((dir / "ledger.db").string());
+    const std::string prices = std::string(testing::kFixturePrices) + "vram_per_gib_hour: 0.05\n";  // 4.00 > 3.60
+    {
+      Accountant acc(store, parse_prices(prices));
+      for (int t = 0; t <= 120; t += 10) acc.observe(with_h100_memory(t));
+      EXPECT_EQ(window_of(store.windows(kT0, kT0 + 60), "GPU-excl").memory_micros, 60'000);
+    }
+    Accountant restarted(store, parse_prices(prices));  // down from 120 to 300: three backfilled windows
+    for (int t = 300; t <= 360; t += 10) restarted.observe(with_h100_memory(t));
+    EXPECT_EQ(window_of(store.windows(kT0 + 120, kT0 + 180), "GPU-excl").memory_micros, 0);
+    EXPECT_EQ(window_of(store.windows(kT0 + 300, kT0 + 360), "GPU-excl").memory_micros, 60'000);
+  }
+  auto& sinks = spdlog::default_logger()->sinks();
+  sinks.erase(std::find(sinks.begin(), sinks.end(), sink));
+  const std::string text = log.str();
+  // Once per accountant (each agent start says it again).
+  EXPECT_EQ(count(text, "vram_per_gib_hour x the memory of NVIDIA H100 80GB HBM3 (80.00 GiB, GPU GPU-excl) is more "
+                        "than its price per hour"),
+            2u)
+      << text;
+  EXPECT_EQ(count(text, "the memory size of GPU GPU-t4 (Tesla T4) is unknown (no DCGM or NVML memory reading in the "
+                        "window)"),
+            2u)
+      << text;
+  EXPECT_EQ(count(text, "the memory size of MIG slot MIG-d (NVIDIA H100 80GB HBM3) is unknown (the ledger has no "
+                        "memory reading per MIG instance)"),
+            2u)
+      << text;
+  EXPECT_EQ(count(text, "the windows written for the time the agent was down have no memory reading"), 1u) << text;
+  EXPECT_EQ(count(text, "memory size of GPU GPU-excl"), 0u) << text;
   fs::remove_all(dir);
 }
 
