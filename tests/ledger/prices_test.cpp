@@ -113,15 +113,17 @@ TEST(Prices, Decimals) {
   EXPECT_EQ(format_micros(-5), "-0.000005");
 }
 
+// The error parsing `yaml` as prices.yaml gives, or "no error".
+std::string msg(const std::string& yaml) {
+  try {
+    parse_prices(yaml, "prices.yaml");
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 TEST(Prices, ErrorsNameFileAndLine) {
-  auto msg = [](const std::string& yaml) {
-    try {
-      parse_prices(yaml, "prices.yaml");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   EXPECT_EQ(msg("currency: USD\nper_model:\n  H100: cheap\n"),
             "prices prices.yaml:3:9: per_model.H100: not a non-negative decimal amount: 'cheap'");
   EXPECT_EQ(msg("currency: USD\ndefualt_per_hour: 1\n"), "prices prices.yaml:2:1: unknown key 'defualt_per_hour'");
@@ -136,14 +138,6 @@ TEST(Prices, ErrorsNameFileAndLine) {
 // vram_per_gib_hour: a price like the others (decimal, >= 0, 6 decimals at
 // most), also under cost:; never together with a nonzero memory_price_share.
 TEST(Prices, VramPerGibHour) {
-  auto msg = [](const std::string& yaml) {
-    try {
-      parse_prices(yaml, "prices.yaml");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   EXPECT_FALSE(parse_prices("default_per_hour: 3.60\n").vram_micros_per_gib_hour);
   EXPECT_EQ(parse_prices("vram_per_gib_hour: 0.0135\n").vram_micros_per_gib_hour, 13'500);
   EXPECT_EQ(parse_prices("cost:\n  vram_per_gib_hour: 0.000001\n").vram_micros_per_gib_hour, 1);

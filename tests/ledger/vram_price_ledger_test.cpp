@@ -43,12 +43,22 @@ Observation with_h100_memory(double t) {
   return o;
 }
 
-TEST(VramPriceLedger, ChargesAddUpAndUnknownMemoryIsNoted) {
-  const fs::path dir = fs::temp_directory_path() / ("gl_vram_price_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+class VramPriceLedger : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("gl_vram_price_" + std::to_string(getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string db() const { return (dir_ / "ledger.db").string(); }
+  fs::path dir_;
+};
+
+TEST_F(VramPriceLedger, ChargesAddUpAndUnknownMemoryIsNoted) {
   {
-    Store store((dir / "ledger.db").string());
+    Store store(db());
     Accountant acc(store, parse_prices(std::string(testing::kFixturePrices) + "vram_per_gib_hour: 0.0135\n"));
     for (int t = 0; t <= 120; t += 10) acc.observe(with_h100_memory(t));
     const auto ws = store.windows(kT0, kT0 + 120);
@@ -81,7 +91,7 @@ TEST(VramPriceLedger, ChargesAddUpAndUnknownMemoryIsNoted) {
     EXPECT_TRUE(store.memory_size_unknown(kT0 + 120, kT0 + 180).empty());
   }
   // A report reads them as a note (read-only, like `gpuledger report`).
-  Store store((dir / "ledger.db").string(), Store::Mode::kReadOnly);
+  Store store(db(), Store::Mode::kReadOnly);
   const report::Report r = report::build_report(store, kT0 + 60, kT0 + 180, report::GroupBy::kTeam);
   EXPECT_EQ(r.notes, (std::vector<std::string>{
                          "No memory part (vram_per_gib_hour) was billed on 2 GPU slots while their memory size was "
@@ -89,32 +99,26 @@ TEST(VramPriceLedger, ChargesAddUpAndUnknownMemoryIsNoted) {
                          "the whole cost of those windows went by the cost policy. GPU-t4 from 2027-01-15 08:01 UTC to "
                          "2027-01-15 08:02 UTC; MIG-d from 2027-01-15 08:01 UTC to 2027-01-15 08:02 UTC."}));
   EXPECT_TRUE(report::build_report(store, kT0 + 120, kT0 + 180, report::GroupBy::kTeam).notes.empty());
-  fs::remove_all(dir);
 }
 
 // The store's spans: contiguous windows extend a span, a gap starts another,
 // at most kMemorySizeUnknownSpans per slot (the oldest dropped), kept by slot.
-TEST(VramPriceLedger, StoreKeepsSpansPerSlot) {
-  const fs::path dir = fs::temp_directory_path() / ("gl_vram_spans_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  {
-    Store store((dir / "ledger.db").string());
-    store.note_memory_size_unknown({"MIG-a", "GPU-b"}, 0, 60);
-    store.note_memory_size_unknown({"MIG-a"}, 60, 120);
-    store.note_memory_size_unknown({"MIG-a"}, 300, 360);
-    store.note_memory_size_unknown({"MIG-a"}, 300, 360);  // the same window again: no new span
-    using S = Store::MemorySizeUnknown;
-    EXPECT_EQ(store.memory_size_unknown(0, 1000), (std::vector<S>{{"GPU-b", 0, 60}, {"MIG-a", 0, 120}, {"MIG-a", 300, 360}}));
-    EXPECT_EQ(store.memory_size_unknown(120, 300), std::vector<S>{});
-    EXPECT_EQ(store.memory_size_unknown(100, 301), (std::vector<S>{{"MIG-a", 0, 120}, {"MIG-a", 300, 360}}));
-    for (int64_t k = 0; k < 150; ++k) store.note_memory_size_unknown({"GPU-c"}, 1000 + 120 * k, 1060 + 120 * k);
-    const auto c = store.memory_size_unknown(1000, 1'000'000);
-    ASSERT_EQ(c.size(), Store::kMemorySizeUnknownSpans);
-    EXPECT_EQ(c.front(), (S{"GPU-c", 1000 + 120 * 50, 1060 + 120 * 50}));
-    EXPECT_EQ(c.back(), (S{"GPU-c", 1000 + 120 * 149, 1060 + 120 * 149}));
-  }
-  fs::remove_all(dir);
+TEST_F(VramPriceLedger, StoreKeepsSpansPerSlot) {
+  Store store(db());
+  store.note_memory_size_unknown({"MIG-a", "GPU-b"}, 0, 60);
+  store.note_memory_size_unknown({"MIG-a"}, 60, 120);
+  store.note_memory_size_unknown({"MIG-a"}, 300, 360);
+  store.note_memory_size_unknown({"MIG-a"}, 300, 360);  // the same window again: no new span
+  using S = Store::MemorySizeUnknown;
+  EXPECT_EQ(store.memory_size_unknown(0, 1000),
+            (std::vector<S>{{"GPU-b", 0, 60}, {"MIG-a", 0, 120}, {"MIG-a", 300, 360}}));
+  EXPECT_EQ(store.memory_size_unknown(120, 300), std::vector<S>{});
+  EXPECT_EQ(store.memory_size_unknown(100, 301), (std::vector<S>{{"MIG-a", 0, 120}, {"MIG-a", 300, 360}}));
+  for (int64_t k = 0; k < 150; ++k) store.note_memory_size_unknown({"GPU-c"}, 1000 + 120 * k, 1060 + 120 * k);
+  const auto c = store.memory_size_unknown(1000, 1'000'000);
+  ASSERT_EQ(c.size(), Store::kMemorySizeUnknownSpans);
+  EXPECT_EQ(c.front(), (S{"GPU-c", 1000 + 120 * 50, 1060 + 120 * 50}));
+  EXPECT_EQ(c.back(), (S{"GPU-c", 1000 + 120 * 149, 1060 + 120 * 149}));
 }
 
 size_t count(const std::string& text, const std::string& what) {
@@ -123,18 +127,25 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-// The agent log says each caveat once: the cap per GPU model (two H100s, two
-// windows: one line), the unknown memory per slot, the windows of time the
-// agent was down once for all slots.
-TEST(VramPriceLedger, LogsEachCaveatOnce) {
-  const fs::path dir = fs::temp_directory_path() / ("gl_vram_log_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+// The agent log says each caveat once per agent start: the cap per GPU model
+// (two H100s, several windows: one line), the unknown memory per slot, the
+// windows of time the agent was down once for all slots.
+TEST_F(VramPriceLedger, LogsEachCaveatOnce) {
   std::ostringstream log;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
-  spdlog::default_logger()->sinks().push_back(sink);
+  // The default logger writes to `log` too, for this test only.
+  struct Capture {
+    std::shared_ptr<spdlog::sinks::sink> sink;
+    explicit Capture(std::ostream& to) : sink(std::make_shared<spdlog::sinks::ostream_sink_mt>(to)) {
+      spdlog::default_logger()->sinks().push_back(sink);
+    }
+    ~Capture() {
+      auto& sinks = spdlog::default_logger()->sinks();
+      sinks.erase(std::find(sinks.begin(), sinks.end(), sink));
+    }
+  };
   {
-    Store store((dir / "ledger.db").string());
+    Capture capture(log);
+    Store store(db());
     const std::string prices = std::string(testing::kFixturePrices) + "vram_per_gib_hour: 0.05\n";  // 4.00 > 3.60
     {
       Accountant acc(store, parse_prices(prices));
@@ -146,8 +157,6 @@ TEST(VramPriceLedger, LogsEachCaveatOnce) {
     EXPECT_EQ(window_of(store.windows(kT0 + 120, kT0 + 180), "GPU-excl").memory_micros, 0);
     EXPECT_EQ(window_of(store.windows(kT0 + 300, kT0 + 360), "GPU-excl").memory_micros, 60'000);
   }
-  auto& sinks = spdlog::default_logger()->sinks();
-  sinks.erase(std::find(sinks.begin(), sinks.end(), sink));
   const std::string text = log.str();
   // Once per accountant (each agent start says it again).
   EXPECT_EQ(count(text, "vram_per_gib_hour x the memory of NVIDIA H100 80GB HBM3 (80.00 GiB, GPU GPU-excl) is more "
@@ -164,22 +173,15 @@ TEST(VramPriceLedger, LogsEachCaveatOnce) {
       << text;
   EXPECT_EQ(count(text, "the windows written for the time the agent was down have no memory reading"), 1u) << text;
   EXPECT_EQ(count(text, "memory size of GPU GPU-excl"), 0u) << text;
-  fs::remove_all(dir);
 }
 
 // With memory_price_share (no VRAM price) nothing is noted, as before.
-TEST(VramPriceLedger, MemoryPriceShareNotesNothing) {
-  const fs::path dir = fs::temp_directory_path() / ("gl_vram_share_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  {
-    Store store((dir / "ledger.db").string());
-    Accountant acc(store, parse_prices(std::string(testing::kFixturePrices) + "memory_price_share: 0.3\n"));
-    for (int t = 0; t <= 60; t += 10) acc.observe(with_h100_memory(t));
-    EXPECT_EQ(window_of(store.windows(kT0, kT0 + 60), "GPU-t4").memory_micros, 9'000);
-    EXPECT_TRUE(store.memory_size_unknown(0, kT0 + 120).empty());
-  }
-  fs::remove_all(dir);
+TEST_F(VramPriceLedger, MemoryPriceShareNotesNothing) {
+  Store store(db());
+  Accountant acc(store, parse_prices(std::string(testing::kFixturePrices) + "memory_price_share: 0.3\n"));
+  for (int t = 0; t <= 60; t += 10) acc.observe(with_h100_memory(t));
+  EXPECT_EQ(window_of(store.windows(kT0, kT0 + 60), "GPU-t4").memory_micros, 9'000);
+  EXPECT_TRUE(store.memory_size_unknown(0, kT0 + 120).empty());
 }
 
 }  // namespace
