@@ -169,7 +169,7 @@ PriceBook parse_prices(const std::string& yaml_text, const std::string& source) 
       (key == "memory_price_share" ? book.memory_price_share : book.blend_allocated_weight) = f;
     } else if (key == "vram_per_gib_hour") {
       book.vram_micros_per_gib_hour = amount(source, v, key, "GiB-hour of VRAM");
-      vram_price = v;
+      vram_price.reset(v);  // rebinds (operator= would write into a node already bound)
     } else if (key == "idle_policy") {
       if (!v.IsScalar()) fail(source, v, "idle_policy: expected holders, usage or idle");
       try {
