@@ -58,7 +58,7 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
   wi.idle_policy = prices.idle_policy;
   wi.cost_policy = prices.cost_policy;
   wi.blend_allocated_weight = prices.blend_allocated_weight;
-  wi.memory_price_share = prices.memory_price_share;
+  wi.memory_price_share = memory_share_for(prices, in.slot, price, in.vram_capacity_bytes).share;
   wi.vram_capacity_bytes = in.vram_capacity_bytes;
   const WindowSplit split = split_window(wi);
 
@@ -472,6 +472,7 @@ bool Accountant::restore_baseline() {
 void Accountant::close_window(int64_t start, double observed_seconds, const std::string& source) {
   const int64_t L = prices_.window_seconds;
   std::vector<WindowRecord> records;
+  std::vector<bool> memory_size_unknown;  // per record: no memory part, the slot's memory unknown
   for (const auto& slot : inventory_) {
     SlotWindow sw;
     sw.slot = slot;
@@ -506,6 +507,9 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
       spdlog::warn("ledger: GPU {} ({}) has no price: no per_uuid, per_model or default_per_hour entry matches it, "
                    "so its time is billed at 0",
                    slot.uuid, slot.model);
+    const MemoryShare memory = memory_share_for(prices_, slot, price_for(prices_, slot), sw.vram_capacity_bytes);
+    log_memory_share(slot, memory, sw.vram_capacity_bytes, source);
+    memory_size_unknown.push_back(memory.basis == MemoryShareBasis::kCapacityUnknown);
     records.push_back(std::move(rec));
   }
   // Every slot's window and the counters they were charged up to, in one
@@ -519,6 +523,7 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
     if (!counters_since_ || rec.start < *counters_since_) counters_since_ = rec.start;
     record_metrics_locked(rec);
   }
+  note_memory_size_unknown(records, inserted, memory_size_unknown);
   slots_.clear();
   // Names of accounts neither live nor holding a GPU now: the windows that
   // needed them are written, and a retired workload's never come back.
@@ -537,6 +542,42 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
       int64_t merged = store_.roll_up_before(start - int64_t{prices_.rollup_after_hours} * 3600, 1);
       if (merged > 0) spdlog::info("ledger: merged {} windows into hourly ones", merged);
     }
+  }
+}
+
+void Accountant::log_memory_share(const GpuSlot& slot, const MemoryShare& share, std::optional<double> capacity_bytes,
+                                  const std::string& source) {
+  if (share.basis == MemoryShareBasis::kCapped && memory_price_logged_.insert("model:" + slot.model).second)
+    spdlog::warn("ledger: vram_per_gib_hour x the memory of {} ({:.2f} GiB, GPU {}) is more than its price per hour: "
+                 "its whole price is billed as memory (the memory share is capped at 1)",
+                 slot.model, capacity_bytes.value_or(0) / (1024.0 * 1024.0 * 1024.0), slot.uuid);
+  if (share.basis != MemoryShareBasis::kCapacityUnknown) return;
+  // Windows written for time the agent was down never have a reading: said once, not per slot.
+  if (source == "backfill") {
+    if (memory_price_logged_.insert("backfill").second)
+      spdlog::warn("ledger: the windows written for the time the agent was down have no memory reading: "
+                   "vram_per_gib_hour bills no memory part in them, their whole price goes by cost_policy");
+    return;
+  }
+  if (memory_price_logged_.insert("slot:" + slot.uuid).second)
+    spdlog::warn("ledger: the memory size of {} {} ({}) is unknown ({}): vram_per_gib_hour bills no memory part for "
+                 "its windows while it stays unknown, and its whole price goes by cost_policy",
+                 slot.mig_profile ? "MIG slot" : "GPU", slot.uuid, slot.model,
+                 slot.mig_profile ? "the ledger has no memory reading per MIG instance"
+                                  : "no DCGM or NVML memory reading in the window");
+}
+
+void Accountant::note_memory_size_unknown(const std::vector<WindowRecord>& records, const std::vector<bool>& inserted,
+                                          const std::vector<bool>& unknown) {
+  std::vector<std::string> uuids;
+  for (size_t i = 0; i < records.size(); ++i)
+    if (inserted[i] && unknown[i] && records[i].cost_micros > 0) uuids.push_back(records[i].slot.uuid);
+  if (uuids.empty()) return;
+  // Advisory (for the reports' notes): the windows are stored, a failure here must not undo them.
+  try {
+    store_.note_memory_size_unknown(uuids, records.front().start, records.front().end);
+  } catch (const std::exception& e) {
+    spdlog::warn("ledger: could not note the slots of unknown memory size in the store: {}", e.what());
   }
 }
 

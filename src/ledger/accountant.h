@@ -77,6 +77,7 @@
 #include "ledger/prices.h"
 #include "ledger/store.h"
 #include "ledger/usage.h"
+#include "ledger/vram_price.h"
 #include "ledger/window_split.h"
 
 namespace gpuledger::ledger {
@@ -223,6 +224,16 @@ class Accountant : public exporter::MetricsContributor {
   uint64_t unattributed_ = 0;
   int64_t last_prune_ = 0;
   std::set<std::string> unpriced_logged_;  // slots already reported as priced at 0
+  // vram_per_gib_hour caveats already logged: "model:<name>" (memory share
+  // capped at 1), "slot:<uuid>" (memory size unknown: no memory part),
+  // "backfill" (windows of time the agent was down: no memory reading).
+  std::set<std::string> memory_price_logged_;
+  void log_memory_share(const GpuSlot& slot, const MemoryShare& share, std::optional<double> capacity_bytes,
+                        const std::string& source);
+  // Stores the spans of the windows just written whose slot's memory size was
+  // unknown (Store::note_memory_size_unknown), for the reports' notes.
+  void note_memory_size_unknown(const std::vector<WindowRecord>& records, const std::vector<bool>& inserted,
+                                const std::vector<bool>& unknown);
 
   mutable std::mutex mu_;  // guards the metrics below
   struct SeriesKey {

@@ -18,7 +18,9 @@
 //                DRA claim's part; 1 when it is unknown); a holder's entries
 //                on one slot add up.
 //   memory     - per GPU: used + free bytes (DCGM first): the capacity the
-//                unheld memory cost (memory_price_share) is measured against.
+//                unheld memory cost (memory_price_share) is measured against,
+//                and vram_per_gib_hour derives the memory share from
+//                (vram_price.h). None per MIG instance.
 //   device     - per GPU: busy fraction = utilisation ratio; efficiency =
 //                SM active / occupancy, tensor active, DRAM active; DCGM
 //                readings first, NVML where DCGM has none.

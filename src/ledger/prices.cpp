@@ -21,8 +21,9 @@ namespace {
               what);
 }
 
-int64_t amount(const std::string& source, const YAML::Node& node, const std::string& key) {
-  if (!node.IsScalar()) fail(source, node, key + ": expected a price per GPU-hour");
+int64_t amount(const std::string& source, const YAML::Node& node, const std::string& key,
+               const std::string& unit = "GPU-hour") {
+  if (!node.IsScalar()) fail(source, node, key + ": expected a price per " + unit);
   try {
     return parse_micros(node.Scalar());
   } catch (const Error& e) {
@@ -98,6 +99,7 @@ PriceBook parse_prices(const std::string& yaml_text, const std::string& source) 
                 ": " + e.msg);
   }
   PriceBook book;
+  YAML::Node vram_price;  // where vram_per_gib_hour was given, for the error naming it
   if (root.IsNull()) return book;
   if (!root.IsMap()) fail(source, root, "expected a mapping");
   if (root["cost"]) root = root["cost"];  // prices inside the agent configuration file
@@ -165,6 +167,9 @@ PriceBook parse_prices(const std::string& yaml_text, const std::string& source) 
       if (!v.IsScalar() || !YAML::convert<double>::decode(v, f) || !(f >= 0 && f <= 1))
         fail(source, v, key + ": expected a fraction from 0 to 1");
       (key == "memory_price_share" ? book.memory_price_share : book.blend_allocated_weight) = f;
+    } else if (key == "vram_per_gib_hour") {
+      book.vram_micros_per_gib_hour = amount(source, v, key, "GiB-hour of VRAM");
+      vram_price.reset(v);  // rebinds (operator= would write into a node already bound)
     } else if (key == "idle_policy") {
       if (!v.IsScalar()) fail(source, v, "idle_policy: expected holders, usage or idle");
       try {
@@ -176,6 +181,10 @@ PriceBook parse_prices(const std::string& yaml_text, const std::string& source) 
       fail(source, kv.first, "unknown key '" + key + "'");
     }
   }
+  if (book.vram_micros_per_gib_hour && book.memory_price_share > 0)
+    fail(source, vram_price,
+         "vram_per_gib_hour and memory_price_share are two ways of pricing the same memory part: set one of them "
+         "(vram_per_gib_hour derives each GPU's memory share from its price and memory size)");
   return book;
 }
 

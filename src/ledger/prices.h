@@ -24,6 +24,9 @@
 //   memory_price_share: 0.3        # the part of each GPU's price that is for its
 //                                  # memory, [0,1] (default 0): billed by VRAM
 //                                  # GiB-hours held, the rest by cost_policy
+//   vram_per_gib_hour: 0.0135      # or: a price per GiB-hour of VRAM held; each
+//                                  # slot's memory share is then derived from it
+//                                  # (vram_price.h); not with memory_price_share
 //   carbon_g_per_kwh: 350          # grid carbon intensity, gCO2e per kWh: each
 //                                  # window's energy is stored with it, and
 //                                  # reports show carbon (absent: no carbon)
@@ -66,6 +69,10 @@ struct PriceBook {
   CostPolicy cost_policy = CostPolicy::kUsage;
   double blend_allocated_weight = 0.5;
   double memory_price_share = 0;
+  // A price per GiB-hour of VRAM (micro-units), when configured: the memory
+  // share of each slot is derived from it (vram_price.h) instead of being
+  // memory_price_share, which must then be 0.
+  std::optional<int64_t> vram_micros_per_gib_hour;
 };
 
 PriceBook parse_prices(const std::string& yaml_text, const std::string& source_name = "<prices>");

@@ -208,6 +208,22 @@ class Store {
   int schema_version() const;
   const std::string& path() const { return path_; }
 
+  // When slots had no memory part because their memory size was unknown while
+  // vram_per_gib_hour was set (vram_price.h), for the reports' notes: per slot
+  // the spans [start, end) of such windows (meta key "memory_size_unknown/<uuid>",
+  // value "start-end,...": contiguous windows extend a span; at most
+  // kMemorySizeUnknownSpans kept, the oldest dropped). Independent of the
+  // windows, so roll-ups and retention leave it alone.
+  struct MemorySizeUnknown {
+    std::string uuid;
+    int64_t start = 0, end = 0;
+    bool operator==(const MemorySizeUnknown&) const = default;
+  };
+  static constexpr size_t kMemorySizeUnknownSpans = 100;
+  void note_memory_size_unknown(const std::vector<std::string>& uuids, int64_t start, int64_t end);
+  // The spans that overlap [from, to), by uuid and start.
+  std::vector<MemorySizeUnknown> memory_size_unknown(int64_t from, int64_t to) const;
+
  private:
   void exec(const std::string& sql) const;
   void check_charges(const WindowRecord& window) const;

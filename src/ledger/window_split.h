@@ -60,7 +60,8 @@
 //    allocation-based parts go by the activity weights instead (with no users,
 //    like the kUsage part beside them); allocation_unknown = true, never
 //    overcommitted: an unknown part is never billed as a number.
-// Memory split (memory_price_share m in [0,1], default 0): the memory part
+// Memory split (memory_price_share m in [0,1], default 0; the accountant
+// derives it per slot from vram_per_gib_hour when that is set: vram_price.h): the memory part
 // M = round-half-up(C x m) is cut out of C first; B and I above are then parts
 // of the compute part C - M (f applies to it). M is split (kind memory) over
 // the VRAM byte-seconds held (every account with VRAM, holder or not) and,

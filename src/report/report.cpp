@@ -143,7 +143,7 @@ const std::vector<std::string> kHeaders = {"gpu_hours_held", "gpu_hours_busy", "
                                            "dram_active",    "vram_gib_hours", "launches",
                                            "energy_kwh",     "carbon_kg_co2e"};
 
-// The table shows a memory cost column only when the range has one (memory_price_share).
+// The table shows a memory cost column only when the range has one (memory_price_share, vram_per_gib_hour).
 bool has_memory_cost(const Report& r) { return r.total.cost_memory_micros > 0; }
 
 std::vector<std::string> table_cells(const Row& row, bool memory) {

@@ -9,8 +9,8 @@
 //                    window x activity share) x gpu_fraction
 //   cost_busy, cost_idle, cost_memory, cost_total   from the charges (exact
 //                    micro-units); cost_idle is also the cost of idle holding;
-//                    cost_memory the memory part of the price (memory_price_share),
-//                    billed by VRAM held
+//                    cost_memory the memory part of the price (memory_price_share,
+//                    or derived from vram_per_gib_hour), billed by VRAM held
 //   allocated_share, used_share, used_vram_share, used_energy_share
 //                    allocated against used (ledger/allocation_use.h): the
 //                    group's shares of the slots it held or used, averaged over

@@ -8,6 +8,7 @@
 #include "ledger/efficiency_mean.h"
 #include "ledger/hourly_rollup.h"
 #include "ledger/prices.h"
+#include "report/memory_size_note.h"
 #include "report/report.h"
 
 namespace gpuledger::report {
@@ -334,7 +335,9 @@ Report build_report(const std::vector<WindowRecord>& windows, int64_t from, int6
 Report build_report(const ledger::Store& store, int64_t from, int64_t to, GroupBy by) {
   ReportBuilder b(from, to, by);
   store.for_each_window(from, to, [&](WindowRecord&& w) { b.add(w); });
-  return b.finish();
+  Report r = b.finish();
+  add_memory_size_note(r, store.memory_size_unknown(from, to));
+  return r;
 }
 
 namespace {

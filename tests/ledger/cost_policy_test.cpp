@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "ledger/allocation_use.h"
 #include "ledger/prices.h"
+#include "ledger/vram_price.h"
 #include "ledger/window_split.h"
 
 namespace gpuledger::ledger {
@@ -114,6 +115,127 @@ TEST(WorkedExample, AllocatedWithMemorySplit) {
                                             {"b", K::kBusy, 10'500}, {"b", K::kIdle, 10'500}, {"b", K::kMemory, 9'000},
                                             {"c", K::kMemory, 2'250}}));
   expect_conserved(in, s);
+}
+
+// vram_per_gib_hour (vram_price.h): the memory share derived from a price per
+// GiB-hour. The worked example's GPU, 80 GiB at 3.60/h, at 0.0135 per GiB-hour:
+// m = 0.0135 x 80 / 3.60 = 0.3, so the window bills the "memory 0.3" rows.
+PriceBook vram_priced(const char* vram_per_gib_hour) {
+  return parse_prices(std::string("default_per_hour: 3.60\nvram_per_gib_hour: ") + vram_per_gib_hour + "\n");
+}
+const GpuSlot kH100{"GPU-h100", "NVIDIA H100 80GB HBM3", std::nullopt, ""};
+
+TEST(VramPrice, DerivesTheWorkedExampleShare) {
+  const PriceBook book = vram_priced("0.0135");
+  const MemoryShare m = memory_share_for(book, kH100, price_for(book, kH100), 80 * kGiB);
+  EXPECT_EQ(m.basis, MemoryShareBasis::kDerived);
+  EXPECT_DOUBLE_EQ(m.share, 0.3);
+  for (auto [policy, charges] :
+       {std::pair{CostPolicy::kUsage,
+                  std::vector<Charge>{{"a", K::kBusy, 4'200}, {"a", K::kIdle, 7'875}, {"a", K::kMemory, 5'625},
+                                      {"b", K::kBusy, 8'400}, {"b", K::kIdle, 13'125}, {"b", K::kMemory, 10'125},
+                                      {"c", K::kBusy, 8'400}, {"c", K::kMemory, 2'250}}},
+        std::pair{CostPolicy::kAllocated,
+                  std::vector<Charge>{{"__unallocated__", K::kBusy, 4'200}, {"__unallocated__", K::kIdle, 4'200},
+                                      {"__unallocated__", K::kMemory, 1'800},
+                                      {"a", K::kBusy, 6'300}, {"a", K::kIdle, 6'300}, {"a", K::kMemory, 4'950},
+                                      {"b", K::kBusy, 10'500}, {"b", K::kIdle, 10'500}, {"b", K::kMemory, 9'000},
+                                      {"c", K::kMemory, 2'250}}}}) {
+    const auto in = worked(policy, IdlePolicy::kHolders, m.share);
+    EXPECT_EQ(in.cost_micros, window_cost_micros(price_for(book, kH100), 60));
+    const auto s = split_window(in);
+    EXPECT_EQ(s.memory_micros, 18'000);
+    EXPECT_EQ(s.charges, charges) << to_string(policy);
+    expect_conserved(in, s);
+  }
+}
+
+// A partial holder pays the VRAM price x the GiB-hours it held: 20 GiB for an
+// hour at 0.0135 = 0.27; the 60 GiB nobody held (1.08 - 0.27) goes like idle
+// time (idle policy idle: __idle__), the compute part (3.60 - 1.08) by use.
+TEST(VramPrice, AHolderPaysThePriceOfTheGibHoursItHeld) {
+  const PriceBook book = vram_priced("0.0135");
+  WindowInput in{.cost_micros = window_cost_micros(price_for(book, kH100), 3600), .window_seconds = 3600,
+                 .holders = {{"h", 1}}, .activity = {{"h", Activity{900, 20 * kGiB * 3600, 10}}},
+                 .device_busy_fraction = 0.25};
+  in.idle_policy = IdlePolicy::kIdle;
+  in.memory_price_share = memory_share_for(book, kH100, price_for(book, kH100), 80 * kGiB).share;
+  in.vram_capacity_bytes = 80 * kGiB;
+  const auto s = split_window(in);
+  EXPECT_EQ(in.cost_micros, 3'600'000);
+  EXPECT_EQ(s.memory_micros, 1'080'000);
+  // One holder and no other user: exclusive, so the unheld memory is its too.
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"h", K::kBusy, 630'000}, {"h", K::kIdle, 1'890'000},
+                                            {"h", K::kMemory, 1'080'000}}));
+  in.holders.push_back({"g", 1});  // shared: the unheld memory goes like idle time, to __idle__
+  in.memory_price_share = memory_share_for(book, kH100, price_for(book, kH100), 80 * kGiB).share;
+  const auto shared = split_window(in);
+  EXPECT_EQ(shared.charges, (std::vector<Charge>{{"__idle__", K::kIdle, 1'890'000}, {"__idle__", K::kMemory, 810'000},
+                                                 {"g", K::kIdle, 0}, {"h", K::kBusy, 630'000}, {"h", K::kIdle, 0},
+                                                 {"h", K::kMemory, 270'000}}));
+  expect_conserved(in, shared);
+}
+
+// The memory price above the GPU's: capped at 1, the whole window is memory.
+TEST(VramPrice, ShareAboveOneIsCapped) {
+  const PriceBook book = vram_priced("0.05");  // 0.05 x 80 GiB = 4.00 > 3.60
+  const MemoryShare m = memory_share_for(book, kH100, price_for(book, kH100), 80 * kGiB);
+  EXPECT_EQ(m.basis, MemoryShareBasis::kCapped);
+  EXPECT_EQ(m.share, 1.0);
+  auto in = worked(CostPolicy::kUsage, IdlePolicy::kHolders, m.share);
+  const auto s = split_window(in);
+  EXPECT_EQ(s.memory_micros, 60'000);
+  EXPECT_EQ(s.busy_micros + s.idle_micros, 0);
+  // Held 10:20:10 of 80 GiB -> 7'500 / 15'000 / 7'500; unheld 30'000 to the holders 3:5 (11'250 / 18'750).
+  EXPECT_EQ(s.charges, (std::vector<Charge>{{"a", K::kIdle, 0}, {"a", K::kMemory, 18'750}, {"b", K::kIdle, 0},
+                                            {"b", K::kMemory, 33'750}, {"c", K::kMemory, 7'500}}));
+  expect_conserved(in, s);
+  // Exactly the GPU's price (0.045 x 80 = 3.60): 1, not capped.
+  const PriceBook even = vram_priced("0.045");
+  EXPECT_EQ(memory_share_for(even, kH100, price_for(even, kH100), 80 * kGiB).basis, MemoryShareBasis::kDerived);
+  EXPECT_DOUBLE_EQ(memory_share_for(even, kH100, price_for(even, kH100), 80 * kGiB).share, 1.0);
+}
+
+// No capacity, never a guess: no memory part (m = 0) for a slot whose memory
+// is unknown, a bad reading, or a MIG slot (no reading of its own); the whole
+// window goes by the cost policy, as without a memory price.
+TEST(VramPrice, UnknownCapacityDerivesNoMemoryPart) {
+  const PriceBook book = vram_priced("0.0135");
+  const SlotPrice p = price_for(book, kH100);
+  for (std::optional<double> capacity : {std::optional<double>{}, std::optional<double>{0.0},
+                                         std::optional<double>{-1.0}, std::optional<double>{std::nan("")},
+                                         std::optional<double>{std::numeric_limits<double>::infinity()}}) {
+    const MemoryShare m = memory_share_for(book, kH100, p, capacity);
+    EXPECT_EQ(m.basis, MemoryShareBasis::kCapacityUnknown);
+    EXPECT_EQ(m.share, 0.0);
+  }
+  const GpuSlot mig{"MIG-m", "NVIDIA H100 80GB HBM3", "3g.40gb", "GPU-h100"};
+  const MemoryShare m = memory_share_for(book, mig, price_for(book, mig), 80 * kGiB);
+  EXPECT_EQ(m.basis, MemoryShareBasis::kCapacityUnknown);
+  EXPECT_EQ(m.share, 0.0);
+  auto in = worked(CostPolicy::kUsage, IdlePolicy::kHolders, m.share);
+  in.vram_capacity_bytes.reset();
+  const auto s = split_window(in);
+  EXPECT_EQ(s.memory_micros, 0);
+  EXPECT_EQ(s.charges, split_window(worked(CostPolicy::kUsage)).charges);
+  expect_conserved(in, s);
+}
+
+// Without vram_per_gib_hour the configured memory_price_share stands (as
+// before); a VRAM price of 0 or a slot priced at 0 derive 0.
+TEST(VramPrice, ConfiguredShareZeroPriceAndUnpricedSlot) {
+  PriceBook book = parse_prices("default_per_hour: 3.60\nmemory_price_share: 0.25\n");
+  MemoryShare m = memory_share_for(book, kH100, price_for(book, kH100), std::nullopt);
+  EXPECT_EQ(m.basis, MemoryShareBasis::kConfigured);
+  EXPECT_EQ(m.share, 0.25);
+  book = vram_priced("0");
+  m = memory_share_for(book, kH100, price_for(book, kH100), std::nullopt);
+  EXPECT_EQ(m.basis, MemoryShareBasis::kDerived);
+  EXPECT_EQ(m.share, 0.0);
+  book = parse_prices("vram_per_gib_hour: 0.0135\n");  // no GPU price at all
+  m = memory_share_for(book, kH100, price_for(book, kH100), 80 * kGiB);
+  EXPECT_EQ(m.basis, MemoryShareBasis::kUnpriced);
+  EXPECT_EQ(m.share, 0.0);
 }
 
 // Time-slicing as the seam reports it until each replica carries 1/N: two

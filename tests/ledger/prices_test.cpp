@@ -113,15 +113,17 @@ TEST(Prices, Decimals) {
   EXPECT_EQ(format_micros(-5), "-0.000005");
 }
 
+// The error parsing `yaml` as prices.yaml gives, or "no error".
+std::string msg(const std::string& yaml) {
+  try {
+    parse_prices(yaml, "prices.yaml");
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 TEST(Prices, ErrorsNameFileAndLine) {
-  auto msg = [](const std::string& yaml) {
-    try {
-      parse_prices(yaml, "prices.yaml");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   EXPECT_EQ(msg("currency: USD\nper_model:\n  H100: cheap\n"),
             "prices prices.yaml:3:9: per_model.H100: not a non-negative decimal amount: 'cheap'");
   EXPECT_EQ(msg("currency: USD\ndefualt_per_hour: 1\n"), "prices prices.yaml:2:1: unknown key 'defualt_per_hour'");
@@ -131,6 +133,28 @@ TEST(Prices, ErrorsNameFileAndLine) {
   EXPECT_EQ(msg("window_seconds: 7\n"),
             "prices prices.yaml:1:17: window_seconds: expected a divisor of 86400 (e.g. 60, 300, 3600)");
   EXPECT_THROW(load_prices("/nonexistent/prices.yaml"), Error);
+}
+
+// vram_per_gib_hour: a price like the others (decimal, >= 0, 6 decimals at
+// most), also under cost:; never together with a nonzero memory_price_share.
+TEST(Prices, VramPerGibHour) {
+  EXPECT_FALSE(parse_prices("default_per_hour: 3.60\n").vram_micros_per_gib_hour);
+  EXPECT_EQ(parse_prices("vram_per_gib_hour: 0.0135\n").vram_micros_per_gib_hour, 13'500);
+  EXPECT_EQ(parse_prices("cost:\n  vram_per_gib_hour: 0.000001\n").vram_micros_per_gib_hour, 1);
+  EXPECT_EQ(parse_cost_section("team: {}\ncost:\n  vram_per_gib_hour: 0\n  memory_price_share: 0\n")
+                ->vram_micros_per_gib_hour,
+            0);
+  EXPECT_EQ(msg("vram_per_gib_hour: -0.01\n"),
+            "prices prices.yaml:1:20: vram_per_gib_hour: not a non-negative decimal amount: '-0.01'");
+  EXPECT_EQ(msg("vram_per_gib_hour: 0.0000001\n"),
+            "prices prices.yaml:1:20: vram_per_gib_hour: more than 6 decimals (micro-units) in '0.0000001'");
+  EXPECT_EQ(msg("vram_per_gib_hour: [1]\n"), "prices prices.yaml:1:20: vram_per_gib_hour: expected a price per GiB-hour "
+                                               "of VRAM");
+  const std::string both =
+      ": vram_per_gib_hour and memory_price_share are two ways of pricing the same memory part: set one of them "
+      "(vram_per_gib_hour derives each GPU's memory share from its price and memory size)";
+  EXPECT_EQ(msg("memory_price_share: 0.3\nvram_per_gib_hour: 0.0135\n"), "prices prices.yaml:2:20" + both);
+  EXPECT_EQ(msg("cost:\n  vram_per_gib_hour: 0.0135\n  memory_price_share: 0.3\n"), "prices prices.yaml:2:22" + both);
 }
 
 }  // namespace
