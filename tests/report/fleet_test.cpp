@@ -27,15 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The fixture's node with energy readings (energy_ledger_test.cpp): the
-// shared H100's NVML counter +300 J/s, the exclusive one 200 W of power.
-ledger::Observation with_energy(double t) {
-  ledger::Observation o = testing::fixture_observation(t);
-  o.energy["GPU-shared"] = {o.time, 1000.0 + 300.0 * t, ledger::EnergySource::kNvml, 300.0};
-  o.energy["GPU-excl"] = {o.time, std::nullopt, ledger::EnergySource::kNvml, 200.0};
-  return o;
-}
-
 // One node: its own ledger store, accountant and /metrics endpoint.
 struct Node {
   Node(const fs::path& dir, const std::string& prices, int until,
@@ -95,7 +86,8 @@ TEST(FleetE2E, FleetReportEqualsTheSumOfTheNodes) {
   fs::create_directories(dir / "a");
   fs::create_directories(dir / "b");
   {
-    Node a(dir / "a", std::string(testing::kFixturePrices) + "carbon_g_per_kwh: 400\n", 120, with_energy);
+    Node a(dir / "a", std::string(testing::kFixturePrices) + "carbon_g_per_kwh: 400\n", 120,
+           testing::fixture_observation_with_energy);
     Node b(dir / "b", "currency: USD\ndefault_per_hour: 0.90\nper_model: {H100: 2.40}\n", 180);
     testing::PrometheusServer prom(dir, {a.port, b.port});
     ASSERT_TRUE(prom.started());
@@ -150,12 +142,12 @@ TEST(FleetE2E, FleetReportEqualsTheSumOfTheNodes) {
       if (by == GroupBy::kPod) {
         EXPECT_EQ(local.over_users.at(0).key, "ml/pod-a");
         const Row& pod_a = row_of(fleet, "ml/pod-a");
-        EXPECT_DOUBLE_EQ(*pod_a.allocated_share(), 0.5);
-        EXPECT_DOUBLE_EQ(*pod_a.used_share(), 0.75);
-        EXPECT_DOUBLE_EQ(*pod_a.used_energy_share(), 0.75);  // node a's windows only: b has no energy
+        EXPECT_DOUBLE_EQ(pod_a.allocated_share().value_or(-1), 0.5);
+        EXPECT_DOUBLE_EQ(pod_a.used_share().value_or(-1), 0.75);
+        EXPECT_DOUBLE_EQ(pod_a.used_energy_share().value_or(-1), 0.75);  // node a's windows only: b has no energy
         // Node a, two windows: pod-a 2 x 11'700'000 mJ at 400 g/kWh.
         EXPECT_EQ(pod_a.energy_millijoules, 23'400'000);
-        EXPECT_NEAR(*pod_a.carbon_grams, 2.6, 1e-9);
+        EXPECT_NEAR(pod_a.carbon_grams.value_or(-1), 2.6, 1e-9);
         EXPECT_EQ(row_of(fleet, "nlp/pod-d").energy_millijoules, std::nullopt);  // no energy source: unknown
         EXPECT_EQ(row_of(fleet, "nlp/pod-d").carbon_grams, std::nullopt);
         EXPECT_FALSE(row_of(fleet, "__unallocated__").allocated_share());  // special rows have no shares
