@@ -654,7 +654,11 @@ void Accountant::record_shares_locked(const WindowRecord& w) {
 }
 
 void Accountant::write_share_metrics(exporter::ExpositionWriter& out) const {
-  const auto labels = &Accountant::series_labels;
+  auto labels = [](const SeriesKey& k) {
+    return exporter::Labels{{"namespace", k.labels.namespace_name}, {"pod", k.labels.pod},
+                            {"container", k.labels.container},      {"team", k.labels.team},
+                            {"UUID", k.uuid}};
+  };
   out.family("gpuledger_gpu_allocated_share_ratio", exporter::MetricType::kGauge,
              "Share of the GPU (or MIG instance) allocated to the account in its last accounted window: 1 whole, 1/N "
              "a time-slicing or MPS replica, a fractional allocation; over-committed shares scaled to add up to 1; "
