@@ -456,5 +456,48 @@ TEST_F(AllocationLedgerTest, ShareCountersGrowByWindowAndContinueFromTheStore) {
   expect(page(restarted), "gpuledger_ledger_allocated_share_gpu_seconds_total" + y + " 30");
 }
 
+// With energy and a carbon intensity (ledger_fixture.h's energy node, two
+// windows at 400 g/kWh): pod-a's carbon is its 23'400'000 mJ x 400 g/kWh, its
+// energy share 3/4 of the busy energy over the two windows; the T4 (no energy
+// source) has neither. Continued from the store; promtool accepts the page.
+TEST_F(AllocationLedgerTest, CarbonAndEnergyShareCountersWhereEnergyIsKnown) {
+  Store store(db());
+  const PriceBook prices = parse_prices(std::string(testing::kFixturePrices) + "carbon_g_per_kwh: 400\n");
+  const std::string pod_a = R"({namespace="ml",pod="pod-a",container="main",team="vision",UUID="GPU-shared"})";
+  auto value = [](const std::string& page, const std::string& series) {
+    const size_t at = page.find(series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(page.substr(at + series.size() + 1));
+  };
+  std::string t;
+  {
+    Accountant acc(store, prices);
+    for (int s = 0; s <= 120; s += 10) acc.observe(testing::fixture_observation_with_energy(s));
+    exporter::ExpositionWriter out;
+    acc.write_metrics(out);
+    t = out.text();
+  }
+  EXPECT_NEAR(value(t, "gpuledger_ledger_carbon_grams_total" + pod_a), 2.6, 1e-12) << t;
+  EXPECT_EQ(value(t, "gpuledger_ledger_energy_share_gpu_seconds_total" + pod_a), 120) << t;
+  EXPECT_EQ(value(t, "gpuledger_ledger_used_share_gpu_seconds_total" + pod_a.substr(0, pod_a.size() - 1) +
+                         ",resource=\"energy\"}"),
+            90)
+      << t;
+  EXPECT_EQ(t.find("gpuledger_ledger_carbon_grams_total{namespace=\"\",pod=\"\",container=\"\",team=\"__unallocated__\""),
+            std::string::npos)
+      << t;
+  const fs::path file = dir_ / "metrics.txt";
+  std::ofstream(file) << t;
+  const std::string lint = promtool_check(file);
+  EXPECT_NE(lint.find("rc=0"), std::string::npos) << lint;
+  EXPECT_EQ(lint.find("error"), std::string::npos) << lint;
+
+  Accountant restarted(store, prices);
+  exporter::ExpositionWriter again;
+  restarted.write_metrics(again);
+  EXPECT_DOUBLE_EQ(value(again.text(), "gpuledger_ledger_carbon_grams_total" + pod_a),
+                   value(t, "gpuledger_ledger_carbon_grams_total" + pod_a));
+  EXPECT_EQ(value(again.text(), "gpuledger_ledger_energy_share_gpu_seconds_total" + pod_a), 120);
+}
+
 }  // namespace
 }  // namespace gpuledger::ledger
