@@ -5,6 +5,7 @@
 //   2. runs `gpuledger report` over the whole month in every grouping and
 //      format, as a separate process: wall time and peak RSS (wait4)
 //   3. checks the bill: the JSON total equals every charge written, exactly
+//   4. times an agent starting on it (its /metrics counters from the store)
 // No root, no BPF: runs anywhere gpuledger builds.
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "ledger/accountant.h"
 #include "node_month.h"
 #include "report.h"
 
@@ -74,6 +76,31 @@ Run run_report(const std::string& binary, const std::vector<std::string>& args, 
 
 std::string mib(double bytes) { return fixed(bytes / (1024.0 * 1024.0), 1) + " MiB"; }
 
+// What a restarted agent spends on its counters: the Accountant reads the
+// store's totals (SQL sums) and, for the share and carbon counters
+// (share_seconds.h), every window once. Medians of `repeats`: the whole
+// start, and that window pass alone.
+std::pair<double, double> agent_start_seconds(const std::string& store, int repeats) {
+  using gpuledger::ledger::WindowRecord;
+  auto since = [](auto t0) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  std::vector<double> starts, passes;
+  for (int i = 0; i < repeats; ++i) {
+    gpuledger::ledger::Store s(store);
+    auto t0 = std::chrono::steady_clock::now();
+    gpuledger::ledger::Accountant acc(s, gpuledger::ledger::PriceBook{});
+    starts.push_back(since(t0));
+    t0 = std::chrono::steady_clock::now();
+    s.for_each_window(INT64_MIN, INT64_MAX, [&](WindowRecord&& w) {
+      (void)gpuledger::ledger::share_seconds(w);
+      (void)gpuledger::ledger::carbon_grams(w);
+    });
+    passes.push_back(since(t0));
+  }
+  std::sort(starts.begin(), starts.end());
+  std::sort(passes.begin(), passes.end());
+  return {starts[starts.size() / 2], passes[passes.size() / 2]};
+}
+
 std::string measure_store(const Options& o, const std::string& label, const NodeMonthShape& shape,
                           bool& ok) {
   const std::string store = o.dir + "/" + label + ".db";
@@ -83,13 +110,18 @@ std::string measure_store(const Options& o, const std::string& label, const Node
   const NodeMonthStats st = write_node_month(store, shape);
   const std::string from = std::to_string(shape.start);
   const std::string to = std::to_string(shape.start + int64_t{shape.days} * 86400);
+  const std::pair<double, double> start = agent_start_seconds(store, o.quick ? 1 : 3);
   std::ostringstream out;
   out << "### Store: " << label << "\n\n"
       << "| | |\n|---|---|\n"
       << "| Windows written (GPU x window) | " << st.windows_written << " |\n"
       << "| Windows stored | " << st.windows_stored << " |\n"
       << "| Store on disk | " << mib(static_cast<double>(st.bytes)) << " |\n"
-      << "| Writing it (and rolling up every hour) | " << fixed(st.seconds, 1) << " s |\n\n";
+      << "| Writing it (and rolling up every hour) | " << fixed(st.seconds, 1) << " s |\n"
+      << "| An agent starting on it (its /metrics counters from the store, median of 3) | " << fixed(start.first, 3)
+      << " s |\n"
+      << "| of which the pass over every window for the share and carbon counters | " << fixed(start.second, 3)
+      << " s |\n\n";
 
   // The bill is exact: every micro-unit written is in the report's total.
   const std::string json_out = o.dir + "/report.json";

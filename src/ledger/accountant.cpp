@@ -156,6 +156,8 @@ Accountant::Accountant(Store& store, PriceBook prices, int64_t max_backfill_seco
   for (const auto& [uuid, s] : totals.gpu_busy_seconds) gpu_busy_seconds_[uuid] += s;
   for (const auto& e : totals.energy)
     energy_millijoules_[{SeriesKey{export_labels(e.account, e.labels), e.uuid}, e.kind, e.source}] += e.millijoules;
+  // Not SQL sums: a window's shares need all of its accounts (allocation_use.h).
+  store_.for_each_window(INT64_MIN, INT64_MAX, [&](WindowRecord&& w) { add_share_seconds_locked(w); });
 }
 
 void Accountant::attribute(const Observation& obs, double t0, double t1) {
@@ -439,6 +441,8 @@ void Accountant::retire_series_locked(double now) {
   drop(launches_, itself);
   drop(efficiency_weighted_, itself);
   drop(efficiency_known_, itself);
+  drop(share_seconds_, itself);
+  drop(carbon_grams_, itself);
   spdlog::debug("ledger: the series of {} accounts gone for over {} s left /metrics", due.size(), retirement_.after());
 }
 
@@ -614,6 +618,61 @@ void Accountant::record_metrics_locked(const WindowRecord& w) {
   gpu_busy_seconds_[w.slot.uuid] += w.busy_fraction * len;
   record_energy_locked(w);
   record_shares_locked(w);
+  add_share_seconds_locked(w);
+}
+
+exporter::Labels Accountant::series_labels(const SeriesKey& k) {
+  return exporter::Labels{{"namespace", k.labels.namespace_name}, {"pod", k.labels.pod},
+                          {"container", k.labels.container},      {"team", k.labels.team},
+                          {"UUID", k.uuid}};
+}
+
+void Accountant::add_share_seconds_locked(const WindowRecord& w) {
+  std::map<std::string, AccountLabels> labels;
+  for (const auto& a : w.accounts) labels[a.account] = a.labels;
+  auto key_of = [&](const std::string& account) { return SeriesKey{export_labels(account, labels[account]), w.slot.uuid}; };
+  for (const auto& [account, s] : share_seconds(w)) share_seconds_[key_of(account)] += s;
+  for (const auto& [account, grams] : carbon_grams(w)) carbon_grams_[key_of(account)] += grams;
+}
+
+void Accountant::write_share_seconds_metrics(exporter::ExpositionWriter& out) const {
+  const auto labels = &Accountant::series_labels;
+  auto family = [&](const char* name, const char* help, double ShareSeconds::*field) {
+    out.family(name, exporter::MetricType::kCounter, help);
+    for (const auto& [key, s] : share_seconds_) out.sample(labels(key), s.*field);
+  };
+  family("gpuledger_ledger_share_gpu_seconds_total",
+         "Window GPU-seconds of the account's windows where it held or used the GPU: the denominator of its "
+         "allocated and used shares in fleet reports",
+         &ShareSeconds::share);
+  family("gpuledger_ledger_allocated_share_gpu_seconds_total",
+         "The account's allocated share of the GPU times window GPU-seconds, over its windows with a known share",
+         &ShareSeconds::allocated);
+  family("gpuledger_ledger_allocated_share_unknown_gpu_seconds_total",
+         "Window GPU-seconds of the account's windows where its allocated share was unknown",
+         &ShareSeconds::allocated_unknown);
+  out.family("gpuledger_ledger_used_share_gpu_seconds_total", exporter::MetricType::kCounter,
+             "The account's used share of the GPU times window GPU-seconds, by resource: activity, vram, or energy "
+             "(over the windows with known busy energy only)");
+  static const std::pair<const char*, double ShareSeconds::*> kResources[] = {
+      {"activity", &ShareSeconds::used_activity}, {"vram", &ShareSeconds::used_vram},
+      {"energy", &ShareSeconds::used_energy}};
+  for (const auto& [key, s] : share_seconds_)
+    for (const auto& [resource, field] : kResources) {
+      if (field == &ShareSeconds::used_energy && !(s.energy_share > 0)) continue;  // energy never known: absent
+      auto l = labels(key);
+      l.emplace_back("resource", resource);
+      out.sample(l, s.*field);
+    }
+  out.family("gpuledger_ledger_energy_share_gpu_seconds_total", exporter::MetricType::kCounter,
+             "Window GPU-seconds of the account's windows with known busy energy: the denominator of its used energy "
+             "share in fleet reports");
+  for (const auto& [key, s] : share_seconds_)
+    if (s.energy_share > 0) out.sample(labels(key), s.energy_share);
+  out.family("gpuledger_ledger_carbon_grams_total", exporter::MetricType::kCounter,
+             "Carbon attributed to the account, grams CO2e: its GPU energy (busy and idle) times the carbon "
+             "intensity configured when each window was written; absent without one");
+  for (const auto& [key, g] : carbon_grams_) out.sample(labels(key), g);
 }
 
 void Accountant::record_shares_locked(const WindowRecord& w) {
@@ -693,11 +752,7 @@ uint64_t Accountant::unattributed_workloads() const { return unattributed_; }
 
 void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
   std::lock_guard lock(mu_);
-  auto labels = [](const SeriesKey& k) {
-    return exporter::Labels{{"namespace", k.labels.namespace_name}, {"pod", k.labels.pod},
-                            {"container", k.labels.container},      {"team", k.labels.team},
-                            {"UUID", k.uuid}};
-  };
+  const auto labels = &Accountant::series_labels;
   out.family("gpuledger_cost_total", exporter::MetricType::kCounter,
              "GPU cost charged, in the currency of the price list, by account, GPU and kind (busy, idle, or memory: the memory part billed by VRAM held)");
   for (const auto& [key, micros] : cost_micros_) {
@@ -742,6 +797,7 @@ void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
   out.family("gpuledger_ledger_efficiency_known_gpu_seconds_total", exporter::MetricType::kCounter,
              "Window GPU-seconds of the account's windows that had a device value for the ratio (label ratio)");
   per_ratio(efficiency_known_);
+  write_share_seconds_metrics(out);
   out.family("gpuledger_ledger_info", exporter::MetricType::kGauge, "The ledger's currency (label), always 1");
   out.sample({{"currency", prices_.currency}}, uint64_t{1});
   out.family("gpuledger_ledger_first_window_timestamp_seconds", exporter::MetricType::kGauge,

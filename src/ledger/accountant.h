@@ -74,6 +74,7 @@
 #include "export/metrics_contributor.h"
 #include "ledger/energy_meter.h"
 #include "ledger/series_retirement.h"
+#include "ledger/share_seconds.h"
 #include "ledger/prices.h"
 #include "ledger/store.h"
 #include "ledger/usage.h"
@@ -254,6 +255,14 @@ class Accountant : public exporter::MetricsContributor {
   std::map<SeriesKey, double> allocated_share_;
   std::map<std::pair<SeriesKey, std::string>, double> used_share_;
   void record_shares_locked(const WindowRecord& w);
+  // Allocated against used and carbon over every window (share_seconds.h),
+  // for fleet reports: exact sums that continue from the store at start.
+  std::map<SeriesKey, ShareSeconds> share_seconds_;
+  std::map<SeriesKey, double> carbon_grams_;
+  void add_share_seconds_locked(const WindowRecord& w);
+  void write_share_seconds_metrics(exporter::ExpositionWriter& out) const;
+  // The labels of an account's series (namespace, pod, container, team, UUID).
+  static exporter::Labels series_labels(const SeriesKey& k);
   void retire_series_locked(double now);
   SeriesRetirement retirement_;
   // The series continued from the store's totals count as seen at the first

@@ -197,6 +197,36 @@ void add_node_notes(Report& r, const std::map<std::string, NodeFacts>& nodes) {
       "the range, per node.");
 }
 
+// Energy, carbon and allocated against used (share_seconds.h on the agents).
+// Energy and carbon stay unknown for rows without such series; shares are not
+// by GPU (a GPU's accounts together hold and use all of it), as locally.
+void add_energy_and_shares(FleetCounters& counters, GroupBy by, std::map<std::string, Row>& rows) {
+  for (const auto& [labels, v] : counters.increase("gpuledger_workload_gpu_energy_joules_total")) {
+    auto& mj = rows[fleet_group_key(by, labels)].energy_millijoules;
+    mj = mj.value_or(0) + std::llround(v * 1e3);  // the agents export integer mJ / 1e3
+  }
+  for (const auto& [labels, v] : counters.increase("gpuledger_ledger_carbon_grams_total")) {
+    auto& grams = rows[fleet_group_key(by, labels)].carbon_grams;
+    grams = grams.value_or(0) + v;
+  }
+  if (by == GroupBy::kGpu) return;
+  const std::pair<const char*, double Row::*> kShares[] = {
+      {"gpuledger_ledger_share_gpu_seconds_total", &Row::share_hours},
+      {"gpuledger_ledger_allocated_share_gpu_seconds_total", &Row::allocated_hours},
+      {"gpuledger_ledger_allocated_share_unknown_gpu_seconds_total", &Row::allocated_unknown_hours},
+      {"gpuledger_ledger_energy_share_gpu_seconds_total", &Row::energy_share_hours}};
+  for (const auto& [metric, field] : kShares)
+    for (const auto& [labels, v] : counters.increase(metric)) rows[fleet_group_key(by, labels)].*field += v / 3600.0;
+  for (const auto& [labels, v] : counters.increase("gpuledger_ledger_used_share_gpu_seconds_total")) {
+    const std::string resource = get(labels, "resource");
+    double Row::*field = resource == "activity" ? &Row::used_hours
+                         : resource == "vram"   ? &Row::vram_used_hours
+                         : resource == "energy" ? &Row::energy_used_hours
+                                                : nullptr;
+    if (field) rows[fleet_group_key(by, labels)].*field += v / 3600.0;
+  }
+}
+
 }  // namespace
 
 std::string fleet_group_key(GroupBy by, const Labels& l) {
@@ -277,6 +307,7 @@ Report fleet_report(const std::string& url, int64_t from, int64_t to, GroupBy by
     if (int i = ratio_index(labels); i >= 0) weighted[fleet_group_key(by, labels)][i] += v;
   for (const auto& [labels, v] : counters.increase("gpuledger_ledger_efficiency_known_gpu_seconds_total"))
     if (int i = ratio_index(labels); i >= 0) known[fleet_group_key(by, labels)][i] += v;
+  add_energy_and_shares(counters, by, rows);
   for (auto& [key, row] : rows) {
     row.key = key;
     std::optional<double> ratios[4];

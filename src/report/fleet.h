@@ -2,6 +2,7 @@
 // The fleet report: the same report for every node, from a Prometheus server
 // that scrapes each node's agent (/metrics: gpuledger_cost_total,
 // gpuledger_held_gpu_seconds_total, gpuledger_busy_gpu_seconds_total,
+// gpuledger_workload_gpu_energy_joules_total, gpuledger_ledger_*,
 // gpuledger_ledger_info{currency}).
 //
 // Amounts are each series' exact growth over [from, to) (fleet_counter.h):
@@ -15,8 +16,19 @@
 // counters the agents export for them (gpuledger_ledger_*): efficiency is the
 // accounts' average over their GPU-seconds with a device value (equal to the
 // local report's except where one group has several accounts on one shared
-// GPU, which the local report adds up per window). --by workload is per node
-// ("<instance> namespace/pod/container").
+// GPU, which the local report adds up per window). Energy is the growth of
+// gpuledger_workload_gpu_energy_joules_total (integer mJ on the agents), carbon
+// of gpuledger_ledger_carbon_grams_total; both unknown (not 0) for a row with
+// no such series. Allocated against used comes from the agents'
+// gpuledger_ledger_*share*_gpu_seconds_total (ledger/share_seconds.h): the
+// same window shares as the local report, weighted by window GPU-seconds; one
+// known difference: a group with several accounts on one shared GPU in one
+// window counts that window's GPU-seconds once per account in its
+// denominator (share_gpu_seconds), where the local report counts it once per
+// group, so that group's shares differ (lower there); groups of one account
+// per GPU window (a pod, a workload; a team or namespace whose pods do not
+// share a GPU) are equal to the local report. Not --by gpu (no shares, as
+// locally). --by workload is per node ("<instance> namespace/pod/container").
 //
 // Cost: per counter family, four instant queries (last_over_time,
 // min_over_time, resets over the range; the value at --from) and raw samples

@@ -382,3 +382,122 @@ TEST_F(AllocationLedgerTest, MigratesSchemaTwoStores) {
 
 }  // namespace
 }  // namespace gpuledger::ledger
+
+namespace gpuledger::ledger {
+namespace {
+
+// The ledger counters fleet reports take shares from (share_seconds.h): per
+// account, window GPU-seconds and those weighted by each share. x's share of
+// GPU-ts is unknown: its allocated counter does not grow, the unknown one
+// does; y holds 0.25 of it and used nothing. A restarted agent continues
+// them from the store; promtool accepts the page.
+TEST_F(AllocationLedgerTest, ShareCountersGrowByWindowAndContinueFromTheStore) {
+  Store store(db());
+  auto observe_unknown_x = [](Accountant& acc, int from, int to) {
+    for (int t = from; t <= to; t += 10) {
+      Observation o = observation(t);
+      std::erase_if(o.holders, [](const HolderEntry& h) { return h.slot_uuid == "GPU-ts"; });
+      o.holders.push_back({"GPU-ts", "x", team("x"), 1.0, false});
+      o.holders.push_back({"GPU-ts", "y", team("y"), 0.25});
+      acc.observe(o);
+    }
+  };
+  const std::string x = R"({namespace="shared",pod="x",container="main",team="t-x",UUID="GPU-ts"})";
+  const std::string y = R"({namespace="shared",pod="y",container="main",team="t-y",UUID="GPU-ts"})";
+  const std::string a = R"({namespace="shared",pod="a",container="main",team="t-a",UUID="GPU-frac"})";
+  const std::string c = R"({namespace="shared",pod="c",container="main",team="t-c",UUID="GPU-frac"})";
+  auto page = [](const Accountant& acc) {
+    exporter::ExpositionWriter out;
+    acc.write_metrics(out);
+    return out.text();
+  };
+  auto expect = [](const std::string& t, const std::string& line) {
+    EXPECT_NE(t.find(line + "\n"), std::string::npos) << line << "\n" << t;
+  };
+  std::string t;
+  {
+    Accountant acc(store, parse_prices(kPrices));
+    observe_unknown_x(acc, 0, 60);  // one 60 s window
+    t = page(acc);
+    expect(t, "# TYPE gpuledger_ledger_share_gpu_seconds_total counter");
+    expect(t, "gpuledger_ledger_share_gpu_seconds_total" + x + " 60");
+    expect(t, "gpuledger_ledger_allocated_share_gpu_seconds_total" + x + " 0");  // unknown: no growth
+    expect(t, "gpuledger_ledger_allocated_share_unknown_gpu_seconds_total" + x + " 60");
+    expect(t, "gpuledger_ledger_used_share_gpu_seconds_total" + x.substr(0, x.size() - 1) + ",resource=\"activity\"} 60");
+    expect(t, "gpuledger_ledger_share_gpu_seconds_total" + y + " 60");
+    expect(t, "gpuledger_ledger_allocated_share_gpu_seconds_total" + y + " 15");
+    expect(t, "gpuledger_ledger_allocated_share_unknown_gpu_seconds_total" + y + " 0");
+    expect(t, "gpuledger_ledger_used_share_gpu_seconds_total" + y.substr(0, y.size() - 1) + ",resource=\"activity\"} 0");
+    // GPU-frac (known shares): a holds 0.3 and did 0.2 of the activity, 0.25 of the VRAM; c holds nothing.
+    expect(t, "gpuledger_ledger_allocated_share_gpu_seconds_total" + a + " 18");
+    expect(t, "gpuledger_ledger_used_share_gpu_seconds_total" + a.substr(0, a.size() - 1) + ",resource=\"activity\"} 12");
+    expect(t, "gpuledger_ledger_used_share_gpu_seconds_total" + a.substr(0, a.size() - 1) + ",resource=\"vram\"} 15");
+    expect(t, "gpuledger_ledger_allocated_share_gpu_seconds_total" + c + " 0");
+    expect(t, "gpuledger_ledger_used_share_gpu_seconds_total" + c.substr(0, c.size() - 1) + ",resource=\"activity\"} 24");
+    // No energy reading and no carbon intensity: those series are absent, not 0.
+    EXPECT_EQ(t.find("resource=\"energy\""), std::string::npos) << t;
+    EXPECT_EQ(t.find("gpuledger_ledger_energy_share_gpu_seconds_total{"), std::string::npos) << t;
+    EXPECT_EQ(t.find("gpuledger_ledger_carbon_grams_total{"), std::string::npos) << t;
+    const fs::path file = dir_ / "metrics.txt";
+    std::ofstream(file) << t;
+    const std::string lint = promtool_check(file);
+    EXPECT_NE(lint.find("rc=0"), std::string::npos) << lint;
+    EXPECT_EQ(lint.find("error"), std::string::npos) << lint;
+  }
+  Accountant restarted(store, parse_prices(kPrices));
+  const std::string again = page(restarted);
+  for (const std::string series : {"gpuledger_ledger_share_gpu_seconds_total" + x + " 60",
+                                   "gpuledger_ledger_allocated_share_unknown_gpu_seconds_total" + x + " 60",
+                                   "gpuledger_ledger_allocated_share_gpu_seconds_total" + y + " 15",
+                                   "gpuledger_ledger_allocated_share_gpu_seconds_total" + a + " 18"})
+    expect(again, series);
+  observe_unknown_x(restarted, 60, 120);  // the next window adds to them
+  expect(page(restarted), "gpuledger_ledger_allocated_share_unknown_gpu_seconds_total" + x + " 120");
+  expect(page(restarted), "gpuledger_ledger_allocated_share_gpu_seconds_total" + y + " 30");
+}
+
+// With energy and a carbon intensity (ledger_fixture.h's energy node, two
+// windows at 400 g/kWh): pod-a's carbon is its 23'400'000 mJ x 400 g/kWh, its
+// energy share 3/4 of the busy energy over the two windows; the T4 (no energy
+// source) has neither. Continued from the store; promtool accepts the page.
+TEST_F(AllocationLedgerTest, CarbonAndEnergyShareCountersWhereEnergyIsKnown) {
+  Store store(db());
+  const PriceBook prices = parse_prices(std::string(testing::kFixturePrices) + "carbon_g_per_kwh: 400\n");
+  const std::string pod_a = R"({namespace="ml",pod="pod-a",container="main",team="vision",UUID="GPU-shared"})";
+  auto value = [](const std::string& page, const std::string& series) {
+    const size_t at = page.find(series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(page.substr(at + series.size() + 1));
+  };
+  std::string t;
+  {
+    Accountant acc(store, prices);
+    for (int s = 0; s <= 120; s += 10) acc.observe(testing::fixture_observation_with_energy(s));
+    exporter::ExpositionWriter out;
+    acc.write_metrics(out);
+    t = out.text();
+  }
+  EXPECT_NEAR(value(t, "gpuledger_ledger_carbon_grams_total" + pod_a), 2.6, 1e-12) << t;
+  EXPECT_EQ(value(t, "gpuledger_ledger_energy_share_gpu_seconds_total" + pod_a), 120) << t;
+  EXPECT_EQ(value(t, "gpuledger_ledger_used_share_gpu_seconds_total" + pod_a.substr(0, pod_a.size() - 1) +
+                         ",resource=\"energy\"}"),
+            90)
+      << t;
+  EXPECT_EQ(t.find("gpuledger_ledger_carbon_grams_total{namespace=\"\",pod=\"\",container=\"\",team=\"__unallocated__\""),
+            std::string::npos)
+      << t;
+  const fs::path file = dir_ / "metrics.txt";
+  std::ofstream(file) << t;
+  const std::string lint = promtool_check(file);
+  EXPECT_NE(lint.find("rc=0"), std::string::npos) << lint;
+  EXPECT_EQ(lint.find("error"), std::string::npos) << lint;
+
+  Accountant restarted(store, prices);
+  exporter::ExpositionWriter again;
+  restarted.write_metrics(again);
+  EXPECT_DOUBLE_EQ(value(again.text(), "gpuledger_ledger_carbon_grams_total" + pod_a),
+                   value(t, "gpuledger_ledger_carbon_grams_total" + pod_a));
+  EXPECT_EQ(value(again.text(), "gpuledger_ledger_energy_share_gpu_seconds_total" + pod_a), 120);
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger

@@ -26,12 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::kT0;
 
-Observation with_energy(double t) {
-  Observation o = testing::fixture_observation(t);
-  o.energy["GPU-shared"] = {o.time, 1000.0 + 300.0 * t, EnergySource::kNvml, 300.0};
-  o.energy["GPU-excl"] = {o.time, std::nullopt, EnergySource::kNvml, 200.0};
-  return o;
-}
+Observation with_energy(double t) { return testing::fixture_observation_with_energy(t); }
 
 class EnergyLedgerTest : public ::testing::Test {
  protected:

@@ -65,6 +65,16 @@ inline ledger::Observation fixture_observation(double t) {
   return o;
 }
 
+// The same with energy readings (energy_ledger_test.cpp's hand computation):
+// the shared H100's NVML counter +300 J/s, the exclusive one 200 W of power
+// only; the T4 and the MIG instance have none (unknown energy).
+inline ledger::Observation fixture_observation_with_energy(double t) {
+  ledger::Observation o = fixture_observation(t);
+  o.energy["GPU-shared"] = {o.time, 1000.0 + 300.0 * t, ledger::EnergySource::kNvml, 300.0};
+  o.energy["GPU-excl"] = {o.time, std::nullopt, ledger::EnergySource::kNvml, 200.0};
+  return o;
+}
+
 // The window of slot `uuid` among `ws` (throws when there is none).
 inline const ledger::WindowRecord& window_of(const std::vector<ledger::WindowRecord>& ws, const std::string& uuid) {
   for (const auto& w : ws)
