@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include <fmt/format.h>
 #include "probes/map_reader.h"
+#include "probes/runtime_discovery.h"
 
 namespace gpuledger::agent {
 namespace {
@@ -126,8 +127,15 @@ Agent::Agent(AgentOptions options)
                  std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started)
                      .count());
   }
-  // Every driver file in use was offered by now: pinned probes on a file no
-  // one offered (no process maps it any more) are dropped.
+  // So were the runtime files of the processes using it, at once rather than
+  // by the background worker: their pinned probes are taken over, not dropped.
+  if (runtime_ && options_.discover && pins_) {
+    std::set<probes::FileId> drivers;
+    for (const auto& lib : attacher_->attached()) drivers.insert(lib.file);
+    for (const auto& candidate : probes::scan_runtime_candidates(options_.proc_root, drivers)) runtime_->offer(candidate);
+  }
+  // Every driver and runtime file in use was offered by now: pinned probes on
+  // a file no one offered (no process maps it any more) are dropped.
   if (pins_) pins_->drop_unclaimed_libraries();
   relearn_live_processes();
 }

@@ -100,14 +100,17 @@ bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin
   // Through the verified descriptor, as for the driver.
   prefer_backing_file(proc_root_, target);
   AttachedFile entry;
-  entry.links = program_.attach(target.file.attach_path(), specs);
+  // Pinned under the file's key like the driver's: a restarted agent takes
+  // the links over, so runtime calls made while no agent ran are counted too.
+  entry.links = program_.attach(target.file.attach_path(), specs, id);
   entry.record = LibraryRecord{path, origin, id, entry.links.probes, entry.links.failures, ""};
   if (entry.links.probes == 0) {
     spdlog::warn("CUDA runtime in {} not probed: every probe failed ({})", path, entry.links.failures.front());
     without_runtime_.insert(id);
     return false;
   }
-  spdlog::info("attached {} runtime probes to {} ({}; dev {} inode {})", entry.record.probes, path, origin, id.dev,
+  spdlog::info("{} {} runtime probes to {} ({}; dev {} inode {})",
+               entry.links.adopted ? "took over the pinned" : "attached", entry.record.probes, path, origin, id.dev,
                id.ino);
   entry.file = std::move(target.file.fd);  // keeps attach_path() valid for a retry
   entry.schedule_retry(std::chrono::steady_clock::now());
@@ -121,6 +124,7 @@ void RuntimeAttacher::detach_unused(const std::vector<LibraryCandidate>& scanned
   for (const FileId& gone : probes::detach_unused(attached_, mapped_keys(scanned, attached_as_))) {
     std::erase_if(attached_as_, [&](const auto& kv) { return kv.second == gone; });
     ++detached_;
+    program_.unpin(gone);  // after its links closed: the kernel lets go of them
   }
 }
 

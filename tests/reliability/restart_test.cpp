@@ -14,6 +14,8 @@
 
 #include "bpf_requirement.h"
 #include "exposition_parser.h"
+#include <nlohmann/json.hpp>
+
 #include "probes/pin_store.h"
 #include "reliability_support.h"
 #include "simulation/tenant.h"
@@ -120,6 +122,44 @@ TEST_P(Restart, KeepsCountsCallsMadeWhileDownGpuLabelsAndLiveVram) { restart_kee
 
 // The same with a link per probe: those links are pinned and taken over too.
 TEST(RestartPerProbeLinks, KeepsCountsCallsMadeWhileDownGpuLabelsAndLiveVram) { restart_keeps_everything(SIGKILL, true); }
+
+// Runtime probes (--runtime-probes) are pinned and taken over like the
+// driver's. An application whose runtime reaches the driver around its
+// exported symbols - only the runtime probes see its calls - runs whole while
+// no agent runs, and the next agent counts all of it.
+TEST(RestartRuntimeProbes, CallsOnlyTheRuntimeProbesSeeAreCountedWhileNoAgentRuns) {
+  GL_REQUIRE_BPF();
+  Scratch scratch("restart-rt");
+  PinDir pins("restart-rt");
+  const std::string id = "systemd/restart-rt.service";
+  std::vector<std::string> args = agent_args(scratch, pins);
+  for (const char* a : {"--runtime-probes", "auto", "--cuda-runtime-lib", GPULEDGER_CUDART_LIB}) args.emplace_back(a);
+  auto first = std::make_unique<Agent>(args);
+  ASSERT_TRUE(eventually([&] { return metric(first->port(), "gpuledger_runtime_libraries_attached", {}) == 1.0; },
+                         std::chrono::milliseconds(10000)))
+      << first->log();
+  stop_agent(first, SIGKILL);
+
+  simulation::ScopedCgroup cg(cgroup_v2(), test_cgroup("/system.slice/restart-rt.service"));
+  simulation::Child app({GPULEDGER_CUDARTSIM, "--rounds", "40"}, {{cg.dir()}, {"CUDASIM_PROC_BYPASS=all"}, false, true});
+  const auto truth = nlohmann::json::parse(app.read_all());
+  ASSERT_EQ(app.wait(), 0);
+  ASSERT_EQ(truth["launches"], 40);
+
+  auto second = std::make_unique<Agent>(args);
+  auto launches = [&] {
+    double n = 0;
+    for (const auto& s : parse_exposition(get_body(second->port(), "/metrics")))
+      if (s.name == "gpuledger_cuda_kernel_launches_total" && s.labels.count("workload") && s.labels.at("workload") == id)
+        n += s.value;
+    return n;
+  };
+  EXPECT_TRUE(eventually([&] { return launches() == 40; }, std::chrono::milliseconds(10000)))
+      << launches() << " of 40 launches made while no agent ran\n"
+      << second->log();
+  EXPECT_NE(second->log().find("took over the pinned"), std::string::npos) << second->log();
+  EXPECT_EQ(metric(second->port(), "gpuledger_bpf_pinned_libraries_adopted", {}), 2.0) << "the driver and the runtime";
+}
 
 INSTANTIATE_TEST_SUITE_P(Signals, Restart, ::testing::Values(SIGKILL, SIGTERM),
                          [](const auto& info) { return std::string(info.param == SIGKILL ? "Sigkill" : "Sigterm"); });
