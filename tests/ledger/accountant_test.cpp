@@ -9,6 +9,7 @@
 
 #include "ledger_fixture.h"
 #include "report/report.h"
+#include "ledger_dir_test.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -16,18 +17,13 @@ namespace {
 namespace fs = std::filesystem;
 using testing::kT0;
 
-class AccountantTest : public ::testing::Test {
+class AccountantTest : public testing::LedgerDirTest {
  protected:
+  AccountantTest() : LedgerDirTest("gl_acct_") {}
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gl_acct_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    LedgerDirTest::SetUp();
     prices_ = parse_prices(testing::kFixturePrices);
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string db() const { return (dir_ / "ledger.db").string(); }
-  fs::path dir_;
   PriceBook prices_;
 };
 

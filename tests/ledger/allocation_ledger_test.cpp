@@ -20,6 +20,7 @@
 #include "ledger/hourly_rollup.h"
 #include "ledger_fixture.h"
 #include "report/report.h"
+#include "ledger_dir_test.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -62,20 +63,12 @@ Observation observation(double t) {
   return o;
 }
 
-class AllocationLedgerTest : public ::testing::Test {
+class AllocationLedgerTest : public testing::LedgerDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gl_alloc_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string db() const { return (dir_ / "ledger.db").string(); }
+  AllocationLedgerTest() : LedgerDirTest("gl_alloc_") {}
   static void run(Accountant& acc, int from = 0, int to = 60) {
     for (int t = from; t <= to; t += 10) acc.observe(observation(t));
   }
-  fs::path dir_;
 };
 
 using testing::window_of;

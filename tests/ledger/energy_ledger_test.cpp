@@ -19,6 +19,7 @@
 #include "ledger/accountant.h"
 #include "ledger_fixture.h"
 #include "report/report.h"
+#include "ledger_dir_test.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -28,21 +29,16 @@ using testing::kT0;
 
 Observation with_energy(double t) { return testing::fixture_observation_with_energy(t); }
 
-class EnergyLedgerTest : public ::testing::Test {
+class EnergyLedgerTest : public testing::LedgerDirTest {
  protected:
+  EnergyLedgerTest() : LedgerDirTest("gl_energy_") {}
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gl_energy_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    LedgerDirTest::SetUp();
     prices_ = parse_prices(std::string(testing::kFixturePrices) + "carbon_g_per_kwh: 400\n");
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string db() const { return (dir_ / "ledger.db").string(); }
   void run(Accountant& acc) {
     for (int t = 0; t <= 120; t += 10) acc.observe(with_energy(t));
   }
-  fs::path dir_;
   PriceBook prices_;
 };
 

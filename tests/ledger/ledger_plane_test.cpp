@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "ledger_fixture.h"
+#include "ledger_dir_test.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -14,15 +15,9 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-class LedgerPlaneTest : public ::testing::Test {
+class LedgerPlaneTest : public testing::LedgerDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gl_plane_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  LedgerPlaneTest() : LedgerDirTest("gl_plane_") {}
   LedgerPlaneOptions options() const {
     return {(dir_ / "ledger.db").string(), parse_prices(testing::kFixturePrices), 1000ms, 4000ms};
   }
@@ -31,7 +26,6 @@ class LedgerPlaneTest : public ::testing::Test {
     plane.write_metrics(out);
     return out.text();
   }
-  fs::path dir_;
 };
 
 TEST(LedgerErrorReason, ClassesOfStoreFailures) {

@@ -11,23 +11,17 @@
 
 #include "common/error.h"
 #include "ledger/hourly_rollup.h"
+#include "ledger_dir_test.h"
 
 namespace gpuledger::ledger {
 namespace {
 
 namespace fs = std::filesystem;
 
-class StoreTest : public ::testing::Test {
+class StoreTest : public testing::LedgerDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gl_store_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  StoreTest() : LedgerDirTest("gl_store_") {}
   std::string path(const std::string& name = "ledger.db") const { return (dir_ / name).string(); }
-  fs::path dir_;
 };
 
 WindowRecord sample(int64_t start, const std::string& uuid = "GPU-1") {

@@ -26,6 +26,7 @@
 #include "ledger/accountant.h"
 #include "ledger_fixture.h"
 #include "report/report.h"
+#include "ledger_dir_test.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -43,17 +44,9 @@ Observation with_h100_memory(double t) {
   return o;
 }
 
-class VramPriceLedger : public ::testing::Test {
+class VramPriceLedger : public testing::LedgerDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gl_vram_price_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string db() const { return (dir_ / "ledger.db").string(); }
-  fs::path dir_;
+  VramPriceLedger() : LedgerDirTest("gl_vram_price_") {}
 };
 
 TEST_F(VramPriceLedger, ChargesAddUpAndUnknownMemoryIsNoted) {
