@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "common/log.h"
 
 namespace gpuledger::probes {
@@ -37,6 +39,32 @@ void AttachedFile::retry_missing(CudaProbeProgram& program, std::chrono::steady_
   }
 }
 
+std::vector<LibraryRecord> records_of(const AttachedFiles& files) {
+  std::vector<LibraryRecord> out;
+  for (const auto& [key, entry] : files) out.push_back(entry.record);
+  return out;
+}
+
+size_t probes_in(const AttachedFiles& files) {
+  size_t n = 0;
+  for (const auto& [key, entry] : files) n += entry.record.probes;
+  return n;
+}
+
+size_t probe_failures_in(const AttachedFiles& files) {
+  size_t n = 0;
+  for (const auto& [key, entry] : files) n += entry.record.probe_failures.size();
+  return n;
+}
+
+size_t incomplete_in(const AttachedFiles& files) {
+  return std::count_if(files.begin(), files.end(), [](const auto& kv) { return kv.second.incomplete(); });
+}
+
+void retry_missing_in(AttachedFiles& files, CudaProbeProgram& program, std::chrono::steady_clock::time_point now) {
+  for (auto& [key, entry] : files) entry.retry_missing(program, now);
+}
+
 std::set<FileId> mapped_keys(const std::vector<LibraryCandidate>& scanned, const std::map<FileId, FileId>& attached_as) {
   std::set<FileId> mapped;
   for (const auto& c : scanned) {
@@ -46,7 +74,7 @@ std::set<FileId> mapped_keys(const std::vector<LibraryCandidate>& scanned, const
   return mapped;
 }
 
-std::vector<FileId> detach_unused(std::map<FileId, AttachedFile>& files, const std::set<FileId>& mapped) {
+std::vector<FileId> detach_unused(AttachedFiles& files, const std::set<FileId>& mapped) {
   std::vector<FileId> gone;
   for (auto it = files.begin(); it != files.end();) {
     const auto& [key, entry] = *it;

@@ -51,8 +51,18 @@ struct AttachedFile {
 // printed id -> key, where an overlay file was probed through its layer).
 std::set<FileId> mapped_keys(const std::vector<LibraryCandidate>& scanned, const std::map<FileId, FileId>& attached_as);
 
+using AttachedFiles = std::map<FileId, AttachedFile>;
+
+// What both attachers report of their files.
+std::vector<LibraryRecord> records_of(const AttachedFiles& files);
+size_t probes_in(const AttachedFiles& files);
+size_t probe_failures_in(const AttachedFiles& files);
+size_t incomplete_in(const AttachedFiles& files);
+// retry_missing() on each file.
+void retry_missing_in(AttachedFiles& files, CudaProbeProgram& program, std::chrono::steady_clock::time_point now);
+
 // Erases the files of `files` that are unused - not named, not in `mapped`,
 // deleted - closing their links and descriptors; logs each and returns their keys.
-std::vector<FileId> detach_unused(std::map<FileId, AttachedFile>& files, const std::set<FileId>& mapped);
+std::vector<FileId> detach_unused(AttachedFiles& files, const std::set<FileId>& mapped);
 
 }  // namespace gpuledger::probes

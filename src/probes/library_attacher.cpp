@@ -163,9 +163,7 @@ void LibraryAttacher::recheck_named_paths() {
 
 std::vector<LibraryRecord> LibraryAttacher::attached() const {
   std::lock_guard lock(mu_);
-  std::vector<LibraryRecord> out;
-  for (const auto& [id, entry] : attached_) out.push_back(entry.record);
-  return out;
+  return records_of(attached_);
 }
 
 std::vector<LibraryRecord> LibraryAttacher::rejected() const {
@@ -177,16 +175,12 @@ std::vector<LibraryRecord> LibraryAttacher::rejected() const {
 
 size_t LibraryAttacher::probes_attached() const {
   std::lock_guard lock(mu_);
-  size_t n = 0;
-  for (const auto& [id, entry] : attached_) n += entry.record.probes;
-  return n;
+  return probes_in(attached_);
 }
 
 size_t LibraryAttacher::probe_attach_failures() const {
   std::lock_guard lock(mu_);
-  size_t n = 0;
-  for (const auto& [id, entry] : attached_) n += entry.record.probe_failures.size();
-  return n;
+  return probe_failures_in(attached_);
 }
 
 size_t LibraryAttacher::files_judged() const {
@@ -211,12 +205,12 @@ void LibraryAttacher::detach_unused(const std::vector<LibraryCandidate>& scanned
 
 void LibraryAttacher::retry_incomplete(std::chrono::steady_clock::time_point now) {
   std::lock_guard lock(mu_);
-  for (auto& [key, entry] : attached_) entry.retry_missing(program_, now);
+  retry_missing_in(attached_, program_, now);
 }
 
 size_t LibraryAttacher::libraries_incomplete() const {
   std::lock_guard lock(mu_);
-  return std::count_if(attached_.begin(), attached_.end(), [](const auto& kv) { return kv.second.incomplete(); });
+  return incomplete_in(attached_);
 }
 
 uint64_t LibraryAttacher::libraries_detached() const {

@@ -89,7 +89,7 @@ class LibraryAttacher {
   std::string proc_root_;
   mutable std::mutex mu_;
   CallNames call_names_;
-  std::map<FileId, AttachedFile> attached_;
+  AttachedFiles attached_;
   std::map<std::string, LibraryRecord> rejected_;  // by path, at most kRejectedBound
   std::set<FileId> not_driver_;                   // at most kJudgedFilesBound
   std::map<FileId, FileId> printed_judged_;       // maps ids the backstop already looked at -> key

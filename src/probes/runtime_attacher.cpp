@@ -130,7 +130,7 @@ void RuntimeAttacher::detach_unused(const std::vector<LibraryCandidate>& scanned
 
 void RuntimeAttacher::retry_incomplete(std::chrono::steady_clock::time_point now) {
   std::lock_guard lock(mu_);
-  for (auto& [key, entry] : attached_) entry.retry_missing(program_, now);
+  retry_missing_in(attached_, program_, now);
 }
 
 uint64_t RuntimeAttacher::libraries_detached() const {
@@ -145,28 +145,22 @@ uint64_t RuntimeAttacher::limit_rejections() const {
 
 size_t RuntimeAttacher::libraries_incomplete() const {
   std::lock_guard lock(mu_);
-  return std::count_if(attached_.begin(), attached_.end(), [](const auto& kv) { return kv.second.incomplete(); });
+  return incomplete_in(attached_);
 }
 
 std::vector<LibraryRecord> RuntimeAttacher::attached() const {
   std::lock_guard lock(mu_);
-  std::vector<LibraryRecord> out;
-  for (const auto& [id, entry] : attached_) out.push_back(entry.record);
-  return out;
+  return records_of(attached_);
 }
 
 size_t RuntimeAttacher::probes_attached() const {
   std::lock_guard lock(mu_);
-  size_t n = 0;
-  for (const auto& [id, entry] : attached_) n += entry.record.probes;
-  return n;
+  return probes_in(attached_);
 }
 
 size_t RuntimeAttacher::probe_attach_failures() const {
   std::lock_guard lock(mu_);
-  size_t n = 0;
-  for (const auto& [id, entry] : attached_) n += entry.record.probe_failures.size();
-  return n;
+  return probe_failures_in(attached_);
 }
 
 std::optional<std::string> RuntimeAttacher::call_name(uint32_t id) const {

@@ -60,7 +60,7 @@ class RuntimeAttacher {
   mutable std::mutex mu_;
   CallNames call_names_{GL_RUNTIME_CALL_BASE, GL_MAX_CALLS};
   size_t max_libraries_;
-  std::map<FileId, AttachedFile> attached_;
+  AttachedFiles attached_;
   std::map<FileId, FileId> attached_as_;  // a mapping's printed id -> the key it was attached as
   std::set<FileId> without_runtime_;
   uint64_t detached_ = 0;
