@@ -15,7 +15,6 @@
 #include "common/log.h"
 #include <fmt/format.h>
 #include "probes/map_reader.h"
-#include "probes/runtime_discovery.h"
 
 namespace gpuledger::agent {
 namespace {
@@ -94,11 +93,8 @@ Agent::Agent(AgentOptions options)
     runtime_ = std::make_unique<probes::RuntimeAttacher>(*program_, watcher_.get(), options_.proc_root,
                                                          options_.max_libraries);
     if (options_.discover)
-      runtime_worker_ = std::make_unique<RuntimeDiscoveryWorker>(*runtime_, options_.proc_root, [this] {
-        std::set<probes::FileId> drivers;
-        for (const auto& lib : attacher_->attached()) drivers.insert(lib.file);
-        return drivers;
-      });
+      runtime_worker_ = std::make_unique<RuntimeDiscoveryWorker>(*runtime_, options_.proc_root,
+                                                                 [this] { return attacher_->attached_files(); });
   }
 
   auto on_event = [](void* ctx, void* data, size_t size) {
@@ -129,11 +125,7 @@ Agent::Agent(AgentOptions options)
   }
   // So were the runtime files of the processes using it, at once rather than
   // by the background worker: their pinned probes are taken over, not dropped.
-  if (runtime_ && options_.discover && pins_) {
-    std::set<probes::FileId> drivers;
-    for (const auto& lib : attacher_->attached()) drivers.insert(lib.file);
-    for (const auto& candidate : probes::scan_runtime_candidates(options_.proc_root, drivers)) runtime_->offer(candidate);
-  }
+  if (runtime_worker_ && pins_) runtime_worker_->scan_all_now();
   // Every driver and runtime file in use was offered by now: pinned probes on
   // a file no one offered (no process maps it any more) are dropped.
   if (pins_) pins_->drop_unclaimed_libraries();

@@ -38,6 +38,10 @@ void RuntimeDiscoveryWorker::scan_all() {
   wake_.notify_one();
 }
 
+void RuntimeDiscoveryWorker::scan_all_now() {
+  for (const auto& candidate : probes::scan_runtime_candidates(proc_root_, drivers_())) attacher_.offer(candidate);
+}
+
 void RuntimeDiscoveryWorker::run() {
   // Background work: the tenants and the agent's event thread come first.
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
@@ -50,8 +54,7 @@ void RuntimeDiscoveryWorker::run() {
     lock.unlock();
     for (uint32_t pid : pids)
       for (const auto& candidate : probes::runtime_candidates(proc_root_, pid, "map")) attacher_.offer(candidate);
-    if (scan)
-      for (const auto& candidate : probes::scan_runtime_candidates(proc_root_, drivers_())) attacher_.offer(candidate);
+    if (scan) scan_all_now();
     lock.lock();
   }
 }

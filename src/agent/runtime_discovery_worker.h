@@ -25,7 +25,8 @@ class RuntimeDiscoveryWorker {
   RuntimeDiscoveryWorker& operator=(const RuntimeDiscoveryWorker&) = delete;
 
   void look_at(uint32_t pid);  // a process that mapped the driver
-  void scan_all();             // every process that maps a driver
+  void scan_all();             // every process that maps a driver, in the background
+  void scan_all_now();         // the same, on the caller's thread (at start: before unclaimed pins go)
 
  private:
   void run();

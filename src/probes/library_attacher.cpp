@@ -166,6 +166,13 @@ std::vector<LibraryRecord> LibraryAttacher::attached() const {
   return records_of(attached_);
 }
 
+std::set<FileId> LibraryAttacher::attached_files() const {
+  std::lock_guard lock(mu_);
+  std::set<FileId> out;
+  for (const auto& [key, entry] : attached_) out.insert(key);
+  return out;
+}
+
 std::vector<LibraryRecord> LibraryAttacher::rejected() const {
   std::lock_guard lock(mu_);
   std::vector<LibraryRecord> out;

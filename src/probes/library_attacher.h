@@ -56,6 +56,7 @@ class LibraryAttacher {
   void recheck_named_paths();
 
   std::vector<LibraryRecord> attached() const;
+  std::set<FileId> attached_files() const;  // their keys: what the runtime's discovery looks for
   std::vector<LibraryRecord> rejected() const;
   size_t probes_attached() const;
   size_t probe_attach_failures() const;

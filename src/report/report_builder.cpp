@@ -8,6 +8,7 @@
 #include "ledger/efficiency_mean.h"
 #include "ledger/hourly_rollup.h"
 #include "ledger/prices.h"
+#include "ledger/share_seconds.h"
 #include "report/memory_size_note.h"
 #include "report/report.h"
 
@@ -205,43 +206,30 @@ void ReportBuilder::add(const WindowRecord& w) {
   // Allocated against used: the group's shares in this window (its accounts'
   // summed). Not by GPU: a GPU's accounts together hold and use all of it.
   if (s.by == GroupBy::kGpu) return;
+  // One window's part per account (share_seconds.h, as /metrics counts it for
+  // fleet reports), summed per group; a group's window counts once, however
+  // many of its accounts were on the slot.
   struct GroupShares {
     Row* row;
-    double allocated = 0, used = 0, vram = 0, energy = 0;
-    bool allocated_unknown = false;
+    ledger::ShareSeconds sum;
   };
   std::vector<GroupShares> shares;
-  auto shares_of = [&](const std::string& account) -> GroupShares& {
+  for (const auto& [account, part] : ledger::share_seconds(w)) {
     ensure_record(account);
     Row* row = &s.keys_for(w, *record_of(account)).group->row;
-    for (auto& g : shares)
-      if (g.row == row) return g;
-    return shares.emplace_back(GroupShares{row});
-  };
-  // __unallocated__'s part of a slot is on /metrics; a report row of it would read "allocated to no one: 1".
-  for (const auto& [account, share] : ledger::allocated_shares(w))
-    if (share > 0 && !is_special(account)) shares_of(account).allocated += share;
-  for (const auto& account : ledger::unknown_allocated_shares(w)) shares_of(account).allocated_unknown = true;
-  const auto used = ledger::used_shares(w);
-  bool energy_known = false;
-  for (const auto& [account, u] : used) {
-    GroupShares& g = shares_of(account);
-    g.used += u.activity;
-    g.vram += u.vram;
-    if (u.energy) {
-      g.energy += *u.energy;
-      energy_known = true;
-    }
+    auto g = std::find_if(shares.begin(), shares.end(), [&](const GroupShares& x) { return x.row == row; });
+    (g == shares.end() ? shares.emplace_back(GroupShares{row, {}}) : *g).sum += part;
   }
-  for (const auto& g : shares) {
-    g.row->share_hours += gpu_hours;
-    g.row->allocated_hours += g.allocated * gpu_hours;
-    if (g.allocated_unknown) g.row->allocated_unknown_hours += gpu_hours;
-    g.row->used_hours += g.used * gpu_hours;
-    g.row->vram_used_hours += g.vram * gpu_hours;
-    if (energy_known) {
-      g.row->energy_share_hours += gpu_hours;
-      g.row->energy_used_hours += g.energy * gpu_hours;
+  constexpr double kSecondsPerHour = 3600.0;
+  for (const auto& [row, sum] : shares) {
+    row->share_hours += gpu_hours;
+    row->allocated_hours += sum.allocated / kSecondsPerHour;
+    if (sum.allocated_unknown > 0) row->allocated_unknown_hours += gpu_hours;
+    row->used_hours += sum.used_activity / kSecondsPerHour;
+    row->vram_used_hours += sum.used_vram / kSecondsPerHour;
+    if (sum.energy_share > 0) {
+      row->energy_share_hours += gpu_hours;
+      row->energy_used_hours += sum.used_energy / kSecondsPerHour;
     }
   }
 }
