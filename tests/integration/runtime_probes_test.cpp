@@ -41,8 +41,9 @@ class RuntimeProbesTest : public ::testing::Test {
     fs::remove(mounts().v2 + test_cgroup(""), ec);
   }
 
-  void start_agent(RuntimeProbes mode) {
+  void start_agent(RuntimeProbes mode, size_t max_libraries = probes::LibraryAttacher::kDefaultMaxLibraries) {
     agent::AgentOptions options;
+    options.max_libraries = max_libraries;
     options.cuda_libs = {kSimLib};
     options.discover = true;
     options.runtime_probes = mode;
@@ -219,6 +220,44 @@ TEST_F(RuntimeProbesTest, ADeletedRuntimeCopyNoProcessMapsIsDetached) {
   }, std::chrono::milliseconds(5000)));
   EXPECT_EQ(agent_->snapshot().self.runtime_libraries_detached, 1u);
   fs::remove_all(dir);
+}
+
+// A tenant making runtime copies meets the bound (--max-libraries, runtime
+// files apart from the driver's): the copy past it is refused and counted,
+// and probed once a deleted copy makes room - before its application's calls.
+TEST_F(RuntimeProbesTest, RuntimeCopiesMeetABoundAndADeletedOneMakesRoom) {
+  start_agent(RuntimeProbes::kAuto, 1);
+  const fs::path base = fs::temp_directory_path() / ("gpuledger-rt-bound-" + std::to_string(::getpid()));
+  const fs::path dir_a = base / "a", dir_b = base / "b";
+  const std::string name = fs::path(kSharedRuntime).filename();
+  for (const auto& dir : {dir_a, dir_b}) {
+    fs::create_directories(dir);
+    fs::copy_file(kSharedRuntime, dir / name, fs::copy_options::overwrite_existing);
+  }
+  auto tenant = [&](const std::string& unit, const fs::path& dir) {
+    auto cg = std::make_unique<ScopedCgroup>(mounts().v2, test_cgroup("/system.slice/" + unit + ".service"));
+    auto child = std::make_unique<simulation::Child>(
+        std::vector<std::string>{kSharedApp, "--ready", "--rounds", "3"},
+        simulation::SpawnOptions{{cg->dir()}, {kBypass, "LD_LIBRARY_PATH=" + dir.string()}, true, true});
+    await_ready(*child);
+    return std::pair{std::move(cg), std::move(child)};
+  };
+  auto [cg_a, a] = tenant("rt-bound-a", dir_a);
+  ASSERT_TRUE(eventually([&] { return runtime_probed((dir_a / name).string()); }));
+  auto [cg_b, b] = tenant("rt-bound-b", dir_b);
+  ASSERT_TRUE(eventually([&] { return agent_->snapshot().self.runtime_library_limit_rejections >= 1; }));
+  EXPECT_FALSE(runtime_probed((dir_b / name).string())) << "past the bound";
+
+  const auto truth_a = finish_interactive_tenant(*a);
+  fs::remove(dir_a / name);  // unmapped and deleted: detached, and b's copy gets its place
+  ASSERT_TRUE(eventually([&] { return runtime_probed((dir_b / name).string()); }, std::chrono::milliseconds(5000)));
+  EXPECT_FALSE(runtime_probed((dir_a / name).string()));
+  EXPECT_EQ(agent_->snapshot().self.runtime_libraries_detached, 1u);
+  const auto truth_b = finish_interactive_tenant(*b);
+  expect_exact("systemd/rt-bound-a.service", truth_a);
+  expect_exact("systemd/rt-bound-b.service", truth_b);
+  EXPECT_EQ(counted_by_runtime(), counted_calls(truth_a) + counted_calls(truth_b));
+  fs::remove_all(base);
 }
 
 TEST_F(RuntimeProbesTest, StaticallyLinkedRuntimeIsFoundByItsSymbolsAndCountedExactly) {
