@@ -32,6 +32,9 @@ if [[ ! -r /sys/kernel/btf/vmlinux ]]; then
 fi
 
 scripts/install-test-tools.sh
+# NVIDIA's real driver library, runtime and NVML (non-free, unpacked privately
+# under build/nvidia; nothing on the host changes): the tests run against them.
+scripts/fetch-nvidia-libs.sh build/nvidia
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}"
 cmake --build build -j"$(nproc)"
