@@ -27,11 +27,12 @@ using namespace gpuledger::bench;
 
 struct Options {
   bool quick = false;
-  std::string parts = "1r23";  // which of the three measurements to run
+  std::string parts;  // which measurements to run (default: 1r23, and n where the real driver is fetched)
   std::string markdown;
   std::string agent_binary;
   std::string cuda_lib;
   std::string cudart;
+  std::string real_libcuda = GPULEDGER_REAL_LIBCUDA;  // NVIDIA's libcuda, fetched by scripts/fetch-nvidia-libs.sh
 };
 
 // Full mode is what docs/performance.md reports; --quick is a smoke test
@@ -48,14 +49,16 @@ Sizes sizes_for(bool quick) {
 
 void usage(const char* argv0) {
   std::printf(
-      "usage: %s [--quick] [--part 123] [--markdown FILE] [--agent PATH] [--cuda-lib PATH]\n"
+      "usage: %s [--quick] [--part 1nr23] [--markdown FILE] [--agent PATH] [--cuda-lib PATH] [--real-libcuda PATH]\n"
       "  --quick          small counts, for CI smoke runs (~20 s on a 2-vCPU VM, most of it\n"
       "                   detaching the --per-probe-links agent)\n"
       "  --part DIGITS    run only these parts: 1 probe overhead, 2 agent CPU, 3 agent memory,\n"
-      "                   r the runtime path (--runtime-probes; default parts: 1r23)\n"
+      "                   r the runtime path (--runtime-probes), n part 1 on NVIDIA's real libcuda\n"
+      "                   (default parts: 1r23, and n when the real library is there)\n"
       "  --markdown FILE  also write the report to FILE\n"
       "  --agent PATH     the gpuledger binary (default: next to this one)\n"
       "  --cuda-lib PATH  the CUDA driver simulator (default: sim/lib/libcuda.so.1 next to this one)\n"
+      "  --real-libcuda PATH  NVIDIA's driver library for part n (default: the one setup fetched)\n"
       "Must run as root (BPF, cgroups).\n",
       argv0);
 }
@@ -77,8 +80,10 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--part") { if (!value(o.parts)) return false; }
     else if (a == "--agent") { if (!value(o.agent_binary)) return false; }
     else if (a == "--cuda-lib") { if (!value(o.cuda_lib)) return false; }
+    else if (a == "--real-libcuda") { if (!value(o.real_libcuda)) return false; }
     else return false;
   }
+  if (o.parts.empty()) o.parts = !o.real_libcuda.empty() && fs::exists(o.real_libcuda) ? "1nr23" : "1r23";
   return true;
 }
 
@@ -135,6 +140,7 @@ int main(int argc, char** argv) {
     std::string report = machine_section(options);
     auto wanted = [&](char part) { return options.parts.find(part) != std::string::npos; };
     if (wanted('1')) report += "\n" + measure_probe_overhead(lib, cgroups, sizes.probe);
+    if (wanted('n')) report += "\n" + measure_real_driver_overhead(options.real_libcuda, cgroups, sizes.probe);
     if (wanted('r')) report += "\n" + measure_runtime_overhead(lib, cgroups, options.cudart, sizes.probe);
     if (wanted('2')) report += "\n" + measure_agent_cpu(lib, cgroups, options.agent_binary, sizes.cpu_seconds);
     if (wanted('3')) report += "\n" + measure_agent_memory(lib, cgroups, options.agent_binary, sizes.workloads);

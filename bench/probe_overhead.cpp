@@ -36,21 +36,20 @@ namespace {
 
 struct HotCall {
   const char* symbol;
-  CUresult (CudaSession::*invoke)() const;
+  std::function<CUresult()> invoke;
   // Share of calls_per_round this call makes. A synchronisation, even one
   // with nothing to wait for, sleeps on a timer that has already expired: a
   // timer interrupt and a context switch, tens of microseconds on a VM, so it
   // gets a tenth of the calls to keep a round within seconds.
   double call_share = 1.0;
 };
+using HotCalls = std::vector<HotCall>;
 
-const std::vector<HotCall>& hot_calls() {
-  static const std::vector<HotCall> calls = {
-      {"cuLaunchKernel", &CudaSession::launch},
-      {"cuMemcpyHtoD_v2", &CudaSession::copy},
-      {"cuStreamSynchronize", &CudaSession::sync, 0.1},
-  };
-  return calls;
+// The simulator's calls, all of which succeed: launch, copy, synchronise.
+HotCalls simulator_calls(const CudaSession& session) {
+  return {{"cuLaunchKernel", [&session] { return session.launch(); }},
+          {"cuMemcpyHtoD_v2", [&session] { return session.copy(); }},
+          {"cuStreamSynchronize", [&session] { return session.sync(); }, 0.1}};
 }
 
 size_t calls_for(const HotCall& call, const ProbeOverheadOptions& options) {
@@ -59,12 +58,15 @@ size_t calls_for(const HotCall& call, const ProbeOverheadOptions& options) {
 
 // Nanoseconds per call over `n` back-to-back calls. A short warm-up first, so
 // the first hit of a freshly attached probe (page faults, a new map entry, the
-// agent's new-workload event) is not part of the timing.
-double ns_per_call(const CudaSession& session, const HotCall& call, size_t n) {
-  for (size_t i = 0; i < 1000; ++i) (session.*call.invoke)();
+// agent's new-workload event) is not part of the timing. Every timed call
+// must return what the first warm-up call did: success on the simulator, the
+// same fast failure on the real driver without a GPU.
+double ns_per_call(const HotCall& call, size_t n) {
+  const CUresult expected = call.invoke();
+  for (size_t i = 0; i < 1000; ++i) call.invoke();
   auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < n; ++i)
-    if ((session.*call.invoke)() != CUDA_SUCCESS) throw Error(std::string(call.symbol) + " failed");
+    if (call.invoke() != expected) throw Error(std::string(call.symbol) + " changed its result mid-run");
   std::chrono::duration<double, std::nano> elapsed = std::chrono::steady_clock::now() - start;
   return elapsed.count() / static_cast<double>(n);
 }
@@ -258,7 +260,7 @@ size_t matching_floor(const std::vector<Configuration>& all, size_t agent, const
 uint64_t offset_of(const std::vector<probes::ElfFunction>& functions, const std::string& name) {
   for (const auto& fn : functions)
     if (fn.name == name && fn.is_default_version) return fn.file_offset;
-  throw Error("the simulator has no " + name);
+  throw Error("the library has no " + name);
 }
 
 double median(std::vector<double> v) {
@@ -316,10 +318,10 @@ std::string label_letter(const Configuration& c) {
 // One row per call and configuration; agent rows carry their ratio to the
 // floor of the same link kind and probe shape.
 MarkdownTable overhead_table(const Measurements& m, const ProbeShapes& shapes, const std::vector<Configuration>& all,
-                             const ProbeOverheadOptions& options) {
+                             const HotCalls& calls, const ProbeOverheadOptions& options) {
   MarkdownTable table({"Call", "Calls/round", "Configuration", "Probes", "ns/call (median)", "min-max",
                        "added ns vs (a)", "added / matching floor's added"});
-  for (const auto& call : hot_calls()) {
+  for (const auto& call : calls) {
     for (size_t i = 0; i < all.size(); ++i) {
       const Configuration& c = all[i];
       const auto& v = m.of(i, call.symbol);
@@ -344,9 +346,9 @@ MarkdownTable overhead_table(const Measurements& m, const ProbeShapes& shapes, c
 // microsecond or more: a no-probe figure that jumps by that much means
 // something else attached a probe to the library during the run, and that
 // round is not to be trusted. (Smaller wobbles are ordinary VM noise.)
-std::string baseline_warnings(const Measurements& m) {
+std::string baseline_warnings(const Measurements& m, const HotCalls& calls) {
   std::string out;
-  for (const auto& call : hot_calls()) {
+  for (const auto& call : calls) {
     const auto& v = m.of(0, call.symbol);
     auto [lo, hi] = std::minmax_element(v.begin(), v.end());
     if (*hi > 5 * *lo && *hi - *lo > 300)
@@ -357,20 +359,18 @@ std::string baseline_warnings(const Measurements& m) {
   return out;
 }
 
-}  // namespace
-
-std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cgroups,
-                                   const ProbeOverheadOptions& options) {
+// Every configuration against `calls` into the library at `path`, rounds
+// interleaved; returns the table and reading aids (after the caller's heading).
+std::string measure_calls(const std::string& path, const HotCalls& calls, const BenchCgroups& cgroups,
+                          const std::string& cgroup_name, const ProbeOverheadOptions& options) {
   // A non-root cgroup v2: the agent's normal path (the root takes the v1 fallback).
-  BenchCgroups::move_self_to(cgroups.make("probe-overhead"));
+  BenchCgroups::move_self_to(cgroups.make(cgroup_name));
   PinnedToOneCpu pinned;
 
-  CudaSession session(lib.api());
-  const std::string path = lib.path();
   auto functions = probes::read_dynamic_functions(path);
   ProbeShapes shapes(functions);
   std::vector<uint64_t> offsets;
-  for (const auto& call : hot_calls()) offsets.push_back(offset_of(functions, call.symbol));
+  for (const auto& call : calls) offsets.push_back(offset_of(functions, call.symbol));
 
   EmptyProgram multi_empty(true), perf_empty(false);
   const bool multi = uprobe_multi_supported(multi_empty, path, offsets.front());
@@ -387,8 +387,7 @@ std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cg
     for (size_t i = 0; i < all.size(); ++i) {
       auto started = std::chrono::steady_clock::now();
       auto attached = attach(all[i], multi_empty, perf_empty, path, offsets);
-      for (const auto& call : hot_calls())
-        measurements.add(i, call.symbol, ns_per_call(session, call, calls_for(call, options)));
+      for (const auto& call : calls) measurements.add(i, call.symbol, ns_per_call(call, calls_for(call, options)));
       // Each agent configuration is a fresh agent: it saw the warm-up and the timed launches.
       if (auto w = attached->check(1000 + options.calls_per_round); !w.empty())
         warnings.push_back(all[i].label + (": " + w));
@@ -402,20 +401,87 @@ std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cg
   }
   BenchCgroups::move_self_to(cgroups.mount());
 
-  std::string out = "## 1. Added cost per CUDA call\n\n";
-  out += "Rounds: " + std::to_string(options.rounds) +
+  std::string out = "Rounds: " + std::to_string(options.rounds) +
          ", each timing every call under every configuration in turn; medians over rounds. The calling "
-         "thread is pinned to one CPU, in a non-root cgroup v2 (" + cgroups.parent() +
-         "/probe-overhead). Multi-uprobe links: " + (multi ? "available" : "not available (Linux < 6.6?)") +
+         "thread is pinned to one CPU, in a non-root cgroup v2 (" + cgroups.parent() + "/" + cgroup_name +
+         "). Multi-uprobe links: " + (multi ? "available" : "not available (Linux < 6.6?)") +
          ". The goal is an agent whose added cost is within 10% of the matching floor's (ratio <= 1.10x).\n\n";
-  out += overhead_table(measurements, shapes, all, options).render();
+  out += overhead_table(measurements, shapes, all, calls, options).render();
   out += "\nDetaching, median over rounds (not in the figures above):\n\n";
   for (size_t i = 1; i < all.size(); ++i)
     out += std::string("- ") + all[i].label + ": " + std::to_string(probe_counts[i]) + " probes, " +
            fixed(median(detach_seconds[i]), 2) + " s\n";
   for (const auto& w : warnings) out += "\nWARNING: " + w + "\n";
-  out += baseline_warnings(measurements);
+  out += baseline_warnings(measurements, calls);
   return out;
+}
+
+// NVIDIA's real driver library, from a private copy (not named libcuda.so*,
+// for the reason sim_library.h gives), loaded with dlopen. Without a GPU its
+// cuInit fails (CUDA_ERROR_NO_DEVICE) and every call after fails fast: what is
+// timed is the call path through the real code and the probes on it.
+class RealDriver {
+ public:
+  explicit RealDriver(const std::string& original) {
+    char tmpl[] = "/tmp/gpuledger-bench-real.XXXXXX";
+    if (!::mkdtemp(tmpl)) throw Error("cannot create a temporary directory");
+    dir_ = tmpl;
+    path_ = dir_ + "/gpuledger-bench-nvidia-driver.so";
+    std::filesystem::copy_file(original, path_);
+    handle_ = ::dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) throw Error(std::string("cannot load the real driver library: ") + ::dlerror());
+    resolve("cuInit", init_);
+    resolve("cuLaunchKernel", launch_);
+    resolve("cuMemcpyHtoD_v2", copy_);
+    resolve("cuStreamSynchronize", sync_);
+    init_result_ = init_(0);
+  }
+  ~RealDriver() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);  // the mapping stays; only the name goes
+  }
+  const std::string& path() const { return path_; }
+  CUresult init_result() const { return init_result_; }
+  HotCalls calls() const {
+    return {{"cuLaunchKernel", [this] { return launch_(nullptr, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr); }},
+            {"cuMemcpyHtoD_v2", [this] { return copy_(0x1000, host_, sizeof host_); }},
+            {"cuStreamSynchronize", [this] { return sync_(nullptr); }}};
+  }
+
+ private:
+  template <typename Fn>
+  void resolve(const char* name, Fn& out) {
+    out = reinterpret_cast<Fn>(::dlsym(handle_, name));
+    if (!out) throw Error(std::string("the real driver library does not export ") + name);
+  }
+  std::string dir_, path_;
+  void* handle_ = nullptr;
+  CUresult (*init_)(unsigned) = nullptr;
+  decltype(&::cuLaunchKernel) launch_ = nullptr;
+  decltype(&::cuMemcpyHtoD_v2) copy_ = nullptr;
+  decltype(&::cuStreamSynchronize) sync_ = nullptr;
+  CUresult init_result_ = CUDA_SUCCESS;
+  char host_[4096] = {};
+};
+
+}  // namespace
+
+std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cgroups,
+                                   const ProbeOverheadOptions& options) {
+  CudaSession session(lib.api());
+  return "## 1. Added cost per CUDA call\n\n" +
+         measure_calls(lib.path(), simulator_calls(session), cgroups, "probe-overhead", options);
+}
+
+std::string measure_real_driver_overhead(const std::string& real_libcuda, const BenchCgroups& cgroups,
+                                         const ProbeOverheadOptions& options) {
+  RealDriver driver(real_libcuda);
+  return "## 1n. Added cost per call on NVIDIA's real driver library\n\n"
+         "Library: a private copy of " + real_libcuda + " (Debian's libcuda1, no GPU: cuInit returned " +
+         std::to_string(driver.init_result()) + ", and each call below fails fast, so the timing is the "
+         "real library's call path plus the probes). The agent's return probes count each failure as an "
+         "error by entry point: that path is part of the figures.\n\n" +
+         measure_calls(driver.path(), driver.calls(), cgroups, "real-driver-overhead", options);
 }
 
 

@@ -18,6 +18,11 @@ struct ProbeOverheadOptions {
 std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cgroups,
                                    const ProbeOverheadOptions& options);
 
+// Part 1n: the same configurations on NVIDIA's real libcuda (a private copy
+// of `real_libcuda`), whose calls fail fast without a GPU.
+std::string measure_real_driver_overhead(const std::string& real_libcuda, const BenchCgroups& cgroups,
+                                         const ProbeOverheadOptions& options);
+
 // Part 1b: the same for CUDA runtime calls (the runtime stand-in at `cudart`,
 // calling the driver copy in `lib`): the agent with --runtime-probes off, auto
 // and on, against empty probes where auto/on put theirs.

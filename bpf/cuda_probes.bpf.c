@@ -12,6 +12,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "core_fixes.h"
+#include "cuda_struct_layouts.h"
 #include "gpuledger_abi.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -84,6 +85,24 @@ struct {
   __type(key, __u64);
   __type(value, struct gl_thread_state);
 } threads SEC(".maps");
+
+/* Legacy launches' blocks (cuFuncSetBlockShape). LRU: a process that sets
+ * shapes on endless functions only evicts its own oldest ones. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct gl_func_key);
+  __type(value, struct gl_block_shape);
+} func_blocks SEC(".maps");
+
+/* cuGetExportTable requests by workload and table id. Preallocated and
+ * bounded: once full, a request is counted in the stats, not by id. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, struct gl_export_table_key);
+  __type(value, __u64);
+} export_tables SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -261,26 +280,69 @@ static __always_inline __u64 launch_threads(struct pt_regs *ctx, __u32 kind) {
   return (__u64)dim[0] * dim[1] * dim[2] * dim[3] * dim[4] * dim[5];
 }
 
-static __always_inline void add_launch(struct gl_counters *c, __u32 kind, __u64 threads) {
+/* A legacy launch's threads: its grid (cuLaunch: 1x1) times the block its
+ * function was given by cuFuncSetBlockShape (1x1x1 when none was seen). */
+static __always_inline __u64 legacy_launch_threads(struct pt_regs *ctx, __u64 cookie) {
+  __u64 grid = 1;
+  if (GL_COOKIE_SIZE_ARG(cookie) == 1) grid = (__u64)(__u32)PT_REGS_PARM2(ctx) * (__u32)PT_REGS_PARM3(ctx);
+  struct gl_func_key fk = {.tgid = bpf_get_current_pid_tgid() >> 32, .func = PT_REGS_PARM1(ctx)};
+  struct gl_block_shape *b = bpf_map_lookup_elem(&func_blocks, &fk);
+  if (!b) return grid;
+  return grid * b->x * b->y * b->z;
+}
+
+/* cuLaunchCooperativeKernelMultiDevice: one launch per entry of its list
+ * (at most GL_MULTI_LAUNCH_MAX are read), each with its own grid and block. */
+static __always_inline __u64 multi_launch_threads(struct pt_regs *ctx, __u64 *launches) {
+  __u64 list = PT_REGS_PARM1(ctx), threads = 0;
+  __u32 n = (__u32)PT_REGS_PARM2(ctx);
+  *launches = 0;
+  for (__u32 i = 0; i < GL_MULTI_LAUNCH_MAX; i++) {
+    if (i >= n) break;
+    struct gl_cu_launch_params p = {};
+    if (bpf_probe_read_user(&p, sizeof(p), (void *)(list + i * sizeof(p))) != 0) break;
+    threads += (__u64)p.gridDimX * p.gridDimY * p.gridDimZ * p.blockDimX * p.blockDimY * p.blockDimZ;
+    *launches += 1;
+  }
+  return threads;
+}
+
+/* Threads and launches of any launch kind (graphs: launches only). */
+static __always_inline __u64 any_launch_threads(struct pt_regs *ctx, __u64 cookie, __u64 *launches) {
+  __u32 kind = GL_COOKIE_KIND(cookie);
+  *launches = 1;
+  if (kind == GL_KIND_GRAPH) return 0;
+  if (kind == GL_KIND_LAUNCH_LEGACY) return legacy_launch_threads(ctx, cookie);
+  if (kind == GL_KIND_LAUNCH_MULTI) return multi_launch_threads(ctx, launches);
+  return launch_threads(ctx, kind);
+}
+
+static __always_inline void add_launch(struct gl_counters *c, __u32 kind, __u64 threads, __u64 launches) {
   if (kind == GL_KIND_GRAPH) {
     __sync_fetch_and_add(&c->graph_launches, 1);
     return;
   }
-  __sync_fetch_and_add(&c->launches, 1);
+  __sync_fetch_and_add(&c->launches, launches);
   __sync_fetch_and_add(&c->launched_threads, threads);
 }
 
 /* A launch opens the thread's busy span unless one is open: the GPU is taken
  * to be busy from then until a synchronisation on this thread returns. */
-static __always_inline void count_launch_on(struct gl_thread_state *t, __u32 device, __u32 kind,
-                                            __u64 threads) {
+static __always_inline void count_launches_on(struct gl_thread_state *t, __u32 device, __u32 kind,
+                                              __u64 threads, __u64 launches) {
+  if (!launches) return; /* a multi-device launch whose list could not be read */
   if (t && !t->span_start_ns) t->span_start_ns = bpf_ktime_get_ns();
   struct gl_counters *c = counters_for(current_cgroup_key(), device);
-  if (c) add_launch(c, kind, threads);
+  if (c) add_launch(c, kind, threads, launches);
 }
 
-static __always_inline void count_launch(struct gl_thread_state *t, __u32 kind, __u64 threads) {
-  count_launch_on(t, t ? t->device : GL_DEVICE_UNKNOWN, kind, threads);
+static __always_inline void count_launch_on(struct gl_thread_state *t, __u32 device, __u32 kind,
+                                            __u64 threads) {
+  count_launches_on(t, device, kind, threads, 1);
+}
+
+static __always_inline void count_launches(struct gl_thread_state *t, __u32 kind, __u64 threads, __u64 launches) {
+  count_launches_on(t, t ? t->device : GL_DEVICE_UNKNOWN, kind, threads, launches);
 }
 
 /* What a call counts as, whichever level sees it: launches, copies and
@@ -289,10 +351,18 @@ static __always_inline __u32 call_class(__u32 kind) {
   switch (kind) {
     case GL_KIND_LAUNCH_EX:
     case GL_KIND_RT_LAUNCH:
+    case GL_KIND_LAUNCH_LEGACY:
+    case GL_KIND_LAUNCH_MULTI:
       return GL_KIND_LAUNCH;
     case GL_KIND_RT_MEMCPY:
+    case GL_KIND_MEMCPY_2D:
+    case GL_KIND_MEMCPY_3D:
+    case GL_KIND_MEMCPY_3D_PEER:
+    case GL_KIND_MEMCPY_BATCH:
+    case GL_KIND_MEMCPY_3D_BATCH:
       return GL_KIND_MEMCPY;
     case GL_KIND_ALLOC_PITCH:
+    case GL_KIND_ARRAY_CREATE:
       return GL_KIND_ALLOC;
     default:
       return kind;
@@ -323,12 +393,156 @@ static __always_inline bool runtime_owns(struct gl_thread_state *t, __u32 kind, 
  * launches attempted; --launch-returns moves them to gl_call_entry/return. */
 SEC("uprobe")
 int gl_launch(struct pt_regs *ctx) {
-  __u32 kind = GL_COOKIE_KIND(bpf_get_attach_cookie(ctx));
-  __u64 threads = kind == GL_KIND_GRAPH ? 0 : launch_threads(ctx, kind);
+  __u64 cookie = bpf_get_attach_cookie(ctx);
+  __u32 kind = GL_COOKIE_KIND(cookie);
+  __u64 launches;
+  __u64 threads = any_launch_threads(ctx, cookie, &launches);
   struct gl_thread_state *t = thread_state(bpf_get_current_pid_tgid());
   if (runtime_owns(t, kind, PT_REGS_SP(ctx), false)) return 0;
-  count_launch(t, kind, threads);
+  count_launches(t, kind, threads, launches);
   return 0;
+}
+
+/* The direction of a copy between two CUmemorytypes: arrays are device
+ * memory; unified (or host to host) is left to the driver: unknown. */
+static __always_inline __u64 direction_of(__u32 src, __u32 dst) {
+  bool src_dev = src == GL_CU_MEMORYTYPE_DEVICE || src == GL_CU_MEMORYTYPE_ARRAY;
+  bool dst_dev = dst == GL_CU_MEMORYTYPE_DEVICE || dst == GL_CU_MEMORYTYPE_ARRAY;
+  if (src == GL_CU_MEMORYTYPE_HOST && dst_dev) return GL_DIR_HTOD;
+  if (src_dev && dst == GL_CU_MEMORYTYPE_HOST) return GL_DIR_DTOH;
+  if (src_dev && dst_dev) return GL_DIR_DTOD;
+  return GL_DIR_UNKNOWN;
+}
+
+/* A 2D or 3D copy's bytes and direction, from its descriptor (legacy forms:
+ * the _v1 struct). A descriptor that cannot be read counts 0 bytes. */
+static __always_inline __u64 struct_copy_bytes(__u32 kind, bool legacy, __u64 desc, __u64 *dir) {
+  *dir = GL_DIR_UNKNOWN;
+  if (kind == GL_KIND_MEMCPY_2D) {
+    if (legacy) {
+      struct gl_cu_memcpy2d_v1 d = {};
+      if (bpf_probe_read_user(&d, sizeof(d), (void *)desc)) return 0;
+      *dir = direction_of(d.srcMemoryType, d.dstMemoryType);
+      return (__u64)d.WidthInBytes * d.Height;
+    }
+    struct gl_cu_memcpy2d d = {};
+    if (bpf_probe_read_user(&d, sizeof(d), (void *)desc)) return 0;
+    *dir = direction_of(d.srcMemoryType, d.dstMemoryType);
+    return d.WidthInBytes * d.Height;
+  }
+  if (legacy) {
+    struct gl_cu_memcpy3d_v1 d = {};
+    if (bpf_probe_read_user(&d, sizeof(d), (void *)desc)) return 0;
+    *dir = direction_of(d.srcMemoryType, d.dstMemoryType);
+    return (__u64)d.WidthInBytes * d.Height * d.Depth;
+  }
+  struct gl_cu_memcpy3d d = {};
+  if (bpf_probe_read_user(&d, sizeof(d), (void *)desc)) return 0;
+  *dir = kind == GL_KIND_MEMCPY_3D_PEER ? GL_DIR_PEER : direction_of(d.srcMemoryType, d.dstMemoryType);
+  return d.WidthInBytes * d.Height * d.Depth;
+}
+
+/* Bytes per element of an array format (per channel); 0: not known here. */
+static __always_inline __u64 format_bytes(__u32 format) {
+  switch (format) {
+    case GL_CU_AD_FORMAT_UNSIGNED_INT8:
+    case GL_CU_AD_FORMAT_SIGNED_INT8:
+      return 1;
+    case GL_CU_AD_FORMAT_UNSIGNED_INT16:
+    case GL_CU_AD_FORMAT_SIGNED_INT16:
+    case GL_CU_AD_FORMAT_HALF:
+      return 2;
+    case GL_CU_AD_FORMAT_UNSIGNED_INT32:
+    case GL_CU_AD_FORMAT_SIGNED_INT32:
+    case GL_CU_AD_FORMAT_FLOAT:
+      return 4;
+  }
+  return 0;
+}
+
+static __always_inline __u64 at_least_1(__u64 v) { return v ? v : 1; }
+
+/* The bytes an array holds, from its descriptor: width x height x depth
+ * (0 meaning 1) x channels x element size, summed over a mipmap's levels
+ * (each half the one before, at least 1). The driver pads and aligns: this is
+ * the data the array holds, not the driver's reservation. */
+static __always_inline __u64 array_bytes(__u64 cookie, struct pt_regs *ctx) {
+  bool legacy = GL_COOKIE_LEGACY(cookie);
+  __u32 shape = GL_COOKIE_SIZE_ARG(cookie);
+  __u64 desc = PT_REGS_PARM2(ctx), w = 0, h = 0, d = 1, elem = 0;
+  if (shape == GL_ARRAY_2D) {
+    if (legacy) {
+      struct gl_cu_array_descriptor_v1 a = {};
+      if (bpf_probe_read_user(&a, sizeof(a), (void *)desc)) return 0;
+      w = a.Width, h = a.Height, elem = format_bytes(a.Format) * a.NumChannels;
+    } else {
+      struct gl_cu_array_descriptor a = {};
+      if (bpf_probe_read_user(&a, sizeof(a), (void *)desc)) return 0;
+      w = a.Width, h = a.Height, elem = format_bytes(a.Format) * a.NumChannels;
+    }
+  } else if (legacy) {
+    struct gl_cu_array3d_descriptor_v1 a = {};
+    if (bpf_probe_read_user(&a, sizeof(a), (void *)desc)) return 0;
+    w = a.Width, h = a.Height, d = a.Depth, elem = format_bytes(a.Format) * a.NumChannels;
+  } else {
+    struct gl_cu_array3d_descriptor a = {};
+    if (bpf_probe_read_user(&a, sizeof(a), (void *)desc)) return 0;
+    w = a.Width, h = a.Height, d = a.Depth, elem = format_bytes(a.Format) * a.NumChannels;
+  }
+  if (!elem) {
+    count_stat(GL_STAT_ARRAY_SIZE_UNKNOWN);
+    return 0;
+  }
+  h = at_least_1(h), d = at_least_1(d);
+  if (shape != GL_ARRAY_MIPMAP) return w * h * d * elem;
+  __u32 levels = (__u32)PT_REGS_PARM3(ctx);
+  __u64 total = 0;
+  for (__u32 l = 0; l < GL_MIPMAP_LEVELS_MAX; l++) {
+    if (l >= levels) break;
+    total += w * h * d * elem;
+    w = at_least_1(w >> 1), h = at_least_1(h >> 1), d = at_least_1(d >> 1);
+  }
+  return total;
+}
+
+/* A memset's bytes: elements (or width x height) x element size. */
+static __always_inline __u64 memset_bytes(struct pt_regs *ctx, __u64 cookie, __u64 mask) {
+  __u32 arg = GL_COOKIE_SIZE_ARG(cookie), how = GL_COOKIE_DIR(cookie);
+  __u64 n = arg_n(ctx, arg) & mask;
+  if (how & GL_MEMSET_2D) n *= arg_n(ctx, arg + 1) & mask;
+  return n * (how & 0x7);
+}
+
+/* cuMemcpyBatchAsync(dsts, srcs, sizes, count, ...): the sum of sizes[],
+ * read in a bounded loop (bpf_loop), at most GL_BATCH_COPIES_MAX entries. */
+struct batch_sum {
+  __u64 sizes;
+  __u64 bytes;
+};
+static long add_batch_size(__u64 i, void *data) {
+  struct batch_sum *b = data;
+  __u64 size = 0;
+  if (bpf_probe_read_user(&size, sizeof(size), (void *)(b->sizes + i * sizeof(size)))) return 1;
+  b->bytes += size;
+  return 0;
+}
+static long add_batch_extent(__u64 i, void *data) {
+  struct batch_sum *b = data;
+  struct gl_cu_extent3d e = {};
+  if (bpf_probe_read_user(&e, sizeof(e), (void *)(b->sizes + i * GL_CU_MEMCPY3D_BATCH_OP_SIZE +
+                                                  GL_CU_MEMCPY3D_BATCH_OP_EXTENT)))
+    return 1;
+  b->bytes += e.width * e.height * e.depth;
+  return 0;
+}
+static __always_inline __u64 batch_bytes(struct pt_regs *ctx, bool ops3d) {
+  /* Through arg_n: a context read chosen by a condition is a moved context
+   * pointer, which the verifier rejects. */
+  struct batch_sum b = {.sizes = arg_n(ctx, ops3d ? 1 : 2)};
+  __u64 n = arg_n(ctx, ops3d ? 0 : 3);
+  if (n > GL_BATCH_COPIES_MAX) n = GL_BATCH_COPIES_MAX;
+  bpf_loop(n, ops3d ? add_batch_extent : add_batch_size, &b, 0);
+  return b.bytes;
 }
 
 SEC("uprobe")
@@ -341,10 +555,40 @@ int gl_call_entry(struct pt_regs *ctx) {
   switch (kind) {
     case GL_KIND_LAUNCH:
     case GL_KIND_LAUNCH_EX:
-      s.a0 = launch_threads(ctx, kind);
+    case GL_KIND_LAUNCH_LEGACY:
+    case GL_KIND_LAUNCH_MULTI:
+    case GL_KIND_GRAPH:
+      s.a0 = any_launch_threads(ctx, cookie, &s.a1);
       break;
     case GL_KIND_MEMCPY:
       s.a0 = arg_n(ctx, GL_COOKIE_SIZE_ARG(cookie)) & mask;
+      s.a1 = GL_COOKIE_DIR(cookie);
+      break;
+    case GL_KIND_MEMCPY_BATCH:
+    case GL_KIND_MEMCPY_3D_BATCH:
+      s.a0 = batch_bytes(ctx, kind == GL_KIND_MEMCPY_3D_BATCH);
+      s.a1 = GL_DIR_UNKNOWN;
+      break;
+    case GL_KIND_MEMCPY_2D:
+    case GL_KIND_MEMCPY_3D:
+    case GL_KIND_MEMCPY_3D_PEER:
+      s.a0 = struct_copy_bytes(kind, GL_COOKIE_LEGACY(cookie), PT_REGS_PARM1(ctx), &s.a1);
+      break;
+    case GL_KIND_ARRAY_CREATE:
+      s.a0 = PT_REGS_PARM1(ctx); /* CUarray *out */
+      s.a1 = array_bytes(cookie, ctx);
+      break;
+    case GL_KIND_MEMSET:
+      s.a0 = memset_bytes(ctx, cookie, mask);
+      break;
+    case GL_KIND_BLOCK_SHAPE:
+      s.a0 = PT_REGS_PARM1(ctx);
+      s.a1 = (__u32)PT_REGS_PARM2(ctx) | ((__u64)(__u32)PT_REGS_PARM3(ctx) << 32);
+      s.a2 = (__u32)PT_REGS_PARM4(ctx);
+      break;
+    case GL_KIND_EXPORT_TABLE:
+      /* The table's id: 16 bytes at the second argument. */
+      bpf_probe_read_user(&s.a0, 2 * sizeof(__u64), (void *)PT_REGS_PARM2(ctx));
       break;
     case GL_KIND_ALLOC:
       s.a0 = PT_REGS_PARM1(ctx);
@@ -429,14 +673,18 @@ static __always_inline void add_memcpy(struct gl_counters *c, __u64 dir, __u64 b
 
 /* A synchronisation that returned: time blocked since `start_ns`, and the
  * work launched before it is complete, which closes the thread's busy span. */
-static __always_inline void add_sync(struct gl_thread_state *t, struct gl_counters *c, __u64 start_ns) {
-  __u64 now = bpf_ktime_get_ns();
-  __sync_fetch_and_add(&c->syncs, 1);
-  __sync_fetch_and_add(&c->sync_ns, now - start_ns);
+static __always_inline void close_span(struct gl_thread_state *t, struct gl_counters *c, __u64 now) {
   if (t->span_start_ns) {
     __sync_fetch_and_add(&c->busy_ns, now - t->span_start_ns);
     t->span_start_ns = 0;
   }
+}
+
+static __always_inline void add_sync(struct gl_thread_state *t, struct gl_counters *c, __u64 start_ns) {
+  __u64 now = bpf_ktime_get_ns();
+  __sync_fetch_and_add(&c->syncs, 1);
+  __sync_fetch_and_add(&c->sync_ns, now - start_ns);
+  close_span(t, c, now);
 }
 
 static __always_inline void count_error(__u64 key, __u32 call_id, __u32 device) {
@@ -506,7 +754,8 @@ static __always_inline void count_success(struct gl_thread_state *t, struct gl_c
       add_memcpy(c, dir, s->a0);
       break;
     case GL_KIND_ALLOC:
-      bytes = read_allocation(kind, legacy, s, &ptr);
+      /* An array's handle is a pointer whatever the form. */
+      bytes = read_allocation(kind, kind == GL_KIND_ARRAY_CREATE ? 0 : legacy, s, &ptr);
       record_alloc(c, p, tgid, key, device, ptr, bytes);
       break;
     case GL_KIND_FREE:
@@ -515,7 +764,33 @@ static __always_inline void count_success(struct gl_thread_state *t, struct gl_c
     case GL_KIND_SYNC:
       add_sync(t, c, s->start_ns);
       break;
+    case GL_KIND_QUERY:
+      /* Completion reported: the work launched before it is done. */
+      close_span(t, c, bpf_ktime_get_ns());
+      break;
+    case GL_KIND_MEMSET:
+      __sync_fetch_and_add(&c->memsets, 1);
+      __sync_fetch_and_add(&c->memset_bytes, s->a0);
+      break;
   }
+}
+
+/* cuGetExportTable: one more request for this table id by this workload. */
+static __always_inline void count_export_table(__u64 key, const struct gl_call_stash *s) {
+  struct gl_export_table_key ek = {.cgroup_key = key};
+  __builtin_memcpy(ek.table, &s->a0, sizeof(ek.table));
+  __u64 *n = bpf_map_lookup_elem(&export_tables, &ek);
+  if (n) {
+    __sync_fetch_and_add(n, 1);
+    return;
+  }
+  __u64 one = 1;
+  if (bpf_map_update_elem(&export_tables, &ek, &one, BPF_NOEXIST) == 0) return;
+  n = bpf_map_lookup_elem(&export_tables, &ek);
+  if (n)
+    __sync_fetch_and_add(n, 1);
+  else
+    count_stat(GL_STAT_EXPORT_TABLES_FULL);
 }
 
 SEC("uretprobe")
@@ -536,28 +811,37 @@ int gl_call_return(struct pt_regs *ctx) {
   __u32 device = t->device;
   __u64 key = current_cgroup_key();
   int rc = (int)PT_REGS_RC(ctx);
+  if (kind == GL_KIND_EXPORT_TABLE) count_export_table(key, &s); /* asked for, found or not */
+  if (kind == GL_KIND_QUERY && rc == 600 /* CUDA_ERROR_NOT_READY: still running, not a failure */) return 0;
   if (rc != 0) {
     count_error(key, GL_COOKIE_CALL(cookie), device);
     return 0;
   }
-  if (kind == GL_KIND_LAUNCH || kind == GL_KIND_LAUNCH_EX || kind == GL_KIND_GRAPH) {
-    count_launch(t, kind, s.a0);
+  if (call_class(kind) == GL_KIND_LAUNCH || kind == GL_KIND_GRAPH) {
+    count_launches(t, kind, s.a0, s.a1);
+    return 0;
+  }
+  if (kind == GL_KIND_BLOCK_SHAPE) {
+    struct gl_func_key fk = {.tgid = tgid, .func = s.a0};
+    struct gl_block_shape b = {.x = (__u32)s.a1, .y = (__u32)(s.a1 >> 32), .z = (__u32)s.a2};
+    bpf_map_update_elem(&func_blocks, &fk, &b, BPF_ANY);
     return 0;
   }
   /* Allocations and frees need the process's state; other calls only make
    * sure the process is known, which each thread checks once. */
   struct gl_proc_state *p = NULL;
-  if (kind == GL_KIND_ALLOC || kind == GL_KIND_ALLOC_PITCH || kind == GL_KIND_FREE || !t->process_known) {
+  __u32 cls = call_class(kind);
+  if (cls == GL_KIND_ALLOC || cls == GL_KIND_FREE || !t->process_known) {
     p = process_for(tgid, key);
     if (p) t->process_known = 1;
   }
-  if (kind == GL_KIND_CONTEXT || kind == GL_KIND_OTHER) {
+  if (kind == GL_KIND_CONTEXT || kind == GL_KIND_OTHER || kind == GL_KIND_EXPORT_TABLE) {
     /* Bookkeeping only: no counter of the workload changes. */
     if (kind == GL_KIND_CONTEXT) apply_context_op(t, tgid, GL_COOKIE_CTX_OP(cookie), s.a0, s.a1);
     return 0;
   }
   struct gl_counters *c = counters_for(key, device);
-  if (c) count_success(t, c, p, tgid, key, device, kind, GL_COOKIE_LEGACY(cookie), GL_COOKIE_DIR(cookie), &s);
+  if (c) count_success(t, c, p, tgid, key, device, kind, GL_COOKIE_LEGACY(cookie), s.a1, &s);
   return 0;
 }
 

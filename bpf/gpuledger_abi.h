@@ -41,7 +41,34 @@ enum gl_call_kind {
   GL_KIND_RT_LAUNCH = 10,  /* cudaLaunchKernel(func, dim3 grid, dim3 block, ...): dim3 by value, 2 registers each */
   GL_KIND_RT_MEMCPY = 11,  /* cudaMemcpy[Async](dst, src, bytes, enum cudaMemcpyKind kind, ...) */
   GL_KIND_RT_SET_DEVICE = 12, /* cudaSetDevice(int device): the thread's runtime device */
+  /* Copies described by a struct (layouts of the real cuda.h; legacy forms: 32-bit fields):
+   * bytes are WidthInBytes x Height [x Depth], the direction from the memory types. */
+  GL_KIND_MEMCPY_2D = 13,      /* cuMemcpy2D*(const CUDA_MEMCPY2D *), cuMemcpy2DUnaligned* */
+  GL_KIND_MEMCPY_3D = 14,      /* cuMemcpy3D*(const CUDA_MEMCPY3D *) */
+  GL_KIND_MEMCPY_3D_PEER = 15, /* cuMemcpy3DPeer*(const CUDA_MEMCPY3D_PEER *): between contexts */
+  GL_KIND_QUERY = 16,          /* cuStreamQuery, cuEventQuery: CUDA_SUCCESS reports completion */
+  GL_KIND_LAUNCH_LEGACY = 17,  /* cuLaunch(f), cuLaunchGrid[Async](f, w, h[, stream]): block from cuFuncSetBlockShape */
+  GL_KIND_BLOCK_SHAPE = 18,    /* cuFuncSetBlockShape(f, x, y, z): bookkeeping for legacy launches */
+  GL_KIND_LAUNCH_MULTI = 19,   /* cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *list, n, flags) */
+  GL_KIND_ARRAY_CREATE = 20,   /* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate(out, desc[, levels]) */
+  GL_KIND_MEMSET = 21,         /* cuMemsetD{8,16,32}[Async], cuMemsetD2D{8,16,32}[Async] */
+  GL_KIND_EXPORT_TABLE = 22,   /* cuGetExportTable(const void **table, const CUuuid *id): counted by id */
+  GL_KIND_MEMCPY_BATCH = 23,   /* cuMemcpyBatchAsync(dsts, srcs, size_t *sizes, count, ...): the sum of sizes */
+  GL_KIND_MEMCPY_3D_BATCH = 24, /* cuMemcpy3DBatchAsync(n, CUDA_MEMCPY3D_BATCH_OP *ops, ...): the extents */
 };
+
+/* The size-argument bits of a GL_KIND_ARRAY_CREATE cookie: which descriptor. */
+enum gl_array_shape {
+  GL_ARRAY_2D = 0,      /* CUDA_ARRAY_DESCRIPTOR: Width, Height, Format, NumChannels */
+  GL_ARRAY_3D = 1,      /* CUDA_ARRAY3D_DESCRIPTOR: Width, Height, Depth, Format, NumChannels, Flags */
+  GL_ARRAY_MIPMAP = 2,  /* a CUDA_ARRAY3D_DESCRIPTOR and numMipmapLevels (3rd argument) */
+};
+/* A GL_KIND_MEMSET cookie: the size argument is the element count (1D) or the
+ * width in elements (2D, the height follows it); the direction bits carry the
+ * element size in bytes, and bit 3 of them says 2D. */
+#define GL_MEMSET_2D 0x8
+/* A GL_KIND_LAUNCH_LEGACY cookie: size argument 1 means the grid's width and
+ * height are arguments 1 and 2 (cuLaunchGrid*); 0 means a 1x1 grid (cuLaunch). */
 
 /* --runtime-probes: how the runtime-level handlers count (see docs/runtime-probes.md).
  * off: no runtime probes. auto: the driver level counts; a runtime call that
@@ -55,7 +82,7 @@ enum gl_runtime_mode {
 };
 /* Runtime entry points get call ids from here up (errors are named by id);
  * the driver's names take the ids below. */
-#define GL_RUNTIME_CALL_BASE 192
+#define GL_RUNTIME_CALL_BASE 768
 
 /* What a GL_KIND_CONTEXT entry point does to the calling thread's contexts
  * (carried in the cookie's direction bits). */
@@ -71,20 +98,20 @@ enum gl_context_op {
 /* A probe's BPF cookie packs everything the handler needs to know about the
  * entry point it sits on, so one program serves every entry point of a kind:
  *   bits  0..7  kind (enum gl_call_kind)
- *   bits  8..15 call id: index of the entry point name in the agent's table
+ *   bits 32..41 call id: index of the entry point name in the agent's table
  *   bits 16..19 argument index holding the byte count (memcpy) or device (context)
  *   bits 20..23 direction (enum gl_direction, memcpy) or enum gl_context_op
  *   bit  24     legacy form: 32-bit pointers and sizes (cuMemAlloc, cuMemcpyHtoD, ...) */
 #define GL_COOKIE_KIND(c) ((gl_u32)((c)&0xff))
-#define GL_COOKIE_CALL(c) ((gl_u32)(((c) >> 8) & 0xff))
+#define GL_COOKIE_CALL(c) ((gl_u32)(((c) >> 32) & 0x3ff))
 #define GL_COOKIE_SIZE_ARG(c) ((gl_u32)(((c) >> 16) & 0xf))
 #define GL_COOKIE_DIR(c) ((gl_u32)(((c) >> 20) & 0xf))
 #define GL_COOKIE_LEGACY(c) ((gl_u32)(((c) >> 24) & 0x1))
 #define GL_MAKE_COOKIE(kind, call, size_arg, dir, legacy)                                 \
-  ((gl_u64)(kind) | ((gl_u64)(call) << 8) | ((gl_u64)(size_arg) << 16) | ((gl_u64)(dir) << 20) | \
+  ((gl_u64)(kind) | ((gl_u64)(call) << 32) | ((gl_u64)(size_arg) << 16) | ((gl_u64)(dir) << 20) | \
    ((gl_u64)(legacy) << 24))
 #define GL_COOKIE_CTX_OP(c) GL_COOKIE_DIR(c)
-#define GL_MAX_CALLS 256
+#define GL_MAX_CALLS 1024
 /* The call_names map: the name each call id was given, so an agent that takes
  * over pinned maps and links (whose keys and cookies carry the ids) names
  * them as the agent that handed them out did. Written by the agent only. */
@@ -124,6 +151,27 @@ struct gl_counters {
   gl_u64 sync_ns; /* nanoseconds blocked in synchronisation calls */
   gl_u64 untracked_frees; /* frees of pointers allocated before the agent attached */
   gl_u64 busy_ns; /* launch-to-completion spans: first launch after a sync until a sync returns */
+  gl_u64 memsets;      /* cuMemsetD* calls that succeeded */
+  gl_u64 memset_bytes; /* bytes they set (elements x element size) */
+};
+
+/* cuFuncSetBlockShape's block, per process and function, for the legacy
+ * launches (cuLaunch, cuLaunchGrid*) that take no block of their own. */
+struct gl_func_key {
+  gl_u32 tgid;
+  gl_u32 pad;
+  gl_u64 func;
+};
+struct gl_block_shape {
+  gl_u32 x, y, z;
+  gl_u32 pad;
+};
+
+/* cuGetExportTable requests, per workload and table id (a CUuuid): which
+ * undocumented driver tables a runtime asks for. */
+struct gl_export_table_key {
+  gl_u64 cgroup_key;
+  gl_u8 table[16];
 };
 
 struct gl_error_key {
@@ -201,7 +249,9 @@ enum gl_stat {
   GL_STAT_THREADS_FULL = 6,       /* thread map full: that thread's device and spans are unknown */
   GL_STAT_RUNTIME_COUNTED = 7,    /* calls counted by the runtime-level probes */
   GL_STAT_RUNTIME_LEFT_TO_DRIVER = 8, /* runtime calls the driver-level probes counted (de-duplicated) */
-  GL_STAT_COUNT = 9,
+  GL_STAT_ARRAY_SIZE_UNKNOWN = 9, /* an array of a format whose element size is not known: counted, 0 bytes */
+  GL_STAT_EXPORT_TABLES_FULL = 10, /* export-table map full: that request is not counted by id */
+  GL_STAT_COUNT = 11,
 };
 
 /* Events to userspace: rare by construction (a new workload, a process that

@@ -9,12 +9,14 @@
 # Steps (each under `timeout`; a failure is recorded, never fatal):
 #   env         driver, CUDA, toolkit, PyTorch versions
 #   address     cuGetProcAddress_v2 pointers vs the exported symbols the agent probes
+#   catalogue   the driver's exported entry points that change a bill vs the agent's plan
 #   static      tests/gpu/known_work.cu built with nvcc's default static runtime vs its truth
 #   eager       a PyTorch training loop vs torch.profiler's kernel count
 #   graph       its forward pass as a CUDA graph: graph launches
 #   expandable  PyTorch with expandable_segments: live bytes vs memory_reserved() and NVML
 #   busy        two processes sharing the GPU: busy shares, agent vs NVML per-process samples
 #   device      inventory, NVML readings, ioctl counts, GPU labels on the series
+#   tables      which cuGetExportTable ids the runtimes asked for after a successful cuInit
 # When `gpuledger agent --help` lists --runtime-probes, a second pass repeats
 # static, eager and graph with `--runtime-probes on`.
 # Writes DIR/results.md and DIR/results.json (plus DIR/steps/ and DIR/raw/).
@@ -184,8 +186,8 @@ run_step() {  # run_step STEP TIMEOUT_S PASS_NAME
   left=$((DEADLINE - SECONDS))
   if ((left < 15)); then record_step "$name" skipped "the kit's time budget ran out"; return; fi
   ((limit > left)) && limit=$left
-  # env and address need no agent; the others read it.
-  if [[ -z "$API" && "$step" != env && "$step" != address ]]; then
+  # env, address and catalogue need no agent; the others read it.
+  if [[ -z "$API" && "$step" != env && "$step" != address && "$step" != catalogue ]]; then
     record_step "$name" error "no agent (raw/agent-${pass:-default}.log)"
     return
   fi
@@ -206,6 +208,7 @@ PASSES+=("default")
 start_agent default
 run_step env 30 ""
 run_step address 40 ""
+run_step catalogue 20 ""
 if ((!SIMULATE)); then
   wait "$NVCC_PID" || log "nvcc failed (raw/nvcc.log)"
 fi
@@ -215,6 +218,7 @@ run_step graph 45 ""
 run_step expandable 45 ""
 run_step busy 50 ""
 run_step device 20 ""
+run_step tables 10 ""
 stop_agent
 
 # ------------------------------------------------------------ pass 2: runtime-API probes on

@@ -209,139 +209,205 @@ typedef enum CUdriverProcAddressQueryResult_enum {
 #define CU_GET_PROC_ADDRESS_LEGACY_STREAM (1 << 0)
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (1 << 1)
 
-/* ============================================================== entry points */
-/* Simulator-only extras (not part of the CUDA driver API). */
-CUDASIM_API const char *cudasimVersionString(void);
-/* Bytes currently allocated (all devices, all allocation kinds). */
-CUDASIM_API unsigned long long cudasimLiveBytes(void);
+/* ------------------------------------------------ arrays and 2D/3D copies */
+typedef struct CUarray_st *CUarray;
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
 
-/* Initialization / version / errors */
-CUDASIM_API CUresult cuInit(unsigned int Flags);
-CUDASIM_API CUresult cuDriverGetVersion(int *driverVersion);
-CUDASIM_API CUresult cuGetErrorName(CUresult error, const char **pStr);
-CUDASIM_API CUresult cuGetErrorString(CUresult error, const char **pStr);
-CUDASIM_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-                                      cuuint64_t flags);
-CUDASIM_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-                                         cuuint64_t flags,
-                                         CUdriverProcAddressQueryResult *symbolStatus);
+typedef enum CUmemorytype_enum {
+    CU_MEMORYTYPE_HOST = 0x01,
+    CU_MEMORYTYPE_DEVICE = 0x02,
+    CU_MEMORYTYPE_ARRAY = 0x03,
+    CU_MEMORYTYPE_UNIFIED = 0x04
+} CUmemorytype;
 
-/* Devices */
-CUDASIM_API CUresult cuDeviceGet(CUdevice *device, int ordinal);
-CUDASIM_API CUresult cuDeviceGetCount(int *count);
-CUDASIM_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev);
-CUDASIM_API CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
-CUDASIM_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev);
-CUDASIM_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev);
-CUDASIM_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev);
-CUDASIM_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
+typedef enum CUarray_format_enum {
+    CU_AD_FORMAT_UNSIGNED_INT8 = 0x01,
+    CU_AD_FORMAT_UNSIGNED_INT16 = 0x02,
+    CU_AD_FORMAT_UNSIGNED_INT32 = 0x03,
+    CU_AD_FORMAT_SIGNED_INT8 = 0x08,
+    CU_AD_FORMAT_SIGNED_INT16 = 0x09,
+    CU_AD_FORMAT_SIGNED_INT32 = 0x0a,
+    CU_AD_FORMAT_HALF = 0x10,
+    CU_AD_FORMAT_FLOAT = 0x20
+} CUarray_format;
 
-/* Contexts */
-CUDASIM_API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
-CUDASIM_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
-                                    int numParams, unsigned int flags, CUdevice dev);
-CUDASIM_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
-                                    unsigned int flags, CUdevice dev);
-CUDASIM_API CUresult cuCtxDestroy_v2(CUcontext ctx);
-CUDASIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
-CUDASIM_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
-CUDASIM_API CUresult cuCtxSetCurrent(CUcontext ctx);
-CUDASIM_API CUresult cuCtxGetCurrent(CUcontext *pctx);
-CUDASIM_API CUresult cuCtxPushCurrent_v2(CUcontext ctx);
-CUDASIM_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx);
-CUDASIM_API CUresult cuCtxGetDevice(CUdevice *device);
-CUDASIM_API CUresult cuCtxSynchronize(void);
+typedef struct CUDA_MEMCPY2D_st {
+    size_t srcXInBytes;
+    size_t srcY;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    CUarray srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes;
+    size_t dstY;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    CUarray dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes;
+    size_t Height;
+} CUDA_MEMCPY2D_v2;
+typedef CUDA_MEMCPY2D_v2 CUDA_MEMCPY2D;
 
-/* Streams and events */
-CUDASIM_API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);
-CUDASIM_API CUresult cuStreamDestroy_v2(CUstream hStream);
-CUDASIM_API CUresult cuStreamSynchronize(CUstream hStream);
-CUDASIM_API CUresult cuStreamSynchronize_ptsz(CUstream hStream);
-CUDASIM_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags);
-CUDASIM_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream);
-CUDASIM_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
-CUDASIM_API CUresult cuEventDestroy_v2(CUevent hEvent);
-CUDASIM_API CUresult cuEventSynchronize(CUevent hEvent);
+/* The legacy (unsuffixed) forms' struct: 32-bit sizes and device pointers. */
+typedef struct CUDA_MEMCPY2D_v1_st {
+    unsigned int srcXInBytes;
+    unsigned int srcY;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr_v1 srcDevice;
+    CUarray srcArray;
+    unsigned int srcPitch;
+    unsigned int dstXInBytes;
+    unsigned int dstY;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr_v1 dstDevice;
+    CUarray dstArray;
+    unsigned int dstPitch;
+    unsigned int WidthInBytes;
+    unsigned int Height;
+} CUDA_MEMCPY2D_v1;
 
-/* Modules and launches */
-CUDASIM_API CUresult cuModuleLoadData(CUmodule *module, const void *image);
-CUDASIM_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
-CUDASIM_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                    unsigned int gridDimZ, unsigned int blockDimX,
-                                    unsigned int blockDimY, unsigned int blockDimZ,
-                                    unsigned int sharedMemBytes, CUstream hStream,
-                                    void **kernelParams, void **extra);
-CUDASIM_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
-                                         unsigned int gridDimY, unsigned int gridDimZ,
-                                         unsigned int blockDimX, unsigned int blockDimY,
-                                         unsigned int blockDimZ, unsigned int sharedMemBytes,
-                                         CUstream hStream, void **kernelParams, void **extra);
-CUDASIM_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
-                                      void **kernelParams, void **extra);
-CUDASIM_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
-                                           void **kernelParams, void **extra);
-CUDASIM_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
-CUDASIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+typedef struct CUDA_MEMCPY3D_st {
+    size_t srcXInBytes;
+    size_t srcY;
+    size_t srcZ;
+    size_t srcLOD;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    CUarray srcArray;
+    void *reserved0;
+    size_t srcPitch;
+    size_t srcHeight;
+    size_t dstXInBytes;
+    size_t dstY;
+    size_t dstZ;
+    size_t dstLOD;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    CUarray dstArray;
+    void *reserved1;
+    size_t dstPitch;
+    size_t dstHeight;
+    size_t WidthInBytes;
+    size_t Height;
+    size_t Depth;
+} CUDA_MEMCPY3D_v2;
+typedef CUDA_MEMCPY3D_v2 CUDA_MEMCPY3D;
 
-/* Allocation */
-CUDASIM_API CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize); /* legacy */
-CUDASIM_API CUresult cuMemFree(CUdeviceptr_v1 dptr);                          /* legacy */
-CUDASIM_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
-CUDASIM_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
-CUDASIM_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
-CUDASIM_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
-CUDASIM_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
-                                             CUmemoryPool pool, CUstream hStream);
-CUDASIM_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
-                                        size_t Height, unsigned int ElementSizeBytes);
-CUDASIM_API CUresult cuMemFree_v2(CUdeviceptr dptr);
-CUDASIM_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
-CUDASIM_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
-CUDASIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                                 const CUmemAllocationProp *prop, unsigned long long flags);
-CUDASIM_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
+typedef struct CUDA_MEMCPY3D_v1_st {
+    unsigned int srcXInBytes;
+    unsigned int srcY;
+    unsigned int srcZ;
+    unsigned int srcLOD;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr_v1 srcDevice;
+    CUarray srcArray;
+    void *reserved0;
+    unsigned int srcPitch;
+    unsigned int srcHeight;
+    unsigned int dstXInBytes;
+    unsigned int dstY;
+    unsigned int dstZ;
+    unsigned int dstLOD;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr_v1 dstDevice;
+    CUarray dstArray;
+    void *reserved1;
+    unsigned int dstPitch;
+    unsigned int dstHeight;
+    unsigned int WidthInBytes;
+    unsigned int Height;
+    unsigned int Depth;
+} CUDA_MEMCPY3D_v1;
 
-/* Copies */
-CUDASIM_API CUresult cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void *srcHost,
-                                  unsigned int ByteCount); /* legacy */
-CUDASIM_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
-CUDASIM_API CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);
-CUDASIM_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-                                     size_t ByteCount);
-CUDASIM_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
-                                          size_t ByteCount, CUstream hStream);
-CUDASIM_API CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-                                          CUstream hStream);
-CUDASIM_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-                                          size_t ByteCount, CUstream hStream);
-CUDASIM_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost,
-                                          size_t ByteCount);
-CUDASIM_API CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);
-CUDASIM_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-                                          size_t ByteCount);
-CUDASIM_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost,
-                                               size_t ByteCount, CUstream hStream);
-CUDASIM_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice,
-                                               size_t ByteCount, CUstream hStream);
-CUDASIM_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-                                               size_t ByteCount, CUstream hStream);
-CUDASIM_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
-CUDASIM_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
-                                   CUstream hStream);
-CUDASIM_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
-CUDASIM_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
-                                        CUstream hStream);
-CUDASIM_API CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext,
-                                  CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount);
-CUDASIM_API CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
-                                       CUdeviceptr srcDevice, CUcontext srcContext,
-                                       size_t ByteCount, CUstream hStream);
-CUDASIM_API CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext,
-                                       CUdeviceptr srcDevice, CUcontext srcContext,
-                                       size_t ByteCount);
-CUDASIM_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
-                                            CUdeviceptr srcDevice, CUcontext srcContext,
-                                            size_t ByteCount, CUstream hStream);
+typedef struct CUDA_MEMCPY3D_PEER_st {
+    size_t srcXInBytes;
+    size_t srcY;
+    size_t srcZ;
+    size_t srcLOD;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    CUarray srcArray;
+    CUcontext srcContext;
+    size_t srcPitch;
+    size_t srcHeight;
+    size_t dstXInBytes;
+    size_t dstY;
+    size_t dstZ;
+    size_t dstLOD;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    CUarray dstArray;
+    CUcontext dstContext;
+    size_t dstPitch;
+    size_t dstHeight;
+    size_t WidthInBytes;
+    size_t Height;
+    size_t Depth;
+} CUDA_MEMCPY3D_PEER_v1;
+typedef CUDA_MEMCPY3D_PEER_v1 CUDA_MEMCPY3D_PEER;
+
+typedef struct CUDA_ARRAY_DESCRIPTOR_st {
+    size_t Width;
+    size_t Height;
+    CUarray_format Format;
+    unsigned int NumChannels;
+} CUDA_ARRAY_DESCRIPTOR_v2;
+typedef CUDA_ARRAY_DESCRIPTOR_v2 CUDA_ARRAY_DESCRIPTOR;
+
+typedef struct CUDA_ARRAY_DESCRIPTOR_v1_st {
+    unsigned int Width;
+    unsigned int Height;
+    CUarray_format Format;
+    unsigned int NumChannels;
+} CUDA_ARRAY_DESCRIPTOR_v1;
+
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
+    size_t Width;
+    size_t Height;
+    size_t Depth;
+    CUarray_format Format;
+    unsigned int NumChannels;
+    unsigned int Flags;
+} CUDA_ARRAY3D_DESCRIPTOR_v2;
+typedef CUDA_ARRAY3D_DESCRIPTOR_v2 CUDA_ARRAY3D_DESCRIPTOR;
+
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_v1_st {
+    unsigned int Width;
+    unsigned int Height;
+    unsigned int Depth;
+    CUarray_format Format;
+    unsigned int NumChannels;
+    unsigned int Flags;
+} CUDA_ARRAY3D_DESCRIPTOR_v1;
+
+/* cuLaunchCooperativeKernelMultiDevice's list entries. */
+typedef struct CUDA_LAUNCH_PARAMS_st {
+    CUfunction function;
+    unsigned int gridDimX;
+    unsigned int gridDimY;
+    unsigned int gridDimZ;
+    unsigned int blockDimX;
+    unsigned int blockDimY;
+    unsigned int blockDimZ;
+    unsigned int sharedMemBytes;
+    CUstream hStream;
+    void **kernelParams;
+} CUDA_LAUNCH_PARAMS_v1;
+typedef CUDA_LAUNCH_PARAMS_v1 CUDA_LAUNCH_PARAMS;
+
+/* Every entry point, declared under its exact name (cuda_sim_api.h). */
+#include "cuda_sim_api.h"
 
 #ifdef __cplusplus
 }

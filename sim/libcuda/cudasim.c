@@ -35,6 +35,7 @@
 #define _GNU_SOURCE
 #define CUDASIM_BUILDING_LIBRARY 1
 #include "cuda_sim.h"
+#include "cudasim_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,6 +80,7 @@ enum obj_kind {
     K_MEM_PITCH,
     K_MEM_LEGACY,
     K_MEM_HANDLE, /* cuMemCreate */
+    K_MEM_ARRAY,  /* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate */
     /* handle table */
     K_CTX,
     K_STREAM,
@@ -103,6 +105,8 @@ struct CUmod_st {
 };
 struct CUfunc_st {
     char name[64];
+    unsigned int block[3]; /* cuFuncSetBlockShape, for the legacy launches */
+    int block_set;
 };
 struct CUmemPoolHandle_st {
     int device;
@@ -323,13 +327,14 @@ static CUresult mem_alloc(unsigned long long *out, unsigned long long bytes, int
     return CUDA_SUCCESS;
 }
 
-/* Called with the lock held.  handles: 1 = only cuMemCreate handles, 0 = only pointers. */
+/* Called with the lock held.  handles: 1 = only cuMemCreate handles, 2 = only arrays,
+ * 0 = only pointers. */
 static CUresult mem_free(unsigned long long addr, int handles)
 {
     struct entry *e = addr ? tbl_find(&g_mem, addr) : NULL;
     if (!e)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((e->kind == K_MEM_HANDLE) != (handles != 0))
+    if ((e->kind == K_MEM_HANDLE) != (handles == 1) || (e->kind == K_MEM_ARRAY) != (handles == 2))
         return CUDA_ERROR_INVALID_VALUE;
     g_used[e->device] -= e->size;
     g_live_total -= e->size;
@@ -880,7 +885,7 @@ EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreatePara
     return ctx_create(pctx, dev);
 }
 
-EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+static CUresult ctx_destroy(CUcontext ctx)
 {
     CUresult r = CUDA_SUCCESS;
     LOCK();
@@ -898,6 +903,27 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
         handle_delete(ctx);
     }
     UNLOCK();
+    return r;
+}
+
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    return ctx_destroy(ctx);
+}
+
+/* The legacy (CUDA 3.x) forms: same arguments, still exported by the driver. */
+EXPORT CUresult cuCtxDestroy(CUcontext ctx)
+{
+    CUresult r = ctx_destroy(ctx);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    (void)flags;
+    CUresult r = ctx_create(pctx, dev);
+    __asm__ volatile("" ::: "memory");
     return r;
 }
 
@@ -987,7 +1013,7 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
     return r;
 }
 
-EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+static CUresult ctx_push_current(CUcontext ctx)
 {
     CUresult r;
     LOCK();
@@ -1001,7 +1027,19 @@ EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
     return r;
 }
 
-EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    return ctx_push_current(ctx);
+}
+
+EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+    CUresult r = ctx_push_current(ctx);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+static CUresult ctx_pop_current(CUcontext *pctx)
 {
     CUresult r = CUDA_SUCCESS;
     LOCK();
@@ -1015,6 +1053,18 @@ EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
             *pctx = c;
     }
     UNLOCK();
+    return r;
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    return ctx_pop_current(pctx);
+}
+
+EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+    CUresult r = ctx_pop_current(pctx);
+    __asm__ volatile("" ::: "memory");
     return r;
 }
 
@@ -1245,6 +1295,32 @@ EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigne
     return r;
 }
 
+EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                          unsigned int gridDimZ, unsigned int blockDimX,
+                                          unsigned int blockDimY, unsigned int blockDimZ,
+                                          unsigned int sharedMemBytes, CUstream hStream,
+                                          void **kernelParams)
+{
+    (void)sharedMemBytes;
+    (void)kernelParams;
+    CUresult r = do_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                               unsigned int gridDimY, unsigned int gridDimZ,
+                                               unsigned int blockDimX, unsigned int blockDimY,
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                               CUstream hStream, void **kernelParams)
+{
+    (void)sharedMemBytes;
+    (void)kernelParams;
+    CUresult r = do_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream);
+    __asm__ volatile("nop" ::: "memory");
+    return r;
+}
+
 EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                                  void **extra)
 {
@@ -1318,8 +1394,7 @@ EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstrea
     return r;
 }
 
-EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                        CUstream hStream)
+static CUresult pool_alloc(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
 {
     if (!pool || pool < &g_pools[0] || pool >= &g_pools[MAX_DEVICES]) {
         LOCK();
@@ -1330,8 +1405,23 @@ EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUme
     return do_alloc(dptr, bytesize, K_MEM_ASYNC, 1, hStream);
 }
 
-EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
-                                   size_t Height, unsigned int ElementSizeBytes)
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                        CUstream hStream)
+{
+    return pool_alloc(dptr, bytesize, pool, hStream);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                             CUstream hStream)
+{
+    CUresult r = pool_alloc(dptr, bytesize, pool, hStream);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+/* kind: K_MEM_PITCH, or K_MEM_LEGACY for the 32-bit form. */
+static CUresult pitch_alloc(unsigned long long *dptr, unsigned long long *pPitch, size_t WidthInBytes,
+                            size_t Height, unsigned int ElementSizeBytes, int kind)
 {
     CUresult r;
     int dev = 0;
@@ -1353,10 +1443,33 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
         r = CUDA_ERROR_OUT_OF_MEMORY;
         goto out;
     }
-    if ((r = mem_alloc(dptr, total, K_MEM_PITCH, dev)) == CUDA_SUCCESS)
-        *pPitch = (size_t)pitch;
+    if ((r = mem_alloc(dptr, total, kind, dev)) == CUDA_SUCCESS)
+        *pPitch = pitch;
 out:
     UNLOCK();
+    return r;
+}
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                   size_t Height, unsigned int ElementSizeBytes)
+{
+    unsigned long long pitch = 0;
+    CUresult r = pitch_alloc(dptr, pPitch ? &pitch : NULL, WidthInBytes, Height, ElementSizeBytes, K_MEM_PITCH);
+    if (r == CUDA_SUCCESS)
+        *pPitch = (size_t)pitch;
+    return r;
+}
+
+EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,
+                                unsigned int Height, unsigned int ElementSizeBytes)
+{
+    unsigned long long a = 0, pitch = 0;
+    CUresult r = pitch_alloc(dptr ? &a : NULL, pPitch ? &pitch : NULL, WidthInBytes, Height, ElementSizeBytes,
+                             K_MEM_LEGACY);
+    if (r == CUDA_SUCCESS) {
+        *dptr = (CUdeviceptr_v1)a;
+        *pPitch = (unsigned int)pitch;
+    }
     return r;
 }
 
@@ -1421,6 +1534,40 @@ EXPORT CUresult cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void *srcHost, unsi
 {
     (void)ByteCount;
     return do_copy(dstDevice, HOSTPTR(srcHost), DST, 0, NULL);
+}
+
+/* The other legacy (32-bit) copies. */
+EXPORT CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount)
+{
+    (void)ByteCount;
+    return do_copy(HOSTPTR(dstHost), srcDevice, SRC, 0, NULL);
+}
+
+EXPORT CUresult cuMemcpyDtoD(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount)
+{
+    (void)ByteCount;
+    return do_copy(dstDevice, srcDevice, DST | SRC, 0, NULL);
+}
+
+EXPORT CUresult cuMemcpyHtoDAsync(CUdeviceptr_v1 dstDevice, const void *srcHost, unsigned int ByteCount,
+                                  CUstream hStream)
+{
+    (void)ByteCount;
+    return do_copy(dstDevice, HOSTPTR(srcHost), DST, 1, hStream);
+}
+
+EXPORT CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount,
+                                  CUstream hStream)
+{
+    (void)ByteCount;
+    return do_copy(HOSTPTR(dstHost), srcDevice, SRC, 1, hStream);
+}
+
+EXPORT CUresult cuMemcpyDtoDAsync(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount,
+                                  CUstream hStream)
+{
+    (void)ByteCount;
+    return do_copy(dstDevice, srcDevice, DST | SRC, 1, hStream);
 }
 
 EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
@@ -1585,6 +1732,128 @@ EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstConte
     return r;
 }
 
+/* ============================== for cudasim_families.c (cudasim_internal.h) */
+SIM_HIDDEN CUresult sim_copy(unsigned long long dst, unsigned long long src, int dev_mask, int has_stream,
+                             CUstream hStream)
+{
+    return do_copy(dst, src, dev_mask, has_stream, hStream);
+}
+
+SIM_HIDDEN CUresult sim_copy_peer(CUcontext dstContext, CUcontext srcContext, int has_stream, CUstream hStream)
+{
+    /* The pointers were checked by the caller (they may be arrays or host memory). */
+    return do_copy_peer(1, dstContext, 1, srcContext, has_stream, hStream);
+}
+
+SIM_HIDDEN CUresult sim_memset(unsigned long long dst, int has_stream, CUstream hStream)
+{
+    CUresult r;
+    LOCK();
+    if ((r = need_ctx(NULL)) != CUDA_SUCCESS)
+        goto out;
+    if (dst == 0) {
+        r = CUDA_ERROR_INVALID_VALUE;
+        goto out;
+    }
+    struct CUstream_st *s;
+    if ((r = resolve_stream(has_stream ? hStream : NULL, &s)) != CUDA_SUCCESS)
+        goto out;
+    stream_add_work(s); /* a memset is work the device does */
+out:
+    UNLOCK();
+    return r;
+}
+
+SIM_HIDDEN CUresult sim_array_create(unsigned long long *out, unsigned long long bytes)
+{
+    return do_alloc(out, bytes, K_MEM_ARRAY, 0, NULL);
+}
+
+SIM_HIDDEN CUresult sim_array_destroy(unsigned long long handle)
+{
+    CUresult r;
+    LOCK();
+    if ((r = need_ctx(NULL)) == CUDA_SUCCESS)
+        r = mem_free(handle, 2);
+    UNLOCK();
+    return r;
+}
+
+SIM_HIDDEN CUresult sim_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, CUstream hStream)
+{
+    return do_launch(f, gx, gy, gz, bx, by, bz, hStream);
+}
+
+SIM_HIDDEN CUresult sim_set_block_shape(CUfunction f, int x, int y, int z)
+{
+    CUresult r;
+    LOCK();
+    if ((r = need_ctx(NULL)) != CUDA_SUCCESS)
+        goto out;
+    if (!handle_is(f, K_FUNCTION)) {
+        r = CUDA_ERROR_INVALID_HANDLE;
+        goto out;
+    }
+    if (x <= 0 || y <= 0 || z <= 0) {
+        r = CUDA_ERROR_INVALID_VALUE;
+        goto out;
+    }
+    f->block[0] = (unsigned)x, f->block[1] = (unsigned)y, f->block[2] = (unsigned)z;
+    f->block_set = 1;
+out:
+    UNLOCK();
+    return r;
+}
+
+SIM_HIDDEN CUresult sim_launch_legacy(CUfunction f, int grid_width, int grid_height, CUstream hStream)
+{
+    unsigned block[3] = {0, 0, 0};
+    LOCK();
+    if (g_initialized && handle_is(f, K_FUNCTION) && f->block_set)
+        memcpy(block, f->block, sizeof block);
+    UNLOCK();
+    if (grid_width <= 0 || grid_height <= 0)
+        return do_launch(f, 0, 0, 0, 0, 0, 0, hStream); /* the usual checks, then INVALID_VALUE */
+    /* No block shape set: the launch fails as the driver's does (a zero block). */
+    return do_launch(f, (unsigned)grid_width, (unsigned)grid_height, 1, block[0], block[1], block[2], hStream);
+}
+
+SIM_HIDDEN CUresult sim_stream_query(CUstream hStream)
+{
+    CUresult r;
+    LOCK();
+    if ((r = need_ctx(NULL)) == CUDA_SUCCESS) {
+        struct CUstream_st *s;
+        if ((r = resolve_stream(hStream, &s)) == CUDA_SUCCESS && stream_pending(s) > now_ns())
+            r = CUDA_ERROR_NOT_READY;
+    }
+    UNLOCK();
+    return r;
+}
+
+SIM_HIDDEN CUresult sim_event_query(CUevent hEvent)
+{
+    CUresult r;
+    LOCK();
+    if ((r = need_ctx(NULL)) == CUDA_SUCCESS) {
+        if (!handle_is(hEvent, K_EVENT))
+            r = CUDA_ERROR_INVALID_HANDLE;
+        else if (hEvent->at > now_ns())
+            r = CUDA_ERROR_NOT_READY;
+    }
+    UNLOCK();
+    return r;
+}
+
+SIM_HIDDEN int sim_initialized(void)
+{
+    LOCK();
+    int v = g_initialized;
+    UNLOCK();
+    return v;
+}
+
 /* ================================= internal entry points (not exported)
  * What cuGetProcAddress hands out instead of the exported symbol for the
  * names CUDASIM_PROC_BYPASS lists: the same work through the static helpers,
@@ -1706,6 +1975,11 @@ static const struct proc_entry k_procs[] = {
     P(cuMemcpyHtoDAsync_v2_ptsz), P(cuMemcpyDtoHAsync_v2_ptsz), P(cuMemcpyDtoDAsync_v2_ptsz),
     P(cuMemcpy), P(cuMemcpyAsync), P(cuMemcpy_ptds), P(cuMemcpyAsync_ptsz), P(cuMemcpyPeer),
     P(cuMemcpyPeerAsync), P(cuMemcpyPeer_ptds), P(cuMemcpyPeerAsync_ptsz),
+    /* Legacy forms the real driver still exports. */
+    P(cuCtxCreate), P(cuCtxDestroy), P(cuCtxPushCurrent), P(cuCtxPopCurrent),
+    P(cuLaunchCooperativeKernel), P(cuLaunchCooperativeKernel_ptsz), P(cuMemAllocFromPoolAsync_ptsz),
+    P(cuMemAllocPitch), P(cuMemcpyDtoH), P(cuMemcpyDtoD), P(cuMemcpyHtoDAsync), P(cuMemcpyDtoHAsync),
+    P(cuMemcpyDtoDAsync),
 };
 #undef P
 
@@ -1758,7 +2032,7 @@ static void *find_proc(const char *name)
     for (size_t i = 0; i < sizeof k_procs / sizeof k_procs[0]; i++)
         if (strcmp(k_procs[i].name, name) == 0)
             return k_procs[i].fn;
-    return NULL;
+    return sim_find_family_proc(name);
 }
 
 /*

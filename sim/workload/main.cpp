@@ -78,6 +78,30 @@ ops (BYTES accepts k/m/g suffixes = KiB/MiB/GiB, and 0x hex):
   ctx-pop                       cuCtxPopCurrent_v2
   sync-event [ptsz]             cuEventCreate, cuEventRecord[_ptsz], cuEventSynchronize,
                                 cuEventDestroy_v2
+  copy2d W H [from-X] [to-Y] [async] [ptds] [legacy] [unaligned]
+                                cuMemcpy2D{,Async,Unaligned}[_v2[_ptds|_ptsz]] of W x H bytes;
+                                X, Y: host, device, array, unified (default host to device)
+  copy3d W H D [from-X] [to-Y] [async] [ptds] [legacy]   cuMemcpy3D{,Async}[_v2[_ptds|_ptsz]]
+  copy3d-peer W H D [async] [ptds]   cuMemcpy3DPeer{,Async}[_ptds|_ptsz], device to device
+  array-create W H [legacy]     cuArrayCreate[_v2]: W x H floats, one channel (4 x W x H bytes)
+  array3d-create W H D [legacy] cuArray3DCreate[_v2]: W x H x D floats
+  mipmap-create W H D LEVELS    cuMipmappedArrayCreate: floats, each level half the one before
+                                ('free' destroys the most recent with cuArrayDestroy /
+                                cuMipmappedArrayDestroy)
+  htoa | atoh BYTES [async] [ptds] [legacy]   cuMemcpyHtoA / cuMemcpyAtoH[Async][_v2[_ptds|_ptsz]]
+  atod | dtoa | atoa BYTES [ptds] [legacy]    cuMemcpyAtoD / DtoA / AtoA[_v2[_ptds]] (arrays are
+                                device memory; an array is made first when none is held)
+  memset N [d16] [d32] [async] [ptds] [legacy]      cuMemsetD{8,16,32}[Async][_v2[_ptds|_ptsz]]
+                                of N elements
+  memset2d W H [d16] [d32] [async] [ptds] [legacy]  cuMemsetD2D{8,16,32}...: W x H elements
+  launch-legacy GW GH BX BY BZ [plain] [async]   cuFuncSetBlockShape(BX, BY, BZ), then
+                                cuLaunchGrid (default), cuLaunchGridAsync (async) or cuLaunch
+                                (plain: a 1 x 1 grid)
+  launch-multi N GX GY GZ BX BY BZ   cuLaunchCooperativeKernelMultiDevice with N entries
+  query [ptsz]                  cuStreamQuery[_ptsz] until it reports completion
+  event-query                   cuEventCreate, cuEventRecord, cuEventQuery until complete,
+                                cuEventDestroy_v2
+  export-table                  cuGetExportTable for the id 00010203-0405-0607-0809-0a0b0c0d0e0f
   wait-stdin                    block until a line (or EOF) arrives on stdin
   print-ready                   print "READY <pid>" and flush stdout
   sleep-ms N                    sleep N milliseconds
@@ -128,6 +152,26 @@ const std::vector<OpSpec> &op_specs()
         {"device", 1, {}, true},
         {"ctx-create", 1, {}, true},
         {"ctx-pop", 0, {}, true},
+        {"copy2d", 2, {"from-host", "from-device", "from-array", "from-unified", "to-host", "to-device",
+                        "to-array", "to-unified", "async", "ptds", "legacy", "unaligned"}, true},
+        {"copy3d", 3, {"from-host", "from-device", "from-array", "from-unified", "to-host", "to-device",
+                        "to-array", "to-unified", "async", "ptds", "legacy"}, true},
+        {"copy3d-peer", 3, {"async", "ptds"}, true},
+        {"array-create", 2, {"legacy"}, true},
+        {"array3d-create", 3, {"legacy"}, true},
+        {"mipmap-create", 4, {}, true},
+        {"htoa", 1, {"async", "ptds", "legacy"}, true},
+        {"atoh", 1, {"async", "ptds", "legacy"}, true},
+        {"atod", 1, {"ptds", "legacy"}, true},
+        {"dtoa", 1, {"ptds", "legacy"}, true},
+        {"atoa", 1, {"ptds", "legacy"}, true},
+        {"memset", 1, {"d16", "d32", "async", "ptds", "legacy"}, true},
+        {"memset2d", 2, {"d16", "d32", "async", "ptds", "legacy"}, true},
+        {"launch-legacy", 5, {"plain", "async"}, true},
+        {"launch-multi", 7, {}, true},
+        {"query", 0, {"ptsz"}, true},
+        {"event-query", 0, {}, true},
+        {"export-table", 0, {}, true},
         {"wait-stdin", 0, {}, false},
         {"print-ready", 0, {}, false},
         {"sleep-ms", 1, {}, false},
@@ -229,10 +273,17 @@ Op parse_op(const std::string &text)
     if ((op.name == "alloc-legacy" || (op.name == "htod" && op.flags.count("legacy"))) &&
         op.args[0] > UINT_MAX)
         syntax_error(text, "legacy forms take 32-bit sizes");
-    if (op.name == "launch")
+    if (op.name == "launch" || op.name == "launch-multi" || op.name == "launch-legacy")
+        for (unsigned long long a : op.args)
+            if (a > INT_MAX)
+                syntax_error(text, "launch dimensions are 31-bit");
+    if (op.flags.count("legacy") && op.flags.count("async") && op.name != "htoa" && op.name != "atoh" &&
+        op.name != "copy2d" && op.name != "copy3d")
+        syntax_error(text, "'legacy' has no 'async' form here");
+    if (op.flags.count("legacy"))
         for (unsigned long long a : op.args)
             if (a > UINT_MAX)
-                syntax_error(text, "launch dimensions are 32-bit");
+                syntax_error(text, "legacy forms take 32-bit sizes");
     if (op.name == "exit" && op.args[0] > 255)
         syntax_error(text, "exit code must be 0..255");
     return op;
@@ -283,6 +334,8 @@ struct Truth {
     unsigned long long launches = 0, launched_threads = 0, graph_launches = 0;
     unsigned long long allocations = 0, allocated_bytes = 0, frees = 0, freed_bytes = 0;
     unsigned long long syncs = 0;
+    unsigned long long memsets = 0, memset_bytes = 0;
+    std::map<std::string, unsigned long long> export_tables;
     std::map<std::string, unsigned long long> memcpy_bytes{
         {"htod", 0}, {"dtoh", 0}, {"dtod", 0}, {"peer", 0}, {"unknown", 0}};
     std::map<std::string, unsigned long long> memcpy_count = memcpy_bytes;
@@ -290,7 +343,7 @@ struct Truth {
     std::map<std::string, unsigned long long> calls; // successful calls by entry point
 };
 
-enum class Kind { Device, Managed, Async, AsyncPtsz, Pool, Pitch, Legacy, Handle };
+enum class Kind { Device, Managed, Async, AsyncPtsz, Pool, Pitch, Legacy, Handle, Array, Mipmap };
 
 struct Alloc {
     unsigned long long ptr;
@@ -363,6 +416,9 @@ class Runner {
         ordered("memcpy_bytes", t_.memcpy_bytes);
         ordered("memcpy", t_.memcpy_count);
         num("syncs", t_.syncs);
+        num("memsets", t_.memsets);
+        num("memset_bytes", t_.memset_bytes);
+        obj("export_tables", t_.export_tables);
         obj("errors", t_.errors);
         obj("calls", t_.calls, false);
         j += "}\n";
@@ -458,6 +514,12 @@ class Runner {
         case Kind::Legacy:
             ok = call("cuMemFree", cuMemFree(static_cast<CUdeviceptr_v1>(a.ptr)));
             break;
+        case Kind::Array:
+            ok = call("cuArrayDestroy", cuArrayDestroy(reinterpret_cast<CUarray>(a.ptr)));
+            break;
+        case Kind::Mipmap:
+            ok = call("cuMipmappedArrayDestroy", cuMipmappedArrayDestroy(reinterpret_cast<CUmipmappedArray>(a.ptr)));
+            break;
         }
         if (ok) {
             ++t_.frees;
@@ -471,7 +533,8 @@ class Runner {
     {
         size_t seen = 0;
         for (auto it = lifo_.rbegin(); it != lifo_.rend(); ++it) {
-            if (it->kind == Kind::Handle || (legacy && it->kind != Kind::Legacy))
+            if (it->kind == Kind::Handle || it->kind == Kind::Array || it->kind == Kind::Mipmap ||
+                (legacy && it->kind != Kind::Legacy))
                 continue;
             if (seen++ == skip)
                 return it->ptr;
@@ -544,6 +607,339 @@ class Runner {
         if (ok) {
             ++t_.launches;
             t_.launched_threads += static_cast<unsigned long long>(gx) * gy * gz * bx * by * bz;
+        }
+    }
+
+    // ---- the families of cudasim_families.c
+    // The most recent array (an Array of at least `bytes`, or any when 0);
+    // makes one (cuArrayCreate_v2, floats) when none is held.
+    CUarray array_for(unsigned long long bytes)
+    {
+        for (auto it = lifo_.rbegin(); it != lifo_.rend(); ++it)
+            if (it->kind == Kind::Array && it->bytes >= bytes)
+                return reinterpret_cast<CUarray>(it->ptr);
+        CUDA_ARRAY_DESCRIPTOR d{};
+        d.Width = bytes / 4 + 1;
+        d.Height = 1;
+        d.Format = CU_AD_FORMAT_FLOAT;
+        d.NumChannels = 1;
+        CUarray a = nullptr;
+        if (call("cuArrayCreate_v2", cuArrayCreate_v2(&a, &d)))
+            record_alloc(reinterpret_cast<uintptr_t>(a), d.Width * 4, Kind::Array);
+        return a;
+    }
+
+    // Where a 2D/3D copy's side points: host memory, a device pointer, an array.
+    struct Side {
+        CUmemorytype type;
+        const char *name;
+    };
+    static Side side(const Op &op, const char *prefix, CUmemorytype dflt)
+    {
+        static const std::pair<const char *, CUmemorytype> kinds[] = {{"host", CU_MEMORYTYPE_HOST},
+                                                                      {"device", CU_MEMORYTYPE_DEVICE},
+                                                                      {"array", CU_MEMORYTYPE_ARRAY},
+                                                                      {"unified", CU_MEMORYTYPE_UNIFIED}};
+        for (const auto &[name, type] : kinds)
+            if (op.flags.count(std::string(prefix) + name))
+                return {type, name};
+        return {dflt, dflt == CU_MEMORYTYPE_HOST ? "host" : "device"};
+    }
+    static const char *direction(CUmemorytype src, CUmemorytype dst)
+    {
+        auto dev = [](CUmemorytype t) { return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY; };
+        if (src == CU_MEMORYTYPE_HOST && dev(dst))
+            return "htod";
+        if (dev(src) && dst == CU_MEMORYTYPE_HOST)
+            return "dtoh";
+        if (dev(src) && dev(dst))
+            return "dtod";
+        return "unknown";
+    }
+
+    // Fills one side of a copy descriptor (any of the CUDA_MEMCPY* structs).
+    template <typename Copy, typename Ptr>
+    void fill_side(Copy &c, bool src, CUmemorytype type, unsigned long long bytes)
+    {
+        unsigned long long dev = type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED
+                                     ? device_ptr(bytes, sizeof(Ptr) == 4, src ? 1 : 0)
+                                     : 0;
+        CUarray arr = type == CU_MEMORYTYPE_ARRAY ? array_for(0) : nullptr;
+        if (src) {
+            c.srcMemoryType = type;
+            c.srcHost = host_;
+            c.srcDevice = static_cast<Ptr>(dev);
+            c.srcArray = arr;
+        } else {
+            c.dstMemoryType = type;
+            c.dstHost = host_;
+            c.dstDevice = static_cast<Ptr>(dev);
+            c.dstArray = arr;
+        }
+    }
+
+    void copy2d(const Op &op, unsigned long long w, unsigned long long h)
+    {
+        Side from = side(op, "from-", CU_MEMORYTYPE_HOST), to = side(op, "to-", CU_MEMORYTYPE_DEVICE);
+        const bool async = op.flags.count("async"), ptds = op.flags.count("ptds"), unaligned = op.flags.count("unaligned");
+        bool ok;
+        if (op.flags.count("legacy")) {
+            CUDA_MEMCPY2D_v1 c{};
+            fill_side<CUDA_MEMCPY2D_v1, CUdeviceptr_v1>(c, true, from.type, w * h);
+            fill_side<CUDA_MEMCPY2D_v1, CUdeviceptr_v1>(c, false, to.type, w * h);
+            c.WidthInBytes = static_cast<unsigned>(w), c.Height = static_cast<unsigned>(h);
+            ok = unaligned ? call("cuMemcpy2DUnaligned", cuMemcpy2DUnaligned(&c))
+                 : async   ? call("cuMemcpy2DAsync", cuMemcpy2DAsync(&c, stream_))
+                           : call("cuMemcpy2D", cuMemcpy2D(&c));
+        } else {
+            CUDA_MEMCPY2D c{};
+            fill_side<CUDA_MEMCPY2D, CUdeviceptr>(c, true, from.type, w * h);
+            fill_side<CUDA_MEMCPY2D, CUdeviceptr>(c, false, to.type, w * h);
+            c.WidthInBytes = w, c.Height = h;
+            if (unaligned)
+                ok = ptds ? call("cuMemcpy2DUnaligned_v2_ptds", cuMemcpy2DUnaligned_v2_ptds(&c))
+                          : call("cuMemcpy2DUnaligned_v2", cuMemcpy2DUnaligned_v2(&c));
+            else if (async)
+                ok = ptds ? call("cuMemcpy2DAsync_v2_ptsz", cuMemcpy2DAsync_v2_ptsz(&c, stream_))
+                          : call("cuMemcpy2DAsync_v2", cuMemcpy2DAsync_v2(&c, stream_));
+            else
+                ok = ptds ? call("cuMemcpy2D_v2_ptds", cuMemcpy2D_v2_ptds(&c)) : call("cuMemcpy2D_v2", cuMemcpy2D_v2(&c));
+        }
+        copied(direction(from.type, to.type), w * h, ok);
+    }
+
+    void copy3d(const Op &op, unsigned long long w, unsigned long long h, unsigned long long d)
+    {
+        Side from = side(op, "from-", CU_MEMORYTYPE_HOST), to = side(op, "to-", CU_MEMORYTYPE_DEVICE);
+        const bool async = op.flags.count("async"), ptds = op.flags.count("ptds");
+        bool ok;
+        if (op.flags.count("legacy")) {
+            CUDA_MEMCPY3D_v1 c{};
+            fill_side<CUDA_MEMCPY3D_v1, CUdeviceptr_v1>(c, true, from.type, w * h * d);
+            fill_side<CUDA_MEMCPY3D_v1, CUdeviceptr_v1>(c, false, to.type, w * h * d);
+            c.WidthInBytes = static_cast<unsigned>(w), c.Height = static_cast<unsigned>(h),
+            c.Depth = static_cast<unsigned>(d);
+            ok = async ? call("cuMemcpy3DAsync", cuMemcpy3DAsync(&c, stream_)) : call("cuMemcpy3D", cuMemcpy3D(&c));
+        } else {
+            CUDA_MEMCPY3D c{};
+            fill_side<CUDA_MEMCPY3D, CUdeviceptr>(c, true, from.type, w * h * d);
+            fill_side<CUDA_MEMCPY3D, CUdeviceptr>(c, false, to.type, w * h * d);
+            c.WidthInBytes = w, c.Height = h, c.Depth = d;
+            if (async)
+                ok = ptds ? call("cuMemcpy3DAsync_v2_ptsz", cuMemcpy3DAsync_v2_ptsz(&c, stream_))
+                          : call("cuMemcpy3DAsync_v2", cuMemcpy3DAsync_v2(&c, stream_));
+            else
+                ok = ptds ? call("cuMemcpy3D_v2_ptds", cuMemcpy3D_v2_ptds(&c)) : call("cuMemcpy3D_v2", cuMemcpy3D_v2(&c));
+        }
+        copied(direction(from.type, to.type), w * h * d, ok);
+    }
+
+    void copy3d_peer(const Op &op, unsigned long long w, unsigned long long h, unsigned long long d)
+    {
+        CUDA_MEMCPY3D_PEER c{};
+        fill_side<CUDA_MEMCPY3D_PEER, CUdeviceptr>(c, true, CU_MEMORYTYPE_DEVICE, w * h * d);
+        fill_side<CUDA_MEMCPY3D_PEER, CUdeviceptr>(c, false, CU_MEMORYTYPE_DEVICE, w * h * d);
+        c.srcContext = ctx_, c.dstContext = ctx_;
+        c.WidthInBytes = w, c.Height = h, c.Depth = d;
+        const bool async = op.flags.count("async"), ptds = op.flags.count("ptds");
+        bool ok = async ? (ptds ? call("cuMemcpy3DPeerAsync_ptsz", cuMemcpy3DPeerAsync_ptsz(&c, stream_))
+                                : call("cuMemcpy3DPeerAsync", cuMemcpy3DPeerAsync(&c, stream_)))
+                        : (ptds ? call("cuMemcpy3DPeer_ptds", cuMemcpy3DPeer_ptds(&c))
+                                : call("cuMemcpy3DPeer", cuMemcpy3DPeer(&c)));
+        copied("peer", w * h * d, ok);
+    }
+
+    void array_create(const Op &op, unsigned long long w, unsigned long long h, unsigned long long d, bool three_d)
+    {
+        const bool legacy = op.flags.count("legacy");
+        CUarray a = nullptr;
+        bool ok;
+        if (!three_d) {
+            if (legacy) {
+                CUDA_ARRAY_DESCRIPTOR_v1 desc{static_cast<unsigned>(w), static_cast<unsigned>(h), CU_AD_FORMAT_FLOAT, 1};
+                ok = call("cuArrayCreate", cuArrayCreate(&a, &desc));
+            } else {
+                CUDA_ARRAY_DESCRIPTOR desc{w, h, CU_AD_FORMAT_FLOAT, 1};
+                ok = call("cuArrayCreate_v2", cuArrayCreate_v2(&a, &desc));
+            }
+        } else if (legacy) {
+            CUDA_ARRAY3D_DESCRIPTOR_v1 desc{static_cast<unsigned>(w), static_cast<unsigned>(h),
+                                            static_cast<unsigned>(d), CU_AD_FORMAT_FLOAT, 1, 0};
+            ok = call("cuArray3DCreate", cuArray3DCreate(&a, &desc));
+        } else {
+            CUDA_ARRAY3D_DESCRIPTOR desc{w, h, d, CU_AD_FORMAT_FLOAT, 1, 0};
+            ok = call("cuArray3DCreate_v2", cuArray3DCreate_v2(&a, &desc));
+        }
+        if (ok)
+            record_alloc(reinterpret_cast<uintptr_t>(a), 4 * w * (h ? h : 1) * (d ? d : 1), Kind::Array);
+    }
+
+    void mipmap_create(unsigned long long w, unsigned long long h, unsigned long long d, unsigned levels)
+    {
+        CUDA_ARRAY3D_DESCRIPTOR desc{w, h, d, CU_AD_FORMAT_FLOAT, 1, 0};
+        CUmipmappedArray m = nullptr;
+        if (!call("cuMipmappedArrayCreate", cuMipmappedArrayCreate(&m, &desc, levels)))
+            return;
+        unsigned long long bytes = 0;
+        auto one = [](unsigned long long v) { return v ? v : 1ULL; };
+        h = one(h), d = one(d);
+        for (unsigned l = 0; l < levels; ++l) {
+            bytes += 4 * w * h * d;
+            w = one(w >> 1), h = one(h >> 1), d = one(d >> 1);
+        }
+        record_alloc(reinterpret_cast<uintptr_t>(m), bytes, Kind::Mipmap);
+    }
+
+    void array_copy(const Op &op, unsigned long long bytes)
+    {
+        const std::string &n = op.name;
+        const bool async = op.flags.count("async"), ptds = op.flags.count("ptds"), legacy = op.flags.count("legacy");
+        CUarray a = array_for(bytes);
+        bool ok = false;
+        const char *dir = "dtod";
+        const unsigned b32 = static_cast<unsigned>(bytes);
+        if (n == "htoa") {
+            dir = "htod";
+            if (legacy)
+                ok = async ? call("cuMemcpyHtoAAsync", cuMemcpyHtoAAsync(a, 0, host_, b32, stream_))
+                           : call("cuMemcpyHtoA", cuMemcpyHtoA(a, 0, host_, b32));
+            else if (async)
+                ok = ptds ? call("cuMemcpyHtoAAsync_v2_ptsz", cuMemcpyHtoAAsync_v2_ptsz(a, 0, host_, bytes, stream_))
+                          : call("cuMemcpyHtoAAsync_v2", cuMemcpyHtoAAsync_v2(a, 0, host_, bytes, stream_));
+            else
+                ok = ptds ? call("cuMemcpyHtoA_v2_ptds", cuMemcpyHtoA_v2_ptds(a, 0, host_, bytes))
+                          : call("cuMemcpyHtoA_v2", cuMemcpyHtoA_v2(a, 0, host_, bytes));
+        } else if (n == "atoh") {
+            dir = "dtoh";
+            if (legacy)
+                ok = async ? call("cuMemcpyAtoHAsync", cuMemcpyAtoHAsync(host_, a, 0, b32, stream_))
+                           : call("cuMemcpyAtoH", cuMemcpyAtoH(host_, a, 0, b32));
+            else if (async)
+                ok = ptds ? call("cuMemcpyAtoHAsync_v2_ptsz", cuMemcpyAtoHAsync_v2_ptsz(host_, a, 0, bytes, stream_))
+                          : call("cuMemcpyAtoHAsync_v2", cuMemcpyAtoHAsync_v2(host_, a, 0, bytes, stream_));
+            else
+                ok = ptds ? call("cuMemcpyAtoH_v2_ptds", cuMemcpyAtoH_v2_ptds(host_, a, 0, bytes))
+                          : call("cuMemcpyAtoH_v2", cuMemcpyAtoH_v2(host_, a, 0, bytes));
+        } else if (n == "atod") {
+            unsigned long long d = device_ptr(bytes, legacy);
+            ok = legacy ? call("cuMemcpyAtoD", cuMemcpyAtoD(static_cast<CUdeviceptr_v1>(d), a, 0, b32))
+                 : ptds ? call("cuMemcpyAtoD_v2_ptds", cuMemcpyAtoD_v2_ptds(d, a, 0, bytes))
+                        : call("cuMemcpyAtoD_v2", cuMemcpyAtoD_v2(d, a, 0, bytes));
+        } else if (n == "dtoa") {
+            unsigned long long d = device_ptr(bytes, legacy);
+            ok = legacy ? call("cuMemcpyDtoA", cuMemcpyDtoA(a, 0, static_cast<CUdeviceptr_v1>(d), b32))
+                 : ptds ? call("cuMemcpyDtoA_v2_ptds", cuMemcpyDtoA_v2_ptds(a, 0, d, bytes))
+                        : call("cuMemcpyDtoA_v2", cuMemcpyDtoA_v2(a, 0, d, bytes));
+        } else {
+            ok = legacy ? call("cuMemcpyAtoA", cuMemcpyAtoA(a, 0, a, 0, b32))
+                 : ptds ? call("cuMemcpyAtoA_v2_ptds", cuMemcpyAtoA_v2_ptds(a, 0, a, 0, bytes))
+                        : call("cuMemcpyAtoA_v2", cuMemcpyAtoA_v2(a, 0, a, 0, bytes));
+        }
+        copied(dir, bytes, ok);
+    }
+
+    // One memset through the form the flags name; `elem` bytes per element.
+    template <typename V, typename F1, typename F2, typename F3, typename F4, typename F5>
+    bool memset_1d(const Op &op, unsigned long long dptr, unsigned long long n, const char *const names[5], F1 v1,
+                   F2 v2, F3 v2ptds, F4 async, F5 async_ptsz)
+    {
+        if (op.flags.count("legacy"))
+            return call(names[0], v1(static_cast<CUdeviceptr_v1>(dptr), V{0}, static_cast<unsigned>(n)));
+        if (op.flags.count("async"))
+            return op.flags.count("ptds") ? call(names[4], async_ptsz(dptr, V{0}, n, stream_))
+                                          : call(names[3], async(dptr, V{0}, n, stream_));
+        return op.flags.count("ptds") ? call(names[2], v2ptds(dptr, V{0}, n)) : call(names[1], v2(dptr, V{0}, n));
+    }
+    template <typename V, typename F1, typename F2, typename F3, typename F4, typename F5>
+    bool memset_2d(const Op &op, unsigned long long dptr, unsigned long long w, unsigned long long h,
+                   const char *const names[5], F1 v1, F2 v2, F3 v2ptds, F4 async, F5 async_ptsz)
+    {
+        if (op.flags.count("legacy"))
+            return call(names[0], v1(static_cast<CUdeviceptr_v1>(dptr), static_cast<unsigned>(w), V{0},
+                                     static_cast<unsigned>(w), static_cast<unsigned>(h)));
+        if (op.flags.count("async"))
+            return op.flags.count("ptds") ? call(names[4], async_ptsz(dptr, w, V{0}, w, h, stream_))
+                                          : call(names[3], async(dptr, w, V{0}, w, h, stream_));
+        return op.flags.count("ptds") ? call(names[2], v2ptds(dptr, w, V{0}, w, h)) : call(names[1], v2(dptr, w, V{0}, w, h));
+    }
+
+    void set_memory(const Op &op, unsigned long long w, unsigned long long h, bool two_d)
+    {
+        const unsigned elem = op.flags.count("d32") ? 4 : op.flags.count("d16") ? 2 : 1;
+        const unsigned long long bytes = w * (two_d ? h : 1) * elem;
+        unsigned long long d = device_ptr(bytes, op.flags.count("legacy"));
+        bool ok;
+#define FORMS(b) #b, #b "_v2", #b "_v2_ptds", #b "Async", #b "Async_ptsz"
+#define FNS(b) b, b##_v2, b##_v2_ptds, b##Async, b##Async_ptsz
+        if (!two_d) {
+            static const char *const n8[5] = {FORMS(cuMemsetD8)}, *const n16[5] = {FORMS(cuMemsetD16)},
+                                     *const n32[5] = {FORMS(cuMemsetD32)};
+            ok = elem == 1   ? memset_1d<unsigned char>(op, d, w, n8, FNS(cuMemsetD8))
+                 : elem == 2 ? memset_1d<unsigned short>(op, d, w, n16, FNS(cuMemsetD16))
+                             : memset_1d<unsigned int>(op, d, w, n32, FNS(cuMemsetD32));
+        } else {
+            static const char *const n8[5] = {FORMS(cuMemsetD2D8)}, *const n16[5] = {FORMS(cuMemsetD2D16)},
+                                     *const n32[5] = {FORMS(cuMemsetD2D32)};
+            ok = elem == 1   ? memset_2d<unsigned char>(op, d, w, h, n8, FNS(cuMemsetD2D8))
+                 : elem == 2 ? memset_2d<unsigned short>(op, d, w, h, n16, FNS(cuMemsetD2D16))
+                             : memset_2d<unsigned int>(op, d, w, h, n32, FNS(cuMemsetD2D32));
+        }
+#undef FORMS
+#undef FNS
+        if (ok) {
+            ++t_.memsets;
+            t_.memset_bytes += bytes;
+        }
+    }
+
+    void launch_legacy(const Op &op, const std::vector<unsigned long long> &a)
+    {
+        ensure_function();
+        if (!call("cuFuncSetBlockShape", cuFuncSetBlockShape(fn_, static_cast<int>(a[2]), static_cast<int>(a[3]),
+                                                             static_cast<int>(a[4]))))
+            return;
+        const int gw = static_cast<int>(a[0]), gh = static_cast<int>(a[1]);
+        bool plain = op.flags.count("plain");
+        bool ok = plain ? call("cuLaunch", cuLaunch(fn_))
+                  : op.flags.count("async") ? call("cuLaunchGridAsync", cuLaunchGridAsync(fn_, gw, gh, stream_))
+                                            : call("cuLaunchGrid", cuLaunchGrid(fn_, gw, gh));
+        if (ok) {
+            ++t_.launches;
+            t_.launched_threads += (plain ? 1ULL : a[0] * a[1]) * a[2] * a[3] * a[4];
+        }
+    }
+
+    void launch_multi(const std::vector<unsigned long long> &a)
+    {
+        ensure_function();
+        std::vector<CUDA_LAUNCH_PARAMS> list(a[0]);
+        for (auto &p : list) {
+            p = CUDA_LAUNCH_PARAMS{};
+            p.function = fn_;
+            p.gridDimX = static_cast<unsigned>(a[1]), p.gridDimY = static_cast<unsigned>(a[2]);
+            p.gridDimZ = static_cast<unsigned>(a[3]), p.blockDimX = static_cast<unsigned>(a[4]);
+            p.blockDimY = static_cast<unsigned>(a[5]), p.blockDimZ = static_cast<unsigned>(a[6]);
+            p.hStream = stream_;
+        }
+        if (call("cuLaunchCooperativeKernelMultiDevice",
+                 cuLaunchCooperativeKernelMultiDevice(list.data(), static_cast<unsigned>(a[0]), 0))) {
+            t_.launches += a[0];
+            t_.launched_threads += a[0] * a[1] * a[2] * a[3] * a[4] * a[5] * a[6];
+        }
+    }
+
+    // Polls until `query` reports completion (CUDA_ERROR_NOT_READY is not a failure).
+    template <typename Query>
+    void poll(const char *entry, Query query)
+    {
+        for (;;) {
+            CUresult r = query();
+            if (r == CUDA_ERROR_NOT_READY) {
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
+                continue;
+            }
+            call(entry, r);
+            return;
         }
     }
 
@@ -718,6 +1114,47 @@ class Runner {
             if (call("cuEventSynchronize", cuEventSynchronize(ev)))
                 ++t_.syncs;
             call("cuEventDestroy_v2", cuEventDestroy_v2(ev));
+        } else if (n == "copy2d") {
+            copy2d(op, a[0], a[1]);
+        } else if (n == "copy3d") {
+            copy3d(op, a[0], a[1], a[2]);
+        } else if (n == "copy3d-peer") {
+            copy3d_peer(op, a[0], a[1], a[2]);
+        } else if (n == "array-create") {
+            array_create(op, a[0], a[1], 1, false);
+        } else if (n == "array3d-create") {
+            array_create(op, a[0], a[1], a[2], true);
+        } else if (n == "mipmap-create") {
+            mipmap_create(a[0], a[1], a[2], static_cast<unsigned>(a[3]));
+        } else if (n == "htoa" || n == "atoh" || n == "atod" || n == "dtoa" || n == "atoa") {
+            array_copy(op, a[0]);
+        } else if (n == "memset") {
+            set_memory(op, a[0], 1, false);
+        } else if (n == "memset2d") {
+            set_memory(op, a[0], a[1], true);
+        } else if (n == "launch-legacy") {
+            launch_legacy(op, a);
+        } else if (n == "launch-multi") {
+            launch_multi(a);
+        } else if (n == "query") {
+            if (ptsz)
+                poll("cuStreamQuery_ptsz", [&] { return cuStreamQuery_ptsz(stream_); });
+            else
+                poll("cuStreamQuery", [&] { return cuStreamQuery(stream_); });
+        } else if (n == "event-query") {
+            CUevent ev = nullptr;
+            if (!call("cuEventCreate", cuEventCreate(&ev, 0)))
+                return;
+            call("cuEventRecord", cuEventRecord(ev, stream_));
+            poll("cuEventQuery", [&] { return cuEventQuery(ev); });
+            call("cuEventDestroy_v2", cuEventDestroy_v2(ev));
+        } else if (n == "export-table") {
+            CUuuid id;
+            for (int i = 0; i < 16; ++i)
+                id.bytes[i] = static_cast<char>(i);
+            const void *table = nullptr;
+            call("cuGetExportTable", cuGetExportTable(&table, &id));
+            ++t_.export_tables["00010203-0405-0607-0809-0a0b0c0d0e0f"];
         } else if (n == "wait-stdin") {
             std::string line;
             std::getline(std::cin, line);

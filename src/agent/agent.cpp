@@ -327,6 +327,7 @@ void Agent::refresh_locked() {
   auto fds = program_->maps();
   totals_.absorb(probes::read_workload_counters(fds.workload_counters), probes::read_call_errors(fds.call_errors),
                  *this);
+  totals_.absorb_export_tables(probes::read_export_tables(fds.export_tables));
   map_read_ = true;
 }
 
@@ -369,6 +370,7 @@ void Agent::retire_gone_workloads() {
     gl_error_key k{ekey.where.cgroup_key, ekey.call_id, ekey.where.device};
     bpf_map_delete_elem(fds.call_errors, &k);
   }
+  probes::delete_export_tables(fds.export_tables, gone);
   const auto now = std::chrono::steady_clock::now();
   totals_.forget_entries(gone);
   for (uint64_t key : gone) {
@@ -461,6 +463,7 @@ AgentSnapshot Agent::snapshot() {
     self.runtime_libraries_detached = runtime_->libraries_detached();
     self.runtime_library_limit_rejections = runtime_->limit_rejections();
     self.runtime_libraries_incomplete = runtime_->libraries_incomplete();
+    self.runtime_libraries_stripped = runtime_->stripped_runtimes();
   }
   self.runtime_bypass_processes = runtime_bypass_processes_;
   self.libraries = attacher_->attached();
@@ -479,6 +482,7 @@ AgentSnapshot Agent::snapshot() {
       {"workload_counters", probes::count_entries(fds.workload_counters), program_->max_workloads()},
       {"call_errors", probes::count_entries(fds.call_errors), program_->max_workloads()},
       {"processes", processes.size(), 65536},
+      {"export_tables", probes::count_entries(fds.export_tables), 4096},
   };
   return snap;
 }

@@ -57,6 +57,7 @@ struct SelfView {
   uint64_t runtime_libraries_detached = 0;         // like libraries_detached, for runtime files
   uint64_t runtime_library_limit_rejections = 0;   // runtime files refused at the bound (--max-libraries)
   size_t runtime_libraries_incomplete = 0;         // attached in part, attach retries spent
+  size_t runtime_libraries_stripped = 0;           // static runtimes stripped of symbols: found, not probed
   uint64_t runtime_bypass_processes = 0;  // processes seen reaching the driver around its exported symbols
   std::vector<MapUsage> maps;
   std::array<uint64_t, GL_STAT_COUNT> kernel_stats{};

@@ -198,6 +198,9 @@ int main(int argc, char** argv) {
   probe_plan_cmd->add_option("--cuda-lib", probe_plan.cuda_lib, "The driver library (libcuda.so.1) to read")
       ->required();
   probe_plan_cmd->add_flag("--launch-returns", probe_plan.launch_returns, "As the agent's --launch-returns");
+  probe_plan_cmd->add_flag("--check", probe_plan.check,
+                           "Also list, as '# unprobed NAME' lines, every exported entry point that changes a bill "
+                           "(by its name) the plan lacks; exit 1 when there is one");
 
   const std::vector<std::string> args = split_empty_option_values(argc, argv);
   std::vector<const char*> arg_ptrs;

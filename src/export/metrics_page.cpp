@@ -56,7 +56,8 @@ struct CounterFamily {
 const std::vector<CounterFamily>& plain_families() {
   static const std::vector<CounterFamily> families = {
       {"gpuledger_cuda_kernel_launches_total", MetricType::kCounter,
-       "CUDA kernel launches (cuLaunchKernel, _ptsz, Ex, cooperative).",
+       "CUDA kernel launches (cuLaunchKernel, _ptsz, Ex, cooperative, multi-device, and the legacy cuLaunch, "
+       "cuLaunchGrid and cuLaunchGridAsync).",
        [](const ledger::Usage& u) { return u.counters.launches; }},
       {"gpuledger_cuda_launched_threads_total", MetricType::kCounter,
        "Threads launched: grid size times block size, summed over launches.",
@@ -76,6 +77,11 @@ const std::vector<CounterFamily>& plain_families() {
       {"gpuledger_cuda_memory_untracked_frees_total", MetricType::kCounter,
        "Frees of allocations made before the agent attached (their size is unknown).",
        [](const ledger::Usage& u) { return u.counters.untracked_frees; }},
+      {"gpuledger_cuda_memsets_total", MetricType::kCounter, "Successful memsets of device memory (cuMemsetD*).",
+       [](const ledger::Usage& u) { return u.counters.memsets; }},
+      {"gpuledger_cuda_memset_bytes_total", MetricType::kCounter,
+       "Bytes of device memory set by memsets: elements times element size.",
+       [](const ledger::Usage& u) { return u.counters.memset_bytes; }},
       {"gpuledger_cuda_syncs_total", MetricType::kCounter,
        "Synchronisation calls (stream, context, event) that returned.",
        [](const ledger::Usage& u) { return u.counters.syncs; }},
@@ -118,6 +124,15 @@ void write_workload_metrics(ExpositionWriter& out, const agent::AgentSnapshot& s
     for (const auto& [call, n] : s.usage->errors_by_call) {
       auto labels = s.labels;
       labels.emplace_back("call", call);
+      out.sample(labels, n);
+    }
+  }
+  out.family("gpuledger_cuda_export_table_requests_total", MetricType::kCounter,
+             "cuGetExportTable requests, by table id: the undocumented driver tables a CUDA runtime asks for.");
+  for (const auto& s : series) {
+    for (const auto& [table, n] : s.usage->export_tables) {
+      auto labels = s.labels;
+      labels.emplace_back("table", table);
       out.sample(labels, n);
     }
   }
@@ -180,6 +195,10 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
   out.family("gpuledger_runtime_libraries_incomplete", MetricType::kGauge,
              "Runtime files whose probes attached only in part and stayed so after every attach retry (see the log).");
   out.sample({}, static_cast<uint64_t>(self.runtime_libraries_incomplete));
+  out.family("gpuledger_runtime_libraries_unprobed", MetricType::kGauge,
+             "Files holding a CUDA runtime the runtime probes cannot attach to, by why (stripped: a statically "
+             "linked runtime without its symbol table).");
+  out.sample({{"reason", "stripped"}}, static_cast<uint64_t>(self.runtime_libraries_stripped));
   out.family("gpuledger_runtime_libraries_detached_total", MetricType::kCounter,
              "Runtime files detached because no process maps them any more and they were deleted.");
   out.sample({}, self.runtime_libraries_detached);
@@ -216,6 +235,10 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
   out.sample({{"reason", "allocation_map_full"}}, self.kernel_stats[GL_STAT_ALLOCS_UNTRACKED]);
   out.sample({{"reason", "process_map_full"}}, self.kernel_stats[GL_STAT_PROCS_FULL]);
   out.sample({{"reason", "return_without_entry"}}, self.kernel_stats[GL_STAT_STASH_MISSING]);
+  out.sample({{"reason", "export_table_map_full"}}, self.kernel_stats[GL_STAT_EXPORT_TABLES_FULL]);
+  out.family("gpuledger_cuda_array_size_unknown_total", MetricType::kCounter,
+             "CUDA arrays of a format whose element size the probes do not know: counted as allocations of 0 bytes.");
+  out.sample({}, self.kernel_stats[GL_STAT_ARRAY_SIZE_UNKNOWN]);
   out.family("gpuledger_workloads_retired_total", MetricType::kCounter,
              "Workloads whose cgroup was removed: their kernel entries are read a last time and dropped, and they leave "
              "/metrics and /api/v1/workloads after --retire-after (the ledger keeps their totals).");

@@ -41,9 +41,12 @@ nlohmann::json counters_json(const ledger::Usage& u) {
           {"memory_untracked_frees", c.untracked_frees},
           {"memcpy_bytes", by_direction(c.memcpy_bytes)},
           {"memcpy_calls", by_direction(c.memcpy_calls)},
+          {"memsets", c.memsets},
+          {"memset_bytes", c.memset_bytes},
           {"syncs", c.syncs},
           {"sync_seconds", c.sync_ns / 1e9},
-          {"api_errors", u.errors_by_call}};
+          {"api_errors", u.errors_by_call},
+          {"export_table_requests", u.export_tables}};
 }
 
 // Per GPU; "gpu" and "UUID" are null when the agent cannot tell for sure.

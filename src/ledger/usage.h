@@ -12,6 +12,8 @@ namespace gpuledger::ledger {
 struct Usage {
   gl_counters counters{};
   std::map<std::string, uint64_t> errors_by_call;
+  // cuGetExportTable requests by table id (the CUuuid as hex text).
+  std::map<std::string, uint64_t> export_tables;
 
   // Device memory held now. Allocations made before the agent attached are not
   // known, so neither are their frees (counted apart as untracked).

@@ -18,12 +18,13 @@ uint64_t delta(uint64_t now, uint64_t last) { return now >= last ? now - last : 
 Usage& Usage::operator+=(const Usage& other) {
   for (size_t i = 0; i < kFields; ++i) fields(counters)[i] += fields(other.counters)[i];
   for (const auto& [call, n] : other.errors_by_call) errors_by_call[call] += n;
+  for (const auto& [table, n] : other.export_tables) export_tables[table] += n;
   return *this;
 }
 
 bool Usage::operator==(const Usage& other) const {
   return std::equal(fields(counters), fields(counters) + kFields, fields(other.counters)) &&
-         errors_by_call == other.errors_by_call;
+         errors_by_call == other.errors_by_call && export_tables == other.export_tables;
 }
 
 void UsageTotals::absorb(const std::map<probes::CounterKey, gl_counters>& counters,
@@ -42,12 +43,22 @@ void UsageTotals::absorb(const std::map<probes::CounterKey, gl_counters>& counte
   }
 }
 
+void UsageTotals::absorb_export_tables(const std::map<probes::ExportTableKey, uint64_t>& tables) {
+  std::lock_guard lock(mu_);
+  for (const auto& [tkey, now] : tables) {
+    uint64_t& last = last_tables_[tkey];
+    totals_[tkey.where].export_tables[tkey.table] += delta(now, last);
+    last = now;
+  }
+}
+
 void UsageTotals::forget_entries(uint64_t cgroup_key) { forget_entries(std::set<uint64_t>{cgroup_key}); }
 
 void UsageTotals::forget_entries(const std::set<uint64_t>& cgroup_keys) {
   std::lock_guard lock(mu_);
   std::erase_if(last_counters_, [&](const auto& kv) { return cgroup_keys.contains(kv.first.cgroup_key); });
   std::erase_if(last_errors_, [&](const auto& kv) { return cgroup_keys.contains(kv.first.where.cgroup_key); });
+  std::erase_if(last_tables_, [&](const auto& kv) { return cgroup_keys.contains(kv.first.where.cgroup_key); });
 }
 
 void UsageTotals::drop(const std::set<uint64_t>& cgroup_keys) {
@@ -55,6 +66,7 @@ void UsageTotals::drop(const std::set<uint64_t>& cgroup_keys) {
   std::erase_if(totals_, [&](const auto& kv) { return cgroup_keys.contains(kv.first.cgroup_key); });
   std::erase_if(last_counters_, [&](const auto& kv) { return cgroup_keys.contains(kv.first.cgroup_key); });
   std::erase_if(last_errors_, [&](const auto& kv) { return cgroup_keys.contains(kv.first.where.cgroup_key); });
+  std::erase_if(last_tables_, [&](const auto& kv) { return cgroup_keys.contains(kv.first.where.cgroup_key); });
 }
 
 std::map<probes::CounterKey, Usage> UsageTotals::totals() const {

@@ -27,6 +27,8 @@ class UsageTotals {
   // The map entries of a workload (every device) were deleted after their
   // last reading: start over.
   void forget_entries(uint64_t cgroup_key);
+  // Folds a reading of the export-table requests map.
+  void absorb_export_tables(const std::map<probes::ExportTableKey, uint64_t>& tables);
   // The same for many at once: one pass, however many workloads left together.
   void forget_entries(const std::set<uint64_t>& cgroup_keys);
   // Workloads gone for good (retired): their totals leave too, so memory and
@@ -39,6 +41,7 @@ class UsageTotals {
   std::map<probes::CounterKey, Usage> totals_;
   std::map<probes::CounterKey, gl_counters> last_counters_;
   std::map<probes::ErrorKey, uint64_t> last_errors_;
+  std::map<probes::ExportTableKey, uint64_t> last_tables_;
 };
 
 }  // namespace gpuledger::ledger

@@ -25,7 +25,12 @@ struct EntryPointFamily {
   gl_context_op context_op = GL_CTX_SET;  // GL_KIND_CONTEXT only
   // Versions whose argument layout moves size_arg: {version, argument index}.
   std::vector<std::pair<int, uint8_t>> size_arg_by_version = {};
+  // GL_KIND_MEMSET only: the element size in bytes, | GL_MEMSET_2D for the 2D forms.
+  uint8_t memset_shape = 0;
 };
+
+// What each family of entry points counts, in words, for `probe-plan` and the docs.
+std::string_view family_counts(const EntryPointFamily& family);
 
 // Every family gpuledger knows, in a fixed order.
 const std::vector<EntryPointFamily>& entry_point_families();

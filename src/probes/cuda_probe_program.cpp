@@ -243,6 +243,7 @@ BpfMapFds CudaProbeProgram::maps() const {
       .context_devices = bpf_map__fd(skel_->maps.context_devices),
       .events = bpf_map__fd(skel_->maps.events),
       .call_names = bpf_map__fd(skel_->maps.call_names),
+      .export_tables = bpf_map__fd(skel_->maps.export_tables),
   };
 }
 

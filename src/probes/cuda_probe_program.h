@@ -66,6 +66,7 @@ struct BpfMapFds {
   int context_devices = -1;
   int events = -1;
   int call_names = -1;
+  int export_tables = -1;
 };
 
 class CudaProbeProgram {

@@ -56,6 +56,36 @@ std::map<ErrorKey, uint64_t> read_call_errors(int fd) {
   return out;
 }
 
+namespace {
+std::string uuid_text(const gl_u8 (&b)[16]) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += hex[b[i] >> 4];
+    out += hex[b[i] & 0xf];
+  }
+  return out;
+}
+}  // namespace
+
+std::map<ExportTableKey, uint64_t> read_export_tables(int fd) {
+  std::map<ExportTableKey, uint64_t> out;
+  if (fd < 0) return out;
+  for_each_key<gl_export_table_key>(fd, [&](const gl_export_table_key& key) {
+    uint64_t n = 0;
+    if (bpf_map_lookup_elem(fd, &key, &n) == 0)
+      out[ExportTableKey{{key.cgroup_key, GL_DEVICE_UNKNOWN}, uuid_text(key.table)}] = n;
+  });
+  return out;
+}
+
+void delete_export_tables(int fd, const std::set<uint64_t>& cgroup_keys) {
+  if (fd < 0) return;
+  for (const auto& key : map_keys<gl_export_table_key>(fd))
+    if (cgroup_keys.contains(key.cgroup_key)) bpf_map_delete_elem(fd, &key);
+}
+
 std::map<uint32_t, gl_proc_state> read_processes(int fd) {
   std::map<uint32_t, gl_proc_state> out;
   for_each_key<uint32_t>(fd, [&](uint32_t tgid) {

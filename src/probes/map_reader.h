@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -49,6 +51,16 @@ std::vector<Key> map_keys(int fd) {
 size_t copies_per_value(int fd);
 std::map<CounterKey, gl_counters> read_workload_counters(int fd);
 std::map<ErrorKey, uint64_t> read_call_errors(int fd);
+// cuGetExportTable requests by workload and table id (the CUuuid, as the
+// driver's 8-4-4-4-12 hex text), the workload's device unknown.
+struct ExportTableKey {
+  CounterKey where;
+  std::string table;
+  auto operator<=>(const ExportTableKey&) const = default;
+};
+std::map<ExportTableKey, uint64_t> read_export_tables(int fd);
+// Deletes the export-table entries of these workloads (they are gone).
+void delete_export_tables(int fd, const std::set<uint64_t>& cgroup_keys);
 std::map<uint32_t, gl_proc_state> read_processes(int fd);
 std::array<uint64_t, GL_STAT_COUNT> read_stats(int fd);
 uint64_t read_percpu_u64_sum(int fd, uint32_t index);

@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 constexpr long kBpffsMagic = 0xcafe4a11;  // BPF_FS_MAGIC
 // Bumped by hand when a map keeps its sizes but changes its meaning (a field
 // reordered, a unit changed): an older layout is then replaced, never adopted.
-constexpr int kLayoutRevision = 1;
+constexpr int kLayoutRevision = 2;  // 2: call ids moved to cookie bits 32..41
 // Maps whose capacity the agent sets at start (--max-workloads): a pinned one
 // of another capacity is still the same layout.
 bool resizable(const std::string& name) {

@@ -7,6 +7,7 @@
 #include "probes/elf_symbols.h"
 #include "probes/runtime_entry_points.h"
 #include "probes/static_symbols.h"
+#include "probes/stripped_runtime.h"
 
 namespace gpuledger::probes {
 namespace {
@@ -86,8 +87,20 @@ bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin
     spdlog::warn("CUDA runtime in {} not probed: {}", path, e.what());
   }
   if (specs.empty()) {
-    if (without_runtime_.size() >= kMaxRemembered) without_runtime_.clear();
+    if (without_runtime_.size() >= kMaxRemembered) {
+      without_runtime_.clear();
+      stripped_.clear();
+    }
     without_runtime_.insert(id);
+    // No runtime symbols, but the runtime's own strings: a stripped static
+    // runtime. Said once per file, and counted, rather than left silent.
+    if (holds_cuda_runtime_strings(target.file.fd.get())) {
+      stripped_.insert(id);
+      spdlog::warn("CUDA runtime linked statically into {} (dev {} inode {}) is stripped of its symbol table: its "
+                   "calls cannot be probed; only those that reach the driver through its exported symbols are "
+                   "counted (gpuledger_runtime_libraries_unprobed{{reason=\"stripped\"}})",
+                   path, id.dev, id.ino);
+    }
     return false;
   }
   if (attached_.size() >= max_libraries_) {
@@ -136,6 +149,11 @@ void RuntimeAttacher::retry_incomplete(std::chrono::steady_clock::time_point now
 uint64_t RuntimeAttacher::libraries_detached() const {
   std::lock_guard lock(mu_);
   return detached_;
+}
+
+size_t RuntimeAttacher::stripped_runtimes() const {
+  std::lock_guard lock(mu_);
+  return stripped_.size();
 }
 
 uint64_t RuntimeAttacher::limit_rejections() const {

@@ -48,6 +48,9 @@ class RuntimeAttacher {
   uint64_t libraries_detached() const;
   uint64_t limit_rejections() const;    // runtime files refused at max_libraries
   size_t libraries_incomplete() const;  // attached in part, retries spent
+  // Files holding a statically linked CUDA runtime stripped of its symbol
+  // table: found, and not probed (their entry points cannot be named).
+  size_t stripped_runtimes() const;
   // The name of a runtime call id (GL_RUNTIME_CALL_BASE and up), if assigned.
   std::optional<std::string> call_name(uint32_t id) const;
 
@@ -63,6 +66,7 @@ class RuntimeAttacher {
   AttachedFiles attached_;
   std::map<FileId, FileId> attached_as_;  // a mapping's printed id -> the key it was attached as
   std::set<FileId> without_runtime_;
+  std::set<FileId> stripped_;  // a subset of without_runtime_, bounded with it
   uint64_t detached_ = 0;
   uint64_t limit_rejections_ = 0;
 };

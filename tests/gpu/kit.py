@@ -533,6 +533,40 @@ def step_address(args, result):
     result["notes"].append(f"verdicts: {verdicts}")
 
 
+def step_catalogue(args, result):
+    """The driver's exported entry points that change a bill, by a rule on their names, against the plan."""
+    run = os.path.join(args.bundle, "gpuledger-run")
+    p = subprocess.run([run, "gpuledger", "probe-plan", "--cuda-lib", args.cuda_lib, "--check"],
+                       capture_output=True, text=True, timeout=30)
+    with open(os.path.join(args.raw_dir, "probe-plan-check.txt"), "w") as f:
+        f.write(p.stdout + p.stderr)
+    unprobed = [line.split()[2] for line in p.stdout.splitlines() if line.startswith("# unprobed ")]
+    planned = [line for line in p.stdout.splitlines() if line and not line.startswith("#")]
+    probes = sum(len(line.split()) - 1 for line in planned)
+    result["rows"] = [
+        {"metric": "billable exported entry points the plan lacks", "truth": 0, "seen": len(unprobed),
+         "bar": "exact", "ok": not unprobed and p.returncode in (0, 1)},
+        {"metric": "entry points planned", "truth": None, "seen": probes, "bar": "info", "ok": None},
+    ]
+    result["data"] = {"library": args.cuda_lib, "unprobed": unprobed, "exit": p.returncode}
+    if unprobed:
+        result["notes"].append("unprobed: " + " ".join(unprobed[:40]))
+
+
+def step_tables(args, result):
+    """cuGetExportTable: which driver tables the runtimes asked for, by workload (after a successful cuInit)."""
+    page = http_get(args.api + "/metrics")
+    samples = metric_samples(page, "gpuledger_cuda_export_table_requests_total")
+    tables = {}
+    for labels, value in samples:
+        tables[labels.get("table", "?")] = tables.get(labels.get("table", "?"), 0) + value
+    result["rows"] = [{"metric": "export tables asked for (distinct ids)", "truth": None, "seen": len(tables),
+                       "bar": "info", "ok": None}]
+    result["data"] = {"tables": tables, "series": [[labels, value] for labels, value in samples][:200]}
+    result["notes"].append("tables: " + ", ".join(f"{t} x{int(n)}" for t, n in sorted(tables.items())))
+    result["status"] = "pass"
+
+
 def step_env(args, result):
     """The machine: driver, CUDA, toolkit, PyTorch versions, glibc."""
     def run(cmd, timeout=20):
@@ -557,8 +591,9 @@ def step_env(args, result):
     result["status"] = "pass"
 
 
-STEPS = {"env": step_env, "address": step_address, "static": step_static, "eager": step_eager,
-         "graph": step_graph, "expandable": step_expandable, "busy": step_busy, "device": step_device}
+STEPS = {"env": step_env, "address": step_address, "catalogue": step_catalogue, "static": step_static,
+         "eager": step_eager, "graph": step_graph, "expandable": step_expandable, "busy": step_busy,
+         "device": step_device, "tables": step_tables}
 
 
 def run_step(args):

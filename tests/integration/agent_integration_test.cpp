@@ -214,6 +214,73 @@ TEST_F(AgentIntegration, TenantsInPodShapedCgroupsGetExactCounts) {
   EXPECT_EQ(get("/healthz").rfind("ok\n", 0), 0u);
 }
 
+// The families beyond the basic forms (the real driver exports them all):
+// copies described by structs, array copies, memsets, arrays, legacy and
+// multi-device launches, queries and export tables, each counted exactly.
+TEST_F(AgentIntegration, EveryDriverFamilyIsCountedExactly) {
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/families.service"));
+  auto t = run_tenant({cg.dir()},
+                      "init; array-create 256 4; array3d-create 16 16 4 legacy; mipmap-create 64 32 1 3; "
+                      "copy2d 100 10; copy2d 64 2 from-device to-host ptds; copy2d 8 8 from-device to-device async; "
+                      "copy2d 16 4 from-host to-unified; copy2d 30 3 legacy; "
+                      "copy2d 10 10 unaligned from-device to-array; copy3d 4 5 6; "
+                      "copy3d 2 2 2 from-array to-host async ptds; copy3d 3 3 3 legacy from-device to-device; "
+                      "copy3d-peer 10 10 2; copy3d-peer 5 5 5 async ptds; "
+                      "htoa 512; atoh 256 async ptds; htoa 100 legacy; atod 128; dtoa 64 legacy; atoa 32 ptds; "
+                      "memset 1000; memset 100 d32 async ptds; memset 50 d16 legacy; memset2d 10 20 d32; "
+                      "memset2d 4 4 async; launch-legacy 4 2 8 8 1; launch-legacy 1 1 32 1 1 plain; "
+                      "launch-legacy 3 3 2 2 2 async; launch-multi 3 2 1 1 64 1 1; query; query ptsz; "
+                      "event-query; export-table x2; free-all",
+                      {}, {"--kernel-us", "200"});
+  ASSERT_EQ(t.exit_code, 0);
+  ASSERT_TRUE(t.truth["errors"].size() == 1 && t.truth["errors"]["cuGetExportTable"] == 2) << t.truth.dump();
+  const std::string id = "systemd/families.service";
+  auto samples = parse_exposition(get("/metrics"));
+  auto value = [&](const std::string& name, std::map<std::string, std::string> extra = {}) {
+    extra["workload"] = id;
+    return sample_value(samples, name, extra).value_or(-1);
+  };
+  // Copies: host->device 100x10 + 30x3 (legacy) + 4x5x6 + 512 + 100 (legacy) into arrays.
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", {{"direction", "htod"}}), 1000 + 90 + 120 + 512 + 100);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", {{"direction", "dtoh"}}), 128 + 8 + 256);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", {{"direction", "dtod"}}), 64 + 100 + 27 + 128 + 64 + 32);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", {{"direction", "unknown"}}), 64);  // to unified memory
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", {{"direction", "peer"}}), 200 + 125);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_total", {{"direction", "htod"}}), 5);
+  EXPECT_EQ(value("gpuledger_cuda_memcpy_total", {{"direction", "dtod"}}), 6);
+  // Arrays: 256x4 floats, 16x16x4 floats (legacy), a 64x32 mipmap of 3
+  // levels; and the two device buffers the copies made (1000 bytes, 90 legacy).
+  const double allocated = 4096 + 4096 + (8192 + 2048 + 512) + 1000 + 90;
+  EXPECT_EQ(value("gpuledger_cuda_memory_allocated_bytes_total"), allocated);
+  EXPECT_EQ(value("gpuledger_cuda_memory_allocations_total"), 5);
+  EXPECT_EQ(t.truth["allocated_bytes"].get<double>(), allocated);
+  EXPECT_EQ(value("gpuledger_cuda_memory_freed_bytes_total"), allocated);
+  EXPECT_EQ(value("gpuledger_cuda_memory_live_bytes"), 0);
+  EXPECT_EQ(value("gpuledger_cuda_memory_untracked_frees_total"), 0);
+  // Memsets: 1000 x 1, 100 x 4, 50 x 2 (legacy), 10x20 x 4, 4x4 x 1.
+  EXPECT_EQ(value("gpuledger_cuda_memsets_total"), 5);
+  EXPECT_EQ(value("gpuledger_cuda_memset_bytes_total"), 1000 + 400 + 100 + 800 + 16);
+  // Launches: grid 4x2 of 8x8x1, cuLaunch of 32x1x1, grid 3x3 of 2x2x2, and
+  // a multi-device launch of 3 entries of 2 x 64 threads.
+  EXPECT_EQ(value("gpuledger_cuda_kernel_launches_total"), 3 + 3);
+  EXPECT_EQ(value("gpuledger_cuda_launched_threads_total"), 512 + 32 + 72 + 3 * 128);
+  // Polling reports completion: no synchronisation was made, yet the launch
+  // spans were closed (the work took 200 us a launch).
+  EXPECT_EQ(value("gpuledger_cuda_syncs_total"), 0);
+  EXPECT_GT(value("gpuledger_cuda_busy_seconds_total"), 0);
+  // Export tables: asked for twice (the simulator has none: both failed).
+  EXPECT_EQ(value("gpuledger_cuda_export_table_requests_total", {{"table", "00010203-0405-0607-0809-0a0b0c0d0e0f"}}), 2);
+  EXPECT_EQ(value("gpuledger_cuda_api_errors_total", {{"call", "cuGetExportTable"}}), 2);
+  // The generator's own account agrees.
+  EXPECT_EQ(value("gpuledger_cuda_kernel_launches_total"), t.truth["launches"].get<double>());
+  EXPECT_EQ(value("gpuledger_cuda_launched_threads_total"), t.truth["launched_threads"].get<double>());
+  EXPECT_EQ(value("gpuledger_cuda_memsets_total"), t.truth["memsets"].get<double>());
+  EXPECT_EQ(value("gpuledger_cuda_memset_bytes_total"), t.truth["memset_bytes"].get<double>());
+  for (const char* dir : {"htod", "dtoh", "dtod", "peer", "unknown"})
+    EXPECT_EQ(value("gpuledger_cuda_memcpy_bytes_total", {{"direction", dir}}), t.truth["memcpy_bytes"][dir].get<double>())
+        << dir;
+}
+
 // The kernel side follows each thread's current context to its device
 // ordinal; the process's CUDA_VISIBLE_DEVICES ties ordinals to physical GPUs.
 TEST_F(AgentIntegration, EveryCounterSaysWhichGpu) {

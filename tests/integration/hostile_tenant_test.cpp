@@ -199,6 +199,9 @@ TEST_F(HostileTenant, DriverCopiesMeetABoundAndDeletedOnesAreDetached) {
   std::set<probes::FileId> others;
   for (const auto& c : probes::scan_process_maps())
     if (probes::is_cuda_library_name(c.mapping.path)) others.insert(c.mapping.printed);
+  // A driver installed on this machine takes a slot too, mapped or not.
+  for (const auto& path : probes::default_driver_library_paths())
+    if (auto id = probes::file_id_of(path)) others.insert(*id);
   others.erase(probes::file_id_of(kSimLib).value());
   options.max_libraries = 2 + others.size();
   agent::Agent agent(options);

@@ -24,7 +24,7 @@ GPULEDGER_KIT_TORCH_WORK="$src/tests/kit/fake_torch_work.py" \
 results="$work/out/results.json"
 [[ -s "$results" && -s "$work/out/results.md" ]] || fail "no results (rc $rc)"
 status() { jq -r --arg s "$1" '.steps[] | select(.step == $s) | .status' "$results"; }
-for step in env address static eager graph expandable busy device; do
+for step in env address catalogue static eager graph expandable busy device tables; do
   [[ "$(status "$step")" == pass ]] || {
     jq --arg s "$step" '.steps[] | select(.step == $s)' "$results"
     fail "step $step: $(status "$step")"

@@ -28,7 +28,8 @@ struct Expect {
 };
 
 bool is_launch_kind(uint32_t kind) {
-  return kind == GL_KIND_LAUNCH || kind == GL_KIND_LAUNCH_EX || kind == GL_KIND_GRAPH;
+  return kind == GL_KIND_LAUNCH || kind == GL_KIND_LAUNCH_EX || kind == GL_KIND_GRAPH ||
+         kind == GL_KIND_LAUNCH_LEGACY || kind == GL_KIND_LAUNCH_MULTI;
 }
 
 // Every entry point the simulator exports that gpuledger probes.
@@ -88,6 +89,107 @@ const std::map<std::string, Expect>& sim_expected() {
       {"cuCtxPushCurrent_v2", {GL_KIND_CONTEXT, GL_CTX_PUSH, 0, 0}},
       {"cuCtxPopCurrent_v2", {GL_KIND_CONTEXT, GL_CTX_POP, 0, 0}},
       {"cuCtxDestroy_v2", {GL_KIND_CONTEXT, GL_CTX_DESTROY, 0, 0}},
+      // The families the real driver exports beyond the basic forms
+      // (sim/libcuda/cudasim_families.c): every exported form.
+      {"cuArray3DCreate", {GL_KIND_ARRAY_CREATE, GL_DIR_UNKNOWN, GL_ARRAY_3D, 1}},
+      {"cuArray3DCreate_v2", {GL_KIND_ARRAY_CREATE, GL_DIR_UNKNOWN, GL_ARRAY_3D, 0}},
+      {"cuArrayCreate", {GL_KIND_ARRAY_CREATE, GL_DIR_UNKNOWN, GL_ARRAY_2D, 1}},
+      {"cuArrayCreate_v2", {GL_KIND_ARRAY_CREATE, GL_DIR_UNKNOWN, GL_ARRAY_2D, 0}},
+      {"cuArrayDestroy", {GL_KIND_FREE, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuCtxCreate", {GL_KIND_CONTEXT, GL_CTX_CREATE, 2, 0}},
+      {"cuCtxDestroy", {GL_KIND_CONTEXT, GL_CTX_DESTROY, 0, 0}},
+      {"cuCtxPopCurrent", {GL_KIND_CONTEXT, GL_CTX_POP, 0, 0}},
+      {"cuCtxPushCurrent", {GL_KIND_CONTEXT, GL_CTX_PUSH, 0, 0}},
+      {"cuEventQuery", {GL_KIND_QUERY, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuFuncSetBlockShape", {GL_KIND_BLOCK_SHAPE, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuGetExportTable", {GL_KIND_EXPORT_TABLE, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuLaunch", {GL_KIND_LAUNCH_LEGACY, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuLaunchCooperativeKernel", {GL_KIND_LAUNCH, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuLaunchCooperativeKernelMultiDevice", {GL_KIND_LAUNCH_MULTI, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuLaunchCooperativeKernel_ptsz", {GL_KIND_LAUNCH, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuLaunchGrid", {GL_KIND_LAUNCH_LEGACY, GL_DIR_UNKNOWN, 1, 0}},
+      {"cuLaunchGridAsync", {GL_KIND_LAUNCH_LEGACY, GL_DIR_UNKNOWN, 1, 0}},
+      {"cuMemAllocFromPoolAsync_ptsz", {GL_KIND_ALLOC, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuMemAllocPitch", {GL_KIND_ALLOC_PITCH, GL_DIR_UNKNOWN, 0, 1}},
+      {"cuMemcpy2D", {GL_KIND_MEMCPY_2D, GL_DIR_UNKNOWN, 0, 1}},
+      {"cuMemcpy2DAsync", {GL_KIND_MEMCPY_2D, GL_DIR_UNKNOWN, 0, 1}},
+      {"cuMemcpy2DAsync_v2", {GL_KIND_MEMCPY_2D, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuMemcpy2DAsync_v2_ptsz", {GL_KIND_MEMCPY_2D, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuMemcpy2DUnaligned", {GL_KIND_MEMCPY_2D, GL_DIR_UNKNOWN, 0, 1}},
+      {"cuMemcpy2DUnaligned_v2", {GL_KIND_MEMCPY_2D, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuMemcpy2DUnaligned_v2_ptds", {GL_KIND_MEMCPY_2D, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuMemcpy2D_v2", {GL_KIND_MEMCPY_2D, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuMemcpy2D_v2_ptds", {GL_KIND_MEMCPY_2D, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuMemcpy3D", {GL_KIND_MEMCPY_3D, GL_DIR_UNKNOWN, 0, 1}},
+      {"cuMemcpy3DAsync", {GL_KIND_MEMCPY_3D, GL_DIR_UNKNOWN, 0, 1}},
+      {"cuMemcpy3DAsync_v2", {GL_KIND_MEMCPY_3D, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuMemcpy3DAsync_v2_ptsz", {GL_KIND_MEMCPY_3D, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuMemcpy3DPeer", {GL_KIND_MEMCPY_3D_PEER, GL_DIR_PEER, 0, 0}},
+      {"cuMemcpy3DPeerAsync", {GL_KIND_MEMCPY_3D_PEER, GL_DIR_PEER, 0, 0}},
+      {"cuMemcpy3DPeerAsync_ptsz", {GL_KIND_MEMCPY_3D_PEER, GL_DIR_PEER, 0, 0}},
+      {"cuMemcpy3DPeer_ptds", {GL_KIND_MEMCPY_3D_PEER, GL_DIR_PEER, 0, 0}},
+      {"cuMemcpy3D_v2", {GL_KIND_MEMCPY_3D, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuMemcpy3D_v2_ptds", {GL_KIND_MEMCPY_3D, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuMemcpyAtoA", {GL_KIND_MEMCPY, GL_DIR_DTOD, 4, 1}},
+      {"cuMemcpyAtoA_v2", {GL_KIND_MEMCPY, GL_DIR_DTOD, 4, 0}},
+      {"cuMemcpyAtoA_v2_ptds", {GL_KIND_MEMCPY, GL_DIR_DTOD, 4, 0}},
+      {"cuMemcpyAtoD", {GL_KIND_MEMCPY, GL_DIR_DTOD, 3, 1}},
+      {"cuMemcpyAtoD_v2", {GL_KIND_MEMCPY, GL_DIR_DTOD, 3, 0}},
+      {"cuMemcpyAtoD_v2_ptds", {GL_KIND_MEMCPY, GL_DIR_DTOD, 3, 0}},
+      {"cuMemcpyAtoH", {GL_KIND_MEMCPY, GL_DIR_DTOH, 3, 1}},
+      {"cuMemcpyAtoHAsync", {GL_KIND_MEMCPY, GL_DIR_DTOH, 3, 1}},
+      {"cuMemcpyAtoHAsync_v2", {GL_KIND_MEMCPY, GL_DIR_DTOH, 3, 0}},
+      {"cuMemcpyAtoHAsync_v2_ptsz", {GL_KIND_MEMCPY, GL_DIR_DTOH, 3, 0}},
+      {"cuMemcpyAtoH_v2", {GL_KIND_MEMCPY, GL_DIR_DTOH, 3, 0}},
+      {"cuMemcpyAtoH_v2_ptds", {GL_KIND_MEMCPY, GL_DIR_DTOH, 3, 0}},
+      {"cuMemcpyDtoA", {GL_KIND_MEMCPY, GL_DIR_DTOD, 3, 1}},
+      {"cuMemcpyDtoA_v2", {GL_KIND_MEMCPY, GL_DIR_DTOD, 3, 0}},
+      {"cuMemcpyDtoA_v2_ptds", {GL_KIND_MEMCPY, GL_DIR_DTOD, 3, 0}},
+      {"cuMemcpyDtoD", {GL_KIND_MEMCPY, GL_DIR_DTOD, 2, 1}},
+      {"cuMemcpyDtoDAsync", {GL_KIND_MEMCPY, GL_DIR_DTOD, 2, 1}},
+      {"cuMemcpyDtoH", {GL_KIND_MEMCPY, GL_DIR_DTOH, 2, 1}},
+      {"cuMemcpyDtoHAsync", {GL_KIND_MEMCPY, GL_DIR_DTOH, 2, 1}},
+      {"cuMemcpyHtoA", {GL_KIND_MEMCPY, GL_DIR_HTOD, 3, 1}},
+      {"cuMemcpyHtoAAsync", {GL_KIND_MEMCPY, GL_DIR_HTOD, 3, 1}},
+      {"cuMemcpyHtoAAsync_v2", {GL_KIND_MEMCPY, GL_DIR_HTOD, 3, 0}},
+      {"cuMemcpyHtoAAsync_v2_ptsz", {GL_KIND_MEMCPY, GL_DIR_HTOD, 3, 0}},
+      {"cuMemcpyHtoA_v2", {GL_KIND_MEMCPY, GL_DIR_HTOD, 3, 0}},
+      {"cuMemcpyHtoA_v2_ptds", {GL_KIND_MEMCPY, GL_DIR_HTOD, 3, 0}},
+      {"cuMemcpyHtoDAsync", {GL_KIND_MEMCPY, GL_DIR_HTOD, 2, 1}},
+      {"cuMemsetD16", {GL_KIND_MEMSET, 2, 2, 1}},
+      {"cuMemsetD16Async", {GL_KIND_MEMSET, 2, 2, 0}},
+      {"cuMemsetD16Async_ptsz", {GL_KIND_MEMSET, 2, 2, 0}},
+      {"cuMemsetD16_v2", {GL_KIND_MEMSET, 2, 2, 0}},
+      {"cuMemsetD16_v2_ptds", {GL_KIND_MEMSET, 2, 2, 0}},
+      {"cuMemsetD2D16", {GL_KIND_MEMSET, 2 | GL_MEMSET_2D, 3, 1}},
+      {"cuMemsetD2D16Async", {GL_KIND_MEMSET, 2 | GL_MEMSET_2D, 3, 0}},
+      {"cuMemsetD2D16Async_ptsz", {GL_KIND_MEMSET, 2 | GL_MEMSET_2D, 3, 0}},
+      {"cuMemsetD2D16_v2", {GL_KIND_MEMSET, 2 | GL_MEMSET_2D, 3, 0}},
+      {"cuMemsetD2D16_v2_ptds", {GL_KIND_MEMSET, 2 | GL_MEMSET_2D, 3, 0}},
+      {"cuMemsetD2D32", {GL_KIND_MEMSET, 4 | GL_MEMSET_2D, 3, 1}},
+      {"cuMemsetD2D32Async", {GL_KIND_MEMSET, 4 | GL_MEMSET_2D, 3, 0}},
+      {"cuMemsetD2D32Async_ptsz", {GL_KIND_MEMSET, 4 | GL_MEMSET_2D, 3, 0}},
+      {"cuMemsetD2D32_v2", {GL_KIND_MEMSET, 4 | GL_MEMSET_2D, 3, 0}},
+      {"cuMemsetD2D32_v2_ptds", {GL_KIND_MEMSET, 4 | GL_MEMSET_2D, 3, 0}},
+      {"cuMemsetD2D8", {GL_KIND_MEMSET, 1 | GL_MEMSET_2D, 3, 1}},
+      {"cuMemsetD2D8Async", {GL_KIND_MEMSET, 1 | GL_MEMSET_2D, 3, 0}},
+      {"cuMemsetD2D8Async_ptsz", {GL_KIND_MEMSET, 1 | GL_MEMSET_2D, 3, 0}},
+      {"cuMemsetD2D8_v2", {GL_KIND_MEMSET, 1 | GL_MEMSET_2D, 3, 0}},
+      {"cuMemsetD2D8_v2_ptds", {GL_KIND_MEMSET, 1 | GL_MEMSET_2D, 3, 0}},
+      {"cuMemsetD32", {GL_KIND_MEMSET, 4, 2, 1}},
+      {"cuMemsetD32Async", {GL_KIND_MEMSET, 4, 2, 0}},
+      {"cuMemsetD32Async_ptsz", {GL_KIND_MEMSET, 4, 2, 0}},
+      {"cuMemsetD32_v2", {GL_KIND_MEMSET, 4, 2, 0}},
+      {"cuMemsetD32_v2_ptds", {GL_KIND_MEMSET, 4, 2, 0}},
+      {"cuMemsetD8", {GL_KIND_MEMSET, 1, 2, 1}},
+      {"cuMemsetD8Async", {GL_KIND_MEMSET, 1, 2, 0}},
+      {"cuMemsetD8Async_ptsz", {GL_KIND_MEMSET, 1, 2, 0}},
+      {"cuMemsetD8_v2", {GL_KIND_MEMSET, 1, 2, 0}},
+      {"cuMemsetD8_v2_ptds", {GL_KIND_MEMSET, 1, 2, 0}},
+      {"cuMipmappedArrayCreate", {GL_KIND_ARRAY_CREATE, GL_DIR_UNKNOWN, GL_ARRAY_MIPMAP, 0}},
+      {"cuMipmappedArrayDestroy", {GL_KIND_FREE, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuStreamQuery", {GL_KIND_QUERY, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuStreamQuery_ptsz", {GL_KIND_QUERY, GL_DIR_UNKNOWN, 0, 0}},
   };
   return e;
 }
@@ -137,7 +239,8 @@ TEST_F(SimPlan, CookiesDecodeToKindDirectionSizeArgAndLegacy) {
     EXPECT_EQ(GL_COOKIE_DIR(cookie), static_cast<uint32_t>(e.dir));
     EXPECT_EQ(GL_COOKIE_SIZE_ARG(cookie), e.size_arg);
     EXPECT_EQ(GL_COOKIE_LEGACY(cookie), e.legacy);
-    EXPECT_EQ(cookie >> 25, 0u) << "bits above the legacy bit must be clear";
+    EXPECT_EQ((cookie >> 25) & 0x7f, 0u) << "bits between the legacy bit and the call id must be clear";
+    EXPECT_EQ(cookie >> 42, 0u) << "bits above the call id must be clear";
     // The call id names the entry point back.
     const std::string* back = names.name_of(GL_COOKIE_CALL(cookie));
     ASSERT_NE(back, nullptr);
@@ -246,7 +349,7 @@ ElfFunction fn(std::string name, uint64_t offset) {
 TEST(SyntheticPlan, NoCudaNamesGivesAnEmptyPlan) {
   CallNames names;
   std::vector<ElfFunction> fns = {fn("malloc", 0x100), fn("cudaMalloc", 0x200), fn("cuMemAllocX", 0x300),
-                                  fn("cuLaunch", 0x400), fn("xcuInit", 0x500), fn("cuMemcpy_v", 0x600)};
+                                  fn("cuLaunchX", 0x400), fn("xcuInit", 0x500), fn("cuMemcpy_v", 0x600)};
   EXPECT_TRUE(plan_probes(fns, names, {}).empty());
   EXPECT_TRUE(plan_probes({}, names, {}).empty());
   EXPECT_EQ(names.size(), 0u);
@@ -342,7 +445,7 @@ TEST(CallNames, RuntimeNamesTakeTheIdsAboveTheDriversAndNoOthers) {
   ASSERT_NE(names.name_of(GL_RUNTIME_CALL_BASE), nullptr);
   EXPECT_EQ(*names.name_of(GL_RUNTIME_CALL_BASE), "cudaMalloc");
   for (int i = 1; i < GL_MAX_CALLS - GL_RUNTIME_CALL_BASE; ++i) names.id_of("r" + std::to_string(i));
-  EXPECT_EQ(names.id_of("r63"), 255u);
+  EXPECT_EQ(names.id_of("r63"), uint32_t{GL_RUNTIME_CALL_BASE} + 63);
   EXPECT_THROW(names.id_of("one_too_many"), gpuledger::Error);
 }
 

@@ -1,0 +1,165 @@
+// The entry-point catalogue against NVIDIA's real driver library (driver 535
+// from Debian's non-free packages, fetched by scripts/fetch-nvidia-libs.sh):
+// every exported entry point that launches work, allocates or frees device
+// memory, copies or sets it, synchronises or reports completion - found by a
+// rule on the name, not from a list - is probed in every exported form, and
+// the driver simulator exports every name the agent probes there. Where the
+// CUDA toolkit's cuda.h is present, every such entry point it declares (the
+// forms newer drivers add) belongs to a family the agent knows.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "probes/billable_entry_points.h"
+#include "probes/cuda_entry_points.h"
+#include "probes/elf_symbols.h"
+
+#ifndef GPULEDGER_SIM_LIB
+#error "GPULEDGER_SIM_LIB must name build/sim/lib/libcuda.so.1"
+#endif
+#ifndef GPULEDGER_REAL_LIBCUDA
+#define GPULEDGER_REAL_LIBCUDA ""
+#endif
+#ifndef GPULEDGER_REAL_CUDA_H
+#define GPULEDGER_REAL_CUDA_H ""
+#endif
+
+namespace gpuledger::probes {
+namespace {
+
+bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
+std::string real_lib() {
+  std::string path = GPULEDGER_REAL_LIBCUDA;
+  if (path.empty() || !std::ifstream(path)) return "";
+  return path;
+}
+
+#define REQUIRE_REAL_LIB(path)                                                                            \
+  const std::string path = real_lib();                                                                    \
+  if (path.empty()) {                                                                                     \
+    if (in_ci()) FAIL() << "the real libcuda is missing: scripts/fetch-nvidia-libs.sh build/nvidia";      \
+    GTEST_SKIP() << "the real libcuda is not fetched (scripts/fetch-nvidia-libs.sh build/nvidia)";        \
+  }
+
+std::string join(const std::set<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : " ") + n;
+  return out;
+}
+
+ElfFunction function_at(std::string name, uint64_t offset) {
+  ElfFunction f;
+  f.name = std::move(name);
+  f.address = offset + 0x1000;
+  f.file_offset = offset;
+  f.size = 16;
+  return f;
+}
+
+// The rule finds a family the catalogue has never heard of.
+TEST(BillableRule, AnUnknownFamilyIsReportedAndHostWorkIsNot) {
+  const std::vector<ElfFunction> fns = {function_at("cuMemcpy4DAsync_v9_ptsz", 0x10), function_at("cuLaunchKernel", 0x20),
+                                        function_at("cuDeviceGetName", 0x30), function_at("cuLaunchHostFunc", 0x40),
+                                        function_at("cuLaunchKernel_ptsz", 0x20), function_at("cuMemsetD64_v2", 0x50),
+                                        function_at("cuMemAllocHost_v2", 0x60), function_at("cuFooSynchronize", 0x70)};
+  CallNames names;
+  const auto plan = plan_probes(fns, names, {});
+  EXPECT_EQ(unprobed_billable(fns, plan),
+            (std::vector<std::string>{"cuFooSynchronize", "cuMemcpy4DAsync_v9_ptsz", "cuMemsetD64_v2"}));
+  EXPECT_EQ(entry_point_base("cuMemcpy2DAsync_v2_ptsz"), "cuMemcpy2DAsync");
+  EXPECT_EQ(entry_point_base("cuCtxCreate_v4"), "cuCtxCreate");
+  EXPECT_TRUE(changes_a_bill("cuStreamQuery"));
+  EXPECT_FALSE(changes_a_bill("cuStreamWaitEvent"));
+  EXPECT_FALSE(changes_a_bill("cuMemFreeHost"));
+}
+
+TEST(RealDriverCatalogue, EveryBillableEntryPointOfDriver535IsProbed) {
+  REQUIRE_REAL_LIB(lib);
+  const auto functions = read_dynamic_functions(lib);
+  CallNames names;
+  const auto plan = plan_probes(functions, names, {});
+  std::set<std::string> billable;
+  for (const auto& f : functions)
+    if (f.name.starts_with("cu") && changes_a_bill(entry_point_base(f.name))) billable.insert(f.name);
+  const auto unprobed = unprobed_billable(functions, plan);
+  const std::set<std::string> missing(unprobed.begin(), unprobed.end());
+  EXPECT_TRUE(missing.empty()) << "billable entry points of " << lib << " the plan lacks: " << join(missing);
+  // Driver 535.261.03: 149 billable exported names, and the plan's 151 probes
+  // cover them, plus cuInit, cuGetExportTable and the contexts' bookkeeping.
+  EXPECT_GE(billable.size(), 140u) << "the rule found too few entry points: " << join(billable);
+  std::cout << "real driver: " << billable.size() << " billable exported names, " << plan.size()
+            << " probes planned\n";
+}
+
+TEST(RealDriverCatalogue, TheRuleFindsTheFamiliesAPlanOnceLacked) {
+  REQUIRE_REAL_LIB(lib);
+  const auto functions = read_dynamic_functions(lib);
+  CallNames names;
+  std::set<std::string> planned;
+  for (const auto& p : plan_probes(functions, names, {})) planned.insert(p.name);
+  for (const char* n : {"cuMemcpy2D_v2", "cuMemcpy2DAsync_v2_ptsz", "cuMemcpy3D_v2_ptds", "cuMemcpy3DPeerAsync_ptsz",
+                        "cuMemcpy2DUnaligned_v2", "cuMemcpyAtoH_v2", "cuMemcpyHtoAAsync_v2_ptsz", "cuMemcpyAtoA_v2_ptds",
+                        "cuLaunch", "cuLaunchGrid", "cuLaunchGridAsync", "cuLaunchCooperativeKernelMultiDevice",
+                        "cuStreamQuery", "cuStreamQuery_ptsz", "cuEventQuery", "cuMemsetD32Async_ptsz",
+                        "cuMemsetD2D8_v2", "cuArray3DCreate_v2", "cuArrayDestroy", "cuGetExportTable",
+                        "cuFuncSetBlockShape", "cuMemcpy2D", "cuMemsetD8"})
+    EXPECT_TRUE(planned.contains(n)) << n;
+  // Not billed, by the rule's exclusions.
+  for (const char* n : {"cuLaunchHostFunc", "cuMemAllocHost_v2", "cuMemFreeHost", "cuStreamWaitEvent"})
+    EXPECT_FALSE(planned.contains(n)) << n;
+}
+
+TEST(RealDriverCatalogue, TheSimulatorExportsEveryNameTheAgentProbesOnTheRealDriver) {
+  REQUIRE_REAL_LIB(lib);
+  CallNames real_names, sim_names;
+  std::set<std::string> sim_planned, missing;
+  for (const auto& p : plan_probes(read_dynamic_functions(GPULEDGER_SIM_LIB), sim_names, {})) sim_planned.insert(p.name);
+  for (const auto& p : plan_probes(read_dynamic_functions(lib), real_names, {}))
+    if (!sim_planned.contains(p.name)) missing.insert(p.name);
+  EXPECT_TRUE(missing.empty()) << "names probed on the real driver the simulator does not export: " << join(missing);
+}
+
+// The toolkit's cuda.h (CUDA 13 on the development and CI machines; absent on a
+// fresh Debian box) declares the forms newer drivers add: each billable one
+// must be a form of a known family, so a driver that exports it is probed.
+TEST(RealDriverCatalogue, EveryBillableEntryPointTheToolkitDeclaresHasAFamily) {
+  const std::string header = GPULEDGER_REAL_CUDA_H;
+  if (header.empty() || !std::ifstream(header)) GTEST_SKIP() << "no CUDA toolkit cuda.h on this machine";
+  std::ifstream in(header);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  std::set<std::string> declared;
+  static const std::regex decl("CUresult CUDAAPI (cu[A-Za-z0-9_]+)\\(");
+  static const std::regex macro("#define (cu[A-Za-z0-9_]+)\\s+(__CUDA_API_PT[SD][ZS]\\()?(cu[A-Za-z0-9_]+)");
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), decl); it != std::sregex_iterator(); ++it)
+    declared.insert((*it)[1]);
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), macro); it != std::sregex_iterator(); ++it)
+    declared.insert((*it)[3]);  // the versioned name a macro stands for
+  std::set<std::string> unknown;
+  size_t billable = 0;
+  for (const auto& name : declared) {
+    if (!changes_a_bill(entry_point_base(name))) continue;
+    ++billable;
+    bool known = false;
+    for (const auto& family : entry_point_families())
+      if (parse_entry_point_form(name, family.base)) known = true;
+    if (!known) unknown.insert(name);
+  }
+  EXPECT_TRUE(unknown.empty()) << "billable entry points of " << header << " no family covers: " << join(unknown);
+  EXPECT_GE(billable, 80u);
+}
+
+}  // namespace
+}  // namespace gpuledger::probes
