@@ -687,6 +687,16 @@ static __always_inline void add_sync(struct gl_thread_state *t, struct gl_counte
   close_span(t, c, now);
 }
 
+/* A failed call of a process whose cuInit failed is that failure again (the
+ * runtime reports the sticky initialisation error from every call after):
+ * counted once, as the cuInit error, and the rest in the stats. */
+static __always_inline bool repeats_failed_init(__u32 tgid) {
+  struct gl_proc_state *p = bpf_map_lookup_elem(&processes, &tgid);
+  if (!p || !p->init_failed) return false;
+  count_stat(GL_STAT_FAILED_AFTER_INIT_FAILED);
+  return true;
+}
+
 static __always_inline void count_error(__u64 key, __u32 call_id, __u32 device) {
   struct gl_error_key ek = {.cgroup_key = key, .call_id = call_id, .device = device};
   __u64 *n = bpf_map_lookup_elem(&call_errors, &ek);
@@ -813,6 +823,12 @@ int gl_call_return(struct pt_regs *ctx) {
   int rc = (int)PT_REGS_RC(ctx);
   if (kind == GL_KIND_EXPORT_TABLE) count_export_table(key, &s); /* asked for, found or not */
   if (kind == GL_KIND_QUERY && rc == 600 /* CUDA_ERROR_NOT_READY: still running, not a failure */) return 0;
+  if (kind == GL_KIND_OTHER) { /* cuInit: remember how it went */
+    struct gl_proc_state *ip = process_for(tid >> 32, key);
+    if (ip) ip->init_failed = rc != 0;
+  } else if (rc != 0 && repeats_failed_init(tid >> 32)) {
+    return 0;
+  }
   if (rc != 0) {
     count_error(key, GL_COOKIE_CALL(cookie), device);
     return 0;

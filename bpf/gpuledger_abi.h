@@ -236,6 +236,7 @@ struct gl_proc_state {
   gl_u64 start_ns; /* task start time (boot-based ns) */
   gl_u64 cgroup_key;
   gl_u64 live_bytes[GL_MAX_DEVICES + 1]; /* by device ordinal; the last slot: unknown or beyond */
+  gl_u64 init_failed; /* its last cuInit failed: later failures are that one failure again */
 };
 
 /* Self-accounting, a per-CPU array indexed by these. */
@@ -251,7 +252,8 @@ enum gl_stat {
   GL_STAT_RUNTIME_LEFT_TO_DRIVER = 8, /* runtime calls the driver-level probes counted (de-duplicated) */
   GL_STAT_ARRAY_SIZE_UNKNOWN = 9, /* an array of a format whose element size is not known: counted, 0 bytes */
   GL_STAT_EXPORT_TABLES_FULL = 10, /* export-table map full: that request is not counted by id */
-  GL_STAT_COUNT = 11,
+  GL_STAT_FAILED_AFTER_INIT_FAILED = 11, /* calls that failed after the process's cuInit had: not counted again */
+  GL_STAT_COUNT = 12,
 };
 
 /* Events to userspace: rare by construction (a new workload, a process that

@@ -176,7 +176,7 @@ int gl_rt_return(struct pt_regs *ctx) {
   struct gl_proc_state *p = process_for(tgid, key);
   if (p) t->process_known = 1;
   if (rc != 0) {
-    count_error(key, GL_COOKIE_CALL(cookie), device);
+    if (!repeats_failed_init(tgid)) count_error(key, GL_COOKIE_CALL(cookie), device);
     return 0;
   }
   if (!driver_seen) report_bypass(tgid, p, key);

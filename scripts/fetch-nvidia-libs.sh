@@ -81,9 +81,10 @@ done
 for deb in "$dest"/deb/*.deb; do dpkg-deb -x "$deb" "$dest/root"; done
 
 lib="$dest/root/usr/lib/x86_64-linux-gnu"
-libcuda=$(ls "$lib"/nvidia/current/libcuda.so.5* | head -1)
-libnvml=$(ls "$lib"/nvidia/current/libnvidia-ml.so.5* | head -1)
-libcudart=$(ls "$lib"/libcudart.so.11.8.* | head -1)
+first() { [[ -e $1 ]] && echo "$1"; }  # the first match of a glob, if any
+libcuda=$(first "$lib"/nvidia/current/libcuda.so.5*)
+libnvml=$(first "$lib"/nvidia/current/libnvidia-ml.so.5*)
+libcudart=$(first "$lib"/libcudart.so.11.8.*)
 for f in "$libcuda" "$libnvml" "$libcudart" "$dest/root/usr/include/nvml.h"; do
   [[ -f $f ]] || { echo "fetch-nvidia-libs: $f is missing from the unpacked packages" >&2; exit 1; }
 done

@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
+#include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 
 #include "common/error.h"
@@ -45,6 +48,10 @@ std::vector<ElfFunction> read_static_functions(int fd, const std::string& path) 
   }
 
   std::vector<ElfFunction> out;
+  // CUDA 13's static runtime binds its entry points locally (cudaMalloc,
+  // cudaLaunchKernel are `t` in nm): a local runtime-named function defined
+  // once is the entry point. Two locals of one name are ambiguous: neither.
+  std::map<std::string, std::vector<ElfFunction>> locals;
   for (Elf_Scn* scn = elf_nextscn(elf.get(), nullptr); scn; scn = elf_nextscn(elf.get(), scn)) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || sh.sh_entsize == 0) continue;
@@ -55,16 +62,26 @@ std::vector<ElfFunction> read_static_functions(int fd, const std::string& path) 
       GElf_Sym sym;
       if (!gelf_getsym(data, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF) continue;
       const unsigned type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
-      if (type != STT_FUNC || (bind != STB_GLOBAL && bind != STB_WEAK)) continue;
+      if (type != STT_FUNC) continue;
+      const bool local = bind == STB_LOCAL;
+      if (!local && bind != STB_GLOBAL && bind != STB_WEAK) continue;
       const char* name = elf_strptr(elf.get(), sh.sh_link, sym.st_name);
-      if (!name || !*name) continue;
+      if (!name || !*name || (local && std::strncmp(name, "cuda", 4) != 0)) continue;
       for (const Loaded& s : segments) {
         if (sym.st_value < s.vaddr || sym.st_value - s.vaddr >= s.filesz) continue;
-        out.push_back({name, "", true, sym.st_value, sym.st_value - s.vaddr + s.offset, sym.st_size});
+        ElfFunction fn{name, "", true, sym.st_value, sym.st_value - s.vaddr + s.offset, sym.st_size};
+        if (local)
+          locals[fn.name].push_back(std::move(fn));
+        else
+          out.push_back(std::move(fn));
         break;
       }
     }
   }
+  std::set<std::string> global_names;
+  for (const auto& fn : out) global_names.insert(fn.name);
+  for (auto& [name, fns] : locals)
+    if (fns.size() == 1 && !global_names.contains(name)) out.push_back(std::move(fns.front()));
   std::sort(out.begin(), out.end(), [](const ElfFunction& a, const ElfFunction& b) {
     return std::tie(a.name, a.address) < std::tie(b.name, b.address);
   });

@@ -1,8 +1,10 @@
 #pragma once
 // The functions an executable or library names in its static symbol table
 // (.symtab): where a program that links the CUDA runtime statically (nvcc's
-// default) keeps cudaMalloc and friends - unless it was stripped. Only global
-// and weak definitions in file-backed segments, with their uprobe file offsets.
+// default) keeps cudaMalloc and friends - unless it was stripped. Global and
+// weak definitions in file-backed segments, with their uprobe file offsets,
+// and the local ones named cuda* that are defined once (CUDA 13's static
+// runtime binds its entry points locally).
 #include <string>
 #include <vector>
 

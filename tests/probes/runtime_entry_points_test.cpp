@@ -1,15 +1,18 @@
 // The runtime probe plan against the simulator's runtime stand-in, shared and
 // linked statically into a program (its .symtab), and a stripped copy.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "common/error.h"
 #include "probes/runtime_entry_points.h"
 #include "probes/static_symbols.h"
+#include "probes/stripped_runtime.h"
 
 namespace gpuledger::probes {
 namespace {
@@ -70,6 +73,60 @@ TEST(RuntimeProbePlan, AStrippedProgramHasNothingToProbe) {
 
 TEST(RuntimeProbePlan, TheDriverHoldsNoRuntime) {
   EXPECT_TRUE(plan_for(read_dynamic_functions(GPULEDGER_SIM_LIB)).empty());
+}
+
+// CUDA 13's static runtime binds cudaMalloc and friends locally (`t` in nm):
+// a local cuda* function defined once is read; two locals of one name are
+// ambiguous and neither is; other locals are not read at all.
+TEST(StaticSymbols, LocalRuntimeEntryPointsDefinedOnceAreRead) {
+  auto dir = std::filesystem::temp_directory_path() / ("gl-rt-local-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "a.c") << "__attribute__((noinline)) static int cudaMalloc(void **p, unsigned long n) "
+                                "{ *p = 0; return (int)n; }\n"
+                                "__attribute__((noinline)) static int cudaFree(void *p) { return p != 0; }\n"
+                                "__attribute__((noinline)) static int helper(int x) { return x + 1; }\n"
+                                "int cudaGetDeviceCount(int *n);\nint b(void);\n"
+                                "int main(void) { void *p; int n; return cudaMalloc(&p, 4) + cudaFree(p) + "
+                                "helper(1) + cudaGetDeviceCount(&n) + b(); }\n";
+  std::ofstream(dir / "b.c") << "__attribute__((noinline)) static int cudaFree(void *p) { return p == 0; }\n"
+                                "int cudaGetDeviceCount(int *n) { *n = 0; return 0; }\n"
+                                "int b(void) { return cudaFree(0); }\n";
+  const auto app = (dir / "app").string();
+  const std::string cmd = "cc -O1 -o " + app + " " + (dir / "a.c").string() + " " + (dir / "b.c").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::map<std::string, int> seen;
+  for (const auto& fn : read_static_functions(app)) ++seen[fn.name];
+  EXPECT_EQ(seen["cudaMalloc"], 1) << "local, defined once";
+  EXPECT_EQ(seen["cudaGetDeviceCount"], 1) << "global";
+  EXPECT_EQ(seen.count("cudaFree"), 0u) << "two locals of one name: ambiguous";
+  EXPECT_EQ(seen.count("helper"), 0u) << "locals are read only when named cuda*";
+  std::filesystem::remove_all(dir);
+}
+
+// A stripped static runtime keeps its error names: found, even across the
+// reader's chunks; a file without them is not taken for one.
+TEST(StrippedRuntime, TheRuntimesErrorNamesAreFoundAnywhereInTheFile) {
+  auto dir = std::filesystem::temp_directory_path() / ("gl-rt-marker-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string marker = "cudaError";
+  marker += "InsufficientDriver";
+  auto write = [&](const std::string& name, size_t at, bool with) {
+    std::string body(3 << 20, 'x');
+    if (with) body.replace(at, marker.size(), marker);
+    std::ofstream((dir / name).string(), std::ios::binary) << body;
+    return (dir / name).string();
+  };
+  auto found = [](const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    bool r = holds_cuda_runtime_strings(fd);
+    ::close(fd);
+    return r;
+  };
+  EXPECT_TRUE(found(write("across", (1 << 20) - 7, true))) << "across the first chunk's end";
+  EXPECT_TRUE(found(write("late", (3 << 20) - marker.size(), true)));
+  EXPECT_FALSE(found(write("none", 0, false)));
+  EXPECT_FALSE(holds_cuda_runtime_strings(-1));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(StaticSymbols, NotAnElfFileIsAnError) {
