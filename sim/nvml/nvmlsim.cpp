@@ -14,7 +14,8 @@
 //     "pci_bus_id": "00000000:07:00.0", "minor": 0,
 //     "mig_mode": 0 | 1 | "not_supported",
 //     "utilization": {"gpu": 97, "memory": 41} | "not_supported",
-//     "memory": {"total": 85899345920, "used": 42949672960},
+//     "memory": {"total": 85899345920, "used": 42949672960,
+//                "reserved": 0},                 // _v2 only; v1's used includes it
 //     "power_mw": 312614,                 // absent: NOT_SUPPORTED
 //     "energy_mj": 123456789,             // total energy counter; absent: NOT_SUPPORTED
 //     "compute_processes": [{"pid": 4242, "used_bytes": 1073741824 | null,
@@ -39,14 +40,17 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "device/nvml_abi.h"
 
+using namespace gpuledger::nvml_abi;
+
 #define SIM_EXPORT extern "C" __attribute__((visibility("default")))
 
 // The opaque handle type of nvml.h; here, an index into the scripted devices.
-struct nvmlDevice_st {
+struct gpuledger::nvml_abi::nvmlDevice_st {
   unsigned index;
 };
 
@@ -67,7 +71,7 @@ struct SimDevice {
   int mig = 0;  // -1 not supported
   bool util_supported = true;
   unsigned util_gpu = 0, util_mem = 0;
-  unsigned long long mem_total = 0, mem_used = 0;
+  unsigned long long mem_total = 0, mem_used = 0, mem_reserved = 0;
   long long power_mw = -1;
   long long energy_mj = -1;
   std::vector<SimProcess> compute, mps;
@@ -130,6 +134,7 @@ bool load_locked(bool force) {
       if (d.contains("memory")) {
         sd.mem_total = d["memory"].value("total", 0ULL);
         sd.mem_used = d["memory"].value("used", 0ULL);
+        sd.mem_reserved = d["memory"].value("reserved", 0ULL);
       }
       sd.power_mw = d.value("power_mw", -1LL);
       sd.energy_mj = d.value("energy_mj", -1LL);
@@ -326,9 +331,22 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlU
 SIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   SIM_DEVICE();
   if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned long long held = d->mem_used + d->mem_reserved;
   memory->total = d->mem_total;
+  memory->used = held;
+  memory->free = d->mem_total > held ? d->mem_total - held : 0;
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+  SIM_DEVICE();
+  if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+  if (memory->version != kMemoryV2Version) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  unsigned long long held = d->mem_used + d->mem_reserved;
+  memory->total = d->mem_total;
+  memory->reserved = d->mem_reserved;
   memory->used = d->mem_used;
-  memory->free = d->mem_total > d->mem_used ? d->mem_total - d->mem_used : 0;
+  memory->free = d->mem_total > held ? d->mem_total - held : 0;
   return NVML_SUCCESS;
 }
 
@@ -389,3 +407,11 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvm
   *processSamplesCount = static_cast<unsigned>(d->proc_util.size());
   return NVML_SUCCESS;
 }
+
+// Every entry point the agent's client looks up is defined here, exported
+// (SIM_EXPORT) under its NVML name, with the client's pointer type (itself
+// checked against the real nvml.h by tests/device/nvml_abi_check_test.cpp).
+#define SIM_IMPLEMENTS(name, ret, params) \
+  static_assert(std::is_same_v<decltype(&::name), name##_fn>, "the simulator's " #name " differs from the client's");
+GPULEDGER_NVML_FUNCTIONS(SIM_IMPLEMENTS)
+#undef SIM_IMPLEMENTS

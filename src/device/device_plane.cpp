@@ -8,6 +8,21 @@
 
 namespace gpuledger::device {
 
+namespace {
+
+// A node with NVIDIA's user-space driver but no loaded kernel module (no GPU,
+// or before the module loads) is worth a warning; a node without NVML is not.
+void log_nvml_off(NvmlStatus status, const std::string& why, std::chrono::milliseconds retry) {
+  auto seconds = std::chrono::duration_cast<std::chrono::seconds>(retry).count();
+  if (status == NvmlStatus::kLibraryAbsent)
+    spdlog::info("NVML plane off: {} (gpuledger_nvml_up 0; retrying every {} s)", why, seconds);
+  else
+    spdlog::warn("NVML plane off: {} (gpuledger_nvml_up 0, gpuledger_nvml_state{{state=\"{}\"}} 1; retrying every {} s)",
+                 why, nvml_status_name(status), seconds);
+}
+
+}  // namespace
+
 DevicePlane::DevicePlane(DevicePlaneOptions options) : options_(std::move(options)) {
   if (options_.hostname.empty()) {
     char buf[256] = {};
@@ -75,20 +90,23 @@ void DevicePlane::run() {
 void DevicePlane::poll_nvml() {
   if (!options_.nvml) {
     std::lock_guard lock(mu_);
+    snapshot_.health.nvml_status = NvmlStatus::kDisabled;
     snapshot_.health.nvml_error = "disabled (--no-nvml)";
     return;
   }
   std::string error;
+  NvmlStatus status = NvmlStatus::kUp;
   auto now = std::chrono::steady_clock::now();
   if (!nvml_ && now >= nvml_next_retry_) {
     try {
       nvml_ = NvmlClient::open(options_.nvml_library);
       spdlog::info("NVML loaded from {}{}", options_.nvml_library, nvml_->is_simulator() ? " (gpuledger NVML simulator)" : "");
-    } catch (const std::exception& e) {
+    } catch (const NvmlOpenError& e) {
       error = e.what();
+      status = e.status();
       nvml_next_retry_ = now + options_.nvml_retry_interval;
       std::lock_guard lock(mu_);
-      if (snapshot_.health.nvml_error != error) spdlog::info("NVML plane off: {}", error);
+      if (snapshot_.health.nvml_error != error) log_nvml_off(status, error, options_.nvml_retry_interval);
     }
   }
   NvmlPoll poll;
@@ -99,8 +117,13 @@ void DevicePlane::poll_nvml() {
   std::lock_guard lock(mu_);
   snapshot_.health.nvml_up = nvml_ != nullptr;
   snapshot_.health.nvml_simulator = nvml_ && nvml_->is_simulator();
-  if (nvml_) snapshot_.health.nvml_error.clear();
-  else if (!error.empty()) snapshot_.health.nvml_error = error;
+  if (nvml_) {
+    snapshot_.health.nvml_status = NvmlStatus::kUp;
+    snapshot_.health.nvml_error.clear();
+  } else if (!error.empty()) {
+    snapshot_.health.nvml_status = status;
+    snapshot_.health.nvml_error = error;
+  }
   nvml_poll_ = std::move(poll);
   rebuild_locked();
 }
@@ -229,6 +252,14 @@ void write_device_metrics(const DeviceSnapshot& s, exporter::ExpositionWriter& o
   }
   out.family("gpuledger_nvml_up", MetricType::kGauge, "1 when NVML is loaded and initialised.");
   out.sample(Labels{}, s.health.nvml_up ? 1.0 : 0.0);
+  out.family("gpuledger_nvml_state", MetricType::kGauge,
+             "Where NVML stands, one series per state, 1 for the current one: up, disabled, library_absent, "
+             "library_incomplete, driver_not_loaded (NVML present, NVIDIA kernel driver not loaded), init_failed.");
+  for (NvmlStatus state : kNvmlStatuses)
+    out.sample(Labels{{"state", std::string(nvml_status_name(state))}}, state == s.health.nvml_status ? 1.0 : 0.0);
+  out.family("gpuledger_nvml_simulator", MetricType::kGauge,
+             "1 when the loaded NVML is gpuledger's simulator (sim/nvml), not NVIDIA's.");
+  out.sample(Labels{}, s.health.nvml_simulator ? 1.0 : 0.0);
   if (s.health.dcgm_configured) {
     out.family("gpuledger_dcgm_exporter_up", MetricType::kGauge, "1 when the last dcgm-exporter scrape succeeded.");
     out.sample(Labels{}, s.health.dcgm_up ? 1.0 : 0.0);

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "device/nvml_status.h"
+
 namespace gpuledger::device {
 
 enum class Source { kDcgm, kNvml };
@@ -90,6 +92,7 @@ struct ProcessReading {
 
 struct DevicePlaneHealth {
   bool nvml_up = false;
+  NvmlStatus nvml_status = NvmlStatus::kLibraryAbsent;  // kUp exactly when nvml_up
   std::string nvml_error;   // why NVML is down (dlopen / nvmlInit message)
   bool nvml_simulator = false;  // the loaded library is gpuledger's NVML simulator
   bool dcgm_configured = false;

@@ -69,9 +69,18 @@ PlaneReport judge_attribution(const AttributionFacts& f) {
 
 PlaneReport judge_nvml(const NvmlFacts& f) {
   PlaneReport r{"nvml", PlaneStatus::kUnavailable, ""};
-  if (!f.open_error.empty()) {
-    r.reason = "NVML absent: " + f.open_error;
-    return r;
+  switch (f.status) {
+    case NvmlStatus::kUp: break;
+    case NvmlStatus::kDisabled:
+    case NvmlStatus::kLibraryAbsent: r.reason = "NVML absent: " + f.open_error; return r;
+    case NvmlStatus::kDriverNotLoaded:
+      // The library works; the GPUs come once the kernel module is loaded
+      // (the agent keeps retrying), so the plane is degraded, not missing.
+      r.status = PlaneStatus::kDegraded;
+      r.reason = f.open_error + "; no GPU readings until the NVIDIA kernel module is loaded (the agent retries)";
+      return r;
+    case NvmlStatus::kLibraryIncomplete:
+    case NvmlStatus::kInitFailed: r.reason = f.open_error; return r;
   }
   std::string what = f.library + (f.simulator ? " (gpuledger NVML simulator)" : "");
   if (f.devices == 0) {
@@ -200,7 +209,8 @@ NvmlFacts gather_nvml(const std::string& library) {
     f.devices = client->device_count();
     f.driver_version = client->driver_version();
     f.simulator = client->is_simulator();
-  } catch (const std::exception& e) {
+  } catch (const NvmlOpenError& e) {
+    f.status = e.status();
     f.open_error = e.what();
   }
   return f;

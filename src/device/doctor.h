@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "device/nvml_status.h"
+
 namespace gpuledger::device {
 
 enum class PlaneStatus { kOk, kDegraded, kUnavailable };
@@ -43,7 +45,8 @@ PlaneReport judge_attribution(const AttributionFacts& facts);
 
 struct NvmlFacts {
   std::string library;
-  std::string open_error;  // empty: opened and initialised
+  NvmlStatus status = NvmlStatus::kUp;
+  std::string open_error;  // empty: opened and initialised (status kUp)
   unsigned devices = 0;
   std::string driver_version;
   bool simulator = false;

@@ -10,38 +10,21 @@
 
 namespace gpuledger::device {
 
+using namespace nvml_abi;
+
+// One pointer per looked-up entry point, named as the function it points to.
 struct NvmlClient::Api {
-  nvmlInit_v2_fn init = nullptr;
-  nvmlShutdown_fn shutdown = nullptr;
-  nvmlErrorString_fn error_string = nullptr;
-  nvmlSystemGetDriverVersion_fn driver_version = nullptr;
-  nvmlDeviceGetCount_v2_fn count = nullptr;
-  nvmlDeviceGetHandleByIndex_v2_fn handle = nullptr;
-  nvmlDeviceGetUUID_fn uuid = nullptr;
-  nvmlDeviceGetName_fn name = nullptr;
-  nvmlDeviceGetPciInfo_v3_fn pci = nullptr;
-  nvmlDeviceGetMinorNumber_fn minor = nullptr;
-  nvmlDeviceGetMigMode_fn mig = nullptr;
-  nvmlDeviceGetUtilizationRates_fn utilization = nullptr;
-  nvmlDeviceGetMemoryInfo_fn memory = nullptr;
-  nvmlDeviceGetPowerUsage_fn power = nullptr;
-  nvmlDeviceGetTotalEnergyConsumption_fn energy = nullptr;
-  nvmlDeviceGetComputeRunningProcesses_v3_fn compute = nullptr;
-  nvmlDeviceGetMPSComputeRunningProcesses_v3_fn mps = nullptr;
-  nvmlDeviceGetProcessUtilization_fn process_util = nullptr;
+#define GPULEDGER_NVML_MEMBER(name, ret, params) name##_fn name = nullptr;
+  GPULEDGER_NVML_FUNCTIONS(GPULEDGER_NVML_MEMBER)
+#undef GPULEDGER_NVML_MEMBER
 
   std::string err(nvmlReturn_t r) const {
-    const char* s = error_string ? error_string(r) : nullptr;
+    const char* s = nvmlErrorString ? nvmlErrorString(r) : nullptr;
     return (s ? std::string(s) : std::string("NVML error")) + " (" + std::to_string(static_cast<int>(r)) + ")";
   }
 };
 
 namespace {
-
-template <typename Fn>
-void resolve(void* handle, const char* name, Fn& out) {
-  out = reinterpret_cast<Fn>(::dlsym(handle, name));
-}
 
 constexpr unsigned kNoInstance = 0xFFFFFFFFu;
 
@@ -65,71 +48,109 @@ nvmlReturn_t query_processes(nvmlReturn_t (*fn)(nvmlDevice_t, unsigned int*, nvm
   return r;
 }
 
+struct MemoryReading {
+  bool ok = false;
+  unsigned long long used = 0, free = 0;
+  std::string error;  // empty when the device cannot tell (NOT_SUPPORTED / NOT_FOUND)
+};
+
+bool quiet(nvmlReturn_t r) { return r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_NOT_FOUND; }
+
+// nvmlDeviceGetMemoryInfo_v2 (used without the driver's reservation), else v1
+// (drivers before 510, or one that refuses the struct's version).
+MemoryReading read_memory(const NvmlClient::Api& a, nvmlDevice_t dev) {
+  MemoryReading out;
+  nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
+  if (a.nvmlDeviceGetMemoryInfo_v2) {
+    nvmlMemory_v2_t mem{};
+    mem.version = kMemoryV2Version;
+    r = a.nvmlDeviceGetMemoryInfo_v2(dev, &mem);
+    if (r == NVML_SUCCESS) return {true, mem.used, mem.free, {}};
+  }
+  if (a.nvmlDeviceGetMemoryInfo) {
+    nvmlMemory_t mem{};
+    r = a.nvmlDeviceGetMemoryInfo(dev, &mem);
+    if (r == NVML_SUCCESS) return {true, mem.used, mem.free, {}};
+    if (!quiet(r)) out.error = "nvmlDeviceGetMemoryInfo: " + a.err(r);
+  } else if (a.nvmlDeviceGetMemoryInfo_v2 && !quiet(r)) {
+    out.error = "nvmlDeviceGetMemoryInfo_v2: " + a.err(r);
+  }
+  return out;
+}
+
 std::string fixed_string(const char* buf, size_t cap) { return std::string(buf, strnlen(buf, cap)); }
 
 }  // namespace
+
+std::string_view nvml_status_name(NvmlStatus status) {
+  switch (status) {
+    case NvmlStatus::kUp: return "up";
+    case NvmlStatus::kDisabled: return "disabled";
+    case NvmlStatus::kLibraryAbsent: return "library_absent";
+    case NvmlStatus::kLibraryIncomplete: return "library_incomplete";
+    case NvmlStatus::kDriverNotLoaded: return "driver_not_loaded";
+    case NvmlStatus::kInitFailed: return "init_failed";
+  }
+  return "unknown";
+}
+
+const std::vector<std::string_view>& nvml_symbol_names() {
+#define GPULEDGER_NVML_NAME(name, ret, params) #name,
+  static const std::vector<std::string_view> names = {GPULEDGER_NVML_FUNCTIONS(GPULEDGER_NVML_NAME)};
+#undef GPULEDGER_NVML_NAME
+  return names;
+}
 
 std::unique_ptr<NvmlClient> NvmlClient::open(const std::string& library) {
   void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* e = ::dlerror();
-    throw Error("cannot load NVML (" + library + "): " + (e ? e : "dlopen failed"));
+    throw NvmlOpenError(NvmlStatus::kLibraryAbsent,
+                        "cannot load NVML (" + library + "): " + (e ? e : "dlopen failed"));
   }
   std::unique_ptr<NvmlClient> client(new NvmlClient());
   client->handle_ = handle;
   client->path_ = library;
   client->api_ = std::make_unique<Api>();
   Api& a = *client->api_;
-  resolve(handle, "nvmlInit_v2", a.init);
-  resolve(handle, "nvmlShutdown", a.shutdown);
-  resolve(handle, "nvmlErrorString", a.error_string);
-  resolve(handle, "nvmlSystemGetDriverVersion", a.driver_version);
-  resolve(handle, "nvmlDeviceGetCount_v2", a.count);
-  resolve(handle, "nvmlDeviceGetHandleByIndex_v2", a.handle);
-  resolve(handle, "nvmlDeviceGetUUID", a.uuid);
-  resolve(handle, "nvmlDeviceGetName", a.name);
-  resolve(handle, "nvmlDeviceGetPciInfo_v3", a.pci);
-  resolve(handle, "nvmlDeviceGetMinorNumber", a.minor);
-  resolve(handle, "nvmlDeviceGetMigMode", a.mig);
-  resolve(handle, "nvmlDeviceGetUtilizationRates", a.utilization);
-  resolve(handle, "nvmlDeviceGetMemoryInfo", a.memory);
-  resolve(handle, "nvmlDeviceGetPowerUsage", a.power);
-  resolve(handle, "nvmlDeviceGetTotalEnergyConsumption", a.energy);
-  resolve(handle, "nvmlDeviceGetComputeRunningProcesses_v3", a.compute);
-  resolve(handle, "nvmlDeviceGetMPSComputeRunningProcesses_v3", a.mps);
-  resolve(handle, "nvmlDeviceGetProcessUtilization", a.process_util);
+#define GPULEDGER_NVML_RESOLVE(name, ret, params) a.name = reinterpret_cast<name##_fn>(::dlsym(handle, #name));
+  GPULEDGER_NVML_FUNCTIONS(GPULEDGER_NVML_RESOLVE)
+#undef GPULEDGER_NVML_RESOLVE
   client->simulator_ = ::dlsym(handle, "gpuledger_nvml_simulator") != nullptr;
-  if (!a.init || !a.shutdown || !a.count || !a.handle) {
+  auto fail = [&](NvmlStatus status, const std::string& why) {
     ::dlclose(handle);
     client->handle_ = nullptr;
-    throw Error("NVML library " + library + " lacks nvmlInit_v2/nvmlDeviceGetCount_v2 (driver too old?)");
-  }
-  nvmlReturn_t r = a.init();
-  if (r != NVML_SUCCESS) {
-    std::string why = a.err(r);
-    ::dlclose(handle);
-    client->handle_ = nullptr;
-    throw Error("nvmlInit_v2 failed: " + why);
-  }
+    throw NvmlOpenError(status, why);
+  };
+  if (!a.nvmlInit_v2 || !a.nvmlShutdown || !a.nvmlDeviceGetCount_v2 || !a.nvmlDeviceGetHandleByIndex_v2)
+    fail(NvmlStatus::kLibraryIncomplete,
+         "NVML library " + library + " lacks nvmlInit_v2/nvmlDeviceGetCount_v2 (driver too old?)");
+  nvmlReturn_t r = a.nvmlInit_v2();
+  // The library is there and answers: say so, and what stands in the way.
+  if (r == NVML_ERROR_DRIVER_NOT_LOADED)
+    fail(NvmlStatus::kDriverNotLoaded, "NVML present, kernel driver not loaded: nvmlInit_v2 of " + library +
+                                           " returned " + a.err(r));
+  if (r != NVML_SUCCESS)
+    fail(NvmlStatus::kInitFailed, "NVML present, nvmlInit_v2 of " + library + " failed: " + a.err(r));
   return client;
 }
 
 NvmlClient::~NvmlClient() {
   if (!handle_) return;
-  if (api_ && api_->shutdown) api_->shutdown();
+  if (api_ && api_->nvmlShutdown) api_->nvmlShutdown();
   ::dlclose(handle_);
 }
 
 unsigned NvmlClient::device_count() {
   unsigned int n = 0;
-  if (api_->count(&n) != NVML_SUCCESS) return 0;
+  if (api_->nvmlDeviceGetCount_v2(&n) != NVML_SUCCESS) return 0;
   return n;
 }
 
 std::string NvmlClient::driver_version() {
-  if (!api_->driver_version) return {};
+  if (!api_->nvmlSystemGetDriverVersion) return {};
   char buf[96] = {};
-  if (api_->driver_version(buf, sizeof(buf)) != NVML_SUCCESS) return {};
+  if (api_->nvmlSystemGetDriverVersion(buf, sizeof(buf)) != NVML_SUCCESS) return {};
   return fixed_string(buf, sizeof(buf));
 }
 
@@ -137,14 +158,13 @@ NvmlPoll NvmlClient::poll(const std::string& hostname) {
   const Api& a = *api_;
   NvmlPoll out;
   unsigned int count = 0;
-  if (nvmlReturn_t r = a.count(&count); r != NVML_SUCCESS) {
+  if (nvmlReturn_t r = a.nvmlDeviceGetCount_v2(&count); r != NVML_SUCCESS) {
     out.errors.push_back("nvmlDeviceGetCount_v2: " + a.err(r));
     return out;
   }
-  auto quiet = [](nvmlReturn_t r) { return r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_NOT_FOUND; };
   for (unsigned i = 0; i < count && i < 1024; ++i) {
     nvmlDevice_t dev = nullptr;
-    if (nvmlReturn_t r = a.handle(i, &dev); r != NVML_SUCCESS) {
+    if (nvmlReturn_t r = a.nvmlDeviceGetHandleByIndex_v2(i, &dev); r != NVML_SUCCESS) {
       // GPU lost / no permission: skip that device, keep the others.
       out.errors.push_back("nvmlDeviceGetHandleByIndex_v2(" + std::to_string(i) + "): " + a.err(r));
       continue;
@@ -152,19 +172,19 @@ NvmlPoll NvmlClient::poll(const std::string& hostname) {
     GpuInfo g;
     g.index = i;
     g.origins = {"nvml"};
-    char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
-    if (a.uuid && a.uuid(dev, buf, sizeof(buf)) == NVML_SUCCESS) g.uuid = fixed_string(buf, sizeof(buf));
-    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
-    if (a.name && a.name(dev, name, sizeof(name)) == NVML_SUCCESS) g.model = fixed_string(name, sizeof(name));
+    char buf[kDeviceUuidV2BufferSize] = {};
+    if (a.nvmlDeviceGetUUID && a.nvmlDeviceGetUUID(dev, buf, sizeof(buf)) == NVML_SUCCESS) g.uuid = fixed_string(buf, sizeof(buf));
+    char name[kDeviceNameV2BufferSize] = {};
+    if (a.nvmlDeviceGetName && a.nvmlDeviceGetName(dev, name, sizeof(name)) == NVML_SUCCESS) g.model = fixed_string(name, sizeof(name));
     nvmlPciInfo_t pci{};
-    if (a.pci && a.pci(dev, &pci) == NVML_SUCCESS)
+    if (a.nvmlDeviceGetPciInfo_v3 && a.nvmlDeviceGetPciInfo_v3(dev, &pci) == NVML_SUCCESS)
       g.pci_bus_id = normalize_pci_bus_id(fixed_string(pci.busId, sizeof(pci.busId)));
     unsigned int minor = 0;
-    if (a.minor && a.minor(dev, &minor) == NVML_SUCCESS) g.minor = minor;
+    if (a.nvmlDeviceGetMinorNumber && a.nvmlDeviceGetMinorNumber(dev, &minor) == NVML_SUCCESS) g.minor = minor;
     unsigned int mig_current = 0, mig_pending = 0;
-    if (a.mig) {
-      nvmlReturn_t r = a.mig(dev, &mig_current, &mig_pending);
-      if (r == NVML_SUCCESS) g.mig_enabled = mig_current == NVML_DEVICE_MIG_ENABLE;
+    if (a.nvmlDeviceGetMigMode) {
+      nvmlReturn_t r = a.nvmlDeviceGetMigMode(dev, &mig_current, &mig_pending);
+      if (r == NVML_SUCCESS) g.mig_enabled = mig_current == static_cast<unsigned>(kDeviceMigEnable);
       else if (r == NVML_ERROR_NOT_SUPPORTED) g.mig_enabled = false;  // not MIG-capable
     }
 
@@ -175,25 +195,21 @@ NvmlPoll NvmlClient::poll(const std::string& hostname) {
     reading.model = g.model;
     reading.hostname = hostname;
     nvmlUtilization_t util{};
-    if (a.utilization) {
-      nvmlReturn_t r = a.utilization(dev, &util);
+    if (a.nvmlDeviceGetUtilizationRates) {
+      nvmlReturn_t r = a.nvmlDeviceGetUtilizationRates(dev, &util);
       if (r == NVML_SUCCESS) reading[DeviceField::kUtilizationRatio] = util.gpu / 100.0;
       else if (!quiet(r)) out.errors.push_back("nvmlDeviceGetUtilizationRates: " + a.err(r));
     }
-    nvmlMemory_t mem{};
-    if (a.memory) {
-      nvmlReturn_t r = a.memory(dev, &mem);
-      if (r == NVML_SUCCESS) {
-        reading[DeviceField::kMemoryUsedBytes] = static_cast<double>(mem.used);
-        reading[DeviceField::kMemoryFreeBytes] = static_cast<double>(mem.free);
-      } else if (!quiet(r)) {
-        out.errors.push_back("nvmlDeviceGetMemoryInfo: " + a.err(r));
-      }
+    if (MemoryReading mem = read_memory(a, dev); mem.ok) {
+      reading[DeviceField::kMemoryUsedBytes] = static_cast<double>(mem.used);
+      reading[DeviceField::kMemoryFreeBytes] = static_cast<double>(mem.free);
+    } else if (!mem.error.empty()) {
+      out.errors.push_back(mem.error);
     }
     unsigned int milliwatts = 0;
-    if (a.power && a.power(dev, &milliwatts) == NVML_SUCCESS) reading[DeviceField::kPowerWatts] = milliwatts / 1000.0;
+    if (a.nvmlDeviceGetPowerUsage && a.nvmlDeviceGetPowerUsage(dev, &milliwatts) == NVML_SUCCESS) reading[DeviceField::kPowerWatts] = milliwatts / 1000.0;
     unsigned long long millijoules = 0;
-    if (a.energy && a.energy(dev, &millijoules) == NVML_SUCCESS)
+    if (a.nvmlDeviceGetTotalEnergyConsumption && a.nvmlDeviceGetTotalEnergyConsumption(dev, &millijoules) == NVML_SUCCESS)
       reading[DeviceField::kEnergyJoules] = static_cast<double>(millijoules) / 1000.0;
 
     // Per-process memory: compute contexts, then MPS clients.
@@ -211,27 +227,27 @@ NvmlPoll NvmlClient::poll(const std::string& hostname) {
         p.pid = info.pid;
         p.gpu_uuid = g.uuid;
         p.mps = p.mps || mps;
-        if (info.usedGpuMemory != static_cast<unsigned long long>(NVML_VALUE_NOT_AVAILABLE))
+        if (info.usedGpuMemory != static_cast<unsigned long long>(kValueNotAvailable))
           p.used_bytes = static_cast<uint64_t>(info.usedGpuMemory);
         if (info.gpuInstanceId != kNoInstance) p.gpu_instance_id = info.gpuInstanceId;
         if (info.computeInstanceId != kNoInstance) p.compute_instance_id = info.computeInstanceId;
       }
     };
-    collect(a.compute, false, "nvmlDeviceGetComputeRunningProcesses_v3");
-    collect(a.mps, true, "nvmlDeviceGetMPSComputeRunningProcesses_v3");
+    collect(a.nvmlDeviceGetComputeRunningProcesses_v3, false, "nvmlDeviceGetComputeRunningProcesses_v3");
+    collect(a.nvmlDeviceGetMPSComputeRunningProcesses_v3, true, "nvmlDeviceGetMPSComputeRunningProcesses_v3");
 
     // Per-process SM utilisation: not supported on MIG-enabled GPUs (and
     // pre-Maxwell); NOT_FOUND means no samples since `last`.
-    if (a.process_util) {
+    if (a.nvmlDeviceGetProcessUtilization) {
       unsigned long long last = last_sample_ts_[g.uuid];
       unsigned int n = 0;
-      nvmlReturn_t r = a.process_util(dev, nullptr, &n, last);
+      nvmlReturn_t r = a.nvmlDeviceGetProcessUtilization(dev, nullptr, &n, last);
       if (r == NVML_SUCCESS && n > 0) r = NVML_ERROR_INSUFFICIENT_SIZE;  // a size answer without data
       std::vector<nvmlProcessUtilizationSample_t> samples;
       for (int attempt = 0; attempt < 4 && r == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
         n = std::min(n + 8, 65536u);
         samples.assign(n, nvmlProcessUtilizationSample_t{});
-        r = a.process_util(dev, samples.data(), &n, last);
+        r = a.nvmlDeviceGetProcessUtilization(dev, samples.data(), &n, last);
         if (r == NVML_SUCCESS) samples.resize(std::min<size_t>(n, samples.size()));
       }
       if (r == NVML_SUCCESS) {

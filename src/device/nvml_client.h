@@ -2,6 +2,10 @@
 // NVML, loaded at run time: dlopen(libnvidia-ml.so.1) + nvmlInit_v2. The agent
 // links nothing of NVIDIA's, so it builds and runs where there is no NVIDIA
 // software; then NvmlClient::open fails with a reason and the NVML plane is off.
+// The failure says which case it is (NvmlStatus): no library, a library
+// without NVML's entry points, NVML present but the NVIDIA kernel driver not
+// loaded (a node with the user-space driver and no GPU, or before the module
+// loads), or another nvmlInit_v2 error (no permission, version mismatch).
 //
 // Only nvmlInit_v2, nvmlShutdown, nvmlErrorString, nvmlDeviceGetCount_v2 and
 // nvmlDeviceGetHandleByIndex_v2 are required; every other entry point is
@@ -10,9 +14,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/error.h"
+
 #include "device/device_snapshot.h"
+#include "device/nvml_status.h"
 
 namespace gpuledger::device {
 
@@ -25,10 +33,23 @@ struct NvmlPoll {
   std::vector<std::string> errors;        // per-call failures other than NOT_SUPPORTED / NOT_FOUND
 };
 
+// Why NvmlClient::open failed; what() is one sentence naming the library.
+class NvmlOpenError : public Error {
+ public:
+  NvmlOpenError(NvmlStatus status, const std::string& message) : Error(message), status_(status) {}
+  NvmlStatus status() const { return status_; }
+
+ private:
+  NvmlStatus status_;
+};
+
+// The entry points the client looks up by name, as NVML exports them.
+const std::vector<std::string_view>& nvml_symbol_names();
+
 class NvmlClient {
  public:
-  // dlopen + nvmlInit_v2; throws Error with the reason (dlerror text, or
-  // nvmlErrorString of the init result).
+  // dlopen + nvmlInit_v2; throws NvmlOpenError with the case and the reason
+  // (dlerror text, or nvmlErrorString of the init result).
   static std::unique_ptr<NvmlClient> open(const std::string& library = kDefaultNvmlLibrary);
   ~NvmlClient();  // nvmlShutdown + dlclose
   NvmlClient(const NvmlClient&) = delete;

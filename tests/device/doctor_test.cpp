@@ -122,6 +122,20 @@ TEST(Doctor, NvmlAbsentOrPresent) {
 
   test::use_sim_config(dir.write("empty.json", R"({"devices": []})"));
   EXPECT_EQ(judge_nvml(gather_nvml(GPULEDGER_NVML_SIM)).status, PlaneStatus::kDegraded);
+
+  // Present, but the kernel driver is not loaded: not "absent".
+  test::use_sim_config(dir.write("no-driver.json", R"({"init_error": 9, "devices": []})"));
+  auto no_driver = gather_nvml(GPULEDGER_NVML_SIM);
+  EXPECT_EQ(no_driver.status, NvmlStatus::kDriverNotLoaded);
+  r = judge_nvml(no_driver);
+  EXPECT_EQ(r.status, PlaneStatus::kDegraded) << r.reason;
+  EXPECT_EQ(r.reason.rfind("NVML present, kernel driver not loaded: ", 0), 0u) << r.reason;
+  // Another init failure: present, unusable, and why.
+  test::use_sim_config(dir.write("no-permission.json", R"({"init_error": 4, "devices": []})"));
+  r = judge_nvml(gather_nvml(GPULEDGER_NVML_SIM));
+  EXPECT_EQ(r.status, PlaneStatus::kUnavailable) << r.reason;
+  EXPECT_EQ(r.reason, std::string("NVML present, nvmlInit_v2 of ") + GPULEDGER_NVML_SIM +
+                          " failed: Insufficient Permissions (4)");
 }
 
 TEST(Doctor, DcgmExporterChecks) {

@@ -20,21 +20,46 @@ TEST(NvmlClient, MissingLibraryIsAnErrorWithTheReason) {
   try {
     NvmlClient::open("/nonexistent/libnvidia-ml.so.1");
     FAIL() << "expected Error";
-  } catch (const Error& e) {
+  } catch (const NvmlOpenError& e) {
+    EXPECT_EQ(e.status(), NvmlStatus::kLibraryAbsent);
     EXPECT_NE(std::string(e.what()).find("cannot load NVML"), std::string::npos) << e.what();
   }
 }
 
-TEST(NvmlClient, InitFailureCarriesNvmlErrorString) {
-  test::TempDir dir;
-  test::use_sim_config(dir.write("nvml.json", R"({"init_error": 9, "devices": []})"));
+// What NvmlClient::open of the simulator throws with this script.
+std::pair<NvmlStatus, std::string> open_failure(const test::TempDir& dir, const std::string& script) {
+  test::use_sim_config(dir.write("nvml.json", script));
   try {
     NvmlClient::open(GPULEDGER_NVML_SIM);
-    FAIL() << "expected Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("nvmlInit_v2 failed"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("(9)"), std::string::npos) << e.what();
+  } catch (const NvmlOpenError& e) {
+    return {e.status(), e.what()};
   }
+  return {NvmlStatus::kUp, ""};
+}
+
+// The case and nvmlErrorString of the init result: a present library whose
+// kernel driver is not loaded is not an absent one.
+TEST(NvmlClient, InitFailureSaysPresentAndCarriesNvmlErrorString) {
+  test::TempDir dir;
+  auto [status, what] = open_failure(dir, R"({"init_error": 9, "devices": []})");
+  EXPECT_EQ(status, NvmlStatus::kDriverNotLoaded);
+  EXPECT_EQ(what.rfind("NVML present, kernel driver not loaded: nvmlInit_v2 of ", 0), 0u) << what;
+  EXPECT_NE(what.find("(9)"), std::string::npos) << what;
+  std::tie(status, what) = open_failure(dir, R"({"init_error": 18, "devices": []})");
+  EXPECT_EQ(status, NvmlStatus::kInitFailed);
+  EXPECT_EQ(what, std::string("NVML present, nvmlInit_v2 of ") + GPULEDGER_NVML_SIM + " failed: Unknown Error (18)");
+}
+
+// nvmlDeviceGetMemoryInfo_v2: used without the driver's reservation, free after it.
+TEST(NvmlClient, MemoryComesFromTheV2QueryWithTheReservationApart) {
+  test::TempDir dir;
+  test::use_sim_config(dir.write("nvml.json", R"({"devices": [
+    {"uuid": "GPU-a", "memory": {"total": 1000, "used": 300, "reserved": 50}}]})"));
+  auto nvml = NvmlClient::open(GPULEDGER_NVML_SIM);
+  auto poll = nvml->poll("node-1");
+  ASSERT_EQ(poll.readings.size(), 1u);
+  EXPECT_EQ(*poll.readings[0][DeviceField::kMemoryUsedBytes], 300.0);
+  EXPECT_EQ(*poll.readings[0][DeviceField::kMemoryFreeBytes], 650.0);
 }
 
 TEST(NvmlClient, ReadsInventoryReadingsAndProcessesFromTheSimulator) {
