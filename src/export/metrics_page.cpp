@@ -236,11 +236,11 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
   out.sample({{"reason", "process_map_full"}}, self.kernel_stats[GL_STAT_PROCS_FULL]);
   out.sample({{"reason", "return_without_entry"}}, self.kernel_stats[GL_STAT_STASH_MISSING]);
   out.sample({{"reason", "export_table_map_full"}}, self.kernel_stats[GL_STAT_EXPORT_TABLES_FULL]);
-  out.family("gpuledger_cuda_errors_after_failed_init_total", MetricType::kCounter,
+  out.family("gpuledger_probe_errors_after_failed_init_total", MetricType::kCounter,
              "Failed CUDA calls of processes whose cuInit had failed: the same failure again, counted once as "
              "the cuInit error in gpuledger_cuda_api_errors_total and here apart.");
   out.sample({}, self.kernel_stats[GL_STAT_FAILED_AFTER_INIT_FAILED]);
-  out.family("gpuledger_cuda_array_size_unknown_total", MetricType::kCounter,
+  out.family("gpuledger_probe_arrays_of_unknown_size_total", MetricType::kCounter,
              "CUDA arrays of a format whose element size the probes do not know: counted as allocations of 0 bytes.");
   out.sample({}, self.kernel_stats[GL_STAT_ARRAY_SIZE_UNKNOWN]);
   out.family("gpuledger_workloads_retired_total", MetricType::kCounter,

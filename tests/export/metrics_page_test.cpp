@@ -391,6 +391,7 @@ TEST_F(MetricsPage, AttributionSamplesCarryExactlyTheWorkloadLabels) {
     if (s.name == "gpuledger_cuda_memcpy_bytes_total" || s.name == "gpuledger_cuda_memcpy_total")
       expected.push_back("direction");
     if (s.name == "gpuledger_cuda_api_errors_total") expected.push_back("call");
+    if (s.name == "gpuledger_cuda_export_table_requests_total") expected.push_back("table");
     EXPECT_EQ(label_names(s), expected);
     auto labels = s.label_map();
     EXPECT_TRUE(labels["workload"] == kK8sId || labels["workload"] == kSystemdId) << labels["workload"];
@@ -399,8 +400,10 @@ TEST_F(MetricsPage, AttributionSamplesCarryExactlyTheWorkloadLabels) {
     EXPECT_EQ(labels["container"], "");
     ++checked;
   }
-  // 9 plain families + sync and busy seconds, 2 workloads each; 2 x 2 x 5 memcpy; 2 errors.
-  EXPECT_EQ(checked, 11 * 2 + 2 * 2 * 5 + 2);
+  // 11 plain families (launches, threads, graphs, allocations, bytes allocated,
+  // freed and live, untracked frees, memsets, memset bytes, syncs) + sync and
+  // busy seconds, 2 workloads each; 2 x 2 x 5 memcpy; 2 errors.
+  EXPECT_EQ(checked, 13 * 2 + 2 * 2 * 5 + 2);
   for (const auto& s : parsed_.samples)
     if (s.name == "gpuledger_workload_processes") {
       EXPECT_EQ(label_names(s), kWorkloadLabels);

@@ -531,6 +531,26 @@ def step_address(args, result):
     result["data"] = {"library": doc["library"], "driver_version": doc["driver_version"], "api": doc["api"],
                       "verdicts": verdicts, "missed": missed[:200]}
     result["notes"].append(f"verdicts: {verdicts}")
+    # Every exported entry point (by base name) at CUDA 11.0 to 13.0, flags 0, 1 and 2: each pointer
+    # must start an exported symbol, and each billable one a probed symbol.
+    p = subprocess.run([run, "gpuledger-cuda-address-check", "--plan", plan, "--library", lib, "--all-exports",
+                        "--versions", "11000,11020,11040,11060,11080,12000,12020,12040,12060,12080,13000"],
+                       capture_output=True, text=True, timeout=120)
+    with open(os.path.join(args.raw_dir, "address-check-all-exports.json"), "w") as f:
+        f.write(p.stdout)
+    try:
+        every = json.loads(p.stdout)["summary"]
+    except (ValueError, KeyError) as e:
+        result["notes"].append(f"--all-exports gave no summary ({e}): raw/address-check-all-exports.json")
+        return
+    result["rows"] += [
+        {"metric": "every export: pointers that start an exported symbol", "truth": every.get("found"),
+         "seen": every.get("exported"), "bar": "exact", "ok": every.get("found") == every.get("exported")},
+        {"metric": "every export: billable pointers that start a probed symbol", "truth": every.get("billable_found"),
+         "seen": every.get("billable_probed"), "bar": "exact",
+         "ok": every.get("billable_found") == every.get("billable_probed")},
+    ]
+    result["data"]["all_exports"] = every
 
 
 def step_catalogue(args, result):

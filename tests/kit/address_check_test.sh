@@ -29,7 +29,7 @@ verdict() {
 # ---- 1. the simulator, with the agent's own plan
 "$gpuledger" probe-plan --cuda-lib "$sim_lib" >"$work/sim.plan"
 grep -qx 'cuMemAlloc cuMemAlloc cuMemAlloc_v2' "$work/sim.plan" || fail "plan lacks the cuMemAlloc family: $(cat "$work/sim.plan")"
-grep -qx 'cuLaunchCooperativeKernel' "$work/sim.plan" || fail "plan must list families the library lacks"
+grep -qx 'cuMemcpyBatchAsync' "$work/sim.plan" || fail "plan must list families the library lacks"
 families="$(grep -vc '^#' "$work/sim.plan")"
 rc=0
 "$check" --plan "$work/sim.plan" --library "$sim_lib" >"$work/sim.json" || rc=$?
@@ -47,8 +47,8 @@ missed="$(jq '.summary.missed' "$work/sim.json")"
   || fail "cuLaunchKernel@12080 per-thread: $(verdict "$work/sim.json" cuLaunchKernel 12080 per_thread_default_stream)"
 [[ "$(verdict "$work/sim.json" cuMemcpyHtoD 13000 per_thread_default_stream)" == "probed cuMemcpyHtoD_v2_ptds" ]] \
   || fail "cuMemcpyHtoD per-thread"
-[[ "$(verdict "$work/sim.json" cuLaunchCooperativeKernel 12000 default)" == "not_found null" ]] \
-  || fail "cuLaunchCooperativeKernel should be missing from the simulator"
+[[ "$(verdict "$work/sim.json" cuMemcpyBatchAsync 12000 default)" == "not_found null" ]] \
+  || fail "cuMemcpyBatchAsync (CUDA 12.8+) should be missing from the simulator"
 
 # ---- 2. a driver that hands out pointers the agent cannot see
 printf '# hand-written plan\ncuMemAlloc cuMemAlloc_v2\ncuLaunchKernel cuLaunchKernel\ncuMemFree cuMemFree_v2\ncuCtxSynchronize cuCtxSynchronize\ncuGraphLaunch\n' \
