@@ -21,6 +21,17 @@ bool valid_name(const std::string& name) {
 
 OwnDaemonSet unknown(const std::string& why) { return {DaemonSetVerdict::kUnknown, why}; }
 
+// An API server that knew this agent at its start and now answers 401 or 403
+// has had the agent's ServiceAccount, its token or its RBAC deleted: what
+// `kubectl delete -k` and a deleted namespace do - before the DaemonSet, whose
+// pods are stopped last. Nobody takes away a running agent's access to update it.
+std::optional<OwnDaemonSet> access_withdrawn(const ApiResponse& res, const std::string& what) {
+  if (!res.error.empty() || (res.status != 401 && res.status != 403)) return std::nullopt;
+  return OwnDaemonSet{DaemonSetVerdict::kGone,
+                      "the API server refuses to show " + what + " now (" + res.describe() +
+                          "): this agent's ServiceAccount or RBAC was deleted, as when gpuledger is removed"};
+}
+
 std::optional<nlohmann::json> parsed(const ApiResponse& res) {
   auto j = nlohmann::json::parse(res.body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
@@ -49,6 +60,7 @@ OwnDaemonSet judge_own_daemonset(ApiClient& api, const std::string& pod_namespac
     return unknown("POD_NAME and POD_NAMESPACE (the downward API) do not name this agent's pod");
   const std::string ns_path = "/namespaces/" + pod_namespace;
   const ApiResponse pod_res = api.get("/api/v1" + ns_path + "/pods/" + pod_name, timeout);
+  if (auto gone = access_withdrawn(pod_res, "this agent's pod")) return *gone;
   if (!pod_res.ok()) return unknown("cannot read this agent's pod " + pod_namespace + "/" + pod_name + ": " +
                                     pod_res.describe());
   const auto pod = parsed(pod_res);
@@ -58,6 +70,7 @@ OwnDaemonSet judge_own_daemonset(ApiClient& api, const std::string& pod_namespac
 
   const ApiResponse ds_res = api.get("/apis/apps/v1" + ns_path + "/daemonsets/" + daemonset, timeout);
   if (ds_res.error.empty() && ds_res.status == 404) return {DaemonSetVerdict::kGone, what + " was deleted"};
+  if (auto gone = access_withdrawn(ds_res, what)) return *gone;
   if (!ds_res.ok()) return unknown("cannot read " + what + ": " + ds_res.describe());
   const auto ds = parsed(ds_res);
   if (!ds) return unknown("cannot read " + what + ": the API server's answer is not an object");
@@ -67,6 +80,7 @@ OwnDaemonSet judge_own_daemonset(ApiClient& api, const std::string& pod_namespac
 
   if (!valid_name(node_name)) return unknown(what + " remains; the node name '" + node_name + "' is not valid");
   const ApiResponse node_res = api.get("/api/v1/nodes/" + node_name, timeout);
+  if (auto gone = access_withdrawn(node_res, "the node " + node_name)) return *gone;
   if (!node_res.ok())
     return unknown(what + " remains; cannot read the node " + node_name + ": " + node_res.describe());
   NodeIdentity node{node_name, {}};

@@ -15,7 +15,9 @@ namespace gpuledger::kubernetes {
 
 enum class DaemonSetVerdict {
   kStays,    // still there and still selecting this node: a successor pod comes
-  kGone,     // deleted, being deleted, or no longer selecting this node
+  // Deleted, being deleted, or no longer selecting this node; or the agent's
+  // own access withdrawn (401, 403: its ServiceAccount or RBAC deleted).
+  kGone,
   kUnknown,  // the API could not tell (unreachable, forbidden, not a DaemonSet's pod)
 };
 

@@ -188,7 +188,17 @@ void TestApiServer::stop() {
   server_.reset();  // waits for the handlers (open watches end on stopping_)
 }
 
+void TestApiServer::revoke_access(bool forbidden) { revoked_status_ = forbidden ? 403 : 401; }
+
 bool TestApiServer::authorized(const httplib::Request& req, httplib::Response& res) {
+  if (int status = revoked_status_.load()) {
+    res.status = status;
+    res.set_content(nlohmann::json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
+                                   {"reason", status == 401 ? "Unauthorized" : "Forbidden"}, {"code", status}}
+                        .dump(),
+                    "application/json");
+    return false;
+  }
   if (options_.client_certs) return true;  // the TLS layer checked the certificate
   if (req.get_header_value("Authorization") == "Bearer " + options_.token) return true;
   ++unauthorized_;

@@ -59,6 +59,9 @@ class TestApiServer {
   // apps/v1 DaemonSets, by namespace and name (GET only).
   void upsert_daemonset(const nlohmann::json& daemonset);
   void delete_daemonset(const std::string& ns, const std::string& name);
+  // Every request is refused from now on (401), as when the agent's
+  // ServiceAccount is deleted; `forbidden`: 403, as when its RBAC is.
+  void revoke_access(bool forbidden = false);
   void send_bookmark();     // open watches get a BOOKMARK at the current resourceVersion
   void compact_history();   // older resourceVersions are gone: watches from them get 410; open ones too
   void send_garbage(const std::string& line);  // a raw line on open pod watches
@@ -106,6 +109,7 @@ class TestApiServer {
   const std::map<std::string, nlohmann::json>& objects(const std::string& resource) const;
   std::vector<Event> history_;
   std::string last_selector_;
+  std::atomic<int> revoked_status_{0};  // 0: not revoked
   std::atomic<int> pod_lists_{0}, pod_watches_{0}, open_watches_{0}, unauthorized_{0};
 };
 

@@ -286,6 +286,24 @@ TEST_F(DaemonSetFate, AnUpdatedDaemonSetKeepsThePinsForTheNextPod) {
   EXPECT_EQ(metric(next->port(), "gpuledger_bpf_pinned_libraries_adopted"), 1.0) << next->log();
 }
 
+// `kubectl delete -k` deletes the ServiceAccount and the RBAC before the
+// DaemonSet: its pods, stopped last, are refused by then.
+TEST_F(DaemonSetFate, AccessWithdrawnAtTheStopMeansGpuledgerIsBeingRemoved) {
+  GL_REQUIRE_BPF();
+  for (bool forbidden : {false, true}) {
+    auto agent = start_agent();
+    api_->revoke_access(forbidden);
+    const std::string log = stop(agent);
+    EXPECT_NE(log.find("the API server refuses to show this agent's pod now (HTTP " +
+                       std::string(forbidden ? "403" : "401")),
+              std::string::npos)
+        << log;
+    EXPECT_FALSE(fs::exists(pins_.path())) << log;
+    api_->stop();
+    SetUp();  // a server that answers again, for the second round
+  }
+}
+
 TEST_F(DaemonSetFate, AnUnreachableApiServerKeepsThePinsAndSaysSo) {
   GL_REQUIRE_BPF();
   auto agent = start_agent();
