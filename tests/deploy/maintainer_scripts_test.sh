@@ -59,7 +59,7 @@ start_agent() {
 }
 stop_agent() {
   kill "-$1" "$agent"
-  wait "$agent" || true
+  { wait "$agent"; } 2>/dev/null || true
   agent=
 }
 
