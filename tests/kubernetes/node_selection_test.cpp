@@ -9,16 +9,23 @@ namespace {
 
 const NodeIdentity kNode{"gpu-7", {{"nvidia.com/gpu.present", "true"}, {"gpu.count", "8"}, {"zone", "a"}}};
 
-nlohmann::json with_terms(const nlohmann::json& terms) {
-  return {{"affinity", {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution",
-                                           {{"nodeSelectorTerms", terms}}}}}}}};
+// Vectors, not braced json: a one-element brace list would be that element, not an array.
+nlohmann::json with_terms(const std::vector<nlohmann::json>& terms) {
+  nlohmann::json spec;
+  spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] =
+      nlohmann::json(terms);
+  return spec;
 }
 nlohmann::json expr(const std::string& key, const std::string& op, const std::vector<std::string>& values = {}) {
   nlohmann::json e = {{"key", key}, {"operator", op}};
   if (!values.empty()) e["values"] = values;
   return e;
 }
-nlohmann::json term(const std::vector<nlohmann::json>& expressions) { return {{"matchExpressions", expressions}}; }
+nlohmann::json term(const std::vector<nlohmann::json>& expressions) {
+  nlohmann::json t;
+  t["matchExpressions"] = nlohmann::json(expressions);
+  return t;
+}
 
 TEST(NodeSelection, NodeSelectorNeedsEveryLabel) {
   EXPECT_TRUE(template_selects_node(nlohmann::json::object(), kNode));
@@ -50,13 +57,14 @@ TEST(NodeSelection, TermsAreOredTheirRequirementsAnded) {
       kNode));
   EXPECT_FALSE(template_selects_node(with_terms({term({expr("zone", "In", {"a"}), expr("rack", "Exists")})}), kNode));
   EXPECT_FALSE(template_selects_node(with_terms({nlohmann::json::object()}), kNode)) << "an empty term matches nothing";
-  EXPECT_FALSE(template_selects_node(with_terms(nlohmann::json::array()), kNode));
+  EXPECT_FALSE(template_selects_node(with_terms({}), kNode));
 }
 
 TEST(NodeSelection, MatchFieldsOnTheNodeName) {
-  nlohmann::json by_name = {{"matchFields", {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {"gpu-7"}}}}}};
+  nlohmann::json by_name;
+  by_name["matchFields"] = nlohmann::json::array({expr("metadata.name", "In", {"gpu-7"})});
   EXPECT_TRUE(template_selects_node(with_terms({by_name}), kNode));
-  by_name["matchFields"][0]["values"] = {"gpu-8"};
+  by_name["matchFields"][0]["values"] = nlohmann::json::array({"gpu-8"});
   EXPECT_FALSE(template_selects_node(with_terms({by_name}), kNode));
 }
 

@@ -119,8 +119,8 @@ void age_heartbeat(const std::string& dir, int64_t seconds) {
 
 TEST(PinsOnExit, OrphanedPinsAreReportedAtStartInAMetricAndByDoctor) {
   GL_REQUIRE_BPF();
-  Scratch scratch("orphaned");
-  PinDir pins("orphaned");
+  Scratch scratch("stale");
+  PinDir pins("stale");  // not "orphaned": the output is searched for that word
   std::vector<std::string> args = {"--no-discovery", "--cuda-lib", sim_library(), "--store", "", "--no-xid",
                                    "--bpf-pin-dir", pins.path(), "--keep-pins-on-exit"};
   auto agent = std::make_unique<Agent>(args);
@@ -189,11 +189,8 @@ class DaemonSetFate : public ::testing::Test {
                        {"kind", "Node"},
                        {"metadata", {{"name", kNode}, {"labels", {{"nvidia.com/gpu.present", "true"}}}}}});
     auto pod = TestApiServer::make_pod("uid-agent", kNamespace, kPod, kNode, {}, {});
-    pod["metadata"]["ownerReferences"] = {{{"apiVersion", "apps/v1"},
-                                           {"kind", "DaemonSet"},
-                                           {"name", kDaemonSet},
-                                           {"uid", "uid-ds"},
-                                           {"controller", true}}};
+    pod["metadata"]["ownerReferences"] = nlohmann::json::array({nlohmann::json{
+        {"apiVersion", "apps/v1"}, {"kind", "DaemonSet"}, {"name", kDaemonSet}, {"uid", "uid-ds"}, {"controller", true}}});
     api_->upsert_pod(pod);
     daemonset_ = {{"apiVersion", "apps/v1"},
                   {"kind", "DaemonSet"},
