@@ -53,13 +53,15 @@ PinsOnExit decide_pins_on_exit(const AgentCommand& cmd, const std::optional<kube
 }
 
 void apply_pins_on_exit(const PinsOnExit& plan, const std::string& pin_dir) {
-  if (pin_dir.empty()) return;
+  // A directory off bpffs holds no pins: the agent ran unpinned (and said so).
+  if (pin_dir.empty() || !probes::on_bpffs(pin_dir)) return;
   if (!plan.remove) {
     spdlog::info("BPF pins in {} {}; `gpuledger uninstall` removes them", pin_dir, plan.why);
     return;
   }
   try {
     const auto removed = probes::remove_pinned_data_plane(pin_dir);
+    if (!removed.found) return;
     spdlog::info("BPF pins: removed {} pins under {} ({}): the probes are detached", removed.pins, pin_dir, plan.why);
   } catch (const probes::PinsHeld&) {
     spdlog::warn("BPF pins in {} kept: another agent took them over as this one stopped", pin_dir);
