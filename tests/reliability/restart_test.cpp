@@ -28,8 +28,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 std::vector<std::string> agent_args(const Scratch& s, const PinDir& pins, bool per_probe_links = false) {
   write_simulated_node(s, 10);
   std::vector<std::string> args = {"--no-discovery", "--cuda-lib", sim_library(), "--no-nvml=false", "--nvml-lib",
-                                   nvml_sim_library(), "--nvml-interval-ms", "200", "--store", "", "--bpf-pin-dir",
-                                   pins.path(), "--keep-pins-on-exit"};  // SIGTERM: a restart, not a removal
+                                   nvml_sim_library(), "--nvml-interval-ms", "200", "--store", "",
+                                   "--keep-pins-on-exit",  // SIGTERM: a restart, not a removal
+                                   "--bpf-pin-dir", pins.path()};  // last: a test points it elsewhere
   if (per_probe_links) args.push_back("--per-probe-links");
   return args;
 }
