@@ -46,11 +46,11 @@ launches=$(awk '$1 == "team" {for (i = 1; i <= NF; i++) if ($i == "launches") c 
 echo "ok: the demo ran in gpuledger:$version and counted $launches launches"
 
 # Removing the package leaves no probe: in a privileged container with a bpffs
-# of its own, an agent pins its data plane (--keep-pins-on-exit, as the unit
+# of its own (which the agent mounts), an agent pins its data plane (--keep-pins-on-exit, as the unit
 # runs it) and is killed; `dpkg -r gpuledger` (its prerm) removes the pins.
 out=$("${podman[@]}" run --rm "${limits[@]}" --privileged --entrypoint /bin/sh "gpuledger:$version" -c '
   set -e
-  mount -t bpf bpf /sys/fs/bpf
+  # No bpffs in the container yet: the agent mounts one at /sys/fs/bpf (the image has no mount(8)).
   gpuledger agent --listen 127.0.0.1:0 --no-nvml --pod-resources-socket "" --no-discovery --store "" --no-xid \
     --cuda-lib /usr/lib/gpuledger/sim/lib/libcuda.so.1 --keep-pins-on-exit >/tmp/agent.log 2>&1 &
   agent=$!
