@@ -48,6 +48,7 @@ echo "ok: the demo ran in gpuledger:$version and counted $launches launches"
 # Removing the package leaves no probe: in a privileged container with a bpffs
 # of its own (which the agent mounts), an agent pins its data plane (--keep-pins-on-exit, as the unit
 # runs it) and is killed; `dpkg -r gpuledger` (its prerm) removes the pins.
+# shellcheck disable=SC2016 # expanded by the container's sh
 out=$("${podman[@]}" run --rm "${limits[@]}" --privileged --entrypoint /bin/sh "gpuledger:$version" -c '
   set -e
   # No bpffs in the container yet: the agent mounts one at /sys/fs/bpf (the image has no mount(8)).
@@ -62,6 +63,8 @@ out=$("${podman[@]}" run --rm "${limits[@]}" --privileged --entrypoint /bin/sh "
   dpkg -r gpuledger
   test ! -e /sys/fs/bpf/gpuledger && echo "pins after: none"' 2>&1) ||
   { echo "$out"; echo "FAIL: dpkg -r gpuledger did not remove the pinned data plane"; exit 1; }
-grep -q "pins after: none" <<<"$out" && grep -q "^removed [0-9]* BPF pins under /sys/fs/bpf/gpuledger" <<<"$out" ||
-  { echo "$out"; echo "FAIL: dpkg -r gpuledger: $out"; exit 1; }
+if ! grep -q "pins after: none" <<<"$out" || ! grep -q "^removed [0-9]* BPF pins under /sys/fs/bpf/gpuledger" <<<"$out"; then
+  echo "FAIL: dpkg -r gpuledger: $out"
+  exit 1
+fi
 echo "ok: dpkg -r gpuledger removed the pins a killed agent left ($(grep '^pins before' <<<"$out"))"

@@ -92,6 +92,7 @@ pinned=$(pins)
 [[ $(pins) -eq $pinned ]] || fail "prerm upgrade removed the pins: the new version's agent would lose them"
 : >"$FAKE_SYSTEMCTL_LOG"
 # A host run by systemd: /run/systemd/system exists (in a /run of the test's own).
+# shellcheck disable=SC2016 # $0 is expanded by the inner sh
 out=$(unshare --mount --propagation private sh -c \
   'mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/system && exec "$0" remove' "$deploy/debian/prerm") ||
   fail "prerm remove failed: $out"
@@ -107,6 +108,7 @@ grep -q "stop the agent that holds them and run 'gpuledger uninstall'" <<<"$out"
 [[ $(pins) -gt 0 ]] || fail "prerm removed the pins of a running agent"
 stop_agent KILL
 : >"$FAKE_SYSTEMCTL_LOG"
+# shellcheck disable=SC2016 # $0 is expanded by the inner sh
 unshare --mount --propagation private sh -c \
   'mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/system && exec "$0" remove' "$deploy/debian/postrm" ||
   fail "postrm remove failed"
