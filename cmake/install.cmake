@@ -1,6 +1,7 @@
 # `cmake --install` and the Debian package (CPack). Layout, for prefix /usr:
 #   bin/gpuledger                       -> ../lib/gpuledger/gpuledger
 #   lib/gpuledger/gpuledger             the agent, doctor, report, demo
+#   lib/gpuledger/stop-post             the unit's ExecStopPost: removes the pins at a last stop
 #   lib/gpuledger/gpuledger-cudasim     the demo's workload generator
 #   lib/gpuledger/sim/{lib,nvml}/       the demo's CUDA driver and NVML simulators
 #                                       (the demo finds them beside its binary)
@@ -26,6 +27,7 @@ file(CREATE_LINK ../${GL_PKGLIB}/gpuledger ${CMAKE_BINARY_DIR}/install/gpuledger
 install(FILES ${CMAKE_BINARY_DIR}/install/gpuledger DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 install(FILES deploy/systemd/gpuledger.service DESTINATION lib/systemd/system)
+install(PROGRAMS deploy/systemd/stop-post DESTINATION ${GL_PKGLIB})
 install(FILES deploy/systemd/config.yaml DESTINATION /etc/gpuledger)  # absolute: a daemon's config, as Debian puts it
 install(FILES README.md LICENSE docs/operating.md docs/ledger.md docs/performance.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
@@ -45,6 +47,8 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_STRIP_FILES ON)  # debug info stays in the build tree
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # runtime library packages from dpkg-shlibdeps
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/deploy/debian/conffiles)
+# prerm/postrm: a removal stops the agent and removes its pinned probes (docs/reliability.md).
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/deploy/debian/conffiles
+    ${PROJECT_SOURCE_DIR}/deploy/debian/prerm ${PROJECT_SOURCE_DIR}/deploy/debian/postrm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
 include(CPack)

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include <fmt/format.h>
 #include "probes/map_reader.h"
+#include "probes/pin_heartbeat.h"
 
 namespace gpuledger::agent {
 namespace {
@@ -73,6 +74,7 @@ Agent::Agent(AgentOptions options)
       pins_(probes::open_pin_store(options_.bpf_pin_dir, "cuda")),
       program_(std::make_unique<probes::CudaProbeProgram>(program_config(options_, mounts_, pins_.get()))),
       directory_(mounts_, options_.classifier) {
+  report_orphaned_pins();
   // Loaded even without discovery: it also tells which inode the kernel
   // probes for a named library on overlayfs (LibOpenWatcher::identify).
   try {
@@ -130,6 +132,15 @@ Agent::Agent(AgentOptions options)
   // a file no one offered (no process maps it any more) are dropped.
   if (pins_) pins_->drop_unclaimed_libraries();
   relearn_live_processes();
+}
+
+void Agent::report_orphaned_pins() {
+  if (!pins_ || !options_.pins_heartbeat_age || *options_.pins_heartbeat_age <= options_.orphaned_pins_after) return;
+  pins_orphaned_seconds_ = options_.pins_heartbeat_age->count();
+  spdlog::warn("BPF pins: the data plane pinned in {} had no agent for {} h {} min (longer than "
+               "--orphaned-pins-after): its probes trapped every CUDA call on this node meanwhile and nobody read "
+               "them. Taken over now; if gpuledger is not meant to run here, stop it and run `gpuledger uninstall`",
+               options_.bpf_pin_dir, pins_orphaned_seconds_ / 3600, pins_orphaned_seconds_ % 3600 / 60);
 }
 
 void Agent::relearn_live_processes() {
@@ -201,6 +212,7 @@ void Agent::run() {
       if (watcher_)
         if (size_t n = watcher_->continue_held(kHoldLimitNs))
           spdlog::warn("continued {} process(es) held for a new libcuda longer than 10 s", n);
+      if (pins_) probes::beat_pins_heartbeat(options_.bpf_pin_dir);  // the pins have an agent (pin_heartbeat.h)
       next_stats = now + std::chrono::seconds(1);
     }
     if (now >= next_gc) {
@@ -478,6 +490,7 @@ AgentSnapshot Agent::snapshot() {
   self.workloads_retired = workloads_retired_;
   self.workloads_known = directory_.size();
   if (pins_) self.pins = pins_->report();
+  self.pins.orphaned_seconds = pins_orphaned_seconds_;
   self.maps = {
       {"workload_counters", probes::count_entries(fds.workload_counters), program_->max_workloads()},
       {"call_errors", probes::count_entries(fds.call_errors), program_->max_workloads()},

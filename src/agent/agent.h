@@ -57,6 +57,11 @@ struct AgentOptions {
   // Where the data plane is pinned in bpffs so it outlives the agent
   // (--bpf-pin-dir; probes/pin_store.h); empty: nothing is pinned.
   std::string bpf_pin_dir;
+  // The pins' heartbeat found at start (probes/pin_heartbeat.h), read before
+  // anything touched them; none: nothing was pinned. Older than
+  // orphaned_pins_after: said in the log and /metrics.
+  std::optional<std::chrono::seconds> pins_heartbeat_age;
+  std::chrono::seconds orphaned_pins_after{std::chrono::hours(24)};
   // Where pods, Slurm jobs and containers may be recognised besides the top
   // of the cgroup hierarchy (--cgroup-root).
   identity::ClassifierOptions classifier;
@@ -111,6 +116,8 @@ class Agent : public ledger::CallNameLookup {
   // After a takeover of pinned maps: what only userspace knew, read again from
   // the live processes the kernel side remembers (their view of the GPUs).
   void relearn_live_processes();
+  // Says so when the pins found at start had had no agent for too long.
+  void report_orphaned_pins();
 
   AgentOptions options_;
   identity::CgroupMounts mounts_;
@@ -132,6 +139,7 @@ class Agent : public ledger::CallNameLookup {
   std::atomic<uint64_t> workloads_retired_{0};
   std::atomic<int64_t> loop_beat_ns_{0};  // steady_clock of the loop's last turn; 0: never
   std::atomic<bool> map_read_{false};
+  int64_t pins_orphaned_seconds_ = 0;  // set in the constructor
   std::unique_ptr<MapFullLog> map_full_log_;  // the constructor, then the loop's thread only
   std::mutex views_mu_;
   // What the latest process of each workload said about its visible GPUs.

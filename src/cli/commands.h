@@ -49,6 +49,10 @@ struct AgentCommand {
   // The data plane pinned in bpffs (probes/pin_store.h): empty: <bpffs>/gpuledger.
   std::string bpf_pin_dir;
   bool no_bpf_pins = false;
+  // Leave the pins for the next agent at a stop (restarts and upgrades lose no
+  // call); without it the agent removes them as it exits (cli/pins_on_exit.h).
+  bool keep_pins_on_exit = false;
+  std::string orphaned_pins_after = "24h";  // pins found with an older heartbeat are reported
 };
 int run_agent(const AgentCommand& cmd);
 
@@ -67,6 +71,8 @@ struct DoctorCommand {
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   std::string nvidia_proc_root = "/proc/driver/nvidia";
   std::string btf = "/sys/kernel/btf/vmlinux";
+  std::string bpf_pin_dir;                  // empty: <bpffs>/gpuledger
+  std::string orphaned_pins_after = "24h";
 };
 int run_doctor(const DoctorCommand& cmd);
 

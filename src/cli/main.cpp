@@ -17,6 +17,18 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "gpuledger " GPULEDGER_VERSION);  // CMake project version
 
+  // "90s", "10m", "1h" (common/duration_text.h).
+  const CLI::Validator duration(
+      [](std::string& text) {
+        try {
+          gpuledger::parse_duration(text);
+          return std::string();
+        } catch (const gpuledger::Error& e) {
+          return std::string(e.what());
+        }
+      },
+      "DURATION");
+
   AgentCommand agent;
   auto* agent_cmd = app.add_subcommand("agent", "Run the node agent: probe every libcuda, serve /metrics");
   agent_cmd->add_option("--listen", agent.listen,
@@ -70,16 +82,7 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--retire-after", agent.retire_after,
                         "How long a workload whose cgroup is gone stays on /metrics and /api/v1/workloads "
                         "(e.g. 90s, 10m, 1h); the ledger keeps its totals")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            try {
-              gpuledger::parse_duration(text);
-              return std::string();
-            } catch (const gpuledger::Error& e) {
-              return std::string(e.what());
-            }
-          },
-          "DURATION"))
+      ->check(duration)
       ->capture_default_str();
   agent_cmd->add_option("--store", agent.store, "The ledger's SQLite store; empty turns the ledger off")
       ->capture_default_str();
@@ -133,15 +136,27 @@ int main(int argc, char** argv) {
                    "loses no call (default: <bpffs>/gpuledger, bpffs found in /proc/self/mountinfo or mounted at "
                    "/sys/fs/bpf). Only one agent may use it; `gpuledger uninstall` removes it")
       ->excludes(no_pins);
+  agent_cmd->add_flag(
+      "--keep-pins-on-exit", agent.keep_pins_on_exit,
+      "At a stop (SIGTERM, SIGINT) leave the pinned data plane for the next agent, so a restart or an upgrade "
+      "loses no call (the shipped systemd unit and DaemonSet pass it). Without it the agent removes its pins and "
+      "detaches its probes as it exits. In Kubernetes the pins go all the same when the agent's DaemonSet is "
+      "deleted or no longer selects the node. A SIGKILL or an OOM kill leaves them either way");
+  agent_cmd
+      ->add_option("--orphaned-pins-after", agent.orphaned_pins_after,
+                   "Pins found at start whose last agent heartbeat is older than this are reported as orphaned "
+                   "(log, gpuledger_bpf_pins_orphaned_seconds): their probes trapped CUDA calls with no agent")
+      ->check(duration)
+      ->capture_default_str();
 
   UninstallCommand uninstall;
   auto* uninstall_cmd = app.add_subcommand(
       "uninstall",
-      "Remove what a stopped agent leaves on the node on purpose: its data plane pinned in bpffs (the probes, "
-      "which keep counting while no agent runs, and the in-kernel counters, contexts and live allocations). "
-      "Run it after stopping the agent for good, not between restarts or upgrades: the next agent takes the "
-      "pins over. Refuses while an agent holds them; does nothing when nothing is pinned. The ledger store is "
-      "left alone");
+      "Remove what a stopped agent left on the node for its successor: its data plane pinned in bpffs (the "
+      "probes, which trap every CUDA call while no agent runs, and the in-kernel counters, contexts and live "
+      "allocations). An agent stopped without --keep-pins-on-exit removes them itself; run this after one "
+      "killed or kept them, not between restarts or upgrades: the next agent takes the pins over. Refuses while "
+      "an agent holds them; does nothing when nothing is pinned. The ledger store is left alone");
   uninstall_cmd->add_option("--bpf-pin-dir", uninstall.bpf_pin_dir,
                             "The agent's --bpf-pin-dir (default: <bpffs>/gpuledger)");
 
@@ -156,6 +171,12 @@ int main(int argc, char** argv) {
   doctor_cmd->add_option("--nvidia-proc-root", doctor.nvidia_proc_root, "The NVIDIA driver's procfs directory")
       ->capture_default_str();
   doctor_cmd->add_option("--btf", doctor.btf, "Kernel BTF file")->capture_default_str();
+  doctor_cmd->add_option("--bpf-pin-dir", doctor.bpf_pin_dir,
+                         "The agent's --bpf-pin-dir, checked for pins no agent holds (default: <bpffs>/gpuledger)");
+  doctor_cmd->add_option("--orphaned-pins-after", doctor.orphaned_pins_after,
+                         "Pins whose last agent heartbeat is older than this are called orphaned")
+      ->check(duration)
+      ->capture_default_str();
 
   DemoCommand demo;
   auto* demo_cmd = app.add_subcommand(

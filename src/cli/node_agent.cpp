@@ -23,6 +23,7 @@
 #include "ledger/agent_inputs.h"
 #include "ledger/ledger_plane.h"
 #include "ledger/prices.h"
+#include "probes/pin_heartbeat.h"
 
 namespace gpuledger::cli {
 namespace {
@@ -82,6 +83,7 @@ struct NodeAgent::Parts {
   std::unique_ptr<device::WorkloadEfficiencyMetrics> efficiency;  // outlives the server that reads it
   std::unique_ptr<exporter::HttpServer> server;
   int port = 0;
+  std::string bpf_pin_dir;
 };
 
 NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()) {
@@ -173,6 +175,10 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
       spdlog::error("{}: the data plane is not pinned, a restart starts it from zero", e.what());
     }
   }
+  // Read before anything here touches the pins: how long they went without an agent.
+  options.pins_heartbeat_age = probes::pins_heartbeat_age(options.bpf_pin_dir);
+  options.orphaned_pins_after = std::chrono::duration_cast<std::chrono::seconds>(parse_duration(cmd.orphaned_pins_after));
+  p.bpf_pin_dir = options.bpf_pin_dir;
   options.classifier.cgroup_roots = cmd.cgroup_roots;
   identity::InfrastructureOptions infrastructure;
   if (!cmd.infrastructure_namespaces.empty()) infrastructure.namespaces = cmd.infrastructure_namespaces;
@@ -261,6 +267,8 @@ NodeAgent::~NodeAgent() {
 }
 
 int NodeAgent::port() const { return parts_->port; }
+const std::string& NodeAgent::bpf_pin_dir() const { return parts_->bpf_pin_dir; }
+const std::optional<kubernetes::ClusterConfig>& NodeAgent::cluster() const { return parts_->cluster; }
 
 void NodeAgent::observe() {
   Parts& p = *parts_;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "kubernetes/cluster_config.h"
 
 namespace gpuledger::cli {
 
@@ -25,6 +26,10 @@ class NodeAgent {
   // SIGTERM: a last observation, and the ledger's window in progress stored
   // with what was watched of it (no watched time lost or charged as idle).
   void store_window_in_progress();
+  // Where the data plane is pinned ("" when it is not), and the Kubernetes API
+  // if there is one: what the stop decides the pins' fate with.
+  const std::string& bpf_pin_dir() const;
+  const std::optional<kubernetes::ClusterConfig>& cluster() const;
 
  private:
   struct Parts;

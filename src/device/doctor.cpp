@@ -1,4 +1,5 @@
 #include "device/doctor.h"
+#include "device/doctor_pins.h"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -269,6 +270,7 @@ std::vector<PlaneReport> run_doctor(const DoctorOptions& options) {
   reports.push_back(judge_nvml(nvml));
   reports.push_back(judge_dcgm(gather_dcgm(options.dcgm_exporter_url)));
   reports.push_back(judge_pod_resources(gather_pod_resources(options.pod_resources_socket)));
+  reports.push_back(judge_pins(gather_pins(options.bpf_pin_dir, options.orphaned_pins_after)));
   return reports;
 }
 

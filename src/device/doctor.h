@@ -6,6 +6,7 @@
 // Planes: attribution (eBPF uprobes on libcuda), inventory (/proc/driver/nvidia
 // + NVML), nvml, dcgm-exporter, kubernetes (kubelet pod-resources socket).
 // Exit code: 0 when the attribution plane is usable (OK or DEGRADED), else 1.
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -89,6 +90,9 @@ struct DoctorOptions {
   // Loads the real CUDA probe program; returns "" on success or the error.
   // Default: constructs probes::CudaProbeProgram.
   std::function<std::string()> load_bpf;
+  // The agent's pins (doctor_pins.h): "" when no bpffs is mounted.
+  std::string bpf_pin_dir;
+  std::chrono::seconds orphaned_pins_after{std::chrono::hours(24)};
 };
 
 // Fact gathering (does I/O).

@@ -155,6 +155,11 @@ void write_pin_metrics(ExpositionWriter& out, const probes::PinReport& pins) {
   out.family("gpuledger_bpf_pinned_libraries_adopted", MetricType::kGauge,
              "Driver files whose pinned probes this agent took over at start (they stayed attached while no agent ran).");
   out.sample({}, static_cast<uint64_t>(pins.libraries_adopted));
+  out.family("gpuledger_bpf_pins_orphaned_seconds", MetricType::kGauge,
+             "How long the pins this agent found at start had gone without an agent (their last heartbeat), when "
+             "that was longer than --orphaned-pins-after: their probes trapped every CUDA call on the node and "
+             "nobody read them. 0 when the pins were fresh or none were found.");
+  out.sample({}, static_cast<uint64_t>(pins.orphaned_seconds));
   out.family("gpuledger_bpf_pin_layout_info", MetricType::kGauge,
              "The bpffs directory the data plane is pinned in, and its layout version.");
   out.sample({{"dir", pins.root}, {"layout", pins.layout}}, uint64_t{1});

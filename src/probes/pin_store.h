@@ -70,6 +70,9 @@ struct PinReport {
   bool adopted = false;        // maps taken over from an earlier agent
   std::string replaced;        // why an earlier layout or its links were replaced (a reason code), or ""
   size_t libraries_adopted = 0;  // driver files whose pinned probes were taken over
+  // How long the pins found at start had had no agent (pin_heartbeat.h), when
+  // longer than --orphaned-pins-after; 0 otherwise.
+  int64_t orphaned_seconds = 0;
 };
 
 class PinStore;

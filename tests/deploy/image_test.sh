@@ -44,3 +44,27 @@ grep -q 'Chargeback of the simulated tenants' <<<"$out" || { echo "FAIL: the dem
 launches=$(awk '$1 == "team" {for (i = 1; i <= NF; i++) if ($i == "launches") c = i} /^TOTAL/ && c {print $c; exit}' <<<"$out")
 [[ ${launches:-0} -gt 0 ]] || { echo "FAIL: no launches counted inside the container"; exit 1; }
 echo "ok: the demo ran in gpuledger:$version and counted $launches launches"
+
+# Removing the package leaves no probe: in a privileged container with a bpffs
+# of its own (which the agent mounts), an agent pins its data plane (--keep-pins-on-exit, as the unit
+# runs it) and is killed; `dpkg -r gpuledger` (its prerm) removes the pins.
+# shellcheck disable=SC2016 # expanded by the container's sh
+out=$("${podman[@]}" run --rm "${limits[@]}" --privileged --entrypoint /bin/sh "gpuledger:$version" -c '
+  set -e
+  # No bpffs in the container yet: the agent mounts one at /sys/fs/bpf (the image has no mount(8)).
+  gpuledger agent --listen 127.0.0.1:0 --no-nvml --pod-resources-socket "" --no-discovery --store "" --no-xid \
+    --cuda-lib /usr/lib/gpuledger/sim/lib/libcuda.so.1 --keep-pins-on-exit >/tmp/agent.log 2>&1 &
+  agent=$!
+  i=0
+  until grep -q "serving http" /tmp/agent.log; do i=$((i + 1)); [ $i -lt 1000 ] || exit 3; sleep 0.02; done
+  kill -KILL $agent
+  wait $agent || true
+  echo "pins before: $(find /sys/fs/bpf/gpuledger -type f | wc -l)"
+  dpkg -r gpuledger
+  test ! -e /sys/fs/bpf/gpuledger && echo "pins after: none"' 2>&1) ||
+  { echo "$out"; echo "FAIL: dpkg -r gpuledger did not remove the pinned data plane"; exit 1; }
+if ! grep -q "pins after: none" <<<"$out" || ! grep -q "^removed [0-9]* BPF pins under /sys/fs/bpf/gpuledger" <<<"$out"; then
+  echo "FAIL: dpkg -r gpuledger: $out"
+  exit 1
+fi
+echo "ok: dpkg -r gpuledger removed the pins a killed agent left ($(grep '^pins before' <<<"$out"))"

@@ -27,7 +27,8 @@ const modelModules = {
 
 const clusterScoped = new Set(["Namespace", "ClusterRole", "ClusterRoleBinding"]);
 const operatorKinds = ["ServiceMonitor", "PrometheusRule"];
-const coreKinds = ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Service"];
+const coreKinds = ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap",
+                   "DaemonSet", "Service"];
 const overlays = {
   "gpu-operator": {
     kinds: [...coreKinds, ...operatorKinds],
@@ -96,6 +97,11 @@ function checkDaemonSet(ds, want, byKind) {
     f.push("DaemonSet: prometheus.io annotations missing");
   // The data plane is pinned in the host's bpffs so a rolling update loses nothing (docs/reliability.md).
   if (c.args?.some((a) => a.startsWith("--no-bpf-pins"))) f.push("DaemonSet: --no-bpf-pins: a restart would lose the data plane");
+  if (!c.args?.includes("--keep-pins-on-exit")) f.push("DaemonSet: --keep-pins-on-exit missing: a rolling update would lose the data plane");
+  // The stopping agent finds its pod, and through it its DaemonSet (docs/reliability.md).
+  const env = Object.fromEntries((c.env ?? []).map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath]));
+  if (env.POD_NAME !== "metadata.name" || env.POD_NAMESPACE !== "metadata.namespace")
+    f.push("DaemonSet: POD_NAME and POD_NAMESPACE must come from the downward API (metadata.name, metadata.namespace)");
   const mounts = Object.fromEntries((c.volumeMounts ?? []).map((m) => [m.mountPath, m]));
   const volumes = Object.fromEntries((pod.volumes ?? []).map((v) => [v.name, v]));
   for (const path of ["/sys/fs/bpf", "/sys/kernel/btf", "/sys/fs/cgroup", "/var/lib/kubelet/pod-resources", "/var/lib/gpuledger"]) {
@@ -127,6 +133,19 @@ function checkJoins(byKind, want) {
   if (!crb?.subjects?.some((s) => s.kind === "ServiceAccount" && s.name === sa?.metadata.name && s.namespace === sa?.metadata.namespace))
     f.push("ClusterRoleBinding: does not bind the agent's ServiceAccount");
   if (!byKind.ClusterRole?.some((r) => r.metadata.name === crb?.roleRef.name)) f.push("ClusterRoleBinding: role not in the overlay");
+  // Read-only everywhere; on DaemonSets only `get`, only its own.
+  for (const role of [...(byKind.ClusterRole ?? []), ...(byKind.Role ?? [])])
+    for (const rule of role.rules ?? []) {
+      if (rule.verbs.some((v) => !["get", "list", "watch"].includes(v))) f.push(`${role.kind}: writes (${rule.verbs})`);
+      if (rule.resources.includes("daemonsets") && role.kind !== "Role") f.push("ClusterRole: grants daemonsets");
+    }
+  const dsRules = (byKind.Role ?? []).flatMap((r) => r.rules ?? []).filter((r) => r.resources.includes("daemonsets"));
+  const wantDs = [{ apiGroups: ["apps"], resources: ["daemonsets"], resourceNames: [ds.metadata.name], verbs: ["get"] }];
+  if (!isDeepStrictEqual(dsRules, wantDs)) f.push(`Role: must grant exactly get on the DaemonSet ${ds.metadata.name}: ${JSON.stringify(dsRules)}`);
+  const rb = byKind.RoleBinding?.[0];
+  if (!rb?.subjects?.some((s) => s.kind === "ServiceAccount" && s.name === sa?.metadata.name && s.namespace === sa?.metadata.namespace))
+    f.push("RoleBinding: does not bind the agent's ServiceAccount");
+  if (rb?.roleRef.kind !== "Role" || !byKind.Role?.some((r) => r.metadata.name === rb?.roleRef.name)) f.push("RoleBinding: role not in the overlay");
   if (want.kinds.includes("ServiceMonitor")) {
     const sm = byKind.ServiceMonitor[0];
     if (!subset(sm.spec.selector.matchLabels, svc?.metadata.labels)) f.push("ServiceMonitor: selector misses the Service");

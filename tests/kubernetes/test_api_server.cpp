@@ -145,6 +145,30 @@ int TestApiServer::start(int port) {
         serve_list(resource, req, res);
     });
   }
+  // Single objects by name: a pod, a node, a DaemonSet.
+  server_->Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    std::lock_guard lock(mu_);
+    std::optional<nlohmann::json> found;
+    for (const auto& [uid, pod] : pods_)
+      if (pod["metadata"].value("namespace", "") == req.matches[1] && pod["metadata"].value("name", "") == req.matches[2])
+        found = pod;
+    serve_object(found, "pods", res);
+  });
+  server_->Get(R"(/api/v1/nodes/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    std::lock_guard lock(mu_);
+    auto& nodes = by_name_["nodes"];
+    auto it = nodes.find(req.matches[1]);
+    serve_object(it == nodes.end() ? std::nullopt : std::optional(it->second), "nodes", res);
+  });
+  server_->Get(R"(/apis/apps/v1/namespaces/([^/]+)/daemonsets/([^/]+))",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 if (!authorized(req, res)) return;
+                 std::lock_guard lock(mu_);
+                 auto it = daemonsets_.find(std::string(req.matches[1]) + "/" + std::string(req.matches[2]));
+                 serve_object(it == daemonsets_.end() ? std::nullopt : std::optional(it->second), "daemonsets", res);
+               });
   port_ = port == 0 ? server_->bind_to_any_port("127.0.0.1") : (server_->bind_to_port("127.0.0.1", port) ? port : -1);
   if (port_ <= 0) throw std::runtime_error("test API server: cannot bind");
   thread_ = std::thread([this] { server_->listen_after_bind(); });
@@ -164,7 +188,17 @@ void TestApiServer::stop() {
   server_.reset();  // waits for the handlers (open watches end on stopping_)
 }
 
+void TestApiServer::revoke_access(bool forbidden) { revoked_status_ = forbidden ? 403 : 401; }
+
 bool TestApiServer::authorized(const httplib::Request& req, httplib::Response& res) {
+  if (int status = revoked_status_.load()) {
+    res.status = status;
+    res.set_content(nlohmann::json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
+                                   {"reason", status == 401 ? "Unauthorized" : "Forbidden"}, {"code", status}}
+                        .dump(),
+                    "application/json");
+    return false;
+  }
   if (options_.client_certs) return true;  // the TLS layer checked the certificate
   if (req.get_header_value("Authorization") == "Bearer " + options_.token) return true;
   ++unauthorized_;
@@ -172,6 +206,32 @@ bool TestApiServer::authorized(const httplib::Request& req, httplib::Response& r
   res.set_content(R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401})",
                   "application/json");
   return false;
+}
+
+void TestApiServer::serve_object(const std::optional<nlohmann::json>& object, const std::string& what,
+                                 httplib::Response& res) {
+  if (object) {
+    res.set_content(object->dump(), "application/json");
+    return;
+  }
+  res.status = 404;
+  res.set_content(nlohmann::json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
+                                 {"reason", "NotFound"}, {"message", what + " not found"}, {"code", 404}}
+                      .dump(),
+                  "application/json");
+}
+
+void TestApiServer::upsert_daemonset(const nlohmann::json& daemonset) {
+  std::lock_guard lock(mu_);
+  auto copy = daemonset;
+  copy["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  daemonsets_[copy["metadata"]["namespace"].get<std::string>() + "/" + copy["metadata"]["name"].get<std::string>()] =
+      copy;
+}
+
+void TestApiServer::delete_daemonset(const std::string& ns, const std::string& name) {
+  std::lock_guard lock(mu_);
+  daemonsets_.erase(ns + "/" + name);
 }
 
 bool TestApiServer::matches(const std::string& resource, const nlohmann::json& object,

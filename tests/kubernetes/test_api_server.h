@@ -1,7 +1,8 @@
 #pragma once
 // A Kubernetes API server for tests: HTTPS with its own CA (made with the
 // openssl CLI at test time), bearer-token or client-certificate auth, serving
-// list and watch of pods (with fieldSelector=spec.nodeName) and namespaces:
+// list and watch of pods (with fieldSelector=spec.nodeName) and namespaces, a
+// pod, a node and an apps/v1 DaemonSet by name (404 when there is none):
 // ADDED / MODIFIED / DELETED, bookmarks, and 410 Gone once history is
 // compacted. It can be stopped and started again on the same port, keeping
 // its objects, to play an API server that goes away and comes back.
@@ -13,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,6 +56,12 @@ class TestApiServer {
   // (fieldSelector spec.nodeName), by name.
   void upsert_node(const nlohmann::json& node);
   void upsert_resource_slice(const nlohmann::json& slice);
+  // apps/v1 DaemonSets, by namespace and name (GET only).
+  void upsert_daemonset(const nlohmann::json& daemonset);
+  void delete_daemonset(const std::string& ns, const std::string& name);
+  // Every request is refused from now on (401), as when the agent's
+  // ServiceAccount is deleted; `forbidden`: 403, as when its RBAC is.
+  void revoke_access(bool forbidden = false);
   void send_bookmark();     // open watches get a BOOKMARK at the current resourceVersion
   void compact_history();   // older resourceVersions are gone: watches from them get 410; open ones too
   void send_garbage(const std::string& line);  // a raw line on open pod watches
@@ -79,6 +87,7 @@ class TestApiServer {
   void serve_list(const std::string& resource, const httplib::Request& req, httplib::Response& res);
   void serve_watch(const std::string& resource, const httplib::Request& req, httplib::Response& res);
   bool authorized(const httplib::Request& req, httplib::Response& res);
+  void serve_object(const std::optional<nlohmann::json>& object, const std::string& what, httplib::Response& res);
   bool matches(const std::string& resource, const nlohmann::json& object, const std::string& selector) const;
   void record(const std::string& resource, const std::string& type, nlohmann::json object);
 
@@ -95,10 +104,12 @@ class TestApiServer {
   uint64_t bookmark_generation_ = 0;
   std::map<std::string, nlohmann::json> pods_;        // by uid
   std::map<std::string, nlohmann::json> namespaces_;  // by name
+  std::map<std::string, nlohmann::json> daemonsets_;  // by "namespace/name"
   mutable std::map<std::string, std::map<std::string, nlohmann::json>> by_name_;  // nodes, resourceslices: by name
   const std::map<std::string, nlohmann::json>& objects(const std::string& resource) const;
   std::vector<Event> history_;
   std::string last_selector_;
+  std::atomic<int> revoked_status_{0};  // 0: not revoked
   std::atomic<int> pod_lists_{0}, pod_watches_{0}, open_watches_{0}, unauthorized_{0};
 };
 

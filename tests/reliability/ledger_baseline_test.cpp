@@ -65,7 +65,7 @@ class StoredTenant {
   std::unique_ptr<Agent> start_agent() {
     write_simulated_node(scratch_, kWindow);
     auto args = simulated_node_agent_args(scratch_, scratch_.path("ledger.db"));
-    args.insert(args.end(), {"--bpf-pin-dir", pins_.path()});
+    args.insert(args.end(), {"--bpf-pin-dir", pins_.path(), "--keep-pins-on-exit"});  // SIGTERM: a restart
     return std::make_unique<Agent>(args);
   }
   // Lets the tenant run its next step and waits for it to end.

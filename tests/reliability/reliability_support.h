@@ -3,6 +3,7 @@
 // the simulated driver, a scratch directory, and polls with deadlines.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -134,6 +135,18 @@ inline uint64_t metric_value(const std::string& page, const std::string& series)
   auto at = page.find("\n" + series + " ");
   if (at == std::string::npos) return 0;
   return std::stoull(page.substr(at + 1 + series.size() + 1));
+}
+
+// `gpuledger ARGS...` run to its end: its exit code, stdout and stderr in `output`.
+inline int run_cli(const std::vector<std::string>& args, std::string* output) {
+  std::string command = gpuledger_binary();
+  for (const auto& a : args) command += " '" + a + "'";
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  char buf[512];
+  output->clear();
+  while (p && std::fgets(buf, sizeof buf, p)) *output += buf;
+  int status = p ? ::pclose(p) : -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 inline double unix_now() {

@@ -28,8 +28,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 std::vector<std::string> agent_args(const Scratch& s, const PinDir& pins, bool per_probe_links = false) {
   write_simulated_node(s, 10);
   std::vector<std::string> args = {"--no-discovery", "--cuda-lib", sim_library(), "--no-nvml=false", "--nvml-lib",
-                                   nvml_sim_library(), "--nvml-interval-ms", "200", "--store", "", "--bpf-pin-dir",
-                                   pins.path()};
+                                   nvml_sim_library(), "--nvml-interval-ms", "200", "--store", "",
+                                   "--keep-pins-on-exit",  // SIGTERM: a restart, not a removal
+                                   "--bpf-pin-dir", pins.path()};  // last: a test points it elsewhere
   if (per_probe_links) args.push_back("--per-probe-links");
   return args;
 }
@@ -288,17 +289,6 @@ TEST(PinLayout, ABrokenPinnedSetOfProbesIsAttachedAnewAndCountsOnce) {
   run.next_launches_counted_once_by(agent);
 }
 
-int run_cli(const std::vector<std::string>& args, std::string* output) {
-  std::string command = gpuledger_binary();
-  for (const auto& a : args) command += " '" + a + "'";
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  char buf[512];
-  output->clear();
-  while (p && std::fgets(buf, sizeof buf, p)) *output += buf;
-  int status = p ? ::pclose(p) : -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 TEST(PinLayout, OneAgentPerPinsAndUninstallRemovesThem) {
   GL_REQUIRE_BPF();
   Scratch scratch("uninstall");
@@ -316,7 +306,7 @@ TEST(PinLayout, OneAgentPerPinsAndUninstallRemovesThem) {
   EXPECT_EQ(run_cli({"uninstall", "--bpf-pin-dir", pins.path()}, &out), 1) << "refused while an agent holds them";
   EXPECT_NE(out.find("another gpuledger agent"), std::string::npos) << out;
   stop_agent(agent, SIGTERM);
-  ASSERT_TRUE(fs::exists(pins.path())) << "a graceful stop keeps the pins";
+  ASSERT_TRUE(fs::exists(pins.path())) << "a graceful stop with --keep-pins-on-exit keeps the pins";
 
   EXPECT_EQ(run_cli({"uninstall", "--bpf-pin-dir", pins.path()}, &out), 0) << out;
   EXPECT_NE(out.find("removed"), std::string::npos) << out;

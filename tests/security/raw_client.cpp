@@ -2,7 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
+#include <sys/poll.h>  // not <poll.h>: tests/kubernetes/poll.h may be on the include path
 #include <sys/socket.h>
 #include <unistd.h>
 
