@@ -5,7 +5,10 @@
  * prints "READY <pid>" and waits for a line on stdin, so a test can make sure
  * the agent covers its runtime before the calls that count. Prints what each
  * call returned as one JSON line.
- * Usage: real_runtime_app [--ready] [RUNTIME_LIBRARY]   (default libcudart.so.11.0) */
+ * With --driver LIB it also dlopens the driver library itself and keeps it
+ * mapped while it waits (a runtime whose initialisation failed unloads it),
+ * the way nvidia-persistenced or a CUDA service holds the host's driver.
+ * Usage: real_runtime_app [--ready] [--driver LIB] [RUNTIME_LIBRARY]   (default libcudart.so.11.0) */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,12 +24,18 @@ typedef int (*launch_fn)(const void *, dim3, dim3, void **, size_t, void *);
 int main(int argc, char **argv)
 {
     int ready = 0;
-    const char *lib = "libcudart.so.11.0";
+    const char *lib = "libcudart.so.11.0", *driver = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--ready") == 0)
             ready = 1;
+        else if (strcmp(argv[i], "--driver") == 0 && i + 1 < argc)
+            driver = argv[++i];
         else
             lib = argv[i];
+    }
+    if (driver && !dlopen(driver, RTLD_NOW)) {
+        printf("{\"error\": \"dlopen of the driver failed\"}\n");
+        return 3;
     }
     void *h = dlopen(lib, RTLD_NOW);
     if (!h) {

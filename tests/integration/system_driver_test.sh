@@ -31,7 +31,8 @@ cp "$NVIDIA_REAL_LIBCUDART" "$lib/libcudart.so.11.0"
 work="$(mktemp -d)"
 mkfifo "$work/stdin"
 exec 3<>"$work/stdin"  # held open: the holder waits on it until it is killed
-LD_LIBRARY_PATH="$lib" "$build/tests/real/real_runtime_app" --ready libcudart.so.11.0 >"$work/out" <"$work/stdin" &
+LD_LIBRARY_PATH="$lib" "$build/tests/real/real_runtime_app" --ready --driver libcuda.so.1 libcudart.so.11.0 \
+  >"$work/out" <"$work/stdin" &
 holder=$!
 holder_out="$work/out"
 trap 'kill "$holder" 2>/dev/null || true; rm -rf "$work"' EXIT
