@@ -292,8 +292,11 @@ Decision decide(const Unit& u, const RightsizingEvidence& e, const RightsizingOp
     for (const auto& p : table->profiles) {
       if (p.compute_slices >= held_slices) break;
       if (!fits(*e.vram_peak_bytes, o.vram_headroom_micros, p.memory_bytes)) continue;
-      if (*e.sm_active_p95 * table->slices > p.compute_slices + 1e-9) continue;
-      const int64_t saving = u.paid - mul_div(u.held_window_cost, p.compute_slices, table->slices);
+      // SM active is of what it holds (the whole GPU's, or a MIG instance's
+      // own): n of the GPU's slices cover it when SM active x held slices <= n.
+      if (*e.sm_active_p95 * held_slices > p.compute_slices + 1e-9) continue;
+      // Its windows cost the price of its held slices; the profile's n of them cost n / held of that.
+      const int64_t saving = u.paid - mul_div(u.held_window_cost, p.compute_slices, held_slices);
       if (saving <= 0) break;  // it pays less than the slice would cost: not a saving
       d.advice = Advice::kMig;
       d.target = p.name;

@@ -9,6 +9,7 @@
 
 #include "common/duration_text.h"
 #include "common/error.h"
+#include "common/yaml_errors.h"
 #include "ledger/prices.h"
 
 namespace gpuledger::report {
@@ -44,15 +45,11 @@ int64_t parse_vram_headroom(const std::string& text, const std::string& what) {
 namespace {
 
 [[noreturn]] void fail(const std::string& source, const YAML::Node& node, const std::string& what) {
-  auto mark = node.Mark();
-  if (mark.is_null()) throw Error("config " + source + ": " + what);
-  throw Error("config " + source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) +
-              ": " + what);
+  yaml_fail("config", source, node, what);
 }
 
 std::string scalar(const std::string& source, const YAML::Node& node, const std::string& key) {
-  if (!node.IsScalar()) fail(source, node, key + " must be a string");
-  return node.Scalar();
+  return yaml_scalar("config", source, node, key);
 }
 
 ledger::MigTable mig_table(const std::string& source, const std::string& model, const YAML::Node& node) {
@@ -94,13 +91,7 @@ ledger::MigTable mig_table(const std::string& source, const std::string& model, 
 }  // namespace
 
 RightsizingOptions parse_rightsizing_section(const std::string& yaml_text, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw Error("config " + source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                ": not valid YAML: " + e.msg);
-  }
+  const YAML::Node root = yaml_load("config", yaml_text, source);
   RightsizingOptions o;
   if (!root.IsMap()) return o;
   const YAML::Node r = root["rightsizing"];
