@@ -8,7 +8,7 @@
 namespace gpuledger::report {
 
 std::string duration_text(int64_t s) {
-  if (s > 0 && s % 86400 == 0) return std::to_string(s / 86400) + "d";
+  if (s >= 2 * 86400 && s % 86400 == 0) return std::to_string(s / 86400) + "d";
   if (s > 0 && s % 3600 == 0) return std::to_string(s / 3600) + "h";
   if (s > 0 && s % 60 == 0) return std::to_string(s / 60) + "m";
   return std::to_string(s) + "s";
@@ -56,10 +56,19 @@ std::vector<std::vector<std::string>> table_lines(const Rightsizing& r) {
   return lines;
 }
 
+// The pods a namespace's or team's row stands for: " (ns/a, ns/b)"; nothing when the row is one of them.
+std::string members_text(const Recommendation& row) {
+  if (row.members.size() == 1 && row.members.front() == row.key) return "";
+  std::vector<std::string> names;
+  for (size_t i = 0; i < row.members.size() && i < 5; ++i) names.push_back(display_name(row.members[i]));
+  if (row.members.size() > 5) names.push_back(std::to_string(row.members.size() - 5) + " more");
+  return " (" + joined(names, ", ") + ")";
+}
+
 std::string reasons(const Rightsizing& r) {
   std::ostringstream out;
   for (const auto& row : r.rows)
-    out << "  " << display_name(row.key) << ": " << to_string(row.advice) << (row.target.empty() ? "" : " " + row.target)
+    out << "  " << display_name(row.key) << members_text(row) << ": " << to_string(row.advice) << (row.target.empty() ? "" : " " + row.target)
         << " - " << display_name(row.why) << "\n";
   return out.str();
 }

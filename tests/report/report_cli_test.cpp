@@ -184,11 +184,12 @@ TEST(RightsizeCli, BadInputIsOneSentenceOnStderrAndNothingOnStdout) {
     Proc both = run(base + args);
     EXPECT_EQ(both.out, message) << args;
   }
-  // Flags override the configuration: a 1 s idle_after releases the idle MIG pod.
+  // Flags override the configuration: a 1 min idle_after releases the MIG pod idle for 2 min.
   Proc got = run_stdout(base + " --idle-after 1m --format json");
   ASSERT_EQ(got.status, 0);
   bool released = false;
-  for (const auto& row : nlohmann::json::parse(got.out)["rows"])
+  const auto j = nlohmann::json::parse(got.out);
+  for (const auto& row : j["rows"])
     if (row["key"] == "nlp/pod-d") released = row["recommendation"] == "release";
   EXPECT_TRUE(released) << got.out;
 }

@@ -86,7 +86,7 @@ TEST(Rightsizing, SmallInferenceServerOnAWholeH100FitsOneSlice) {
   EXPECT_FALSE(row.limited);
   EXPECT_EQ(r.period_seconds, 3600);
   // Paid 4.20; a 1g.10gb costs 1/7 of it, 0.60: saves 3.60 an hour.
-  EXPECT_EQ(row.saving_per_month_micros, 3'600'000 * 730);
+  EXPECT_EQ(row.saving_per_month_micros, int64_t{3'600'000} * 730);
   EXPECT_EQ(row.evidence.vram_peak_bytes, 6'000'000'000u);
   EXPECT_EQ(row.evidence.vram_p95_bytes, 6'000'000'000u);
   EXPECT_DOUBLE_EQ(*row.evidence.sm_active_p95, 0.10);
@@ -107,7 +107,7 @@ TEST(Rightsizing, VramPeaksThatJustFitAndJustMissAProfile) {
   miss.vram_peak = 8'333'333'334;
   r = by_pod(hour_of(miss));
   EXPECT_EQ(r.rows[0].target, "1g.20gb");  // the same compute: the same saving
-  EXPECT_EQ(r.rows[0].saving_per_month_micros, 3'600'000 * 730);
+  EXPECT_EQ(r.rows[0].saving_per_month_micros, int64_t{3'600'000} * 730);
   // Exactly 1/7 of the SM fits one slice; more needs two (2g.20gb: 4.20 - 1.20 an hour).
   Use compute{"compute"};
   compute.sm_active = 1.0 / 7;
@@ -115,7 +115,7 @@ TEST(Rightsizing, VramPeaksThatJustFitAndJustMissAProfile) {
   compute.sm_active = 0.15;
   r = by_pod(hour_of(compute));
   EXPECT_EQ(r.rows[0].target, "2g.20gb");
-  EXPECT_EQ(r.rows[0].saving_per_month_micros, 3'000'000 * 730);
+  EXPECT_EQ(r.rows[0].saving_per_month_micros, int64_t{3'000'000} * 730);
   // No headroom: 9,999,999,999 fits 1g.10gb again.
   Use tight{"tight"};
   tight.vram_peak = 9'999'999'999;
@@ -186,7 +186,7 @@ TEST(Rightsizing, TimeSliceShareOnAGpuWithoutMig) {
   const Rightsizing r = by_pod(hour_of(light, "NVIDIA L4"));
   EXPECT_EQ(r.rows[0].advice, Advice::kTimeSlice);
   EXPECT_EQ(r.rows[0].target, "1/4");
-  EXPECT_EQ(r.rows[0].saving_per_month_micros, (4'200'000 - 1'050'000) * 730);
+  EXPECT_EQ(r.rows[0].saving_per_month_micros, int64_t{4'200'000 - 1'050'000} * 730);
 }
 
 TEST(Rightsizing, NoDeviceCountersIsLimitedAndStatesNoSaving) {
@@ -251,7 +251,7 @@ TEST(Rightsizing, TeamsGatherTheirPodsByAdvice) {
   ASSERT_EQ(r.rows.size(), 1u);
   EXPECT_EQ(r.rows[0].key, "vision");
   EXPECT_EQ(r.rows[0].members, (std::vector<std::string>{"ml/infer", "ml/infer2"}));
-  EXPECT_EQ(r.rows[0].saving_per_month_micros, 2 * 3'600'000 * 730);
+  EXPECT_EQ(r.rows[0].saving_per_month_micros, 2 * int64_t{3'600'000} * 730);
 }
 
 TEST(Rightsizing, ProfileTablesAndConfiguration) {
