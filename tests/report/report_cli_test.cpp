@@ -145,7 +145,9 @@ TEST(RightsizeCli, JsonShapeMatchesTheLibrary) {
     for (const char* k : {"vram_peak_bytes", "vram_p95_bytes", "sm_active_p95", "busy_share", "idle_seconds_longest",
                           "windows", "sources"})
       EXPECT_TRUE(row["evidence"].contains(k)) << k;
-    if (!row["limited"].get<bool>()) EXPECT_TRUE(row["saving_per_month"].is_string());
+    if (!row["limited"].get<bool>()) {
+      EXPECT_TRUE(row["saving_per_month"].is_string());
+    }
   }
   // The shared H100's pod-a did three quarters of the work on half of it: an over-user.
   bool over = false;
