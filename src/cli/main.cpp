@@ -12,6 +12,23 @@
 #include "common/error.h"
 #include "common/log.h"
 
+namespace {
+
+// What decides the recommendations (report/rightsizing.h), for `report` and `rightsize` alike.
+void add_rightsizing_options(CLI::App* cmd, std::string& config, std::string& idle_after, std::string& vram_headroom) {
+  cmd->add_option("--config", config,
+                  "The agent's YAML configuration: its `rightsizing:` section (idle_after, vram_headroom, "
+                  "mig_profiles) decides the recommendations");
+  cmd->add_option("--idle-after", idle_after,
+                  "Recommend release for a GPU held without a kernel launch for longer than this (e.g. 24h, 2d; "
+                  "default: the configuration's, else 24h)");
+  cmd->add_option("--vram-headroom", vram_headroom,
+                  "VRAM kept above the peak when fitting a MIG profile, a fraction 0..1 (default: the "
+                  "configuration's, else 0.2)");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace gpuledger::cli;
   CLI::App app{"gpuledger - attributes GPU (CUDA) work to the workloads on this node with eBPF"};
@@ -190,15 +207,7 @@ int main(int argc, char** argv) {
                          "Fleet report from this Prometheus server (e.g. http://prometheus:9090), which scrapes "
                          "every node's agent");
   report_cmd->add_option("--timeout-ms", report.timeout_ms, "Prometheus request timeout")->capture_default_str();
-  report_cmd->add_option("--config", report.config,
-                         "The agent's YAML configuration: its `rightsizing:` section (idle_after, vram_headroom, "
-                         "mig_profiles) decides the recommendations");
-  report_cmd->add_option("--idle-after", report.idle_after,
-                         "Recommend release for a GPU held without a kernel launch for longer than this (e.g. 24h, 2d; "
-                         "default: the configuration's, else 24h)");
-  report_cmd->add_option("--vram-headroom", report.vram_headroom,
-                         "VRAM kept above the peak when fitting a MIG profile, a fraction 0..1 (default: the "
-                         "configuration's, else 0.2)");
+  add_rightsizing_options(report_cmd, report.config, report.idle_after, report.vram_headroom);
 
   RightsizeCommand rightsize;
   auto* rightsize_cmd = app.add_subcommand(
@@ -213,14 +222,7 @@ int main(int argc, char** argv) {
   rightsize_cmd->add_option("--by", rightsize.by, "pod, workload, namespace or team")->capture_default_str();
   rightsize_cmd->add_option("--format", rightsize.format, "table, json or csv")->capture_default_str();
   rightsize_cmd->add_option("-o,--output", rightsize.output, "Write to this file instead of stdout");
-  rightsize_cmd->add_option("--config", rightsize.config,
-                            "The agent's YAML configuration, for its `rightsizing:` section");
-  rightsize_cmd->add_option("--idle-after", rightsize.idle_after,
-                            "Release a GPU held without a kernel launch for longer than this (e.g. 24h, 2d; default: "
-                            "the configuration's, else 24h)");
-  rightsize_cmd->add_option("--vram-headroom", rightsize.vram_headroom,
-                            "VRAM kept above the peak when fitting a MIG profile, a fraction 0..1 (default: the "
-                            "configuration's, else 0.2)");
+  add_rightsizing_options(rightsize_cmd, rightsize.config, rightsize.idle_after, rightsize.vram_headroom);
 
   // Diagnostic, hidden from --help (empty group): used by scripts/gpu-validate.sh.
   ProbePlanCommand probe_plan;

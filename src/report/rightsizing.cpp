@@ -126,19 +126,27 @@ void RightsizingBuilder::add(const WindowRecord& w) {
   std::map<std::string, int64_t> paid;
   for (const auto& c : w.charges) paid[c.account] += c.micros;
   const auto shares = ledger::share_seconds(w);
+  std::set<const Unit*> seen;  // units met in this window already
   for (const auto& a : w.accounts) {
     if (is_special(a.account)) continue;
     Unit& u = s.unit_of(w, a);
+    const bool first_in_window = seen.insert(&u).second;
     const int64_t charged = paid.count(a.account) ? paid[a.account] : 0;
     u.paid += charged;
     u.models.insert(w.slot.model);
     u.launches += a.launches;
     u.busy_seconds += a.gpu_busy_seconds;
     u.held_seconds += a.held_share * len;
-    u.present_seconds += len;
+    if (first_in_window) u.present_seconds += len;
     u.slot_fraction_seconds += a.held_share * len;
     if (w.busy_source == "device") u.device_busy = true;
-    if (auto it = shares.find(a.account); it != shares.end()) u.shares += it->second;
+    if (auto it = shares.find(a.account); it != shares.end()) {
+      // A unit's window counts once however many of its accounts were on the
+      // slot (as the report's allocated against used); their shares add up.
+      ledger::ShareSeconds part = it->second;
+      if (!first_in_window) part.share = 0, part.energy_share = 0;
+      u.shares += part;
+    }
     if (a.held_share > 0) {
       // A unit's several accounts on one slot in one window pay for its window once.
       auto& last = u.last_window[w.slot.uuid];
@@ -158,7 +166,7 @@ void RightsizingBuilder::add(const WindowRecord& w) {
     if (watched && run.longest + 1e-6 >= len && len > 0) u.idle_paid += charged;
     if (!watched) continue;
     const int64_t n = ledger::window_count(a);
-    u.windows += n;
+    if (first_in_window) u.windows += n;
     u.vram_peak = max_opt(u.vram_peak, ledger::vram_peak(a));
     u.nvml_peak = max_opt(u.nvml_peak, ledger::nvml_vram_peak(a));
     if (auto v = ledger::vram_p95(a)) u.vram.emplace_back(static_cast<double>(*v), n);
@@ -171,30 +179,35 @@ void RightsizingBuilder::add(const WindowRecord& w) {
 
 namespace {
 
+// The longest idle run per slot. A unit's several accounts in one window (two
+// containers of a pod) are idle together only: their runs are coalesced by the
+// shortest (exact for single windows, conservative for rolled-up hours).
 double longest_idle(std::map<std::string, std::vector<Segment>> segments) {
   double longest = 0;
   for (auto& [slot, segs] : segments) {
     std::sort(segs.begin(), segs.end(), [](const Segment& x, const Segment& y) { return x.start < y.start; });
+    std::vector<Segment> windows;
+    for (const Segment& g : segs) {
+      if (!windows.empty() && windows.back().start == g.start) {
+        ledger::IdleRun& r = windows.back().run;
+        r = {std::min(r.lead, g.run.lead), std::min(r.trail, g.run.trail), std::min(r.longest, g.run.longest)};
+        continue;
+      }
+      windows.push_back(g);
+    }
     ledger::IdleRun run;
     double covered = 0;
     int64_t end = 0;
-    for (size_t i = 0; i < segs.size(); ++i) {
-      const Segment& g = segs[i];
+    for (size_t i = 0; i < windows.size(); ++i) {
+      const Segment& g = windows[i];
       const double len = static_cast<double>(g.end - g.start);
-      if (i == 0) {
-        run = g.run;
-        covered = len;
-        end = g.end;
-        continue;
-      }
-      if (g.start < end) continue;  // the same window again (two accounts of the unit): counted once
-      if (g.start > end) {          // no window: nothing held
+      if (i > 0 && g.start > end) {  // no window: nothing held
         run = ledger::join_idle(run, covered, {}, static_cast<double>(g.start - end));
         covered += static_cast<double>(g.start - end);
       }
-      run = ledger::join_idle(run, covered, g.run, len);
+      run = i == 0 ? g.run : ledger::join_idle(run, covered, g.run, len);
       covered += len;
-      end = g.end;
+      end = std::max(end, g.end);
     }
     longest = std::max(longest, run.longest);
   }

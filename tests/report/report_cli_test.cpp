@@ -196,5 +196,30 @@ TEST(RightsizeCli, BadInputIsOneSentenceOnStderrAndNothingOnStdout) {
   EXPECT_TRUE(released) << got.out;
 }
 
+// --config's `rightsizing:` section decides; a flag overrides it; a bad file is
+// one sentence naming file:line:column.
+TEST(RightsizeCli, ConfigurationAndFlagsDecide) {
+  testing::FixtureStore store("rightsize_config");
+  const std::string base = gpuledger() + " rightsize --store " + store.path() + kRange + " --format json";
+  const auto config = store.dir() / "config.yaml";
+  std::ofstream(config) << "cost:\n  default_per_hour: 1.00\nrightsizing:\n  idle_after: 1m\n  vram_headroom: 0.5\n";
+  auto advice_of_pod_d = [&](const std::string& args) {
+    Proc got = run_stdout(base + args);
+    EXPECT_EQ(got.status, 0) << args;
+    const auto j = nlohmann::json::parse(got.out);
+    EXPECT_EQ(j["vram_headroom"], args.find("--vram-headroom") == std::string::npos ? "0.500000" : "0.100000");
+    for (const auto& row : j["rows"])
+      if (row["key"] == "nlp/pod-d") return row["recommendation"].get<std::string>();
+    return std::string("none");
+  };
+  EXPECT_EQ(advice_of_pod_d(" --config " + config.string()), "release");
+  EXPECT_EQ(advice_of_pod_d(" --config " + config.string() + " --idle-after 1h --vram-headroom 0.1"), "mig");
+  std::ofstream(config) << "rightsizing:\n  idle_after: soon\n";
+  Proc bad = run(base + " --config " + config.string());
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_EQ(bad.out, "gpuledger rightsize: config " + config.string() +
+                         ":2:15: rightsizing.idle_after 'soon': expected a duration such as 24h, 90m or 2d\n");
+}
+
 }  // namespace
 }  // namespace gpuledger::report

@@ -298,3 +298,33 @@ rightsizing:
 
 }  // namespace
 }  // namespace gpuledger::report
+
+namespace gpuledger::report {
+namespace {
+
+// A pod of two containers on one GPU: idle only while both are; a window the
+// agent did not watch (backfill) is no evidence of idleness.
+TEST(Rightsizing, APodIsIdleOnlyWhenAllItsContainersAre) {
+  Use idle{"nb", 0.5, 1, 0, 0, 0.0};  // two holders of one GPU: half each
+  std::vector<WindowRecord> ws;
+  for (int h = 0; h < 48; ++h) {
+    WindowRecord w = window(kT0 + 3600 * h, 3600, "GPU-1", kH100, 4'200'000, {idle});
+    AccountRecord side = w.accounts[0];
+    side.account = "k8s/ml/nb/sidecar";
+    side.launches = h == 30 ? 1 : 0;  // one launch in hour 30
+    side.activity_share = 0;
+    w.accounts.push_back(side);
+    ws.push_back(w);
+  }
+  Rightsizing r = by_pod(ws);
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0].evidence.idle_seconds_longest, 30 * 3600);
+  EXPECT_EQ(r.rows[0].advice, Advice::kRelease);
+  ws[20].source = "backfill";  // the longest run is now hours 21..29 or 31..47
+  r = by_pod(ws);
+  EXPECT_EQ(r.rows[0].evidence.idle_seconds_longest, 20 * 3600);
+  EXPECT_EQ(r.rows[0].advice, Advice::kMig);  // 20 h < 24 h
+}
+
+}  // namespace
+}  // namespace gpuledger::report
