@@ -2,6 +2,7 @@
 #include "report/rightsizing.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -54,13 +55,52 @@ struct Segment {
   ledger::IdleRun run;
 };
 
+// Appends a window's run to a slot's segments, joined to the last one when it
+// follows it (the store streams a slot's windows mostly in time order): a
+// unit's memory grows with the breaks in that order, not with its windows.
+void append(std::vector<Segment>& segs, const Segment& g) {
+  if (!segs.empty() && segs.back().end == g.start) {
+    Segment& last = segs.back();
+    last.run = ledger::join_idle(last.run, static_cast<double>(last.end - last.start), g.run,
+                                 static_cast<double>(g.end - g.start));
+    last.end = g.end;
+    return;
+  }
+  segs.push_back(g);
+}
+
+// Window values for a p95, counted by value: memory bounded by the distinct
+// values (ratios to a millionth, VRAM to the next MB up), not by the windows.
+class Histogram {
+ public:
+  enum class Kind { kRatio, kBytes };
+  explicit Histogram(Kind kind) : kind_(kind) {}
+  void add(double value, int64_t weight) {
+    const int64_t key = kind_ == Kind::kRatio ? std::llround(value * 1e6)
+                                              : static_cast<int64_t>(std::ceil(value / 1e6 - 1e-9));
+    counts_[key] += weight;
+  }
+  std::optional<double> p95() const {
+    std::vector<std::pair<double, int64_t>> values;
+    values.reserve(counts_.size());
+    for (const auto& [key, n] : counts_)
+      values.emplace_back(kind_ == Kind::kRatio ? static_cast<double>(key) / 1e6 : static_cast<double>(key) * 1e6, n);
+    return ledger::weighted_p95(std::move(values));
+  }
+
+ private:
+  Kind kind_;
+  std::map<int64_t, int64_t> counts_;
+};
+
 // Everything one unit (a pod or a workload) did in the range.
 struct Unit {
   std::string group;  // its row's key (the unit itself, or its namespace / team)
   std::map<std::string, std::vector<Segment>> segments;  // by slot: idle runs, joined in time order at the end
   std::map<std::string, std::pair<int64_t, std::string>> last_window;  // by slot: (start, account) counted
   std::optional<uint64_t> vram_peak, nvml_peak;
-  std::vector<std::pair<double, int64_t>> vram, nvml, sm, occupancy, busy;
+  Histogram vram{Histogram::Kind::kBytes}, nvml{Histogram::Kind::kBytes};
+  Histogram sm{Histogram::Kind::kRatio}, occupancy{Histogram::Kind::kRatio}, busy{Histogram::Kind::kRatio};
   double busy_seconds = 0, held_seconds = 0, present_seconds = 0, slot_fraction_seconds = 0;
   bool device_busy = false;
   int64_t windows = 0;
@@ -127,6 +167,7 @@ void RightsizingBuilder::add(const WindowRecord& w) {
   for (const auto& c : w.charges) paid[c.account] += c.micros;
   const auto shares = ledger::share_seconds(w);
   std::set<const Unit*> seen;  // units met in this window already
+  std::map<Unit*, ledger::IdleRun> runs;  // each unit's idle run in this window
   for (const auto& a : w.accounts) {
     if (is_special(a.account)) continue;
     Unit& u = s.unit_of(w, a);
@@ -162,44 +203,41 @@ void RightsizingBuilder::add(const WindowRecord& w) {
       }
     }
     const ledger::IdleRun run = watched ? ledger::idle_run(a, len) : ledger::IdleRun{};
-    u.segments[w.slot.uuid].push_back({w.start, w.end, run});
+    // The unit's accounts in this window are idle together only (two containers of a pod).
+    auto [r, fresh_run] = runs.try_emplace(&u, run);
+    if (!fresh_run)
+      r->second = {std::min(r->second.lead, run.lead), std::min(r->second.trail, run.trail),
+                   std::min(r->second.longest, run.longest)};
     if (watched && run.longest + 1e-6 >= len && len > 0) u.idle_paid += charged;
     if (!watched) continue;
     const int64_t n = ledger::window_count(a);
     if (first_in_window) u.windows += n;
     u.vram_peak = max_opt(u.vram_peak, ledger::vram_peak(a));
     u.nvml_peak = max_opt(u.nvml_peak, ledger::nvml_vram_peak(a));
-    if (auto v = ledger::vram_p95(a)) u.vram.emplace_back(static_cast<double>(*v), n);
-    if (auto v = ledger::nvml_vram_p95(a)) u.nvml.emplace_back(static_cast<double>(*v), n);
-    if (auto v = ledger::sm_active_p95(a)) u.sm.emplace_back(*v, n);
-    if (auto v = ledger::sm_occupancy_p95(a)) u.occupancy.emplace_back(*v, n);
-    u.busy.emplace_back(ledger::busy_p95(a, len), n);
+    if (auto v = ledger::vram_p95(a)) u.vram.add(static_cast<double>(*v), n);
+    if (auto v = ledger::nvml_vram_p95(a)) u.nvml.add(static_cast<double>(*v), n);
+    if (auto v = ledger::sm_active_p95(a)) u.sm.add(*v, n);
+    if (auto v = ledger::sm_occupancy_p95(a)) u.occupancy.add(*v, n);
+    u.busy.add(ledger::busy_p95(a, len), n);
   }
+  for (const auto& [u, run] : runs) append(u->segments[w.slot.uuid], {w.start, w.end, run});
 }
 
 namespace {
 
-// The longest idle run per slot. A unit's several accounts in one window (two
-// containers of a pod) are idle together only: their runs are coalesced by the
-// shortest (exact for single windows, conservative for rolled-up hours).
+// The longest idle run per slot, its segments joined in time order (a
+// segment out of order, or after a window the unit was absent from, starts
+// a new one; nothing held in between breaks a run).
 double longest_idle(std::map<std::string, std::vector<Segment>> segments) {
   double longest = 0;
   for (auto& [slot, segs] : segments) {
     std::sort(segs.begin(), segs.end(), [](const Segment& x, const Segment& y) { return x.start < y.start; });
-    std::vector<Segment> windows;
-    for (const Segment& g : segs) {
-      if (!windows.empty() && windows.back().start == g.start) {
-        ledger::IdleRun& r = windows.back().run;
-        r = {std::min(r.lead, g.run.lead), std::min(r.trail, g.run.trail), std::min(r.longest, g.run.longest)};
-        continue;
-      }
-      windows.push_back(g);
-    }
     ledger::IdleRun run;
     double covered = 0;
     int64_t end = 0;
-    for (size_t i = 0; i < windows.size(); ++i) {
-      const Segment& g = windows[i];
+    for (size_t i = 0; i < segs.size(); ++i) {
+      const Segment& g = segs[i];
+      if (i > 0 && g.start < end) continue;  // overlaps what is joined (never written so): counted once
       const double len = static_cast<double>(g.end - g.start);
       if (i > 0 && g.start > end) {  // no window: nothing held
         run = ledger::join_idle(run, covered, {}, static_cast<double>(g.start - end));
@@ -207,15 +245,15 @@ double longest_idle(std::map<std::string, std::vector<Segment>> segments) {
       }
       run = i == 0 ? g.run : ledger::join_idle(run, covered, g.run, len);
       covered += len;
-      end = std::max(end, g.end);
+      end = g.end;
     }
     longest = std::max(longest, run.longest);
   }
   return longest;
 }
 
-std::optional<uint64_t> p95_bytes(const std::vector<std::pair<double, int64_t>>& v) {
-  auto p = ledger::weighted_p95(v);
+std::optional<uint64_t> p95_bytes(const Histogram& h) {
+  auto p = h.p95();
   return p ? std::optional<uint64_t>(static_cast<uint64_t>(*p)) : std::nullopt;
 }
 
@@ -223,11 +261,11 @@ RightsizingEvidence evidence_of(const Unit& u) {
   RightsizingEvidence e;
   e.vram_peak_bytes = max_opt(u.vram_peak, u.nvml_peak);
   e.vram_p95_bytes = max_opt(p95_bytes(u.vram), p95_bytes(u.nvml));
-  e.sm_active_p95 = ledger::weighted_p95(u.sm);
-  e.sm_occupancy_p95 = ledger::weighted_p95(u.occupancy);
+  e.sm_active_p95 = u.sm.p95();
+  e.sm_occupancy_p95 = u.occupancy.p95();
   if (e.sm_active_p95) {
     e.sm_source = "device";
-  } else if (auto busy = ledger::weighted_p95(u.busy)) {
+  } else if (auto busy = u.busy.p95()) {
     e.sm_active_p95 = busy;  // the eBPF span estimate stands in, labelled
     e.sm_source = "ebpf";
   }
