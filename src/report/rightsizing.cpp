@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "ledger/allocation_use.h"
@@ -69,28 +70,46 @@ void append(std::vector<Segment>& segs, const Segment& g) {
   segs.push_back(g);
 }
 
-// Window values for a p95, counted by value: memory bounded by the distinct
-// values (ratios to a millionth, VRAM to the next MB up), not by the windows.
-class Histogram {
+// Window values for a p95, counted: ratios (0..1) in 1,001 steps of 0.001,
+// each rounded up (a fit is never claimed on a figure rounded down); VRAM by
+// the MB, rounded up. Memory per unit is fixed (ratios) or bounded by its
+// distinct MBs, not by its windows, and adding a window is cheap.
+class RatioHistogram {
  public:
-  enum class Kind { kRatio, kBytes };
-  explicit Histogram(Kind kind) : kind_(kind) {}
-  void add(double value, int64_t weight) {
-    const int64_t key = kind_ == Kind::kRatio ? std::llround(value * 1e6)
-                                              : static_cast<int64_t>(std::ceil(value / 1e6 - 1e-9));
-    counts_[key] += weight;
+  static constexpr int kSteps = 1000;
+  void add(double ratio, int64_t weight) {
+    if (counts_.empty()) counts_.assign(kSteps + 1, 0);
+    const double r = std::clamp(ratio, 0.0, 1.0);
+    counts_[static_cast<size_t>(std::ceil(r * kSteps - 1e-9))] += weight;
+    total_ += weight;
   }
   std::optional<double> p95() const {
-    std::vector<std::pair<double, int64_t>> values;
-    values.reserve(counts_.size());
-    for (const auto& [key, n] : counts_)
-      values.emplace_back(kind_ == Kind::kRatio ? static_cast<double>(key) / 1e6 : static_cast<double>(key) * 1e6, n);
-    return ledger::weighted_p95(std::move(values));
+    if (total_ <= 0) return std::nullopt;
+    const int64_t rank = (95 * total_ + 99) / 100;  // nearest rank, as ledger::weighted_p95
+    int64_t seen = 0;
+    for (size_t i = 0; i < counts_.size(); ++i)
+      if ((seen += counts_[i]) >= rank) return static_cast<double>(i) / kSteps;
+    return 1.0;
   }
 
  private:
-  Kind kind_;
-  std::map<int64_t, int64_t> counts_;
+  std::vector<int64_t> counts_;  // allocated at the first value
+  int64_t total_ = 0;
+};
+
+class BytesHistogram {
+ public:
+  void add(uint64_t bytes, int64_t weight) { counts_[(bytes + 999'999) / 1'000'000] += weight; }
+  std::optional<uint64_t> p95() const {
+    std::vector<std::pair<double, int64_t>> values;
+    values.reserve(counts_.size());
+    for (const auto& [mb, n] : counts_) values.emplace_back(static_cast<double>(mb), n);
+    const auto p = ledger::weighted_p95(std::move(values));
+    return p ? std::optional<uint64_t>(static_cast<uint64_t>(*p) * 1'000'000) : std::nullopt;
+  }
+
+ private:
+  std::map<uint64_t, int64_t> counts_;
 };
 
 // Everything one unit (a pod or a workload) did in the range.
@@ -99,8 +118,8 @@ struct Unit {
   std::map<std::string, std::vector<Segment>> segments;  // by slot: idle runs, joined in time order at the end
   std::map<std::string, std::pair<int64_t, std::string>> last_window;  // by slot: (start, account) counted
   std::optional<uint64_t> vram_peak, nvml_peak;
-  Histogram vram{Histogram::Kind::kBytes}, nvml{Histogram::Kind::kBytes};
-  Histogram sm{Histogram::Kind::kRatio}, occupancy{Histogram::Kind::kRatio}, busy{Histogram::Kind::kRatio};
+  BytesHistogram vram, nvml;
+  RatioHistogram sm, occupancy, busy;
   double busy_seconds = 0, held_seconds = 0, present_seconds = 0, slot_fraction_seconds = 0;
   bool device_busy = false;
   int64_t windows = 0;
@@ -136,12 +155,33 @@ struct RightsizingBuilder::State {
   std::map<std::string, Unit> units;
   std::set<std::string> currencies;
   std::optional<int64_t> first_start, last_end;
+  std::map<std::string, int, std::less<>> slices_by_model;  // the model's MIG table's slices; 0: none
 
+  // Looked up once per model (a table match lower-cases and scans), not per window.
+  int mig_slices(const std::string& model) {
+    auto it = slices_by_model.find(model);
+    if (it == slices_by_model.end()) {
+      const auto table = options.mig.for_model(model);
+      it = slices_by_model.emplace(model, table ? table->slices : 0).first;
+    }
+    return it->second;
+  }
+
+  // An account's unit, found once (std::map nodes do not move) and again only
+  // when its labels change, as the report's groups are.
+  struct AccountUnit {
+    ledger::AccountLabels labels;
+    Unit* unit = nullptr;
+  };
+  std::unordered_map<std::string, AccountUnit> account_units;
   Unit& unit_of(const WindowRecord& w, const AccountRecord& a) {
-    const GroupBy unit_by = by == GroupBy::kWorkload ? GroupBy::kWorkload : GroupBy::kPod;
-    Unit& u = units[group_key(unit_by, w, a)];
-    u.group = group_key(by, w, a);  // the latest labels win, as in the report
-    return u;
+    auto [it, fresh] = account_units.try_emplace(a.account);
+    if (fresh || !(it->second.labels == a.labels)) {
+      const GroupBy unit_by = by == GroupBy::kWorkload ? GroupBy::kWorkload : GroupBy::kPod;
+      it->second = {a.labels, &units[group_key(unit_by, w, a)]};
+      it->second.unit->group = group_key(by, w, a);  // the latest labels win, as in the report
+    }
+    return *it->second.unit;
   }
 };
 
@@ -162,9 +202,7 @@ void RightsizingBuilder::add(const WindowRecord& w) {
   const double len = static_cast<double>(w.end - w.start);
   // The agent did not watch backfill and gap windows: no evidence of idleness or use.
   const bool watched = w.source != "backfill" && w.source != "gap";
-  const auto table = s.options.mig.for_model(w.slot.model);
-  std::map<std::string, int64_t> paid;
-  for (const auto& c : w.charges) paid[c.account] += c.micros;
+  const int table_slices = s.mig_slices(w.slot.model);
   const auto shares = ledger::share_seconds(w);
   std::set<const Unit*> seen;  // units met in this window already
   std::map<Unit*, ledger::IdleRun> runs;  // each unit's idle run in this window
@@ -172,7 +210,9 @@ void RightsizingBuilder::add(const WindowRecord& w) {
     if (is_special(a.account)) continue;
     Unit& u = s.unit_of(w, a);
     const bool first_in_window = seen.insert(&u).second;
-    const int64_t charged = paid.count(a.account) ? paid[a.account] : 0;
+    int64_t charged = 0;  // a window has a handful of charges: searched in place
+    for (const auto& c : w.charges)
+      if (c.account == a.account) charged += c.micros;
     u.paid += charged;
     u.models.insert(w.slot.model);
     u.launches += a.launches;
@@ -199,7 +239,7 @@ void RightsizingBuilder::add(const WindowRecord& w) {
         if (auto n = ledger::mig_profile_slices(*w.slot.mig_profile)) u.held_slices.insert(*n);
         u.mig_slot = true;
       } else {
-        u.held_slices.insert(table ? table->slices : 0);
+        u.held_slices.insert(table_slices);
       }
     }
     const ledger::IdleRun run = watched ? ledger::idle_run(a, len) : ledger::IdleRun{};
@@ -214,8 +254,8 @@ void RightsizingBuilder::add(const WindowRecord& w) {
     if (first_in_window) u.windows += n;
     u.vram_peak = max_opt(u.vram_peak, ledger::vram_peak(a));
     u.nvml_peak = max_opt(u.nvml_peak, ledger::nvml_vram_peak(a));
-    if (auto v = ledger::vram_p95(a)) u.vram.add(static_cast<double>(*v), n);
-    if (auto v = ledger::nvml_vram_p95(a)) u.nvml.add(static_cast<double>(*v), n);
+    if (auto v = ledger::vram_p95(a)) u.vram.add(*v, n);
+    if (auto v = ledger::nvml_vram_p95(a)) u.nvml.add(*v, n);
     if (auto v = ledger::sm_active_p95(a)) u.sm.add(*v, n);
     if (auto v = ledger::sm_occupancy_p95(a)) u.occupancy.add(*v, n);
     u.busy.add(ledger::busy_p95(a, len), n);
@@ -252,15 +292,10 @@ double longest_idle(std::map<std::string, std::vector<Segment>> segments) {
   return longest;
 }
 
-std::optional<uint64_t> p95_bytes(const Histogram& h) {
-  auto p = h.p95();
-  return p ? std::optional<uint64_t>(static_cast<uint64_t>(*p)) : std::nullopt;
-}
-
 RightsizingEvidence evidence_of(const Unit& u) {
   RightsizingEvidence e;
   e.vram_peak_bytes = max_opt(u.vram_peak, u.nvml_peak);
-  e.vram_p95_bytes = max_opt(p95_bytes(u.vram), p95_bytes(u.nvml));
+  e.vram_p95_bytes = max_opt(u.vram.p95(), u.nvml.p95());
   e.sm_active_p95 = u.sm.p95();
   e.sm_occupancy_p95 = u.occupancy.p95();
   if (e.sm_active_p95) {

@@ -108,10 +108,14 @@ TEST(Rightsizing, VramPeaksThatJustFitAndJustMissAProfile) {
   r = by_pod(hour_of(miss));
   EXPECT_EQ(r.rows[0].target, "1g.20gb");  // the same compute: the same saving
   EXPECT_EQ(r.rows[0].saving_per_month_micros, int64_t{3'600'000} * 730);
-  // Exactly 1/7 of the SM fits one slice; more needs two (2g.20gb: 4.20 - 1.20 an hour).
+  // 0.142 of the SM fits one slice (1/7 = 0.142857...); 1/7 itself is kept as
+  // 0.143 (a range's p95 is kept to 0.001, rounded up), and that needs two, as
+  // does 0.15 (2g.20gb: 4.20 - 1.20 an hour).
   Use compute{"compute"};
-  compute.sm_active = 1.0 / 7;
+  compute.sm_active = 0.142;
   EXPECT_EQ(by_pod(hour_of(compute)).rows[0].target, "1g.10gb");
+  compute.sm_active = 1.0 / 7;
+  EXPECT_EQ(by_pod(hour_of(compute)).rows[0].target, "2g.20gb");
   compute.sm_active = 0.15;
   r = by_pod(hour_of(compute));
   EXPECT_EQ(r.rows[0].target, "2g.20gb");
