@@ -24,7 +24,9 @@
 // A decision that rests on a number the device did not measure is limited
 // (limited, why), and states no saving: SM active from the eBPF span
 // estimate (no device counters in its windows), a busy share from spans only,
-// an unknown VRAM peak. A saving is integer micro-units of the ledger's
+// an unknown VRAM peak. A range's p95s count ratios in steps of 0.001,
+// rounded up, and VRAM by the MB, rounded up (peaks exact), so a unit's memory
+// does not grow with its windows. A saving is integer micro-units of the ledger's
 // currency per month (kMonthSeconds: 730 h), scaled from the range's period
 // (the part of [from, to) the stored windows cover), never a binary float.
 #include <cstdint>
