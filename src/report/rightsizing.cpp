@@ -1,4 +1,5 @@
-// Rightsizing: evidence per unit, then one decision each (rightsizing.h).
+// Rightsizing: evidence per unit (rightsizing.h), then one decision each
+// (rightsizing_decision.h), gathered into rows.
 #include "report/rightsizing.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "ledger/window_evidence.h"
 #include "report/report.h"
 #include "report/report_text.h"
+#include "report/rightsizing_decision.h"
 
 namespace gpuledger::report {
 
@@ -42,13 +44,6 @@ namespace {
 
 bool is_special(const std::string& account) {
   return account == ledger::kIdleAccount || account == ledger::kUnallocatedAccount;
-}
-
-// Rounded half up: a x b / c, all non-negative, without overflow.
-int64_t mul_div(int64_t a, int64_t b, int64_t c) {
-  if (c <= 0) return 0;
-  const __int128 n = static_cast<__int128>(a) * b;
-  return static_cast<int64_t>((n + c / 2) / c);
 }
 
 struct Segment {
@@ -120,30 +115,18 @@ struct Unit {
   std::optional<uint64_t> vram_peak, nvml_peak;
   BytesHistogram vram, nvml;
   RatioHistogram sm, occupancy, busy;
-  double busy_seconds = 0, held_seconds = 0, present_seconds = 0, slot_fraction_seconds = 0;
-  bool device_busy = false;
+  UnitFacts facts;  // what the decision needs beyond the evidence
+  double busy_seconds = 0;
   int64_t windows = 0;
   uint64_t launches = 0;
-  int64_t paid = 0, idle_paid = 0, held_window_cost = 0;
-  ledger::ShareSeconds shares;
   std::set<std::string> models;
   std::set<int> held_slices;  // compute slices of what it holds: a whole GPU's table slices, a MIG profile's n
-  bool mig_slot = false;
 };
 
 std::optional<uint64_t> max_opt(std::optional<uint64_t> a, std::optional<uint64_t> b) {
   if (!a) return b;
   if (!b) return a;
   return std::max(*a, *b);
-}
-
-std::string gib(uint64_t bytes) { return fixed(static_cast<double>(bytes) / 1e9, 2) + " GB"; }
-
-std::string duration_words(double seconds) {
-  if (seconds >= 86400 && static_cast<int64_t>(seconds) % 3600 == 0)
-    return fixed(seconds / 86400.0, seconds / 86400.0 == static_cast<int64_t>(seconds / 86400.0) ? 0 : 1) + " d";
-  if (seconds >= 3600) return fixed(seconds / 3600.0, 1) + " h";
-  return fixed(seconds / 60.0, 0) + " min";
 }
 
 }  // namespace
@@ -194,6 +177,45 @@ RightsizingBuilder::RightsizingBuilder(int64_t from, int64_t to, GroupBy by, Rig
 }
 RightsizingBuilder::~RightsizingBuilder() = default;
 
+namespace {
+
+// One unit's part of one window: its accounts there (a pod's containers)
+// together. They are idle together only; their VRAM and their shares of the
+// GPU add up (for a rolled-up hour, the sum of p95s: an upper bound).
+struct WindowPart {
+  ledger::IdleRun run;
+  bool first = true;
+  int64_t paid = 0;
+  std::optional<uint64_t> vram_peak, vram_p95, nvml_peak, nvml_p95;
+  std::optional<double> sm, occupancy;
+  double busy = 0;
+  int64_t windows = 1;
+
+  void add(const AccountRecord& a, double len, bool watched, int64_t charged) {
+    const ledger::IdleRun r = watched ? ledger::idle_run(a, len) : ledger::IdleRun{};
+    run = first ? r : ledger::IdleRun{std::min(run.lead, r.lead), std::min(run.trail, r.trail),
+                                      std::min(run.longest, r.longest)};
+    windows = first ? ledger::window_count(a) : std::max(windows, ledger::window_count(a));
+    first = false;
+    paid += charged;
+    vram_peak = sum(vram_peak, ledger::vram_peak(a));
+    vram_p95 = sum(vram_p95, ledger::vram_p95(a));
+    nvml_peak = sum(nvml_peak, ledger::nvml_vram_peak(a));
+    nvml_p95 = sum(nvml_p95, ledger::nvml_vram_p95(a));
+    sm = sum(sm, ledger::sm_active_p95(a));
+    occupancy = sum(occupancy, ledger::sm_occupancy_p95(a));
+    busy = std::min(1.0, busy + ledger::busy_p95(a, len));
+  }
+  template <typename T>
+  static std::optional<T> sum(std::optional<T> x, std::optional<T> y) {
+    if (!x) return y;
+    if (!y) return x;
+    return *x + *y;
+  }
+};
+
+}  // namespace
+
 void RightsizingBuilder::add(const WindowRecord& w) {
   State& s = *s_;
   s.currencies.insert(w.currency);
@@ -204,63 +226,59 @@ void RightsizingBuilder::add(const WindowRecord& w) {
   const bool watched = w.source != "backfill" && w.source != "gap";
   const int table_slices = s.mig_slices(w.slot.model);
   const auto shares = ledger::share_seconds(w);
-  std::set<const Unit*> seen;  // units met in this window already
-  std::map<Unit*, ledger::IdleRun> runs;  // each unit's idle run in this window
+  std::map<Unit*, WindowPart> parts;  // each unit's part of this window
   for (const auto& a : w.accounts) {
     if (is_special(a.account)) continue;
     Unit& u = s.unit_of(w, a);
-    const bool first_in_window = seen.insert(&u).second;
+    auto [part, first_in_window] = parts.try_emplace(&u);
     int64_t charged = 0;  // a window has a handful of charges: searched in place
     for (const auto& c : w.charges)
       if (c.account == a.account) charged += c.micros;
-    u.paid += charged;
+    part->second.add(a, len, watched, charged);
+    u.facts.paid += charged;
     u.models.insert(w.slot.model);
     u.launches += a.launches;
     u.busy_seconds += a.gpu_busy_seconds;
-    u.held_seconds += a.held_share * len;
-    if (first_in_window) u.present_seconds += len;
-    u.slot_fraction_seconds += a.held_share * len;
-    if (w.busy_source == "device") u.device_busy = true;
+    u.facts.held_seconds += a.held_share * len;
+    if (first_in_window) u.facts.present_seconds += len;
+    if (w.busy_source == "device") u.facts.device_busy = true;
     if (auto it = shares.find(a.account); it != shares.end()) {
       // A unit's window counts once however many of its accounts were on the
       // slot (as the report's allocated against used); their shares add up.
-      ledger::ShareSeconds part = it->second;
-      if (!first_in_window) part.share = 0, part.energy_share = 0;
-      u.shares += part;
+      ledger::ShareSeconds share = it->second;
+      if (!first_in_window) share.share = 0, share.energy_share = 0;
+      u.facts.shares += share;
     }
     if (a.held_share > 0) {
       // A unit's several accounts on one slot in one window pay for its window once.
       auto& last = u.last_window[w.slot.uuid];
       if (last.first != w.start || last.second.empty()) {
         last = {w.start, a.account};
-        u.held_window_cost += w.cost_micros;
+        u.facts.held_window_cost += w.cost_micros;
       }
       if (w.slot.mig_profile) {
         if (auto n = ledger::mig_profile_slices(*w.slot.mig_profile)) u.held_slices.insert(*n);
-        u.mig_slot = true;
+        u.facts.mig_slot = true;
       } else {
         u.held_slices.insert(table_slices);
       }
     }
-    const ledger::IdleRun run = watched ? ledger::idle_run(a, len) : ledger::IdleRun{};
-    // The unit's accounts in this window are idle together only (two containers of a pod).
-    auto [r, fresh_run] = runs.try_emplace(&u, run);
-    if (!fresh_run)
-      r->second = {std::min(r->second.lead, run.lead), std::min(r->second.trail, run.trail),
-                   std::min(r->second.longest, run.longest)};
-    if (watched && run.longest + 1e-6 >= len && len > 0) u.idle_paid += charged;
-    if (!watched) continue;
-    const int64_t n = ledger::window_count(a);
-    if (first_in_window) u.windows += n;
-    u.vram_peak = max_opt(u.vram_peak, ledger::vram_peak(a));
-    u.nvml_peak = max_opt(u.nvml_peak, ledger::nvml_vram_peak(a));
-    if (auto v = ledger::vram_p95(a)) u.vram.add(*v, n);
-    if (auto v = ledger::nvml_vram_p95(a)) u.nvml.add(*v, n);
-    if (auto v = ledger::sm_active_p95(a)) u.sm.add(*v, n);
-    if (auto v = ledger::sm_occupancy_p95(a)) u.occupancy.add(*v, n);
-    u.busy.add(ledger::busy_p95(a, len), n);
   }
-  for (const auto& [u, run] : runs) append(u->segments[w.slot.uuid], {w.start, w.end, run});
+  for (const auto& [unit, part] : parts) {
+    Unit& u = *unit;
+    append(u.segments[w.slot.uuid], {w.start, w.end, part.run});
+    if (!watched) continue;
+    if (len > 0 && part.run.longest + 1e-6 >= len) u.facts.idle_paid += part.paid;
+    const int64_t n = part.windows;
+    u.windows += n;
+    u.vram_peak = max_opt(u.vram_peak, part.vram_peak);
+    u.nvml_peak = max_opt(u.nvml_peak, part.nvml_peak);
+    if (part.vram_p95) u.vram.add(*part.vram_p95, n);
+    if (part.nvml_p95) u.nvml.add(*part.nvml_p95, n);
+    if (part.sm) u.sm.add(*part.sm, n);
+    if (part.occupancy) u.occupancy.add(*part.occupancy, n);
+    u.busy.add(part.busy, n);
+  }
 }
 
 namespace {
@@ -304,7 +322,7 @@ RightsizingEvidence evidence_of(const Unit& u) {
     e.sm_active_p95 = busy;  // the eBPF span estimate stands in, labelled
     e.sm_source = "ebpf";
   }
-  const double held = u.held_seconds > 0 ? u.held_seconds : u.present_seconds;
+  const double held = u.facts.held_seconds > 0 ? u.facts.held_seconds : u.facts.present_seconds;
   e.busy_share = held > 0 ? std::min(1.0, u.busy_seconds / held) : 0;
   e.idle_seconds_longest = longest_idle(u.segments);
   e.windows = u.windows;
@@ -314,119 +332,6 @@ RightsizingEvidence evidence_of(const Unit& u) {
   if (!e.sm_source.empty()) e.sources.push_back(e.sm_source);
   e.models.assign(u.models.begin(), u.models.end());
   return e;
-}
-
-struct Decision {
-  Advice advice = Advice::kKeep;
-  std::string target, why;
-  bool limited = false;
-  int64_t saving = 0;  // over the range
-};
-
-std::string pct_text(double v) { return fixed(v * 100.0, 1) + "%"; }
-
-// Whether `peak` x (1 + headroom) fits `bytes`, exactly (headroom in millionths).
-bool fits(uint64_t peak, int64_t headroom_micros, uint64_t bytes) {
-  return static_cast<unsigned __int128>(peak) * static_cast<unsigned __int128>(1'000'000 + headroom_micros) <=
-         static_cast<unsigned __int128>(bytes) * 1'000'000u;
-}
-
-Decision decide(const Unit& u, const RightsizingEvidence& e, const RightsizingOptions& o) {
-  Decision d;
-  const bool device_sm = e.sm_source == "device";
-  // 1. release: held with no work for longer than idle_after.
-  if (u.held_seconds > 0 && e.idle_seconds_longest > static_cast<double>(o.idle_after_seconds)) {
-    d.advice = Advice::kRelease;
-    d.saving = u.idle_paid;
-    d.why = "held a GPU with no kernel launch for " + duration_words(e.idle_seconds_longest) + " (more than idle_after " +
-            duration_words(static_cast<double>(o.idle_after_seconds)) + ")";
-    return d;
-  }
-  // 2. more: an over-user of a shared GPU, or saturated.
-  if (u.shares.share > 0 && !(u.shares.allocated_unknown > 0)) {
-    const double allocated = u.shares.allocated / u.shares.share, used = u.shares.used_activity / u.shares.share;
-    if (ledger::share_flag(allocated, used) == ledger::ShareFlag::kOver) {
-      d.advice = Advice::kMore;
-      d.why = "used " + fixed(used, 2) + " of its GPU's activity with " + fixed(allocated, 2) +
-              " allocated: an over-user of a shared GPU";
-      return d;
-    }
-  }
-  if (e.sm_active_p95 && *e.sm_active_p95 >= kSaturatedSmActive) {
-    d.advice = Advice::kMore;
-    d.limited = !device_sm;
-    d.why = "SM active p95 " + pct_text(*e.sm_active_p95) + " of its GPU: saturated" +
-            (device_sm ? "" : " (the eBPF span estimate: no device counters in its windows)");
-    return d;
-  }
-  const std::optional<ledger::MigTable> table =
-      e.models.size() == 1 ? o.mig.for_model(e.models.front()) : std::nullopt;
-  const int held_slices = u.held_slices.empty() ? 0 : *u.held_slices.rbegin();
-  if (table && held_slices > 0) {
-    // 3. mig: the smallest profile that fits, smaller than what it holds.
-    if (!e.vram_peak_bytes) {
-      d.limited = true;
-      d.why = "its VRAM peak is unknown (no probe or NVML reading in its windows): whether it fits a MIG profile is "
-              "not known";
-      return d;
-    }
-    if (!e.sm_active_p95) {
-      d.limited = true;
-      d.why = "its SM active is unknown: whether it fits a MIG profile is not known";
-      return d;
-    }
-    for (const auto& p : table->profiles) {
-      if (p.compute_slices >= held_slices) break;
-      if (!fits(*e.vram_peak_bytes, o.vram_headroom_micros, p.memory_bytes)) continue;
-      // SM active is of what it holds (the whole GPU's, or a MIG instance's
-      // own): n of the GPU's slices cover it when SM active x held slices <= n.
-      if (*e.sm_active_p95 * held_slices > p.compute_slices + 1e-9) continue;
-      // Its windows cost the price of its held slices; the profile's n of them cost n / held of that.
-      const int64_t saving = u.paid - mul_div(u.held_window_cost, p.compute_slices, held_slices);
-      if (saving <= 0) break;  // it pays less than the slice would cost: not a saving
-      d.advice = Advice::kMig;
-      d.target = p.name;
-      d.saving = saving;
-      d.limited = !device_sm;
-      d.why = "VRAM peak " + gib(*e.vram_peak_bytes) + " with " + fixed(o.vram_headroom_micros / 1e4, 0) +
-              "% headroom fits " + p.name + " (" + gib(p.memory_bytes) + "), and SM active p95 " +
-              pct_text(*e.sm_active_p95) + " fits its " + std::to_string(p.compute_slices) + "/" +
-              std::to_string(table->slices) + " of the compute" +
-              (device_sm ? "" : "; SM active is the eBPF span estimate (no device counters in its windows), so no "
-                                "saving is stated");
-      return d;
-    }
-    d.limited = !device_sm;
-    d.why = "needs VRAM " + gib(*e.vram_peak_bytes) + " +" + fixed(o.vram_headroom_micros / 1e4, 0) +
-            "% and SM active p95 " + pct_text(*e.sm_active_p95) + ": no smaller " + table->model + " MIG profile fits" +
-            (device_sm ? "" : " (SM active is the eBPF span estimate: no device counters in its windows)");
-    return d;
-  }
-  if (!table && !u.mig_slot && u.held_seconds > 0) {
-    // 4. time-slice: the smallest share that covers its busy share, below what it holds.
-    const double held_fraction = u.present_seconds > 0 ? u.slot_fraction_seconds / u.present_seconds : 0;
-    for (int k : {8, 4, 2}) {
-      const double share = 1.0 / k;
-      if (share + 1e-9 < e.busy_share || share + 1e-9 >= held_fraction) continue;
-      const int64_t saving = u.paid - mul_div(u.held_window_cost, 1, k);
-      if (saving <= 0) continue;
-      d.advice = Advice::kTimeSlice;
-      d.target = "1/" + std::to_string(k);
-      d.saving = saving;
-      d.limited = !u.device_busy;
-      d.why = "busy " + pct_text(e.busy_share) + " of what it held: a 1/" + std::to_string(k) +
-              " time-slice share covers it" +
-              (u.device_busy ? "" : "; the busy share is the eBPF span estimate (no device busy reading), so no "
-                                    "saving is stated");
-      return d;
-    }
-  }
-  // 5. keep.
-  d.limited = !device_sm;
-  d.why = device_sm ? "uses what it holds (SM active p95 " + pct_text(*e.sm_active_p95) + ", busy " +
-                          pct_text(e.busy_share) + ")"
-                    : "no device counters in its windows: SM active is not known, so no smaller allocation is advised";
-  return d;
 }
 
 }  // namespace
@@ -442,18 +347,20 @@ Rightsizing RightsizingBuilder::finish() const {
   if (!s.currencies.empty()) r.currency = *s.currencies.begin();
   if (s.first_start)
     r.period_seconds = std::max<int64_t>(0, std::min(s.to, *s.last_end) - std::max(s.from, *s.first_start));
-  auto per_month = [&](int64_t saving) { return mul_div(std::max<int64_t>(0, saving), kMonthSeconds, r.period_seconds); };
+  auto per_month = [&](int64_t saving) { return mul_div_half_up(std::max<int64_t>(0, saving), kMonthSeconds, r.period_seconds); };
   // Per unit; then, by namespace or team, per (group, advice, target, limited).
   std::map<std::tuple<std::string, Advice, std::string, bool>, Recommendation> rows;
   for (const auto& [key, u] : s.units) {
     const RightsizingEvidence e = evidence_of(u);
-    const Decision d = decide(u, e, s.options);
+    UnitFacts facts = u.facts;
+    facts.held_slices = u.held_slices.empty() ? 0 : *u.held_slices.rbegin();
+    const Decision d = decide(facts, e, s.options);
     const bool grouped = s.by == GroupBy::kNamespace || s.by == GroupBy::kTeam;
     const std::string row_key = grouped ? u.group : key;
     auto [it, fresh] = rows.try_emplace({row_key, d.advice, d.target, d.limited});
     Recommendation& rec = it->second;
     rec.members.push_back(key);
-    rec.cost_micros += u.paid;
+    rec.cost_micros += u.facts.paid;
     const int64_t saving = d.limited ? 0 : per_month(d.saving);
     if (fresh) {
       rec.key = row_key;
