@@ -73,6 +73,14 @@ TEST(ReportCli, InvalidUtf8InStoredRowsNeverBreaksAReport) {
   }
   Proc got = run(gpuledger() + " report --store " + store.path() + kRange + " --by team --format json");
   EXPECT_NE(got.out.find("team\xEF\xBF\xBD"), std::string::npos) << got.out;
+  // The recommendations name the same tenants: valid UTF-8 in every format too.
+  for (const char* by : {"pod", "workload", "namespace", "team"}) {
+    for (const char* fmt : {"table", "csv", "json"}) {
+      Proc r = run(gpuledger() + " rightsize --store " + store.path() + kRange + " --by " + by + " --format " + fmt);
+      EXPECT_EQ(r.status, 0) << by << " " << fmt << ": " << r.out;
+      EXPECT_TRUE(is_valid_utf8(r.out)) << by << " " << fmt;
+    }
+  }
 }
 
 TEST(ReportCli, MonthsPlainDatesAndCsvTotals) {
@@ -213,6 +221,11 @@ TEST(RightsizeCli, ConfigurationAndFlagsDecide) {
     return std::string("none");
   };
   EXPECT_EQ(advice_of_pod_d(" --config " + config.string()), "release");
+  // The report's recommendations follow the same options.
+  Proc report = run_stdout(gpuledger() + " report --store " + store.path() + kRange + " --by pod --format json --config " +
+                           config.string());
+  ASSERT_EQ(report.status, 0);
+  EXPECT_EQ(nlohmann::json::parse(report.out)["rightsizing"]["idle_after_seconds"], 60);
   EXPECT_EQ(advice_of_pod_d(" --config " + config.string() + " --idle-after 1h --vram-headroom 0.1"), "mig");
   std::ofstream(config) << "rightsizing:\n  idle_after: soon\n";
   Proc bad = run(base + " --config " + config.string());

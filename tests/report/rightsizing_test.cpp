@@ -332,3 +332,22 @@ TEST(Rightsizing, APodIsIdleOnlyWhenAllItsContainersAre) {
 
 }  // namespace
 }  // namespace gpuledger::report
+
+namespace gpuledger::report {
+namespace {
+
+// A tenant names its pod to attack the bill: markup stays text in HTML, a
+// comma or quote stays in its CSV field, and invalid bytes become U+FFFD.
+TEST(Rightsizing, HostilePodNamesStayText) {
+  Use evil{"<script>alert(1)</script>,\"x\"\xff"};
+  const Rightsizing r = by_pod(hour_of(evil));
+  const std::string html = rightsizing_html_section(r);
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;"), std::string::npos);
+  const std::string csv = render_rightsizing_csv(r);
+  EXPECT_NE(csv.find("\r\n\"ml/<script>alert(1)</script>,\"\"x\"\"\xEF\xBF\xBD\",mig,1g.10gb,"), std::string::npos) << csv;
+  EXPECT_NO_THROW(nlohmann::json::parse(render_rightsizing_json(r)));
+}
+
+}  // namespace
+}  // namespace gpuledger::report
