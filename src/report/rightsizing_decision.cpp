@@ -53,8 +53,10 @@ Decision decide(const UnitFacts& f, const RightsizingEvidence& e, const Rightsiz
     const double allocated = f.shares.allocated / f.shares.share, used = f.shares.used_activity / f.shares.share;
     if (ledger::share_flag(allocated, used) == ledger::ShareFlag::kOver) {
       d.advice = Advice::kMore;
-      d.why = "used " + fixed(used, 2) + " of its GPU's activity with " + fixed(allocated, 2) +
-              " allocated: an over-user of a shared GPU";
+      d.why = allocated > 0 ? "used " + fixed(used, 2) + " of its GPU's activity with " + fixed(allocated, 2) +
+                                  " allocated: an over-user of a shared GPU"
+                            : "used " + fixed(used, 2) + " of the activity of a GPU it holds no allocation of: it "
+                                                         "should hold one";
       return d;
     }
   }
