@@ -2,7 +2,8 @@
 // Rightsizing: what each workload (or pod) should hold, from the evidence the
 // ledger kept per window (ledger/window_evidence.h), and what that would save
 // at the prices it was billed at. docs/rightsizing.md is the contract; in short,
-// per unit (a pod, or a workload with --by workload), the first that applies:
+// per unit (a pod, or a workload with --by workload), the first that applies
+// (rightsizing_decision.h decides; this builder gathers the evidence):
 //
 //   release     it held a GPU with no kernel launch for longer than
 //               idle_after (default 24 h): the longest run of consecutive held
