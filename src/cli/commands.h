@@ -106,8 +106,28 @@ struct ReportCommand {
   std::string output;            // file; empty: stdout
   std::string prometheus;        // base URL of a Prometheus server; empty: the local store
   unsigned timeout_ms = 10000;
+  // Rightsizing (report/rightsizing.h): the `rightsizing:` section of --config,
+  // overridden by --idle-after and --vram-headroom when given.
+  std::string config;
+  std::string idle_after;
+  std::string vram_headroom;
 };
 int run_report(const ReportCommand& cmd);
+
+// `gpuledger rightsize`: the recommendations alone, sorted by saving.
+struct RightsizeCommand {
+  std::string store = "/var/lib/gpuledger/ledger.db";
+  std::string from = "-24h";
+  std::string to = "now";
+  std::string month;
+  std::string by = "pod";        // pod | workload | namespace | team
+  std::string format = "table";  // table | json | csv
+  std::string output;
+  std::string config;
+  std::string idle_after;
+  std::string vram_headroom;
+};
+int run_rightsize(const RightsizeCommand& cmd);
 
 // Stops on SIGINT/SIGTERM: installs handlers and answers whether one came.
 void install_stop_signals();

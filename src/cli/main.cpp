@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <exception>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,23 @@
 #include "common/duration_text.h"
 #include "common/error.h"
 #include "common/log.h"
+
+namespace {
+
+// What decides the recommendations (report/rightsizing.h), for `report` and `rightsize` alike.
+void add_rightsizing_options(CLI::App* cmd, std::string& config, std::string& idle_after, std::string& vram_headroom) {
+  cmd->add_option("--config", config,
+                  "The agent's YAML configuration: its `rightsizing:` section (idle_after, vram_headroom, "
+                  "mig_profiles) decides the recommendations");
+  cmd->add_option("--idle-after", idle_after,
+                  "Recommend release for a GPU held without a kernel launch for longer than this (e.g. 24h, 2d; "
+                  "default: the configuration's, else 24h)");
+  cmd->add_option("--vram-headroom", vram_headroom,
+                  "VRAM kept above the peak when fitting a MIG profile, a fraction 0..1 (default: the "
+                  "configuration's, else 0.2)");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace gpuledger::cli;
@@ -210,6 +228,22 @@ int main(int argc, char** argv) {
                          "Fleet report from this Prometheus server (e.g. http://prometheus:9090), which scrapes "
                          "every node's agent");
   report_cmd->add_option("--timeout-ms", report.timeout_ms, "Prometheus request timeout")->capture_default_str();
+  add_rightsizing_options(report_cmd, report.config, report.idle_after, report.vram_headroom);
+
+  RightsizeCommand rightsize;
+  auto* rightsize_cmd = app.add_subcommand(
+      "rightsize", "What each workload should hold, from the ledger's evidence: release an idle GPU, a MIG profile or "
+                   "time-slice share that fits, more, or keep; with the saving per month, largest first");
+  rightsize_cmd->add_option("--store", rightsize.store, "The ledger store (SQLite)")->capture_default_str();
+  auto* rs_from = rightsize_cmd->add_option("--from", rightsize.from, "Start, as for report --from")->capture_default_str();
+  auto* rs_to = rightsize_cmd->add_option("--to", rightsize.to, "End (exclusive), as for report --to")->capture_default_str();
+  rightsize_cmd->add_option("--month", rightsize.month, "A calendar month in UTC, e.g. 2026-11 (instead of --from/--to)")
+      ->excludes(rs_from)
+      ->excludes(rs_to);
+  rightsize_cmd->add_option("--by", rightsize.by, "pod, workload, namespace or team")->capture_default_str();
+  rightsize_cmd->add_option("--format", rightsize.format, "table, json or csv")->capture_default_str();
+  rightsize_cmd->add_option("-o,--output", rightsize.output, "Write to this file instead of stdout");
+  add_rightsizing_options(rightsize_cmd, rightsize.config, rightsize.idle_after, rightsize.vram_headroom);
 
   // Diagnostic, hidden from --help (empty group): used by scripts/gpu-validate.sh.
   ProbePlanCommand probe_plan;
@@ -241,6 +275,15 @@ int main(int argc, char** argv) {
     if (*report_cmd) {
       gpuledger::log::set_level("warn");
       return run_report(report);
+    }
+    if (*rightsize_cmd) {
+      gpuledger::log::set_level("warn");
+      try {
+        return run_rightsize(rightsize);
+      } catch (const std::exception& e) {  // one plain sentence on stderr, nothing on stdout
+        std::cerr << "gpuledger rightsize: " << e.what() << "\n";
+        return 1;
+      }
     }
     return run_demo(demo);
   } catch (const gpuledger::Error& e) {

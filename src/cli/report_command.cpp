@@ -1,5 +1,5 @@
 // `gpuledger report`: renders the chargeback from the ledger store or, with
-// --prometheus, for the whole fleet.
+// --prometheus, for the whole fleet; `gpuledger rightsize`: its recommendations alone.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -9,9 +9,12 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "common/utf8.h"
 #include "ledger/store.h"
 #include "report/fleet.h"
 #include "report/report.h"
+#include "report/rightsizing_config.h"
+#include "report/rightsizing_render.h"
 
 namespace gpuledger::cli {
 
@@ -29,37 +32,76 @@ int64_t generation_time(int64_t now) {
   }
 }
 
+// The range of --month, or of --from and --to.
+std::pair<int64_t, int64_t> report_range(const std::string& month, const std::string& from_text,
+                                         const std::string& to_text, int64_t now) {
+  int64_t from = 0, to = 0;
+  if (!month.empty()) {
+    std::tie(from, to) = report::parse_month(month);
+  } else {
+    from = report::parse_time(from_text, now);
+    to = report::parse_time(to_text, now);
+  }
+  if (to <= from) throw Error("--to must be after --from");
+  return {from, to};
+}
+
+// The rightsizing options: --config's `rightsizing:` section, then the flags.
+report::RightsizingOptions rightsizing_options(const std::string& config, const std::string& idle_after,
+                                               const std::string& vram_headroom) {
+  report::RightsizingOptions o = config.empty() ? report::RightsizingOptions{} : report::load_rightsizing_section(config);
+  if (!idle_after.empty()) o.idle_after_seconds = report::parse_idle_after(idle_after);
+  if (!vram_headroom.empty()) o.vram_headroom_micros = report::parse_vram_headroom(vram_headroom);
+  return o;
+}
+
+void write_out(const std::string& output, const std::string& text) {
+  if (output.empty()) {
+    std::cout << text << std::flush;
+    return;
+  }
+  std::ofstream out(output, std::ios::binary | std::ios::trunc);
+  if (!out || !(out << text) || !out.flush()) throw Error("--output " + output + ": cannot write");
+}
+
+int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
+
+int run_rightsize(const RightsizeCommand& cmd) {
+  using namespace report;
+  const auto [from, to] = report_range(cmd.month, cmd.from, cmd.to, now_seconds());
+  const GroupBy by = parse_rightsizing_by(cmd.by);
+  if (cmd.format != "table" && cmd.format != "json" && cmd.format != "csv")
+    throw Error("--format: unknown format '" + cmd.format + "' (table, json or csv)");
+  const RightsizingOptions options = rightsizing_options(cmd.config, cmd.idle_after, cmd.vram_headroom);
+  ledger::Store store(cmd.store, ledger::Store::Mode::kReadOnly);
+  const Rightsizing r = rightsize(store, from, to, by, options);
+  const std::string text = cmd.format == "json" ? render_rightsizing_json(r)
+                           : cmd.format == "csv" ? valid_utf8(render_rightsizing_csv(r))
+                                                 : valid_utf8(render_rightsizing_table(r));
+  write_out(cmd.output, text);
+  return 0;
+}
 
 int run_report(const ReportCommand& cmd) {
   using namespace report;
-  const int64_t now =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  int64_t from = 0, to = 0;
-  if (!cmd.month.empty()) {
-    std::tie(from, to) = parse_month(cmd.month);
-  } else {
-    from = parse_time(cmd.from, now);
-    to = parse_time(cmd.to, now);
-  }
-  if (to <= from) throw Error("--to must be after --from");
+  const int64_t now = now_seconds();
+  const auto [from, to] = report_range(cmd.month, cmd.from, cmd.to, now);
   const GroupBy by = parse_group_by(cmd.by);
   const Format format = parse_format(cmd.format);
+  const RightsizingOptions options = rightsizing_options(cmd.config, cmd.idle_after, cmd.vram_headroom);
   Report r;
   if (!cmd.prometheus.empty()) {
     r = fleet_report(cmd.prometheus, from, to, by, cmd.timeout_ms);
   } else {
     ledger::Store store(cmd.store, ledger::Store::Mode::kReadOnly);
-    r = build_report(store, from, to, by);
+    r = build_report(store, from, to, by, options);
   }
   r.generated_at = generation_time(now);
-  const std::string text = render(r, format, RenderOptions{cmd.csv_totals});
-  if (cmd.output.empty()) {
-    std::cout << text << std::flush;
-  } else {
-    std::ofstream out(cmd.output, std::ios::binary | std::ios::trunc);
-    if (!out || !(out << text) || !out.flush()) throw Error("--output " + cmd.output + ": cannot write");
-  }
+  write_out(cmd.output, render(r, format, RenderOptions{cmd.csv_totals}));
   return 0;
 }
 

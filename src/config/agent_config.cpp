@@ -11,20 +11,17 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/yaml_errors.h"
 
 namespace gpuledger::config {
 namespace {
 
 [[noreturn]] void fail(const std::string& source, const YAML::Node& node, const std::string& what) {
-  auto mark = node.Mark();
-  if (mark.is_null()) throw Error("config " + source + ": " + what);
-  throw Error("config " + source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) +
-              ": " + what);
+  yaml_fail("config", source, node, what);
 }
 
 std::string scalar(const std::string& source, const YAML::Node& node, const std::string& key) {
-  if (!node.IsScalar()) fail(source, node, key + " must be a string");
-  return node.Scalar();
+  return yaml_scalar("config", source, node, key);
 }
 
 long long integer(const std::string& source, const YAML::Node& node, const std::string& key, long long min) {
@@ -104,18 +101,13 @@ std::string user_name(unsigned uid) {
 }  // namespace
 
 AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw Error("config " + source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                ": not valid YAML: " + e.msg);
-  }
+  const YAML::Node root = yaml_load("config", yaml_text, source);
   AgentConfig config;
   if (root.IsNull()) return config;
   if (!root.IsMap()) fail(source, root, "the top level must be a mapping");
-  // `cost` (prices) is read by ledger/prices.h from the same file.
-  check_keys(source, root, "the top level", {"team", "kubernetes", "teams", "cost"});
+  // `cost` (prices) is read by ledger/prices.h from the same file, `rightsizing`
+  // by report/rightsizing_config.h.
+  check_keys(source, root, "the top level", {"team", "kubernetes", "teams", "cost", "rightsizing"});
 
   if (auto team = root["team"]; team && !team.IsNull()) {
     if (!team.IsMap()) fail(source, team, "team must be a mapping");

@@ -122,6 +122,9 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
     } else if (name == kUnallocatedAccount) {
       a.gpu_busy_seconds = busy_s;
     }
+    if (auto it = in.vram_peak_bytes.find(name); it != in.vram_peak_bytes.end()) a.evidence.vram_peak_bytes = it->second;
+    if (auto it = in.nvml_vram_peak_bytes.find(name); it != in.nvml_vram_peak_bytes.end())
+      a.evidence.nvml_vram_peak_bytes = it->second;
     if (!special(name)) {
       double f = split.exclusive ? 1.0 : a.activity_share;
       a.efficiency = {scaled(in.device.sm_active, f), scaled(in.device.sm_occupancy, f),
@@ -182,13 +185,24 @@ void Accountant::attribute(const Observation& obs, double t0, double t1) {
     add("dram_active", d.efficiency.dram_active);
     if (d.vram_capacity_bytes) s.vram_capacity = d.vram_capacity_bytes;
   }
-  // VRAM held since the previous observation (its live bytes, on its slots).
+  // VRAM held since the previous observation (its live bytes, on its slots),
+  // and its peak per slot (an account's streams on one slot add up).
+  std::map<std::pair<std::string, std::string>, uint64_t> held;  // (slot, account)
   for (const auto& [stream, st] : accounts_) {
     const std::string& account = stream.first;
+    for (const auto& uuid : st.slots) held[{uuid, account}] += st.live_bytes / st.slots.size();
     if (st.live_bytes == 0 || st.slots.empty()) continue;
     for (const auto& uuid : st.slots)
       slots_[uuid].activity[account].vram_byte_seconds +=
           static_cast<double>(st.live_bytes) * dt / static_cast<double>(st.slots.size());
+  }
+  for (const auto& [key, bytes] : held) {
+    uint64_t& peak = slots_[key.first].vram_peak[key.second];
+    peak = std::max(peak, bytes);
+  }
+  for (const auto& [key, bytes] : nvml_used_) {
+    uint64_t& peak = slots_[key.second].nvml_peak[key.first];
+    peak = std::max(peak, bytes);
   }
 }
 
@@ -355,6 +369,7 @@ void Accountant::observe(const Observation& obs) {
     for (const auto& w : obs.workloads) {
       for (auto& [slot, st] : streams_of(w)) accounts_[{w.account, slot}] = st;
       workload_totals_[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
+      for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
       if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !labels_.count(w.account))
         labels_[w.account] = w.labels;
     }
@@ -404,6 +419,9 @@ void Accountant::observe(const Observation& obs) {
   }
   accounts_ = std::move(next);
   workload_totals_ = std::move(next_totals);
+  nvml_used_.clear();
+  for (const auto& w : obs.workloads)
+    for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
   std::lock_guard lock(mu_);
   if (!stored_series_seen_) {
     stored_series_seen_ = true;
@@ -494,6 +512,8 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
       };
       sw.device = {avg("sm_active"), avg("sm_occupancy"), avg("tensor_active"), avg("dram_active")};
       sw.vram_capacity_bytes = s.vram_capacity;
+      sw.vram_peak_bytes = s.vram_peak;
+      sw.nvml_vram_peak_bytes = s.nvml_peak;
     }
     if (!allocation_known_) {
       // No allocation: the users hold the slot, in equal parts of it.

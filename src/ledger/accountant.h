@@ -117,6 +117,9 @@ struct WorkloadUsage {
     uint64_t live_bytes = 0;
   };
   std::map<std::string, SlotUsage> by_slot;
+  // NVML's used memory of its processes now, per slot uuid (includes each
+  // CUDA context's own memory); absent where NVML said nothing.
+  std::map<std::string, uint64_t> nvml_used_bytes;
 };
 
 struct DeviceSample {
@@ -149,6 +152,9 @@ struct SlotWindow {
   Efficiency device;
   std::optional<WindowEnergy> energy;  // nullopt: unknown
   std::optional<double> vram_capacity_bytes;  // the slot's memory, for the unheld memory cost
+  // Rightsizing evidence (AccountEvidence): the peak of the live bytes the
+  // probes saw each account hold on the slot, and of NVML's used memory.
+  std::map<std::string, uint64_t> vram_peak_bytes, nvml_vram_peak_bytes;
 };
 
 // Pure: prices, splits and fills the record for one slot and window.
@@ -183,6 +189,7 @@ class Accountant : public exporter::MetricsContributor {
     double busy_weighted = 0, busy_time = 0;
     std::map<std::string, std::pair<double, double>> eff;  // name -> (sum value*dt, sum dt)
     std::optional<double> vram_capacity;                   // the last reading
+    std::map<std::string, uint64_t> vram_peak, nvml_peak;  // by account: the window's peaks
   };
   struct AccountState {
     double busy_seconds = 0;
@@ -218,6 +225,7 @@ class Accountant : public exporter::MetricsContributor {
   std::map<std::string, SlotState> slots_;
   std::map<std::pair<std::string, std::string>, AccountState> accounts_;  // (account, slot or "" for the rest)
   std::map<std::string, AccountState> workload_totals_;  // by account: its totals (deltas are taken on these)
+  std::map<std::pair<std::string, std::string>, uint64_t> nvml_used_;  // (account, slot): NVML used bytes now
   std::vector<HolderEntry> holders_;
   std::vector<GpuSlot> inventory_;
   bool allocation_known_ = true;

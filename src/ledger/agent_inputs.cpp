@@ -142,6 +142,22 @@ std::map<std::string, EnergyReading> energy_readings(double now, const device::D
   return out;
 }
 
+void add_nvml_memory(std::vector<WorkloadUsage>& workloads, const agent::AgentSnapshot& snapshot,
+                     const device::DeviceSnapshot& devices) {
+  std::map<uint32_t, std::string> account_of_pid;
+  for (const auto& v : snapshot.workloads)
+    for (const auto& p : v.processes) account_of_pid.emplace(p.pid, v.workload.id);
+  std::map<std::string, WorkloadUsage*> by_account;
+  for (auto& w : workloads) by_account[w.account] = &w;
+  for (const auto& p : devices.processes) {
+    if (!p.used_bytes || p.gpu_uuid.empty()) continue;
+    auto a = account_of_pid.find(p.pid);
+    if (a == account_of_pid.end()) continue;
+    auto w = by_account.find(a->second);
+    if (w != by_account.end()) w->second->nvml_used_bytes[p.gpu_uuid] += *p.used_bytes;
+  }
+}
+
 Observation make_observation(double now, const agent::AgentSnapshot& snapshot, const device::DeviceSnapshot& devices,
                              const std::vector<kubernetes::GpuAllocation>& allocations, bool allocation_known,
                              const PriceBook& prices) {
@@ -150,6 +166,7 @@ Observation make_observation(double now, const agent::AgentSnapshot& snapshot, c
   o.slots = slots_from(devices, allocations, prices);
   o.holders = holders_from(allocations, snapshot);
   o.workloads = workload_usages(snapshot);
+  add_nvml_memory(o.workloads, snapshot, devices);
   o.device = device_samples(devices);
   o.energy = energy_readings(now, devices);
   o.allocation_known = allocation_known;

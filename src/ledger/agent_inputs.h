@@ -25,6 +25,8 @@
 //                SM active / occupancy, tensor active, DRAM active; DCGM
 //                readings first, NVML where DCGM has none.
 //   energy     - per GPU: total-energy counter and power (energy_readings).
+//   NVML memory - per workload and GPU: NVML's used memory of its processes
+//                (matched by host pid; add_nvml_memory), for rightsizing.
 #include <map>
 #include <string>
 #include <vector>
@@ -45,6 +47,12 @@ std::map<std::string, DeviceSample> device_samples(const device::DeviceSnapshot&
 // the power draw, for the energy meter (energy_meter.h). None for a
 // MIG-enabled GPU (its energy is not split over instances: unknown).
 std::map<std::string, EnergyReading> energy_readings(double now, const device::DeviceSnapshot& devices);
+
+// Adds NVML's per-process used memory (DeviceSnapshot::processes, by host pid)
+// to the workloads' nvml_used_bytes, by GPU uuid. MIG processes are reported
+// under the parent GPU's uuid by NVML: their memory goes to that uuid.
+void add_nvml_memory(std::vector<WorkloadUsage>& workloads, const agent::AgentSnapshot& snapshot,
+                     const device::DeviceSnapshot& devices);
 
 // Everything together, for `now` (Unix seconds). allocation_known: whether a
 // Kubernetes allocation source is configured (outside Kubernetes, the users

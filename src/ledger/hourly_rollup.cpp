@@ -3,6 +3,7 @@
 #include <map>
 
 #include "ledger/efficiency_mean.h"
+#include "ledger/window_evidence.h"
 
 namespace gpuledger::ledger {
 
@@ -72,6 +73,18 @@ WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
   m.source = agreed(ws, [](const WindowRecord& w) { return w.source; });
   m.cost_policy = agreed(ws, [](const WindowRecord& w) { return w.cost_policy; });
   m.allocated_total = total > 0 ? allocated_seconds / total : 0;
+  // Rightsizing evidence: peaks, p95s and idle runs over the windows in order
+  // (window_evidence.h); a window without the account breaks its idle run.
+  for (auto& [name, s] : accounts) {
+    std::vector<EvidenceSpan> spans;
+    for (const auto& w : ws) {
+      const AccountRecord* rec = nullptr;
+      for (const auto& a : w.accounts)
+        if (a.account == name) rec = &a;
+      spans.push_back({rec, w.start, w.end});
+    }
+    s.record.evidence = merge_evidence(spans);
+  }
   for (auto& [name, s] : accounts) {
     s.record.held_share = total > 0 ? s.held_seconds / total : 0;
     s.record.allocated_share = total > 0 ? s.allocated_seconds / total : 0;

@@ -9,7 +9,11 @@
 // micro-unit; held GPU time per account (held_share is re-weighted to the
 // merged length); busy seconds, GPU-busy seconds, VRAM byte-seconds and
 // launches (sums). Averages (busy fraction, activity share, efficiency) are
-// time-weighted, each over the windows that had a value. What is lost: the
+// time-weighted, each over the windows that had a value. Rightsizing evidence
+// (window_evidence.h): VRAM peaks exact (max), idle runs exact (joined in
+// start order), and the p95s of the hour's window values (an hour of rolled-up
+// windows then stands for its windows in a range's p95: an approximation, see
+// docs/rightsizing.md). What is lost: the
 // minute-by-minute detail, and a report range that starts or ends inside a
 // rolled-up hour takes the hour by its start, like any window.
 #include <vector>

@@ -56,8 +56,23 @@ CREATE TABLE accounts(
   sm_active REAL, sm_occupancy REAL, tensor_active REAL, dram_active REAL,
   allocated_share REAL NOT NULL DEFAULT 0,
   allocated_share_known INTEGER NOT NULL DEFAULT 1,
+  vram_peak_bytes INTEGER, vram_p95_bytes INTEGER, nvml_vram_peak_bytes INTEGER, nvml_vram_p95_bytes INTEGER,
+  sm_active_p95 REAL, sm_occupancy_p95 REAL, busy_p95 REAL,
+  idle_lead_seconds REAL, idle_trail_seconds REAL, idle_longest_seconds REAL, window_count INTEGER,
   PRIMARY KEY(window_id, account)) WITHOUT ROWID;
 )";
+
+// Schema 6: the rightsizing evidence (store.h, AccountEvidence); NULL: derived or unknown.
+const char* kColumnsAddedIn6[][2] = {
+    {"vram_peak_bytes", "INTEGER"},      {"vram_p95_bytes", "INTEGER"},     {"nvml_vram_peak_bytes", "INTEGER"},
+    {"nvml_vram_p95_bytes", "INTEGER"},  {"sm_active_p95", "REAL"},         {"sm_occupancy_p95", "REAL"},
+    {"busy_p95", "REAL"},                {"idle_lead_seconds", "REAL"},     {"idle_trail_seconds", "REAL"},
+    {"idle_longest_seconds", "REAL"},    {"window_count", "INTEGER"},
+};
+constexpr const char* kEvidenceColumns =
+    "vram_peak_bytes,vram_p95_bytes,nvml_vram_peak_bytes,nvml_vram_p95_bytes,sm_active_p95,sm_occupancy_p95,"
+    "busy_p95,idle_lead_seconds,idle_trail_seconds,idle_longest_seconds,window_count";
+constexpr const char* kNoEvidence = "NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL";
 
 // Schema 4: the counters the stored windows were charged up to (store.h).
 const char* kBaselineTable = R"(
@@ -133,6 +148,11 @@ class Stmt {
   Stmt& bind(int i, const std::optional<std::string>& v) {
     return v ? bind(i, *v) : check(sqlite3_bind_null(s_, i));
   }
+  // Byte counts: below 2^63 (no GPU holds more), stored as SQLite integers.
+  Stmt& bind(int i, const std::optional<uint64_t>& v) {
+    return v ? bind(i, static_cast<int64_t>(*v)) : check(sqlite3_bind_null(s_, i));
+  }
+  Stmt& bind(int i, const std::optional<int64_t>& v) { return v ? bind(i, *v) : check(sqlite3_bind_null(s_, i)); }
   // true: a row is ready; false: done.
   bool step() {
     int rc = sqlite3_step(s_);
@@ -155,6 +175,10 @@ class Stmt {
   }
   bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
   std::optional<double> opt(int c) const { return null(c) ? std::nullopt : std::optional<double>(f64(c)); }
+  std::optional<int64_t> opt_i64(int c) const { return null(c) ? std::nullopt : std::optional<int64_t>(i64(c)); }
+  std::optional<uint64_t> opt_bytes(int c) const {
+    return null(c) || i64(c) < 0 ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(i64(c)));
+  }
 
  private:
   Stmt& check(int rc) {
@@ -244,10 +268,17 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
         exec("PRAGMA user_version=5");
         exec("COMMIT");
       }
+      if (tables > 0 && version < 6) {
+        exec("BEGIN IMMEDIATE");
+        for (const auto& [column, definition] : kColumnsAddedIn6) add_column_once("accounts", column, definition);
+        exec("PRAGMA user_version=6");
+        exec("COMMIT");
+      }
     }
     has_energy_ = schema_version() >= 2;
     has_allocation_ = schema_version() >= 3;
     has_share_known_ = schema_version() >= 5;
+    has_evidence_ = schema_version() >= 6;
     exec("PRAGMA foreign_keys=ON");
     if (mode == Mode::kReadWrite) {
       Stmt q(db_, "PRAGMA quick_check", *this);
@@ -405,9 +436,11 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
   if (sqlite3_changes(db_) == 0) return false;
   int64_t id = sqlite3_last_insert_rowid(db_);
   Stmt acc(db_,
-           "INSERT INTO accounts(window_id,account,namespace,pod,container,team,held_share,busy_seconds,"
+           (std::string("INSERT INTO accounts(window_id,account,namespace,pod,container,team,held_share,busy_seconds,"
            "activity_share,gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,"
-           "dram_active,allocated_share,allocated_share_known) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           "dram_active,allocated_share,allocated_share_known,") +
+               kEvidenceColumns + ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+               .c_str(),
            *this);
   for (const auto& a : w.accounts) {
     acc.bind(1, id).bind(2, a.account).bind(3, a.labels.namespace_name).bind(4, a.labels.pod);
@@ -416,6 +449,14 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
     acc.bind(12, static_cast<int64_t>(a.launches)).bind(13, a.efficiency.sm_active);
     acc.bind(14, a.efficiency.sm_occupancy).bind(15, a.efficiency.tensor_active).bind(16, a.efficiency.dram_active);
     acc.bind(17, a.allocated_share).bind(18, int64_t{a.allocated_share_known});
+    const AccountEvidence& ev = a.evidence;
+    acc.bind(19, ev.vram_peak_bytes).bind(20, ev.vram_p95_bytes).bind(21, ev.nvml_vram_peak_bytes);
+    acc.bind(22, ev.nvml_vram_p95_bytes).bind(23, ev.sm_active_p95).bind(24, ev.sm_occupancy_p95).bind(25, ev.busy_p95);
+    const auto idle = [&](double IdleRun::*field) {
+      return ev.idle ? std::optional<double>((*ev.idle).*field) : std::nullopt;
+    };
+    acc.bind(26, idle(&IdleRun::lead)).bind(27, idle(&IdleRun::trail)).bind(28, idle(&IdleRun::longest));
+    acc.bind(29, ev.windows);
     acc.step();
     acc.reset();
   }
@@ -475,7 +516,7 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
          (std::string("SELECT window_id,account,namespace,pod,container,team,held_share,busy_seconds,activity_share,"
                       "gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,dram_active,") +
           (has_allocation_ ? "allocated_share" : "held_share") + (has_share_known_ ? ",allocated_share_known" : ",1") +
-          " FROM accounts WHERE window_id BETWEEN ? AND ? ORDER BY window_id, account")
+          "," + (has_evidence_ ? kEvidenceColumns : kNoEvidence) + " FROM accounts WHERE window_id BETWEEN ? AND ? ORDER BY window_id, account")
              .c_str(),
          *this);
   a.bind(1, first_id).bind(2, last_id);
@@ -539,6 +580,16 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
       r.efficiency = {a.opt(12), a.opt(13), a.opt(14), a.opt(15)};
       r.allocated_share = a.f64(16);
       r.allocated_share_known = a.i64(17) != 0;
+      AccountEvidence& ev = r.evidence;
+      ev.vram_peak_bytes = a.opt_bytes(18);
+      ev.vram_p95_bytes = a.opt_bytes(19);
+      ev.nvml_vram_peak_bytes = a.opt_bytes(20);
+      ev.nvml_vram_p95_bytes = a.opt_bytes(21);
+      ev.sm_active_p95 = a.opt(22);
+      ev.sm_occupancy_p95 = a.opt(23);
+      ev.busy_p95 = a.opt(24);
+      if (!a.null(27)) ev.idle = IdleRun{a.f64(25), a.f64(26), a.f64(27)};
+      ev.windows = a.opt_i64(28);
       w.accounts.push_back(std::move(r));
     }
     while (c_row && c.i64(0) < id) c_row = c.step();

@@ -28,6 +28,12 @@
 // Schema 5 added accounts.allocated_share_known (0: the sources could not
 // tell the holder's share, e.g. replicas of an unknown count; its
 // allocated_share is then a placeholder that no report or metric shows).
+// Schema 6 added the rightsizing evidence to accounts (AccountEvidence,
+// window_evidence.h): vram_peak_bytes, vram_p95_bytes, nvml_vram_peak_bytes,
+// nvml_vram_p95_bytes, sm_active_p95, sm_occupancy_p95, busy_p95,
+// idle_lead_seconds, idle_trail_seconds, idle_longest_seconds, window_count;
+// NULL where a single window's value follows from its other columns, or is
+// unknown (schema 5 windows have no VRAM peaks: unknown).
 // Older stores are migrated in place: schema 1 gets the energy tables (its old
 // windows have unknown energy); schema 2 windows get memory_micros 0, policy
 // 'usage', and allocated shares equal to their held shares (what they were
@@ -57,7 +63,7 @@ struct sqlite3;
 
 namespace gpuledger::ledger {
 
-inline constexpr int kStoreSchemaVersion = 5;
+inline constexpr int kStoreSchemaVersion = 6;
 
 // The cumulative kernel counters per account (workload id) that the stored
 // windows were charged up to, and the identity of the kernel counter set they
@@ -83,6 +89,32 @@ struct Efficiency {
   bool operator==(const Efficiency&) const = default;
 };
 
+// A run of held windows without launches, in seconds: from the record's
+// start (lead), up to its end (trail), and the longest anywhere in it.
+struct IdleRun {
+  double lead = 0, trail = 0, longest = 0;
+  bool operator==(const IdleRun&) const = default;
+};
+
+// Rightsizing evidence of one account on one slot in one window (schema 6).
+// A single window leaves the derived fields unset: they follow from the
+// record's own columns (window_evidence.h). An hourly roll-up sets them, since
+// a p95 or a run of idle windows cannot be rebuilt from sums.
+struct AccountEvidence {
+  // The peak of the live bytes the probes saw it hold on the slot; nullopt: not watched (backfill, older stores).
+  std::optional<uint64_t> vram_peak_bytes;
+  std::optional<uint64_t> vram_p95_bytes;       // a roll-up: p95 of its windows' peaks; nullopt: the peak
+  // The peak of NVML's per-process used memory of its processes on the slot
+  // (which includes each CUDA context's own memory); nullopt: NVML had none.
+  std::optional<uint64_t> nvml_vram_peak_bytes;
+  std::optional<uint64_t> nvml_vram_p95_bytes;  // a roll-up: p95 of its windows' peaks; nullopt: the peak
+  std::optional<double> sm_active_p95, sm_occupancy_p95;  // a roll-up: p95 of its windows' device values; nullopt: efficiency's
+  std::optional<double> busy_p95;  // a roll-up: p95 of its windows' span busy fraction; nullopt: busy_seconds / window
+  std::optional<IdleRun> idle;     // a roll-up: its idle runs; nullopt: the window is idle when held without launches
+  std::optional<int64_t> windows;  // a roll-up: how many windows it merged; nullopt: 1
+  bool operator==(const AccountEvidence&) const = default;
+};
+
 struct AccountRecord {
   std::string account;  // workload id, or __idle__ / __unallocated__
   AccountLabels labels;
@@ -95,6 +127,7 @@ struct AccountRecord {
   double vram_byte_seconds = 0;
   uint64_t launches = 0;
   Efficiency efficiency;         // device values (exclusive) or apportioned (shared); unknown = nullopt
+  AccountEvidence evidence;      // for rightsizing (schema 6)
   bool operator==(const AccountRecord&) const = default;
 };
 
@@ -240,6 +273,7 @@ class Store {
   bool has_energy_ = true;      // false: a schema 1 store opened read-only (energy unknown)
   bool has_allocation_ = true;  // false: a schema 1 or 2 store opened read-only
   bool has_share_known_ = true;  // false: a schema 1 to 4 store opened read-only (every share known)
+  bool has_evidence_ = true;     // false: a schema 1 to 5 store opened read-only (no rightsizing evidence)
 };
 
 }  // namespace gpuledger::ledger

@@ -13,6 +13,7 @@
 #include "common/utf8.h"
 #include "ledger/prices.h"
 #include "report/report_text.h"
+#include "report/rightsizing_render.h"
 
 namespace gpuledger::report {
 
@@ -177,49 +178,10 @@ std::vector<std::string> share_cells(const Row& row, int decimals, const std::st
           cell(row.used_energy_share()), std::string(ledger::to_string(row.share_flag()))};
 }
 
-// Aligned columns: the first left-aligned, the others right-aligned; a rule
-// before the last line when `rule_before_last`.
-std::string aligned(const std::vector<std::vector<std::string>>& lines, bool rule_before_last) {
-  std::vector<size_t> width(lines.front().size(), 0);
-  for (const auto& l : lines)
-    for (size_t i = 0; i < l.size(); ++i) width[i] = std::max(width[i], l[i].size());
-  std::ostringstream out;
-  for (size_t n = 0; n < lines.size(); ++n) {
-    const auto& l = lines[n];
-    if (rule_before_last && n + 1 == lines.size()) {
-      size_t total_width = 0;
-      for (size_t w : width) total_width += w;
-      out << std::string(total_width + 2 * (width.size() - 1), '-') << "\n";
-    }
-    std::string line;
-    for (size_t i = 0; i < l.size(); ++i) {
-      if (i) line += "  ";
-      if (i == 0)
-        line += l[i] + std::string(width[i] - l[i].size(), ' ');
-      else
-        line += std::string(width[i] - l[i].size(), ' ') + l[i];
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << "\n";
-  }
-  return out.str();
-}
-
 // "team-a (allocated 0.30, used 0.55)"
 std::string flagged(const Row& row) {
   return display_name(row.key) + " (allocated " + fixed(*row.allocated_share(), 2) + ", used " +
          fixed(*row.used_share(), 2) + ")";
-}
-
-std::string csv_field(const std::string& raw) {
-  const std::string s = display_name(raw);
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
@@ -269,7 +231,7 @@ std::string render_table(const Report& r) {
   std::ostringstream out;
   out << "GPU chargeback " << format_rfc3339(r.from) << " .. " << format_rfc3339(r.to) << " by " << to_string(r.by)
       << " (" << display_name(r.currency) << ", " << r.source << ")\n\n";
-  out << aligned(lines, true);
+  out << aligned_columns(lines, true);
   out << "\nTop wasters (idle cost)\n";
   if (r.top_wasters.empty()) out << "  none\n";
   size_t kw = 0;
@@ -292,7 +254,7 @@ std::string render_table(const Report& r) {
       for (auto& c : share_cells(row, 4, "unknown")) l.push_back(std::move(c));
       shares.push_back(std::move(l));
     }
-    out << aligned(shares, false);
+    out << aligned_columns(shares, false);
     out << "Over-users (used more than allocated):";
     if (r.over_users.empty()) out << " none";
     for (const auto& row : r.over_users) out << "\n  " << flagged(row);
@@ -301,6 +263,7 @@ std::string render_table(const Report& r) {
     for (const auto& row : r.under_users) out << "\n  " << flagged(row);
     out << "\n";
   }
+  if (r.rightsizing) out << "\n" << rightsizing_table_section(*r.rightsizing);
   if (!r.notes.empty()) {
     out << "\nNotes\n";
     for (const auto& n : r.notes) out << "  * " << n << "\n";
@@ -381,6 +344,7 @@ std::string render_json(const Report& r) {
                    {"observed_gpu_hours", c.observed_gpu_hours},
                    {"gpus", c.gpus},
                    {"gpus_without_device_data", c.gpus_without_device}};
+  if (r.rightsizing) j["rightsizing"] = rightsizing_json(*r.rightsizing);
   j["notes"] = r.notes;
   // Names are tenants' bytes: invalid UTF-8 becomes U+FFFD rather than an exception.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

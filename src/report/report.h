@@ -39,6 +39,10 @@
 //                    no window had one.
 // Rows are sorted by total cost (descending), then key. "Top wasters" are the
 // (non-special) rows with the largest idle cost, at most 5.
+// Recommendations (rightsizing.h): one per pod (--by workload: per workload;
+// --by namespace or team: per group and advice), in the table, JSON and HTML;
+// CSV is unchanged. A fleet report (Prometheus) has none: the evidence is the
+// ledger's.
 //
 // A report is built streaming (ReportBuilder: one window at a time), so a
 // month of windows takes the memory of its groups, not of its rows.
@@ -52,6 +56,7 @@
 
 #include "ledger/allocation_use.h"
 #include "ledger/store.h"
+#include "report/rightsizing.h"
 
 namespace gpuledger::report {
 
@@ -138,12 +143,13 @@ struct Report {
   std::vector<ModelPrice> prices;
   std::vector<TeamPods> teams;     // by total cost
   std::vector<std::string> notes;  // caveats in plain words (no prices, data not covered, ...)
+  std::optional<Rightsizing> rightsizing;  // nullopt: none (a fleet report)
 };
 
 // Builds a report one window at a time (windows in any order).
 class ReportBuilder {
  public:
-  ReportBuilder(int64_t from, int64_t to, GroupBy by);
+  ReportBuilder(int64_t from, int64_t to, GroupBy by, const RightsizingOptions& rightsizing = {});
   ~ReportBuilder();
   ReportBuilder(const ReportBuilder&) = delete;
   ReportBuilder& operator=(const ReportBuilder&) = delete;
@@ -161,9 +167,11 @@ class ReportBuilder {
 // workload that is not a pod groups under its workload id for --by pod.
 std::string group_key(GroupBy by, const ledger::WindowRecord& window, const ledger::AccountRecord& account);
 
-Report build_report(const std::vector<ledger::WindowRecord>& windows, int64_t from, int64_t to, GroupBy by);
+Report build_report(const std::vector<ledger::WindowRecord>& windows, int64_t from, int64_t to, GroupBy by,
+                    const RightsizingOptions& rightsizing = {});
 // The same, streaming the store's windows (Store::for_each_window).
-Report build_report(const ledger::Store& store, int64_t from, int64_t to, GroupBy by);
+Report build_report(const ledger::Store& store, int64_t from, int64_t to, GroupBy by,
+                    const RightsizingOptions& rightsizing = {});
 // Adds a window's energy parts to the rows of their accounts (row_of).
 void add_energy(const ledger::WindowRecord& window, const std::function<Row&(const std::string&)>& row_of);
 // Adds a row's energy and carbon to a total (unknown + unknown stays unknown).

@@ -87,6 +87,7 @@ struct ReportBuilder::State {
   Coverage coverage;
   std::map<std::string, bool> gpu_has_device;
   std::map<std::string, ModelPrice> prices;
+  std::unique_ptr<RightsizingBuilder> rightsizing;  // by pod when the report is by GPU
 
   // An account's groups, found once (std::map nodes do not move) and again
   // only when its labels change; --by gpu groups by the window's GPU instead.
@@ -114,10 +115,13 @@ struct ReportBuilder::State {
   }
 };
 
-ReportBuilder::ReportBuilder(int64_t from, int64_t to, GroupBy by) : s_(std::make_unique<State>()) {
+ReportBuilder::ReportBuilder(int64_t from, int64_t to, GroupBy by, const RightsizingOptions& rightsizing)
+    : s_(std::make_unique<State>()) {
   s_->from = from;
   s_->to = to;
   s_->by = by;
+  s_->rightsizing =
+      std::make_unique<RightsizingBuilder>(from, to, by == GroupBy::kGpu ? GroupBy::kPod : by, rightsizing);
 }
 
 ReportBuilder::~ReportBuilder() = default;
@@ -125,6 +129,7 @@ ReportBuilder::~ReportBuilder() = default;
 void ReportBuilder::add(const WindowRecord& w) {
   State& s = *s_;
   s.currencies.insert(w.currency);
+  s.rightsizing->add(w);
   const int64_t len_s = w.end - w.start;
   const double len = static_cast<double>(len_s);
   const double gpu_hours = len * w.gpu_fraction / 3600.0;
@@ -283,6 +288,7 @@ Report ReportBuilder::finish() {
   for (const auto& [model, p] : s.prices) r.prices.push_back(p);
   r.teams = team_sections(s.pods_by_team);
   finish_report(r);
+  r.rightsizing = s.rightsizing->finish();
   return r;
 }
 
@@ -314,14 +320,16 @@ std::vector<TeamPods> team_sections(const std::map<std::string, std::map<std::st
   return teams;
 }
 
-Report build_report(const std::vector<WindowRecord>& windows, int64_t from, int64_t to, GroupBy by) {
-  ReportBuilder b(from, to, by);
+Report build_report(const std::vector<WindowRecord>& windows, int64_t from, int64_t to, GroupBy by,
+                    const RightsizingOptions& rightsizing) {
+  ReportBuilder b(from, to, by, rightsizing);
   for (const auto& w : windows) b.add(w);
   return b.finish();
 }
 
-Report build_report(const ledger::Store& store, int64_t from, int64_t to, GroupBy by) {
-  ReportBuilder b(from, to, by);
+Report build_report(const ledger::Store& store, int64_t from, int64_t to, GroupBy by,
+                    const RightsizingOptions& rightsizing) {
+  ReportBuilder b(from, to, by, rightsizing);
   store.for_each_window(from, to, [&](WindowRecord&& w) { b.add(w); });
   Report r = b.finish();
   add_memory_size_note(r, store.memory_size_unknown(from, to));

@@ -12,6 +12,7 @@
 #include "ledger/window_split.h"
 #include "report/report.h"
 #include "report/report_text.h"
+#include "report/rightsizing_render.h"
 
 namespace gpuledger::report {
 
@@ -402,6 +403,7 @@ std::string render_html(const Report& r) {
       << " of GPU time held but idle</li>";
   if (r.top_wasters.empty()) h << "<li>none</li>";
   h << "</ol>\n";
+  if (r.rightsizing) h << rightsizing_html_section(*r.rightsizing);
   h << "<h2>Cost over time by team</h2>\n" << svg_cost_over_time(r) << "\n";
   h << "<h2>Cost against efficiency</h2>\n" << svg_cost_vs_efficiency(r) << "\n";
   h << "<h2>Idle share of cost</h2>\n" << svg_idle_share(r) << "\n";

@@ -1,7 +1,9 @@
 #include "report/report_text.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <sstream>
 
 #include "common/utf8.h"
 #include "ledger/prices.h"
@@ -70,5 +72,44 @@ std::string format_utc(int64_t unix_seconds, const char* strftime_format) {
 }
 
 std::string format_date_time(int64_t unix_seconds) { return format_utc(unix_seconds, "%Y-%m-%d %H:%M UTC"); }
+
+// Aligned columns: the first left-aligned, the others right-aligned; a rule
+// before the last line when `rule_before_last`.
+std::string aligned_columns(const std::vector<std::vector<std::string>>& lines, bool rule_before_last) {
+  std::vector<size_t> width(lines.front().size(), 0);
+  for (const auto& l : lines)
+    for (size_t i = 0; i < l.size(); ++i) width[i] = std::max(width[i], l[i].size());
+  std::ostringstream out;
+  for (size_t n = 0; n < lines.size(); ++n) {
+    const auto& l = lines[n];
+    if (rule_before_last && n + 1 == lines.size()) {
+      size_t total_width = 0;
+      for (size_t w : width) total_width += w;
+      out << std::string(total_width + 2 * (width.size() - 1), '-') << "\n";
+    }
+    std::string line;
+    for (size_t i = 0; i < l.size(); ++i) {
+      if (i) line += "  ";
+      if (i == 0)
+        line += l[i] + std::string(width[i] - l[i].size(), ' ');
+      else
+        line += std::string(width[i] - l[i].size(), ' ') + l[i];
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+std::string csv_field(const std::string& raw) {
+  const std::string s = display_name(raw);
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
 
 }  // namespace gpuledger::report

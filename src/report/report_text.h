@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gpuledger::report {
 
@@ -20,5 +21,10 @@ std::string html_escape(const std::string& text);     // also makes it valid UTF
 std::string display_name(const std::string& name);
 std::string format_utc(int64_t unix_seconds, const char* strftime_format);
 std::string format_date_time(int64_t unix_seconds);  // "2026-11-30 14:05 UTC"
+// Aligned columns: the first left-aligned, the others right-aligned; a rule
+// before the last line when `rule_before_last`.
+std::string aligned_columns(const std::vector<std::vector<std::string>>& lines, bool rule_before_last);
+// One CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
+std::string csv_field(const std::string& raw);
 
 }  // namespace gpuledger::report

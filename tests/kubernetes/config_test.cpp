@@ -29,6 +29,13 @@ TEST(AgentConfig, EmptyFileGivesDefaults) {
   EXPECT_EQ(c.kai_reservation_namespace, "runai-reservation");
 }
 
+// The agent reads the same file as `gpuledger rightsize --config`: its
+// `rightsizing:` section (report/rightsizing_config.h) is a known key here.
+TEST(AgentConfig, TheRightsizingSectionIsAKnownKey) {
+  EXPECT_EQ(error_of("rightsizing:\n  idle_after: 48h\n"), "");
+  EXPECT_NE(error_of("rightsizeing:\n  idle_after: 48h\n").find("unknown key 'rightsizeing'"), std::string::npos);
+}
+
 TEST(AgentConfig, FullFileParses) {
   auto c = parse_agent_config(R"(
 team:

@@ -135,3 +135,29 @@ TEST(AgentInputs, EnergyReadingsPreferTheDcgmCounter) {
 
 }  // namespace
 }  // namespace gpuledger::ledger
+
+namespace gpuledger::ledger {
+namespace {
+
+// NVML's per-process used memory goes to the workload whose process it is
+// (by host pid), per GPU; a process nobody owns, or with no figure, adds nothing.
+TEST(AgentInputs, NvmlProcessMemoryGoesToItsWorkload) {
+  agent::AgentSnapshot snap;
+  agent::WorkloadView v;
+  v.workload.id = "k8s/uid-1/c1";
+  v.processes = {{100, "python", 0}, {101, "python", 0}};
+  snap.workloads = {v};
+  device::DeviceSnapshot d = devices();
+  device::ProcessReading p1, p2, stranger, unknown;
+  p1.pid = 100, p1.gpu_uuid = "GPU-a", p1.used_bytes = 3'000'000'000;
+  p2.pid = 101, p2.gpu_uuid = "GPU-a", p2.used_bytes = 500'000'000;
+  stranger.pid = 999, stranger.gpu_uuid = "GPU-a", stranger.used_bytes = 7'000'000'000;
+  unknown.pid = 100, unknown.gpu_uuid = "GPU-b";  // NVML said N/A
+  d.processes = {p1, p2, stranger, unknown};
+  Observation o = make_observation(1.0, snap, d, {}, false, PriceBook{});
+  ASSERT_EQ(o.workloads.size(), 1u);
+  EXPECT_EQ(o.workloads[0].nvml_used_bytes, (std::map<std::string, uint64_t>{{"GPU-a", 3'500'000'000}}));
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger

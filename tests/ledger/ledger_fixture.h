@@ -52,10 +52,10 @@ inline ledger::Observation fixture_observation(double t) {
                {"GPU-excl", "k8s/pod-c", labels("ml", "pod-c", "vision"), 1},
                {"MIG-d", "k8s/pod-d", labels("nlp", "pod-d", "nlp"), 1}};
   o.workloads = {
-      {"k8s/pod-a", labels("ml", "pod-a", "vision"), 0.5 * t, static_cast<uint64_t>(10 * t), 1ull << 30, {}, {}},
-      {"k8s/pod-b", labels("nlp", "pod-b", "nlp"), t / 6.0, static_cast<uint64_t>(2 * t), 0, {}, {}},
-      {"k8s/pod-c", labels("ml", "pod-c", "vision"), 0.75 * t, static_cast<uint64_t>(t), 2ull << 30, {}, {}},
-      {"k8s/pod-d", labels("nlp", "pod-d", "nlp"), 0, 0, 0, {}, {}},
+      {"k8s/pod-a", labels("ml", "pod-a", "vision"), 0.5 * t, static_cast<uint64_t>(10 * t), 1ull << 30, {}, {}, {}},
+      {"k8s/pod-b", labels("nlp", "pod-b", "nlp"), t / 6.0, static_cast<uint64_t>(2 * t), 0, {}, {}, {}},
+      {"k8s/pod-c", labels("ml", "pod-c", "vision"), 0.75 * t, static_cast<uint64_t>(t), 2ull << 30, {}, {}, {}},
+      {"k8s/pod-d", labels("nlp", "pod-d", "nlp"), 0, 0, 0, {}, {}, {}},
   };
   DeviceSample shared;
   shared.busy_fraction = 0.6;

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "ledger/hourly_rollup.h"
+#include "ledger/window_evidence.h"
 #include "ledger_dir_test.h"
 
 namespace gpuledger::ledger {
@@ -386,6 +387,89 @@ TEST_F(StoreTest, AnUnknownAllocatedShareIsStoredAsUnknownAndSchemaFourMigrates)
   later.accounts.front().allocated_share_known = false;
   ASSERT_TRUE(store.insert_window(later));
   EXPECT_EQ(store.windows(60, 120), std::vector<WindowRecord>{later});
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger
+
+namespace gpuledger::ledger {
+namespace {
+
+// Schema 6: the rightsizing evidence round-trips; a schema 5 store (no such
+// columns) reads with none (VRAM peaks unknown, the rest derived from each
+// window's columns), and the agent migrates it in place.
+TEST_F(StoreTest, RightsizingEvidenceRoundTripsAndSchemaFiveMigrates) {
+  WindowRecord with = sample(0);
+  AccountEvidence& ev = with.accounts.front().evidence;
+  ev.vram_peak_bytes = 6'000'000'000;
+  ev.nvml_vram_peak_bytes = 6'500'000'000;
+  {
+    Store store(path());
+    ASSERT_TRUE(store.insert_window(with));
+    EXPECT_EQ(store.windows(0, 60), std::vector<WindowRecord>{with});
+  }
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path().c_str(), &raw), SQLITE_OK);
+    std::string drop;
+    for (const char* c : {"vram_peak_bytes", "vram_p95_bytes", "nvml_vram_peak_bytes", "nvml_vram_p95_bytes",
+                          "sm_active_p95", "sm_occupancy_p95", "busy_p95", "idle_lead_seconds", "idle_trail_seconds",
+                          "idle_longest_seconds", "window_count"})
+      drop += std::string("ALTER TABLE accounts DROP COLUMN ") + c + ";";
+    ASSERT_EQ(sqlite3_exec(raw, (drop + "PRAGMA user_version = 5;").c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(raw);
+    sqlite3_close(raw);
+  }
+  {
+    Store report(path(), Store::Mode::kReadOnly);
+    EXPECT_EQ(report.schema_version(), 5);
+    EXPECT_EQ(report.windows(0, 60), std::vector<WindowRecord>{sample(0)});  // no evidence: peaks unknown
+  }
+  Store store(path());
+  EXPECT_EQ(store.schema_version(), kStoreSchemaVersion);
+  EXPECT_EQ(kStoreSchemaVersion, 6);
+  EXPECT_EQ(store.windows(0, 60), std::vector<WindowRecord>{sample(0)});
+  WindowRecord later = with;
+  later.start = 60, later.end = 120;
+  ASSERT_TRUE(store.insert_window(later));
+  EXPECT_EQ(store.windows(60, 120), std::vector<WindowRecord>{later});
+}
+
+// An hour rolled up keeps the peak exactly, the p95 of its windows, and its
+// idle runs: 10 idle minutes, 1 busy, 49 idle -> lead 600, trail 2940, longest 2940.
+TEST_F(StoreTest, RollUpKeepsPeaksP95AndIdleRuns) {
+  Store s(path());
+  for (int i = 0; i < 60; ++i) {
+    WindowRecord w = sample(i * 60);
+    AccountRecord& a = w.accounts.front();
+    a.launches = i == 10 ? 5 : 0;
+    a.busy_seconds = i == 10 ? 60 : 0;
+    a.evidence.vram_peak_bytes = uint64_t{1'000'000'000} * (i + 1);  // 1 GB .. 60 GB
+    a.efficiency.sm_active = i / 100.0;                                // 0.00 .. 0.59
+    s.insert_window(w);
+  }
+  ASSERT_EQ(s.roll_up_before(3600), 59);
+  const auto ws = s.windows(0, 3600);
+  ASSERT_EQ(ws.size(), 1u);
+  const AccountEvidence& ev = ws[0].accounts.front().evidence;
+  EXPECT_EQ(ev.vram_peak_bytes, 60'000'000'000u);
+  EXPECT_EQ(ev.vram_p95_bytes, 57'000'000'000u);  // nearest rank: the 57th of 60
+  EXPECT_DOUBLE_EQ(*ev.sm_active_p95, 0.56);
+  EXPECT_DOUBLE_EQ(*ev.busy_p95, 0.0);  // one busy minute in 60
+  ASSERT_TRUE(ev.idle);
+  EXPECT_EQ(*ev.idle, (IdleRun{600, 2940, 2940}));
+  EXPECT_EQ(ev.windows, 60);
+  EXPECT_FALSE(ev.nvml_vram_peak_bytes);  // unknown stays unknown
+}
+
+TEST(WindowEvidence, IdleRunsJoinAcrossRecords) {
+  const IdleRun idle_hour{3600, 3600, 3600}, busy_end{3000, 0, 3000}, busy{0, 0, 0};
+  EXPECT_EQ(join_idle(idle_hour, 3600, idle_hour, 3600), (IdleRun{7200, 7200, 7200}));
+  EXPECT_EQ(join_idle(idle_hour, 3600, busy_end, 3600), (IdleRun{6600, 0, 6600}));
+  EXPECT_EQ(join_idle(busy, 3600, idle_hour, 3600), (IdleRun{0, 3600, 3600}));
+  EXPECT_EQ(weighted_p95({{1, 19}, {2, 1}}), 1.0);   // rank 19 of 20
+  EXPECT_EQ(weighted_p95({{1, 18}, {2, 2}}), 2.0);
+  EXPECT_EQ(weighted_p95({}), std::nullopt);
 }
 
 }  // namespace

@@ -13,12 +13,13 @@ namespace gpuledger::testing {
 
 struct Proc {
   int status = -1;
-  std::string out;  // stdout and stderr together
+  std::string out;  // stdout and stderr together (unless run() sends stderr elsewhere)
 };
 
-inline Proc run(const std::string& cmd) {
+// `stderr`: where the command's stderr goes (" 2>&1": with stdout; " 2>/dev/null": nowhere).
+inline Proc run(const std::string& cmd, const char* stderr_to = " 2>&1") {
   Proc r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  FILE* p = popen((cmd + stderr_to).c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
   size_t n;

@@ -13,6 +13,9 @@
 
 #include "common/utf8.h"
 #include "report/report.h"
+#include "report/rightsizing_render.h"
+#include <nlohmann/json.hpp>
+#include <set>
 #include "cli_process.h"
 #include "report_fixture.h"
 
@@ -70,6 +73,14 @@ TEST(ReportCli, InvalidUtf8InStoredRowsNeverBreaksAReport) {
   }
   Proc got = run(gpuledger() + " report --store " + store.path() + kRange + " --by team --format json");
   EXPECT_NE(got.out.find("team\xEF\xBF\xBD"), std::string::npos) << got.out;
+  // The recommendations name the same tenants: valid UTF-8 in every format too.
+  for (const char* by : {"pod", "workload", "namespace", "team"}) {
+    for (const char* fmt : {"table", "csv", "json"}) {
+      Proc r = run(gpuledger() + " rightsize --store " + store.path() + kRange + " --by " + by + " --format " + fmt);
+      EXPECT_EQ(r.status, 0) << by << " " << fmt << ": " << r.out;
+      EXPECT_TRUE(is_valid_utf8(r.out)) << by << " " << fmt;
+    }
+  }
 }
 
 TEST(ReportCli, MonthsPlainDatesAndCsvTotals) {
@@ -109,6 +120,118 @@ TEST(ReportCli, ClearErrors) {
   got = run(gpuledger() + " report --store " + store.path() + " --from yesterday");
   EXPECT_EQ(got.status, 1);
   EXPECT_NE(got.out.find("time 'yesterday'"), std::string::npos) << got.out;
+}
+
+}  // namespace
+}  // namespace gpuledger::report
+
+namespace gpuledger::report {
+namespace {
+
+using gpuledger::testing::gpuledger;
+using gpuledger::testing::kRange;
+using gpuledger::testing::Proc;
+using gpuledger::testing::run;
+
+// stdout alone (errors must leave it empty) and the exit status.
+Proc run_stdout(const std::string& cmd) { return run(cmd, " 2>/dev/null"); }
+
+TEST(RightsizeCli, JsonShapeMatchesTheLibrary) {
+  testing::FixtureStore store("rightsize");
+  Proc got = run_stdout(gpuledger() + " rightsize --store " + store.path() + kRange + " --format json");
+  ASSERT_EQ(got.status, 0) << got.out;
+  const auto j = nlohmann::json::parse(got.out);
+  ledger::Store s(store.path(), ledger::Store::Mode::kReadOnly);
+  EXPECT_EQ(got.out, render_rightsizing_json(rightsize(s, testing::kT0, testing::kT0 + 120, GroupBy::kPod)));
+  ASSERT_EQ(j["rows"].size(), 4u);
+  std::set<std::string> advice = {"release", "mig", "time-slice", "more", "keep"};
+  for (const auto& row : j["rows"]) {
+    for (const char* k : {"key", "recommendation", "target", "saving_per_month", "saving_per_month_micros", "limited",
+                          "why", "evidence"})
+      EXPECT_TRUE(row.contains(k)) << k;
+    EXPECT_TRUE(advice.contains(row["recommendation"].get<std::string>()));
+    for (const char* k : {"vram_peak_bytes", "vram_p95_bytes", "sm_active_p95", "busy_share", "idle_seconds_longest",
+                          "windows", "sources"})
+      EXPECT_TRUE(row["evidence"].contains(k)) << k;
+    if (!row["limited"].get<bool>()) {
+      EXPECT_TRUE(row["saving_per_month"].is_string());
+    }
+  }
+  // The shared H100's pod-a did three quarters of the work on half of it: an over-user.
+  bool over = false;
+  for (const auto& row : j["rows"])
+    if (row["key"] == "ml/pod-a") over = row["recommendation"] == "more";
+  EXPECT_TRUE(over) << got.out;
+  for (const char* fmt : {"table", "csv"}) {
+    got = run_stdout(gpuledger() + " rightsize --store " + store.path() + kRange + " --by team --format " + fmt);
+    EXPECT_EQ(got.status, 0) << fmt;
+    EXPECT_NE(got.out.find("vision"), std::string::npos) << got.out;
+  }
+  // The report carries the same recommendations (table and JSON; CSV unchanged).
+  got = run_stdout(gpuledger() + " report --store " + store.path() + kRange + " --by pod --format json");
+  ASSERT_EQ(got.status, 0);
+  EXPECT_EQ(nlohmann::json::parse(got.out)["rightsizing"]["rows"], j["rows"]);
+}
+
+TEST(RightsizeCli, BadInputIsOneSentenceOnStderrAndNothingOnStdout) {
+  testing::FixtureStore store("rightsize_err");
+  const std::string base = gpuledger() + " rightsize --store " + store.path() + kRange;
+  const std::pair<std::string, std::string> cases[] = {
+      {" --idle-after soon", "gpuledger rightsize: --idle-after 'soon': expected a duration such as 24h, 90m or 2d\n"},
+      {" --vram-headroom 1.5",
+       "gpuledger rightsize: --vram-headroom '1.5': expected a fraction from 0 to 1 with at most 6 decimals (e.g. "
+       "0.2)\n"},
+      {" --vram-headroom -0.1",
+       "gpuledger rightsize: --vram-headroom '-0.1': expected a fraction from 0 to 1 with at most 6 decimals (e.g. "
+       "0.2)\n"},
+      {" --by gpu", "gpuledger rightsize: --by: unknown grouping 'gpu' (pod, workload, namespace or team)\n"},
+      {" --format html", "gpuledger rightsize: --format: unknown format 'html' (table, json or csv)\n"},
+  };
+  for (const auto& [args, message] : cases) {
+    Proc out = run_stdout(base + args);
+    EXPECT_NE(out.status, 0) << args;
+    EXPECT_EQ(out.out, "") << args;
+    Proc both = run(base + args);
+    EXPECT_EQ(both.out, message) << args;
+  }
+  // Flags override the configuration: a 1 min idle_after releases the MIG pod idle for 2 min.
+  Proc got = run_stdout(base + " --idle-after 1m --format json");
+  ASSERT_EQ(got.status, 0);
+  bool released = false;
+  const auto j = nlohmann::json::parse(got.out);
+  for (const auto& row : j["rows"])
+    if (row["key"] == "nlp/pod-d") released = row["recommendation"] == "release";
+  EXPECT_TRUE(released) << got.out;
+}
+
+// --config's `rightsizing:` section decides; a flag overrides it; a bad file is
+// one sentence naming file:line:column.
+TEST(RightsizeCli, ConfigurationAndFlagsDecide) {
+  testing::FixtureStore store("rightsize_config");
+  const std::string base = gpuledger() + " rightsize --store " + store.path() + kRange + " --format json";
+  const auto config = store.dir() / "config.yaml";
+  std::ofstream(config) << "cost:\n  default_per_hour: 1.00\nrightsizing:\n  idle_after: 1m\n  vram_headroom: 0.5\n";
+  auto advice_of_pod_d = [&](const std::string& args) {
+    Proc got = run_stdout(base + args);
+    EXPECT_EQ(got.status, 0) << args;
+    const auto j = nlohmann::json::parse(got.out);
+    EXPECT_EQ(j["vram_headroom"], args.find("--vram-headroom") == std::string::npos ? "0.500000" : "0.100000");
+    for (const auto& row : j["rows"])
+      if (row["key"] == "nlp/pod-d") return row["recommendation"].get<std::string>();
+    return std::string("none");
+  };
+  EXPECT_EQ(advice_of_pod_d(" --config " + config.string()), "release");
+  // The report's recommendations follow the same options.
+  Proc report = run_stdout(gpuledger() + " report --store " + store.path() + kRange + " --by pod --format json --config " +
+                           config.string());
+  ASSERT_EQ(report.status, 0);
+  EXPECT_EQ(nlohmann::json::parse(report.out)["rightsizing"]["idle_after_seconds"], 60);
+  EXPECT_EQ(advice_of_pod_d(" --config " + config.string() + " --idle-after 1h --vram-headroom 0.1"), "mig");
+  std::ofstream(config) << "rightsizing:\n  idle_after: soon\n";
+  Proc bad = run(base + " --config " + config.string());
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_EQ(bad.out, "gpuledger rightsize: config " + config.string() +
+                         ":2:15: rightsizing.idle_after 'soon': expected a duration such as 24h, 90m or 2d\n");
 }
 
 }  // namespace
