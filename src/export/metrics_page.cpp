@@ -118,24 +118,23 @@ void write_workload_metrics(ExpositionWriter& out, const agent::AgentSnapshot& s
   per_direction("gpuledger_cuda_memcpy_bytes_total", "Bytes copied by memcpy, by direction.", &gl_counters::memcpy_bytes);
   per_direction("gpuledger_cuda_memcpy_total", "Memcpy calls, by direction.", &gl_counters::memcpy_calls);
 
-  out.family("gpuledger_cuda_api_errors_total", MetricType::kCounter,
-             "CUDA driver calls that returned an error, by entry point.");
-  for (const auto& s : series) {
-    for (const auto& [call, n] : s.usage->errors_by_call) {
-      auto labels = s.labels;
-      labels.emplace_back("call", call);
-      out.sample(labels, n);
+  // Counts kept by name per series (errors by entry point, export tables by id).
+  auto by_name = [&](const char* name, const char* help, const char* label,
+                     std::map<std::string, uint64_t> ledger::Usage::*field) {
+    out.family(name, MetricType::kCounter, help);
+    for (const auto& s : series) {
+      for (const auto& [key, n] : s.usage->*field) {
+        auto labels = s.labels;
+        labels.emplace_back(label, key);
+        out.sample(labels, n);
+      }
     }
-  }
-  out.family("gpuledger_cuda_export_table_requests_total", MetricType::kCounter,
-             "cuGetExportTable requests, by table id: the undocumented driver tables a CUDA runtime asks for.");
-  for (const auto& s : series) {
-    for (const auto& [table, n] : s.usage->export_tables) {
-      auto labels = s.labels;
-      labels.emplace_back("table", table);
-      out.sample(labels, n);
-    }
-  }
+  };
+  by_name("gpuledger_cuda_api_errors_total", "CUDA driver calls that returned an error, by entry point.", "call",
+          &ledger::Usage::errors_by_call);
+  by_name("gpuledger_cuda_export_table_requests_total",
+          "cuGetExportTable requests, by table id: the undocumented driver tables a CUDA runtime asks for.", "table",
+          &ledger::Usage::export_tables);
   out.family("gpuledger_workload_processes", MetricType::kGauge, "Live processes of the workload seen making CUDA calls.");
   for (const auto& w : snap.workloads) out.sample(workload_labels(w), static_cast<uint64_t>(w.processes.size()));
 }

@@ -9,7 +9,12 @@
 
 #include "agent/agent.h"
 #include "bpf_requirement.h"
+#include "common/error.h"
+#include "probes/elf_symbols.h"
 #include "probes/library_discovery.h"
+#include "probes/runtime_discovery.h"
+#include "probes/runtime_entry_points.h"
+#include "probes/static_symbols.h"
 #include "tenant_harness.h"
 
 namespace gpuledger::testing {
@@ -225,8 +230,30 @@ TEST_F(RuntimeProbesTest, ADeletedRuntimeCopyNoProcessMapsIsDetached) {
 // A tenant making runtime copies meets the bound (--max-libraries, runtime
 // files apart from the driver's): the copy past it is refused and counted,
 // and probed once a deleted copy makes room - before its application's calls.
+// Runtime files other processes on this machine hold with a driver mapped (a
+// CUDA service on a GPU node): each takes a runtime slot of the bound too.
+size_t runtimes_in_use_elsewhere() {
+  std::set<probes::FileId> drivers;
+  for (const auto& path : probes::default_driver_library_paths())
+    if (auto id = probes::file_id_of(path)) drivers.insert(*id);
+  std::set<probes::FileId> runtimes;
+  for (const auto& c : probes::scan_runtime_candidates("/proc", drivers)) {
+    std::vector<probes::ElfFunction> fns;
+    try {
+      fns = probes::read_dynamic_functions(c.mapping.path);
+      auto statics = probes::read_static_functions(c.mapping.path);
+      fns.insert(fns.end(), statics.begin(), statics.end());
+    } catch (const Error&) {
+      continue;
+    }
+    probes::CallNames names(GL_RUNTIME_CALL_BASE, GL_MAX_CALLS);
+    if (!probes::plan_runtime_probes(fns, names).empty()) runtimes.insert(c.mapping.printed);
+  }
+  return runtimes.size();
+}
+
 TEST_F(RuntimeProbesTest, RuntimeCopiesMeetABoundAndADeletedOneMakesRoom) {
-  start_agent(RuntimeProbes::kAuto, 1);
+  start_agent(RuntimeProbes::kAuto, 1 + runtimes_in_use_elsewhere());
   const fs::path base = fs::temp_directory_path() / ("gpuledger-rt-bound-" + std::to_string(::getpid()));
   const fs::path dir_a = base / "a", dir_b = base / "b";
   const std::string name = fs::path(kSharedRuntime).filename();

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "gpuledger_abi.h"
+#include "elf_function_fixture.h"
 #include "probes/elf_symbols.h"
 
 #ifndef GPULEDGER_SIM_LIB
@@ -337,14 +338,7 @@ TEST_F(SimPlan, ReplanningWithTheSameCallNamesKeepsIds) {
 // ---------------------------------------------------------------------------
 // Hand-made symbol lists.
 
-ElfFunction fn(std::string name, uint64_t offset) {
-  ElfFunction f;
-  f.name = std::move(name);
-  f.address = offset + 0x1000;
-  f.file_offset = offset;
-  f.size = 16;
-  return f;
-}
+ElfFunction fn(std::string name, uint64_t offset) { return function_at(std::move(name), offset); }
 
 TEST(SyntheticPlan, NoCudaNamesGivesAnEmptyPlan) {
   CallNames names;

@@ -19,6 +19,7 @@
 
 #include "probes/billable_entry_points.h"
 #include "probes/cuda_entry_points.h"
+#include "elf_function_fixture.h"
 #include "probes/elf_symbols.h"
 
 #ifndef GPULEDGER_SIM_LIB
@@ -56,15 +57,6 @@ std::string join(const std::set<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : " ") + n;
   return out;
-}
-
-ElfFunction function_at(std::string name, uint64_t offset) {
-  ElfFunction f;
-  f.name = std::move(name);
-  f.address = offset + 0x1000;
-  f.file_offset = offset;
-  f.size = 16;
-  return f;
 }
 
 // The rule finds a family the catalogue has never heard of.
