@@ -159,9 +159,15 @@ class AgentProbes : public Attachment {
       throw Error("the agent did not attach cleanly to " + path);
     probes_ = self.probes_attached;
   }
+  // Launches counted, or - on the real driver without a GPU, where every
+  // launch fails and --launch-returns counts it as an error - launch errors.
   std::string check(uint64_t launches_made) override {
     uint64_t counted = 0;
-    for (const auto& w : agent_->snapshot().workloads) counted += w.usage.counters.launches;
+    for (const auto& w : agent_->snapshot().workloads) {
+      counted += w.usage.counters.launches;
+      for (const auto& [call, n] : w.usage.errors_by_call)
+        if (call.starts_with("cuLaunchKernel")) counted += n;
+    }
     if (counted >= launches_made) return "";
     return "agent counted " + std::to_string(counted) + " of " + std::to_string(launches_made) + " launches";
   }
