@@ -24,6 +24,7 @@
 #include "probes/bpf_handles.h"
 #include "probes/cuda_entry_points.h"
 #include "probes/elf_symbols.h"
+#include "private_copy.h"
 #include "report.h"
 #include "sim_library.h"
 #include "cuda_runtime_sim.h"
@@ -428,25 +429,14 @@ std::string measure_calls(const std::string& path, const HotCalls& calls, const 
 // timed is the call path through the real code and the probes on it.
 class RealDriver {
  public:
-  explicit RealDriver(const std::string& original) {
-    char tmpl[] = "/tmp/gpuledger-bench-real.XXXXXX";
-    if (!::mkdtemp(tmpl)) throw Error("cannot create a temporary directory");
-    dir_ = tmpl;
-    path_ = dir_ + "/gpuledger-bench-nvidia-driver.so";
-    std::filesystem::copy_file(original, path_);
-    handle_ = ::dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) throw Error(std::string("cannot load the real driver library: ") + ::dlerror());
+  explicit RealDriver(const std::string& original) : lib_(original, "gpuledger-bench-nvidia-driver.so") {
     resolve("cuInit", init_);
     resolve("cuLaunchKernel", launch_);
     resolve("cuMemcpyHtoD_v2", copy_);
     resolve("cuStreamSynchronize", sync_);
     init_result_ = init_(0);
   }
-  ~RealDriver() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);  // the mapping stays; only the name goes
-  }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return lib_.path(); }
   CUresult init_result() const { return init_result_; }
   HotCalls calls() const {
     return {{"cuLaunchKernel", [this] { return launch_(nullptr, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr); }},
@@ -457,11 +447,9 @@ class RealDriver {
  private:
   template <typename Fn>
   void resolve(const char* name, Fn& out) {
-    out = reinterpret_cast<Fn>(::dlsym(handle_, name));
-    if (!out) throw Error(std::string("the real driver library does not export ") + name);
+    out = reinterpret_cast<Fn>(lib_.symbol(name));
   }
-  std::string dir_, path_;
-  void* handle_ = nullptr;
+  PrivateCopy lib_;
   CUresult (*init_)(unsigned) = nullptr;
   decltype(&::cuLaunchKernel) launch_ = nullptr;
   decltype(&::cuMemcpyHtoD_v2) copy_ = nullptr;
@@ -503,30 +491,19 @@ struct RuntimeApp {
   using malloc_fn = int (*)(void**, size_t);
   using launch_fn = int (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t);
   using memcpy_fn = int (*)(void*, const void*, size_t, cudaMemcpyKind);
-  std::string dir, path;
+  PrivateCopy lib;
+  const std::string& path;
   launch_fn launch = nullptr;
   memcpy_fn memcpy = nullptr;
   void* buffer = nullptr;
   char host[4096] = {};
 
-  explicit RuntimeApp(const std::string& original) {
-    char tmpl[] = "/tmp/gpuledger-bench-rt.XXXXXX";
-    if (!::mkdtemp(tmpl)) throw Error("cannot create a temporary directory");
-    dir = tmpl;
-    path = dir + "/gpuledger-bench-cudart.so";
-    std::filesystem::copy_file(original, path);
-    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) throw Error(std::string("cannot load the runtime stand-in: ") + ::dlerror());
-    auto set_device = reinterpret_cast<set_device_fn>(::dlsym(h, "cudaSetDevice"));
-    auto alloc = reinterpret_cast<malloc_fn>(::dlsym(h, "cudaMalloc"));
-    launch = reinterpret_cast<launch_fn>(::dlsym(h, "cudaLaunchKernel"));
-    memcpy = reinterpret_cast<memcpy_fn>(::dlsym(h, "cudaMemcpy"));
-    if (!set_device || !alloc || !launch || !memcpy) throw Error("the runtime stand-in lacks an entry point");
+  explicit RuntimeApp(const std::string& original) : lib(original, "gpuledger-bench-cudart.so"), path(lib.path()) {
+    auto set_device = reinterpret_cast<set_device_fn>(lib.symbol("cudaSetDevice"));
+    auto alloc = reinterpret_cast<malloc_fn>(lib.symbol("cudaMalloc"));
+    launch = reinterpret_cast<launch_fn>(lib.symbol("cudaLaunchKernel"));
+    memcpy = reinterpret_cast<memcpy_fn>(lib.symbol("cudaMemcpy"));
     if (set_device(0) != 0 || alloc(&buffer, sizeof host) != 0) throw Error("the runtime stand-in failed to start");
-  }
-  ~RuntimeApp() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
   }
 };
 

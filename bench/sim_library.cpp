@@ -14,9 +14,8 @@ namespace fs = std::filesystem;
 namespace {
 
 template <typename Fn>
-void resolve(void* handle, const char* name, Fn& out) {
-  out = reinterpret_cast<Fn>(::dlsym(handle, name));
-  if (!out) throw Error(std::string("the simulator does not export ") + name);
+void resolve(const PrivateCopy& lib, const char* name, Fn& out) {
+  out = reinterpret_cast<Fn>(lib.symbol(name));
 }
 
 void check(CUresult r, const char* what) {
@@ -25,33 +24,17 @@ void check(CUresult r, const char* what) {
 
 }  // namespace
 
-SimLibrary::SimLibrary(const std::string& original) {
-  char tmpl[] = "/tmp/gpuledger-bench.XXXXXX";
-  if (!::mkdtemp(tmpl)) throw Error("cannot create a temporary directory");
-  dir_ = tmpl;
-  path_ = dir_ + "/gpuledger-bench-cuda.so";  // not libcuda.so*: see sim_library.h
-  std::error_code ec;
-  fs::copy_file(original, path_, ec);
-  if (ec) throw Error("cannot copy " + original + ": " + ec.message());
-  handle_ = ::dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle_) throw Error(std::string("cannot load the simulator: ") + ::dlerror());
-  resolve(handle_, "cuInit", api_.init);
-  resolve(handle_, "cuDeviceGet", api_.device_get);
-  resolve(handle_, "cuDevicePrimaryCtxRetain", api_.primary_ctx_retain);
-  resolve(handle_, "cuCtxSetCurrent", api_.ctx_set_current);
-  resolve(handle_, "cuModuleLoadData", api_.module_load_data);
-  resolve(handle_, "cuModuleGetFunction", api_.module_get_function);
-  resolve(handle_, "cuMemAlloc_v2", api_.mem_alloc);
-  resolve(handle_, "cuLaunchKernel", api_.launch_kernel);
-  resolve(handle_, "cuMemcpyHtoD_v2", api_.memcpy_htod);
-  resolve(handle_, "cuStreamSynchronize", api_.stream_synchronize);
-}
-
-SimLibrary::~SimLibrary() {
-  // The library stays mapped until exit (forked children share it); only the
-  // directory entry goes, which does not disturb the mapping.
-  std::error_code ec;
-  fs::remove_all(dir_, ec);
+SimLibrary::SimLibrary(const std::string& original) : copy_(original, "gpuledger-bench-cuda.so") {
+  resolve(copy_, "cuInit", api_.init);
+  resolve(copy_, "cuDeviceGet", api_.device_get);
+  resolve(copy_, "cuDevicePrimaryCtxRetain", api_.primary_ctx_retain);
+  resolve(copy_, "cuCtxSetCurrent", api_.ctx_set_current);
+  resolve(copy_, "cuModuleLoadData", api_.module_load_data);
+  resolve(copy_, "cuModuleGetFunction", api_.module_get_function);
+  resolve(copy_, "cuMemAlloc_v2", api_.mem_alloc);
+  resolve(copy_, "cuLaunchKernel", api_.launch_kernel);
+  resolve(copy_, "cuMemcpyHtoD_v2", api_.memcpy_htod);
+  resolve(copy_, "cuStreamSynchronize", api_.stream_synchronize);
 }
 
 CudaSession::CudaSession(const CudaApi& a) : api(&a) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cuda_sim.h"
+#include "private_copy.h"
 
 namespace gpuledger::bench {
 
@@ -30,16 +31,14 @@ struct CudaApi {
 class SimLibrary {
  public:
   explicit SimLibrary(const std::string& original);  // copies and loads; throws Error
-  ~SimLibrary();
   SimLibrary(const SimLibrary&) = delete;
   SimLibrary& operator=(const SimLibrary&) = delete;
 
-  const std::string& path() const { return path_; }  // the private copy: probe this one
+  const std::string& path() const { return copy_.path(); }  // the private copy: probe this one
   const CudaApi& api() const { return api_; }
 
  private:
-  std::string dir_, path_;
-  void* handle_ = nullptr;
+  PrivateCopy copy_;
   CudaApi api_;
 };
 

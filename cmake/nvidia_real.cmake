@@ -42,16 +42,6 @@ else()
                   "run scripts/fetch-nvidia-libs.sh ${GPULEDGER_NVIDIA_DIR}")
 endif()
 
-# The same files under the names the probes' and integration tests use
-# (empty when not fetched).
-foreach(var LIBCUDA LIBNVML LIBCUDART NVML_H LIBDIR DRIVER_VERSION)
-  if(DEFINED NVIDIA_REAL_${var})
-    set(GPULEDGER_REAL_${var} "${NVIDIA_REAL_${var}}")
-  else()
-    set(GPULEDGER_REAL_${var} "")
-  endif()
-endforeach()
-
 # The toolkit's cuda.h, where this machine has one (optional: not on a fresh Debian box).
 find_path(GPULEDGER_REAL_CUDA_INCLUDE cuda.h PATHS /usr/local/cuda/include NO_DEFAULT_PATH)
 if(GPULEDGER_REAL_CUDA_INCLUDE)

@@ -102,6 +102,7 @@ ops (BYTES accepts k/m/g suffixes = KiB/MiB/GiB, and 0x hex):
   event-query                   cuEventCreate, cuEventRecord, cuEventQuery until complete,
                                 cuEventDestroy_v2
   export-table                  cuGetExportTable for the id 00010203-0405-0607-0809-0a0b0c0d0e0f
+  export-tables N               cuGetExportTable for N distinct ids (the first 8 bytes count 0..N-1)
   wait-stdin                    block until a line (or EOF) arrives on stdin
   print-ready                   print "READY <pid>" and flush stdout
   sleep-ms N                    sleep N milliseconds
@@ -172,6 +173,7 @@ const std::vector<OpSpec> &op_specs()
         {"query", 0, {"ptsz"}, true},
         {"event-query", 0, {}, true},
         {"export-table", 0, {}, true},
+        {"export-tables", 1, {}, true},
         {"wait-stdin", 0, {}, false},
         {"print-ready", 0, {}, false},
         {"sleep-ms", 1, {}, false},
@@ -1155,6 +1157,14 @@ class Runner {
             const void *table = nullptr;
             call("cuGetExportTable", cuGetExportTable(&table, &id));
             ++t_.export_tables["00010203-0405-0607-0809-0a0b0c0d0e0f"];
+        } else if (n == "export-tables") {
+            CUuuid id;
+            std::memset(id.bytes, 0xee, sizeof id.bytes);
+            const void *table = nullptr;
+            for (unsigned long long i = 0; i < a[0]; ++i) {
+                std::memcpy(id.bytes, &i, sizeof i);
+                call("cuGetExportTable", cuGetExportTable(&table, &id));
+            }
         } else if (n == "wait-stdin") {
             std::string line;
             std::getline(std::cin, line);

@@ -495,7 +495,7 @@ AgentSnapshot Agent::snapshot() {
       {"workload_counters", probes::count_entries(fds.workload_counters), program_->max_workloads()},
       {"call_errors", probes::count_entries(fds.call_errors), program_->max_workloads()},
       {"processes", processes.size(), 65536},
-      {"export_tables", probes::count_entries(fds.export_tables), 4096},
+      {"export_tables", probes::count_entries(fds.export_tables), program_->max_export_tables()},
   };
   return snap;
 }

@@ -123,6 +123,8 @@ std::string CudaProbeProgram::links_version() const {
                                        static_cast<unsigned>(r->runtime_mode), r->exact_threads_legacy, multi_));
 }
 
+uint32_t CudaProbeProgram::max_export_tables() const { return bpf_map__max_entries(skel_->maps.export_tables); }
+
 void CudaProbeProgram::unpin(const FileId& file) {
   if (config_.pins) config_.pins->unpin_library(file);
 }

@@ -91,6 +91,7 @@ class CudaProbeProgram {
   void set_attach_fault_for_test(std::function<bool(const ProbePart&)> fault) { fault_ = std::move(fault); }
   BpfMapFds maps() const;
   uint32_t max_workloads() const { return config_.max_workloads; }
+  uint32_t max_export_tables() const;  // the export-table map's capacity
   bool multi_uprobe() const { return multi_; }
 
  private:

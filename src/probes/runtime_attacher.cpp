@@ -74,6 +74,11 @@ bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin
   }
   // Read without the lock: a large file takes a while, and snapshots wait on it.
   std::vector<ElfFunction> symbols = runtime_symbols(target.file);
+  // No cuda* symbol at all: a stripped static runtime, if the runtime's own
+  // strings are there. Looked for here too, outside the lock, and only then.
+  const bool stripped = std::none_of(symbols.begin(), symbols.end(),
+                                     [](const ElfFunction& f) { return f.name.starts_with("cuda"); }) &&
+                        holds_cuda_runtime_strings(target.file.fd.get());
   std::lock_guard lock(mu_);
   if (attached_.contains(id)) {
     remember_printed();
@@ -92,9 +97,8 @@ bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin
       stripped_.clear();
     }
     without_runtime_.insert(id);
-    // No runtime symbols, but the runtime's own strings: a stripped static
-    // runtime. Said once per file, and counted, rather than left silent.
-    if (holds_cuda_runtime_strings(target.file.fd.get())) {
+    // Said once per file, and counted, rather than left silent.
+    if (stripped) {
       stripped_.insert(id);
       spdlog::warn("CUDA runtime linked statically into {} (dev {} inode {}) is stripped of its symbol table: its "
                    "calls cannot be probed; only those that reach the driver through its exported symbols are "

@@ -9,8 +9,9 @@
 namespace gpuledger::probes {
 
 // Whether the file behind `fd` holds the CUDA runtime's error-name table.
-// Reads at most `limit` bytes, in chunks, with pread (the descriptor's offset
-// is left alone).
-bool holds_cuda_runtime_strings(int fd, size_t limit = size_t{1} << 30);
+// Reads at most `limit` bytes (the file is a tenant's: a bound on the work it
+// can make the agent do), in chunks, with pread (the descriptor's offset is
+// left alone).
+bool holds_cuda_runtime_strings(int fd, size_t limit = size_t{256} << 20);
 
 }  // namespace gpuledger::probes

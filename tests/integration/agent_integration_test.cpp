@@ -623,6 +623,35 @@ TEST_F(AgentOwnInstance, PerProbeLinksCountTheSame) {
   EXPECT_EQ(w->usage.counters.syncs, 1u);
 }
 
+// A tenant that asks for endless export-table ids fills the bounded map and no
+// more: what does not fit is counted as an overflow, and another workload's
+// request is still counted as a call (its error), only not by id.
+TEST_F(AgentOwnInstance, ExportTableIdsFillABoundedMapAndTheRestIsCounted) {
+  agent::Agent agent(sim_options(false));
+  const uint64_t capacity = [&] {
+    for (const auto& m : agent.snapshot().self.maps)
+      if (m.name == "export_tables") return static_cast<uint64_t>(m.capacity);
+    return uint64_t{0};
+  }();
+  ASSERT_EQ(capacity, 4096u);
+  ScopedCgroup flood(mounts().v2, test_cgroup("/system.slice/tables-flood.service"));
+  ScopedCgroup other(mounts().v2, test_cgroup("/system.slice/tables-other.service"));
+  ASSERT_EQ(run_tenant({flood.dir()}, "init; export-tables 4196", {}, {"--quiet"}).exit_code, 0);
+  ASSERT_EQ(run_tenant({other.dir()}, "init; export-table", {}, {"--quiet"}).exit_code, 0);
+  auto snap = agent.snapshot();
+  const auto* f = find_workload(snap, "systemd/tables-flood.service");
+  const auto* o = find_workload(snap, "systemd/tables-other.service");
+  ASSERT_NE(f, nullptr);
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(f->usage.export_tables.size(), capacity) << "the map holds what fits";
+  EXPECT_EQ(snap.self.kernel_stats[GL_STAT_EXPORT_TABLES_FULL], 4196 - capacity + 1);
+  EXPECT_TRUE(o->usage.export_tables.empty());
+  EXPECT_EQ(o->usage.errors_by_call.at("cuGetExportTable"), 1u) << "the call itself is still counted";
+  EXPECT_EQ(f->usage.errors_by_call.at("cuGetExportTable"), 4196u);
+  for (const auto& m : snap.self.maps)
+    if (m.name == "export_tables") EXPECT_EQ(m.entries, capacity);
+}
+
 TEST_F(AgentOwnInstance, LaunchReturnsCountOnlySuccessfulLaunchesAndTheirErrors) {
   agent::AgentOptions options = sim_options(false);
   options.launch_returns = true;

@@ -21,6 +21,7 @@
 #include "agent/agent.h"
 #include "bpf_requirement.h"
 #include "probes/library_discovery.h"
+#include "real_nvidia_requirement.h"
 #include "tenant_harness.h"
 
 #ifndef GPULEDGER_REAL_LIBCUDA
@@ -39,19 +40,11 @@ const std::string kApp = GPULEDGER_REAL_RUNTIME_APP;
 const std::string kStatic13 = GPULEDGER_CUDA13_STATIC_APP;            // "" without nvcc
 const std::string kStatic13Stripped = GPULEDGER_CUDA13_STRIPPED_APP;  // "" without nvcc
 
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
-}
-
 class RealNvidia : public ::testing::Test {
  protected:
   void SetUp() override {
     GL_REQUIRE_BPF();
-    if (kRealLibcuda.empty() || !fs::exists(kRealLibcuda) || !fs::exists(kRealLibcudart)) {
-      if (in_ci()) FAIL() << "the real NVIDIA libraries are missing: scripts/fetch-nvidia-libs.sh build/nvidia";
-      GTEST_SKIP() << "the real NVIDIA libraries are not fetched";
-    }
+    GL_REQUIRE_REAL_NVIDIA(!kRealLibcuda.empty() && fs::exists(kRealLibcuda) && fs::exists(kRealLibcudart));
     agent::AgentOptions options;
     options.cuda_libs = {kRealLibcuda};
     options.discover = true;

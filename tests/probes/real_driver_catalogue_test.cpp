@@ -21,6 +21,7 @@
 #include "probes/cuda_entry_points.h"
 #include "elf_function_fixture.h"
 #include "probes/elf_symbols.h"
+#include "real_nvidia_requirement.h"
 
 #ifndef GPULEDGER_SIM_LIB
 #error "GPULEDGER_SIM_LIB must name build/sim/lib/libcuda.so.1"
@@ -35,23 +36,15 @@
 namespace gpuledger::probes {
 namespace {
 
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
-}
-
 std::string real_lib() {
   std::string path = GPULEDGER_REAL_LIBCUDA;
   if (path.empty() || !std::ifstream(path)) return "";
   return path;
 }
 
-#define REQUIRE_REAL_LIB(path)                                                                            \
-  const std::string path = real_lib();                                                                    \
-  if (path.empty()) {                                                                                     \
-    if (in_ci()) FAIL() << "the real libcuda is missing: scripts/fetch-nvidia-libs.sh build/nvidia";      \
-    GTEST_SKIP() << "the real libcuda is not fetched (scripts/fetch-nvidia-libs.sh build/nvidia)";        \
-  }
+#define REQUIRE_REAL_LIB(path)      \
+  const std::string path = real_lib(); \
+  GL_REQUIRE_REAL_NVIDIA(!path.empty())
 
 std::string join(const std::set<std::string>& names) {
   std::string out;

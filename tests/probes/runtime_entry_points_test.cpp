@@ -125,6 +125,13 @@ TEST(StrippedRuntime, TheRuntimesErrorNamesAreFoundAnywhereInTheFile) {
   EXPECT_TRUE(found(write("across", (1 << 20) - 7, true))) << "across the first chunk's end";
   EXPECT_TRUE(found(write("late", (3 << 20) - marker.size(), true)));
   EXPECT_FALSE(found(write("none", 0, false)));
+  // A file larger than the bound is read only up to it: a marker past it is not found.
+  {
+    int fd = ::open(write("past-the-bound", (3 << 20) - marker.size(), true).c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_FALSE(holds_cuda_runtime_strings(fd, size_t{2} << 20));
+    EXPECT_TRUE(holds_cuda_runtime_strings(fd, size_t{3} << 20));
+    ::close(fd);
+  }
   EXPECT_FALSE(holds_cuda_runtime_strings(-1));
   std::filesystem::remove_all(dir);
 }
