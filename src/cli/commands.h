@@ -107,7 +107,7 @@ struct ReportCommand {
   std::string output;            // file; empty: stdout
   std::string prometheus;        // base URL of a Prometheus server; empty: the local store
   unsigned timeout_ms = 10000;
-  bool timeout_ms_given = false;
+  bool timeout_ms_given = false, by_given = false;
   std::string granularity;       // csv and focus: hour | day | month; empty: day
   bool wide = false;             // table: every column
   // Rightsizing (report/rightsizing.h): the `rightsizing:` section of --config,

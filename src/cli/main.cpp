@@ -223,7 +223,8 @@ int main(int argc, char** argv) {
       ->excludes(from_opt)
       ->excludes(to_opt);
   report_cmd->add_flag("--csv-totals", report.csv_totals, "CSV: end with a TOTAL row");
-  report_cmd->add_option("--by", report.by, "team, namespace, pod, workload or gpu")->capture_default_str();
+  auto* by_opt =
+      report_cmd->add_option("--by", report.by, "team, namespace, pod, workload or gpu")->capture_default_str();
   report_cmd->add_option("--format", report.format,
                          "table, csv, json, html or focus (FinOps FOCUS CSV: one row per charge period, account and GPU)")
       ->capture_default_str();
@@ -283,6 +284,7 @@ int main(int argc, char** argv) {
     if (*report_cmd) {
       gpuledger::log::set_level("warn");
       report.timeout_ms_given = timeout_opt->count() > 0;
+      report.by_given = by_opt->count() > 0;
       try {
         return run_report(report);
       } catch (const std::exception& e) {  // one plain sentence on stderr, nothing on stdout or in -o

@@ -90,6 +90,14 @@ void check_options_apply(const ReportCommand& cmd, report::Format format) {
   if (cmd.csv_totals && format != Format::kCsv) refuse("--csv-totals", "csv");
   if (cmd.wide && format != Format::kTable) refuse("--wide", "table");
   if (!cmd.granularity.empty() && format != Format::kCsv && format != Format::kFocus) refuse("--granularity", "csv and focus");
+  if (format == Format::kFocus && cmd.by_given)
+    throw Error("--by does not apply to --format focus, which has one row per account and GPU (with their team, "
+                "namespace and pod in Tags)");
+  // The recommendations' options: CSV and FOCUS carry no recommendations.
+  if (format == Format::kCsv || format == Format::kFocus)
+    for (const auto& [option, value] :
+         {std::pair{"--config", &cmd.config}, {"--idle-after", &cmd.idle_after}, {"--vram-headroom", &cmd.vram_headroom}})
+      if (!value->empty()) refuse(option, "table, json and html (the recommendations)");
   if (!cmd.prometheus.empty()) {
     if (format == Format::kFocus)
       throw Error("--format focus needs the ledger's windows: it is made from a --store, not from --prometheus");

@@ -375,10 +375,14 @@ std::string render_html(const Report& r) {
   if (!r.prices.empty()) {
     h << "<h3>Price per GPU model</h3><table id=\"prices\"><thead><tr><th>GPU model</th><th>GPU-hours</th><th>Cost ("
       << cur << ")</th><th>Price per GPU-hour (" << cur << ")</th></tr></thead><tbody>";
-    for (const auto& p : r.prices) {
+    std::vector<Row> model_costs(r.prices.size());  // the models' costs add up to the total: shown so
+    for (size_t i = 0; i < r.prices.size(); ++i) model_costs[i].cost_busy_micros = r.prices[i].cost_micros;
+    const ShownCosts models = shown_costs(model_costs, r.currency);
+    for (size_t i = 0; i < r.prices.size(); ++i) {
+      const ModelPrice& p = r.prices[i];
       const int64_t per_hour = p.gpu_hours > 0 ? std::llround(static_cast<double>(p.cost_micros) / p.gpu_hours) : 0;
       h << "<tr><td>" << html_escape(p.model.empty() ? "(unknown model)" : p.model) << "</td><td>"
-        << fixed(p.gpu_hours, 2) << "</td>" << money_cell(p.cost_micros, r.currency)
+        << fixed(p.gpu_hours, 2) << "</td>" << money_cell(models.rows[i][ShownCosts::kTotal], p.cost_micros, r)
         << money_cell(per_hour, r.currency) << "</tr>";
     }
     h << "</tbody></table>\n";

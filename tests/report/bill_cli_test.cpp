@@ -51,6 +51,8 @@ TEST(BillCli, BadInputIsRefusedClearly) {
   expect_refused(base + kRange + " --timeout-ms 5", "--timeout-ms applies to --prometheus only");
   expect_refused(base + kRange + " --format focus --prometheus http://127.0.0.1:1", "--format focus needs");
   expect_refused(base + kRange + " --format xml", "--format: unknown format 'xml'");
+  expect_refused(base + kRange + " --format focus --by pod", "--by does not apply to --format focus");
+  expect_refused(base + kRange + " --format csv --idle-after 1h", "--idle-after applies to --format table, json and html");
   // SOURCE_DATE_EPOCH that is not Unix seconds.
   expect_refused("SOURCE_DATE_EPOCH=soon " + base + kRange, "SOURCE_DATE_EPOCH 'soon'");
 }
