@@ -320,7 +320,7 @@ int run_demo(const DemoCommand& cmd) {
   report::BillRequest bill;
   bill.from = from;
   bill.to = to;
-  bill.generated_at = static_cast<int64_t>(unix_now());
+  bill.generated_at = to;  // the demo closed its last window itself: the range is over
   std::fputs(report::render_bill(store, bill).c_str(), stdout);
   // The shared-GPU bill's window: the last whole minute the demo ran.
   std::fputs(shared_gpu_bill(prices.default_micros_per_hour, prices.currency, static_cast<int64_t>(ended_at) / 60 * 60 - 60)
