@@ -20,6 +20,17 @@ bool any_unknown(const Report& r, F has) {
 }
 }  // namespace
 
+std::string group_title(GroupBy by) {
+  switch (by) {
+    case GroupBy::kTeam: return "Team";
+    case GroupBy::kNamespace: return "Namespace";
+    case GroupBy::kPod: return "Pod";
+    case GroupBy::kWorkload: return "Workload";
+    case GroupBy::kGpu: return "GPU";
+  }
+  return "Group";
+}
+
 std::string no_windows_sentence(const Report& r) {
   return "No windows in this range: the store holds no accounting window that starts between " + format_rfc3339(r.from) +
          " and " + format_rfc3339(r.to) + ", so nothing was billed (0 " + display_name(r.currency) +

@@ -9,6 +9,8 @@
 
 namespace gpuledger::report {
 
+// "Team", "Namespace", "Pod", "Workload", "GPU": the grouping's column header for people.
+std::string group_title(GroupBy by);
 // "No windows in this range: ..." (the range, and what the store holds).
 std::string no_windows_sentence(const Report& report);
 // One line per column that shows "unknown" somewhere in the report's rows, saying why.

@@ -242,17 +242,6 @@ struct TableColumn {
   bool narrow;
 };
 
-std::string group_header(GroupBy by) {
-  switch (by) {
-    case GroupBy::kTeam: return "Team";
-    case GroupBy::kNamespace: return "Namespace";
-    case GroupBy::kPod: return "Pod";
-    case GroupBy::kWorkload: return "Workload";
-    case GroupBy::kGpu: return "GPU";
-  }
-  return "?";
-}
-
 // Cuts a name to `max` bytes at a character boundary, marking the cut.
 std::string shorten(const std::string& name, size_t max) {
   if (name.size() <= max || max < 4) return name;
@@ -302,7 +291,7 @@ std::string render_table(const Report& r, bool wide) {
   std::erase_if(cols, [&](const TableColumn& c) { return !wide && !c.narrow; });
 
   auto table = [&](size_t name_max) {
-    std::vector<std::vector<std::string>> lines = {{group_header(r.by)}};
+    std::vector<std::vector<std::string>> lines = {{group_title(r.by)}};
     for (const auto& c : cols) lines[0].push_back(c.header);
     auto line = [&](const Row& row, size_t i) {
       std::vector<std::string> l = {i == std::string::npos ? "TOTAL" : shorten(display_name(row.key), name_max)};
@@ -340,10 +329,11 @@ std::string render_table(const Report& r, bool wide) {
   out << "\nTop wasters (idle cost)\n";
   if (r.top_wasters.empty()) out << "  none\n";
   size_t kw = 0;
-  for (const auto& w : r.top_wasters) kw = std::max(kw, display_name(w.key).size());
+  const size_t side_name_max = wide ? std::string::npos : 48;  // the narrow table's other lists: names cut too
+  for (const auto& w : r.top_wasters) kw = std::max(kw, shorten(display_name(w.key), side_name_max).size());
   for (size_t i = 0; i < r.top_wasters.size(); ++i) {
     const Row& w = r.top_wasters[i];
-    const std::string name = display_name(w.key);
+    const std::string name = shorten(display_name(w.key), side_name_max);
     double share = w.cost_total_micros() ? 100.0 * w.cost_idle_micros / w.cost_total_micros() : 0;
     out << "  " << (i + 1) << ". " << name << std::string(kw - name.size(), ' ') << "  " << shown_amount(w.cost_idle_micros, r.currency)
         << " " << display_name(r.currency) << " idle (" << fixed(share, 1) << "% of its cost)\n";
@@ -352,23 +342,41 @@ std::string render_table(const Report& r, bool wide) {
     out << "\nAllocated against used (shares of the GPUs held or used; flag: used more or less than allocated by "
         << "more than " << fixed(ledger::kShareFlagMargin, 2) << ")\n";
     std::vector<std::vector<std::string>> shares = {
-        {group_header(r.by), "Allocated", "Used (activity)", "Used (VRAM)", "Used (energy)", "Flag"}};
+        {group_title(r.by), "Allocated", "Used (activity)", "Used (VRAM)", "Used (energy)", "Flag"}};
     for (const auto& row : r.rows) {
       if (!(row.share_hours > 0)) continue;
-      std::vector<std::string> l = {display_name(row.key)};
+      std::vector<std::string> l = {shorten(display_name(row.key), side_name_max)};
       for (auto& c : share_cells(row, 4, "unknown")) l.push_back(std::move(c));
       shares.push_back(std::move(l));
     }
     out << aligned_columns(shares, false);
-    out << "Over-users (used more than allocated):";
-    if (r.over_users.empty()) out << " none";
-    for (const auto& row : r.over_users) out << "\n  " << flagged(row);
-    out << "\nUnder-users (used less than allocated):";
-    if (r.under_users.empty()) out << " none";
-    for (const auto& row : r.under_users) out << "\n  " << flagged(row);
-    out << "\n";
+    out << "Over-users (used more than allocated):" << (r.over_users.empty() ? " none\n" : "\n");
+    for (const auto& row : r.over_users) say(flagged(row), "  ", "    ");
+    out << "Under-users (used less than allocated):" << (r.under_users.empty() ? " none\n" : "\n");
+    for (const auto& row : r.under_users) say(flagged(row), "  ", "    ");
   }
-  if (r.rightsizing) out << "\n" << rightsizing_table_section(*r.rightsizing);
+  if (r.rightsizing && wide) out << "\n" << rightsizing_table_section(*r.rightsizing);
+  if (r.rightsizing && !wide) {
+    // One line each, for people; --wide adds the table of their evidence.
+    out << "\nRecommendations (savings per month in " << display_name(r.currency)
+        << ", largest first; --wide shows their evidence)\n";
+    if (r.rightsizing->rows.empty()) out << "  none\n";
+    for (const auto& rec : r.rightsizing->rows) {
+      const std::string saving = rec.saving_per_month_micros
+                                     ? "saves " + shown_amount(*rec.saving_per_month_micros, r.currency) + " a month"
+                                     : std::string("saving not stated (limited evidence)");
+      std::string who = display_name(rec.key);
+      if (!(rec.members.size() == 1 && rec.members[0] == rec.key) && !rec.members.empty()) {
+        who += " (";
+        for (size_t i = 0; i < rec.members.size() && i < 3; ++i) who += (i ? ", " : "") + display_name(rec.members[i]);
+        if (rec.members.size() > 3) who += " and " + std::to_string(rec.members.size() - 3) + " more";
+        who += ")";
+      }
+      say(who + ": " + std::string(to_string(rec.advice)) +
+              (rec.target.empty() ? "" : " " + rec.target) + ", " + saving + " - " + display_name(rec.why),
+          "  ", "    ");
+    }
+  }
   if (!r.notes.empty()) {
     out << "\nNotes\n";
     for (const auto& n : r.notes) out << wrap_text(n, kTableWidth, "  * ", "    ");

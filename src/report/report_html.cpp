@@ -28,17 +28,6 @@ const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 
 std::string color(size_t i) { return kPalette[i % (sizeof kPalette / sizeof kPalette[0])]; }
 
-std::string group_title(GroupBy by) {
-  switch (by) {
-    case GroupBy::kTeam: return "Team";
-    case GroupBy::kNamespace: return "Namespace";
-    case GroupBy::kPod: return "Pod";
-    case GroupBy::kWorkload: return "Workload";
-    case GroupBy::kGpu: return "GPU";
-  }
-  return "Group";
-}
-
 // What finance reads instead of the ledger's account names.
 std::string row_name(const std::string& key) {
   if (key == ledger::kIdleAccount) return "Idle (held GPUs' idle time, kept apart)";

@@ -52,17 +52,16 @@ Over-users (used more than allocated):
 Under-users (used less than allocated):
   nlp (allocated 0.65, used 0.18)
 
-Recommendations (idle_after 24h, vram_headroom 0.20; savings per month of 730 h, in USD; by saving)
-team    recommendation   target  saving_per_month  vram_peak_gb  vram_p95_gb  sm_active_p95  busy_share  idle_longest  windows        sources  limited
-nlp                mig  1g.10gb        544.368300          0.00         0.00          12.5%       30.0%            0s        2  probes+device       no
-vision            more        -          0.000000          1.07         1.07          37.5%       90.0%            0s        2  probes+device       no
-nlp                mig  1g.10gb           unknown          0.00         0.00    0.0% (ebpf)        0.0%            2m        2    probes+ebpf      yes
-vision            keep        -           unknown          2.15         2.15   75.0% (ebpf)       75.0%            0s        2    probes+ebpf      yes
-Why
-  nlp (nlp/pod-b): mig 1g.10gb - VRAM peak 0.00 GB with 20% headroom fits 1g.10gb (10.00 GB), and SM active p95 12.5% fits its 1/7 of the compute
-  vision (ml/pod-a): more - used 0.75 of its GPU's activity with 0.50 allocated: an over-user of a shared GPU
-  nlp (nlp/pod-d): mig 1g.10gb - VRAM peak 0.00 GB with 20% headroom fits 1g.10gb (10.00 GB), and SM active p95 0.0% fits its 1/7 of the compute; SM active is the eBPF span estimate (no device counters in its windows), so no saving is stated
-  vision (ml/pod-c): keep - needs VRAM 2.15 GB +20% and SM active p95 75.0%: no smaller H100 80GB MIG profile fits (SM active is the eBPF span estimate: no device counters in its windows)
+Recommendations (savings per month in USD, largest first; --wide shows their evidence)
+  nlp (nlp/pod-b): mig 1g.10gb, saves 544.37 a month - VRAM peak 0.00 GB with 20% headroom fits 1g.10gb (10.00 GB), and
+    SM active p95 12.5% fits its 1/7 of the compute
+  vision (ml/pod-a): more, saves 0.00 a month - used 0.75 of its GPU's activity with 0.50 allocated: an over-user of a
+    shared GPU
+  nlp (nlp/pod-d): mig 1g.10gb, saving not stated (limited evidence) - VRAM peak 0.00 GB with 20% headroom fits 1g.10gb
+    (10.00 GB), and SM active p95 0.0% fits its 1/7 of the compute; SM active is the eBPF span estimate (no device
+    counters in its windows), so no saving is stated
+  vision (ml/pod-c): keep, saving not stated (limited evidence) - needs VRAM 2.15 GB +20% and SM active p95 75.0%: no
+    smaller H100 80GB MIG profile fits (SM active is the eBPF span estimate: no device counters in its windows)
 
 Special accounts
   __unallocated__: the part of a GPU nobody held: its time while no pod held it, work no holder or user could be named
