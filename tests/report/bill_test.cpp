@@ -410,3 +410,62 @@ TEST(ReportTime, ImpossibleDatesAndNumbersAreRefused) {
 
 }  // namespace
 }  // namespace gpuledger::report
+
+namespace gpuledger::report {
+namespace {
+
+// A month of windows (the fixture's two minutes copied to every 6 hours of
+// 40 days, across a month's end; Jan 15 08:00 to Feb 24 02:00): FOCUS at every granularity adds up to the
+// bill exactly, with one row per period, account and GPU.
+TEST(Focus, AMonthAcrossPeriodsAddsUpExactly) {
+  testing::FixtureStore dir("bill_month");
+  std::vector<ledger::WindowRecord> base;
+  {
+    ledger::Store s(dir.path(), ledger::Store::Mode::kReadOnly);
+    base = s.windows(kT0, kT0 + 120);
+  }
+  ledger::Store store(dir.path());
+  std::vector<ledger::WindowRecord> copies;
+  for (int64_t k = 1; k < 40 * 4; ++k)
+    for (auto w : base) {
+      w.start += k * 6 * 3600;
+      w.end += k * 6 * 3600;
+      copies.push_back(std::move(w));
+    }
+  store.insert_windows(copies);
+  const int64_t from = parse_time("2027-01-15", 0), to = parse_time("2027-02-25", 0);
+  const int64_t total = build_bill(store, request(Format::kTable, Granularity::kDay, from, to)).total.cost_total_micros();
+  EXPECT_EQ(total, 160 * 351'428);
+  for (auto [g, periods] : {std::pair{Granularity::kHour, 160}, {Granularity::kDay, 41}, {Granularity::kMonth, 2}}) {
+    const std::string csv = render_bill(store, request(Format::kFocus, g, from, to));
+    EXPECT_EQ(validate_focus(csv), total) << to_string(g);
+    EXPECT_EQ(parse_csv(csv).size(), 1u + 5u * periods) << to_string(g);
+  }
+  // CSV by day: 41 days (Jan 15 08:00 to Feb 24 02:00) of 3 teams, and the TOTAL of the whole range.
+  BillRequest csv = request(Format::kCsv, Granularity::kDay, from, to);
+  csv.csv_totals = true;
+  const auto rows = parse_csv(render_bill(store, csv));
+  EXPECT_EQ(rows.size(), 1u + 41u * 3u + 1u);
+  EXPECT_EQ(rows.back()[0], "TOTAL");
+  EXPECT_EQ(*decimal_micros(rows.back()[6]), total);
+  int64_t days = 0;
+  for (size_t i = 1; i + 1 < rows.size(); ++i) days += *decimal_micros(rows[i][6]);
+  EXPECT_EQ(days, total);
+}
+
+// The HTML's money adds up where people read it, and it carries the audit.
+TEST(ShownMoney, TheHtmlShowsRowsThatAddUpAndTheAudit) {
+  const std::string html = render_bill(fixture_store(), request(Format::kHtml));
+  EXPECT_NE(html.find("id=\"audit\""), std::string::npos);
+  EXPECT_NE(html.find("Bill id: sha256:"), std::string::npos);
+  EXPECT_NE(html.find("Reconciliation, "), std::string::npos);
+  // vision 0.198 + nlp 0.093428 + unallocated 0.06 = 0.351428: shown 0.20 + 0.09 + 0.06 = 0.35.
+  for (const char* cell : {"title=\"0.198000 USD (exact)\">0.20<", "title=\"0.093428 USD (exact)\">0.09<",
+                           "title=\"0.351428 USD (exact)\">0.35<", "id=\"total\">0.35 USD"})
+    EXPECT_NE(html.find(cell), std::string::npos) << cell;
+  EXPECT_EQ(html.find("holder unknown"), std::string::npos);
+  EXPECT_EQ(html.find("see Notes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuledger::report
