@@ -411,7 +411,7 @@ std::string render_csv_periods(const Report& whole, const std::vector<Report>& p
   for (const auto& h : kShareHeaders) out += "," + h;
   // A pod's or workload's team (--by team names it in the first column already).
   const bool team_column = whole.by == GroupBy::kPod || whole.by == GroupBy::kWorkload;
-  out += std::string(",currency,period_start,period_end") + (team_column ? ",team" : "") + ",node,cluster\r\n";
+  out += std::string(",currency,period_start,period_end") + (team_column ? ",team" : "") + ",node,cluster,bill_id,partial_period\r\n";
   auto emit = [&](const Report& r, const Row& row) {
     std::vector<std::string> cells = {row.key,
                                       fixed(row.gpu_hours_held, 6),
@@ -435,6 +435,8 @@ std::string render_csv_periods(const Report& whole, const std::vector<Report>& p
     if (team_column) cells.push_back(special_account_meaning(row.key).empty() ? row.team : "");
     cells.push_back(whole.audit.node);
     cells.push_back(whole.audit.cluster);
+    cells.push_back(whole.audit.bill_id);
+    cells.push_back(whole.generated_at > 0 && r.to > whole.generated_at ? "true" : "false");
     for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_field(cells[i]);
     out += "\r\n";
   };

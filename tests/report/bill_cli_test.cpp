@@ -135,9 +135,11 @@ TEST(BillCli, TheTableIsForPeopleAndFits120Columns) {
   EXPECT_NE(wide.out.find("VRAM GiB-h"), std::string::npos);
   EXPECT_NE(wide.out.find("kg CO2e"), std::string::npos);
   Proc by_pod = run_stdout(base + " --by pod --format csv");
-  EXPECT_NE(by_pod.out.find(",currency,period_start,period_end,team,node,cluster\r\n"), std::string::npos) << by_pod.out;
+  EXPECT_NE(by_pod.out.find(",currency,period_start,period_end,team,node,cluster,bill_id,partial_period\r\n"),
+            std::string::npos)
+      << by_pod.out;
   EXPECT_NE(by_pod.out.find("ml/" + std::string(200, 'p') + ","), std::string::npos);  // whole names in CSV
-  EXPECT_NE(by_pod.out.find(",USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,vision,,\r\n"), std::string::npos)
+  EXPECT_NE(by_pod.out.find(",USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,vision,,,sha256:"), std::string::npos)
       << by_pod.out;
 }
 

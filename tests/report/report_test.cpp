@@ -93,17 +93,17 @@ TEST(ReportFormat, Csv) {
   EXPECT_EQ(lf, 4u);
   EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\r')), lf);
   std::erase(csv, '\r');
-  EXPECT_EQ(csv, R"(team,gpu_hours_held,gpu_hours_busy,cost_busy,cost_idle,cost_memory,cost_total,sm_active,sm_occupancy,tensor_active,dram_active,vram_gib_hours,launches,energy_kwh,carbon_kg_co2e,allocated_share,used_share,used_vram_share,used_energy_share,share_flag,currency,period_start,period_end,node,cluster
-vision,0.050000,0.040000,0.144000,0.054000,0.000000,0.198000,0.3750,0.1875,,,0.100000,1320,,,0.750000,0.875000,1.000000,,over,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,
-nlp,0.030952,0.005000,0.018000,0.075428,0.000000,0.093428,0.1250,0.0625,,,0.000000,240,,,0.650000,0.175000,0.000000,,under,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,
-__unallocated__,0.000000,0.000000,0.000000,0.060000,0.000000,0.060000,,,,,0.000000,0,,,,,,,,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,
+  EXPECT_EQ(csv, R"(team,gpu_hours_held,gpu_hours_busy,cost_busy,cost_idle,cost_memory,cost_total,sm_active,sm_occupancy,tensor_active,dram_active,vram_gib_hours,launches,energy_kwh,carbon_kg_co2e,allocated_share,used_share,used_vram_share,used_energy_share,share_flag,currency,period_start,period_end,node,cluster,bill_id,partial_period
+vision,0.050000,0.040000,0.144000,0.054000,0.000000,0.198000,0.3750,0.1875,,,0.100000,1320,,,0.750000,0.875000,1.000000,,over,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false
+nlp,0.030952,0.005000,0.018000,0.075428,0.000000,0.093428,0.1250,0.0625,,,0.000000,240,,,0.650000,0.175000,0.000000,,under,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false
+__unallocated__,0.000000,0.000000,0.000000,0.060000,0.000000,0.060000,,,,,0.000000,0,,,,,,,,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false
 )");
 }
 
 TEST(ReportFormat, CsvTotalsRow) {
   std::string csv = render(fixture_report(GroupBy::kTeam), Format::kCsv, RenderOptions{.csv_totals = true});
   EXPECT_NE(csv.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189428,0.000000,0.351428,0.5000,0.2500,,,0.100000,1560,,,,,,,,USD,"
-                     "2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,\r\n"),
+                     "2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false\r\n"),
             std::string::npos)
       << csv;
 }
@@ -152,7 +152,7 @@ TEST(ReportFormat, CsvQuoting) {
   finish_report(r);
   std::string csv = render_csv(r);
   EXPECT_NE(csv.find("\r\n\"team \"\"x\"\", inc\",0.000000,0.000000,0.000001,0.000000,0.000000,0.000001,,,,,0.000000,0,,,,,,,,USD,2027-01-15T08:00:00Z,"
-                     "2027-01-15T08:01:00Z,,\r\n"),
+                     "2027-01-15T08:01:00Z,,,,false\r\n"),
             std::string::npos)
       << csv;
 }
