@@ -1,6 +1,7 @@
 #include "report/bill_words.h"
 
 #include "report/report_text.h"
+#include "report/special_accounts.h"
 
 namespace gpuledger::report {
 
@@ -29,6 +30,13 @@ std::string group_title(GroupBy by) {
     case GroupBy::kGpu: return "GPU";
   }
   return "Group";
+}
+
+std::vector<std::pair<std::string, std::string>> special_accounts_of(const Report& r) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& row : r.rows)
+    if (std::string meaning = special_account_meaning(row.key); !meaning.empty()) out.emplace_back(row.key, meaning);
+  return out;
 }
 
 std::string no_windows_sentence(const Report& r) {

@@ -11,6 +11,8 @@ namespace gpuledger::report {
 
 // "Team", "Namespace", "Pod", "Workload", "GPU": the grouping's column header for people.
 std::string group_title(GroupBy by);
+// The report's rows that are special accounts, with what each holds (special_accounts.h).
+std::vector<std::pair<std::string, std::string>> special_accounts_of(const Report& report);
 // "No windows in this range: ..." (the range, and what the store holds).
 std::string no_windows_sentence(const Report& report);
 // One line per column that shows "unknown" somewhere in the report's rows, saying why.

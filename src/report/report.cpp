@@ -227,8 +227,7 @@ nlohmann::json audit_json(const Report& r) {
   for (const auto& [since, json] : a.price_lists)
     j["price_lists"].push_back({{"since", format_rfc3339(since)}, {"prices", nlohmann::json::parse(json, nullptr, false)}});
   nlohmann::json special = nlohmann::json::object();
-  for (const auto& row : r.rows)
-    if (auto m = special_account_meaning(row.key); !m.empty()) special[row.key] = m;
+  for (const auto& [account, meaning] : special_accounts_of(r)) special[account] = meaning;
   j["special_accounts"] = special;
   return j;
 }
@@ -381,14 +380,9 @@ std::string render_table(const Report& r, bool wide) {
     out << "\nNotes\n";
     for (const auto& n : r.notes) out << wrap_text(n, kTableWidth, "  * ", "    ");
   }
-  bool any_special = false;
-  for (const auto& row : r.rows) {
-    const std::string meaning = special_account_meaning(row.key);
-    if (meaning.empty()) continue;
-    if (!any_special) out << "\nSpecial accounts\n";
-    any_special = true;
-    say(display_name(row.key) + ": " + meaning, "  ", "    ");
-  }
+  const auto special = special_accounts_of(r);
+  if (!special.empty()) out << "\nSpecial accounts\n";
+  for (const auto& [account, meaning] : special) say(display_name(account) + ": " + meaning, "  ", "    ");
   out << "\nCoverage\n";
   for (const auto& line : coverage_lines(r)) say(line, "  ", "    ");
   out << "\nAudit\n";

@@ -404,15 +404,11 @@ std::string render_html(const Report& r) {
        "used more than it held). Part of the GPU: its share of the whole GPU's activity. The total's efficiency is "
        "the GPUs' own over the range, weighted by GPU-time: the same in every grouping.</small></p>\n";
   {
-    bool any = false;
-    for (const auto& row : r.rows) {
-      const std::string meaning = special_account_meaning(row.key);
-      if (meaning.empty()) continue;
-      if (!any) h << "<dl class=\"facts\" id=\"special-accounts\">";
-      any = true;
-      h << "<dt>" << html_escape(row_name(row.key)) << "</dt><dd>" << html_escape(row.key + ": " + meaning) << "</dd>";
-    }
-    if (any) h << "</dl>\n";
+    const auto special = special_accounts_of(r);
+    if (!special.empty()) h << "<dl class=\"facts\" id=\"special-accounts\">";
+    for (const auto& [account, meaning] : special)
+      h << "<dt>" << html_escape(row_name(account)) << "</dt><dd>" << html_escape(account + ": " + meaning) << "</dd>";
+    if (!special.empty()) h << "</dl>\n";
     const auto unknowns = unknown_explanations(r);
     if (!unknowns.empty()) {
       h << "<ul id=\"unknown-explained\">";
