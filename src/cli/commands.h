@@ -25,6 +25,7 @@ struct AgentCommand {
   // Kubernetes identity and GPU allocation (src/kubernetes); team rules (src/config).
   std::string kubeconfig;  // empty: the pod's service account when in a cluster, else no Kubernetes API
   std::string node_name;   // empty: $NODE_NAME, then the hostname
+  std::string cluster_name;  // named on the bills; empty: $CLUSTER_NAME, else unnamed
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";  // empty: off
   std::string config;      // the agent's YAML configuration file
   // Device plane (src/device): NVML is dlopen'd at run time; DCGM comes from dcgm-exporter.
@@ -102,10 +103,13 @@ struct ReportCommand {
   std::string month;             // "2026-11": the month's range instead of from/to
   bool csv_totals = false;
   std::string by = "team";       // team | namespace | pod | workload | gpu
-  std::string format = "table";  // table | csv | json | html
+  std::string format = "table";  // table | csv | json | html | focus
   std::string output;            // file; empty: stdout
   std::string prometheus;        // base URL of a Prometheus server; empty: the local store
   unsigned timeout_ms = 10000;
+  bool timeout_ms_given = false, by_given = false;
+  std::string granularity;       // csv and focus: hour | day | month; empty: day
+  bool wide = false;             // table: every column
   // Rightsizing (report/rightsizing.h): the `rightsizing:` section of --config,
   // overridden by --idle-after and --vram-headroom when given.
   std::string config;

@@ -30,6 +30,8 @@
 #include "ledger/accountant.h"
 #include "ledger/agent_inputs.h"
 #include "ledger/store.h"
+#include "ledger/bill_inputs.h"
+#include "report/bill.h"
 #include "report/report.h"
 #include "simulation/tenant.h"
 
@@ -256,6 +258,7 @@ int run_demo(const DemoCommand& cmd) {
   prices.carbon_g_per_kwh = 350;  // a grid's intensity: the bill shows each tenant's energy and carbon
   ledger::Store store((workdir / "ledger.db").string());
   ledger::Accountant accountant(store, prices);
+  ledger::record_bill_inputs(store, "demo-node", "demo", prices, static_cast<int64_t>(unix_now()));
   const auto allocations = demo_allocations();
   auto observe = [&](double at) {
     accountant.observe(ledger::make_observation(at, agent.snapshot(), devices.snapshot(), allocations, true, prices));
@@ -314,10 +317,15 @@ int run_demo(const DemoCommand& cmd) {
               "by two pods, one held by an idle notebook, one held by nobody but used by a Slurm job.\n\n",
               windows.size() / 3, prices.window_seconds, prices.currency.c_str(),
               prices.default_micros_per_hour / 1e6);
-  std::fputs(report::render(report::build_report(windows, from, to, report::GroupBy::kTeam), report::Format::kTable)
+  report::BillRequest bill;
+  bill.from = from;
+  bill.to = to;
+  bill.generated_at = to;  // the demo closed its last window itself: the range is over
+  std::fputs(report::render_bill(store, bill).c_str(), stdout);
+  // The shared-GPU bill's window: the last whole minute the demo ran.
+  std::fputs(shared_gpu_bill(prices.default_micros_per_hour, prices.currency, static_cast<int64_t>(ended_at) / 60 * 60 - 60)
                  .c_str(),
              stdout);
-  std::fputs(shared_gpu_bill(prices.default_micros_per_hour, prices.currency).c_str(), stdout);
   std::printf("\nThe ledger is in %s: try\n  %s report --store %s --from %ld --to %ld --by pod --format html -o "
               "report.html\n",
               (workdir / "ledger.db").c_str(), beside_self("gpuledger").c_str(), (workdir / "ledger.db").c_str(),

@@ -12,7 +12,6 @@ namespace gpuledger::cli {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr int64_t kStart = 1'800'000'000;  // one 60 s window
 constexpr int64_t kWindow = 60;
 
 struct Tenant {
@@ -46,7 +45,7 @@ std::vector<SharedGpu> shared_gpus() {
 
 // One GPU's window under one price book: the hand-made allocations go
 // through holders_from like the kubelet's, then the ledger's own accounting.
-ledger::WindowRecord bill(const SharedGpu& g, const ledger::PriceBook& prices) {
+ledger::WindowRecord bill(const SharedGpu& g, const ledger::PriceBook& prices, int64_t start) {
   std::vector<kubernetes::GpuAllocation> allocations;
   ledger::SlotWindow sw;
   sw.slot = g.slot;
@@ -72,7 +71,7 @@ ledger::WindowRecord bill(const SharedGpu& g, const ledger::PriceBook& prices) {
     sw.labels[account] = {"shared", t.pod, "main", g.mode};
   }
   for (const auto& h : sw.holders) sw.labels[h.account] = h.labels;
-  return ledger::account_window(prices, kStart, kStart + kWindow, sw, kWindow, "live");
+  return ledger::account_window(prices, start, start + kWindow, sw, kWindow, "live");
 }
 
 int64_t total_of(const ledger::WindowRecord& w, const std::string& pod) {
@@ -92,7 +91,7 @@ int64_t unallocated_of(const ledger::WindowRecord& w) {
 
 }  // namespace
 
-std::string shared_gpu_bill(int64_t price_per_hour, const std::string& currency) {
+std::string shared_gpu_bill(int64_t price_per_hour, const std::string& currency, int64_t start) {
   ledger::PriceBook book;
   book.currency = currency;
   book.default_micros_per_hour = price_per_hour;
@@ -101,18 +100,19 @@ std::string shared_gpu_bill(int64_t price_per_hour, const std::string& currency)
   std::string out;
   char line[1024];
   std::snprintf(line, sizeof line,
-                "\nShared GPU bills: one 60 s window of each way to share a GPU, at %s %s per GPU-hour, 30%% of it\n"
+                "\nShared GPU bills: one 60 s window (%s) of each way to share a GPU, at %s %s per GPU-hour, 30%% of it\n"
                 "for memory (memory_price_share: 0.3). HAND-MADE allocations (share and mode, as the Kubernetes\n"
                 "plane reports them) and SCRIPTED activity; the ledger's own arithmetic. Costs in %s under each\n"
                 "cost_policy; used = share of the work (VRAM share in brackets); flag: over- or under-user.\n",
-                report::money(price_per_hour).c_str(), currency.c_str(), currency.c_str());
+                report::format_rfc3339(start).c_str(), report::money(price_per_hour).c_str(), currency.c_str(),
+                currency.c_str());
   out += line;
   std::vector<ledger::WindowRecord> allocated_windows;
   for (const auto& g : shared_gpus()) {
     ledger::PriceBook usage = book, allocated = book, blend = book;
     allocated.cost_policy = ledger::CostPolicy::kAllocated;
     blend.cost_policy = ledger::CostPolicy::kBlend;
-    const auto wu = bill(g, usage), wa = bill(g, allocated), wb = bill(g, blend);
+    const auto wu = bill(g, usage, start), wa = bill(g, allocated, start), wb = bill(g, blend, start);
     allocated_windows.push_back(wa);
     std::snprintf(line, sizeof line, "\n  %s: %s; window cost %s (memory part %s)\n", g.mode, g.what,
                   report::money(wa.cost_micros).c_str(), report::money(wa.memory_micros).c_str());
@@ -139,7 +139,7 @@ std::string shared_gpu_bill(int64_t price_per_hour, const std::string& currency)
     out += line;
   }
   out += "\nThe same windows billed by allocation (cost_policy: allocated), as `gpuledger report --by pod` shows them:\n\n";
-  out += report::render(report::build_report(allocated_windows, kStart, kStart + kWindow, report::GroupBy::kPod),
+  out += report::render(report::build_report(allocated_windows, start, start + kWindow, report::GroupBy::kPod),
                         report::Format::kTable);
   return out;
 }

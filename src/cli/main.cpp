@@ -115,6 +115,8 @@ int main(int argc, char** argv) {
                         "running in a cluster; neither: no pod names, teams from --config)");
   agent_cmd->add_option("--node-name", agent.node_name, "This node's name in Kubernetes (default: $NODE_NAME, "
                         "then the hostname)");
+  agent_cmd->add_option("--cluster-name", agent.cluster_name,
+                        "This cluster's name, recorded in the ledger store for the bills (default: $CLUSTER_NAME)");
   agent_cmd->add_option("--pod-resources-socket", agent.pod_resources_socket,
                         "The kubelet Pod Resources API socket, for GPU allocation (empty: off)")
       ->capture_default_str();
@@ -221,13 +223,20 @@ int main(int argc, char** argv) {
       ->excludes(from_opt)
       ->excludes(to_opt);
   report_cmd->add_flag("--csv-totals", report.csv_totals, "CSV: end with a TOTAL row");
-  report_cmd->add_option("--by", report.by, "team, namespace, pod, workload or gpu")->capture_default_str();
-  report_cmd->add_option("--format", report.format, "table, csv, json or html")->capture_default_str();
+  auto* by_opt =
+      report_cmd->add_option("--by", report.by, "team, namespace, pod, workload or gpu")->capture_default_str();
+  report_cmd->add_option("--format", report.format,
+                         "table, csv, json, html or focus (FinOps FOCUS CSV: one row per charge period, account and GPU)")
+      ->capture_default_str();
+  report_cmd->add_option("--granularity", report.granularity,
+                         "CSV and FOCUS: one charge period per hour, day or month (UTC; default day)");
+  report_cmd->add_flag("--wide", report.wide, "Table: every column, whole names (default: fits 120 columns)");
   report_cmd->add_option("-o,--output", report.output, "Write to this file instead of stdout");
   report_cmd->add_option("--prometheus", report.prometheus,
                          "Fleet report from this Prometheus server (e.g. http://prometheus:9090), which scrapes "
                          "every node's agent");
-  report_cmd->add_option("--timeout-ms", report.timeout_ms, "Prometheus request timeout")->capture_default_str();
+  auto* timeout_opt =
+      report_cmd->add_option("--timeout-ms", report.timeout_ms, "Prometheus request timeout")->capture_default_str();
   add_rightsizing_options(report_cmd, report.config, report.idle_after, report.vram_headroom);
 
   RightsizeCommand rightsize;
@@ -274,7 +283,14 @@ int main(int argc, char** argv) {
     if (*uninstall_cmd) return run_uninstall(uninstall);
     if (*report_cmd) {
       gpuledger::log::set_level("warn");
-      return run_report(report);
+      report.timeout_ms_given = timeout_opt->count() > 0;
+      report.by_given = by_opt->count() > 0;
+      try {
+        return run_report(report);
+      } catch (const std::exception& e) {  // one plain sentence on stderr, nothing on stdout or in -o
+        std::cerr << "gpuledger report: " << e.what() << "\n";
+        return 1;
+      }
     }
     if (*rightsize_cmd) {
       gpuledger::log::set_level("warn");

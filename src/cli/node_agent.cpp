@@ -1,5 +1,6 @@
 #include "cli/node_agent.h"
 
+#include <cstdlib>
 #include <algorithm>
 #include <chrono>
 
@@ -95,6 +96,10 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   if (!cmd.store.empty()) {
     p.prices = price_book(cmd);
     ledger::LedgerPlaneOptions ledger_options{cmd.store, p.prices};
+    ledger_options.node = kubernetes::resolve_node_name(cmd.node_name);
+    ledger_options.cluster = !cmd.cluster_name.empty()                 ? cmd.cluster_name
+                             : std::getenv("CLUSTER_NAME") != nullptr ? std::getenv("CLUSTER_NAME")
+                                                                      : "";
     // Ledger series of gone accounts leave /metrics like the workloads do
     // (at least two ledger observations, as for the workloads below).
     ledger_options.retire_series_after =

@@ -11,6 +11,9 @@
 #include "common/error.h"
 #include "common/utf8.h"
 #include "ledger/store.h"
+#include "cli/report_output.h"
+#include "report/bill.h"
+#include "report/bill_words.h"
 #include "report/fleet.h"
 #include "report/report.h"
 #include "report/rightsizing_config.h"
@@ -25,11 +28,10 @@ namespace {
 int64_t generation_time(int64_t now) {
   const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
   if (!epoch || !*epoch) return now;
-  try {
-    return std::stoll(epoch);
-  } catch (...) {
-    throw Error(std::string("SOURCE_DATE_EPOCH '") + epoch + "': expected Unix seconds");
-  }
+  const std::string text = epoch;
+  if (text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw Error("SOURCE_DATE_EPOCH '" + text + "': expected Unix seconds");
+  return std::stoll(text);
 }
 
 // The range of --month, or of --from and --to.
@@ -55,15 +57,6 @@ report::RightsizingOptions rightsizing_options(const std::string& config, const 
   return o;
 }
 
-void write_out(const std::string& output, const std::string& text) {
-  if (output.empty()) {
-    std::cout << text << std::flush;
-    return;
-  }
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  if (!out || !(out << text) || !out.flush()) throw Error("--output " + output + ": cannot write");
-}
-
 int64_t now_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -82,26 +75,70 @@ int run_rightsize(const RightsizeCommand& cmd) {
   const std::string text = cmd.format == "json" ? render_rightsizing_json(r)
                            : cmd.format == "csv" ? valid_utf8(render_rightsizing_csv(r))
                                                  : valid_utf8(render_rightsizing_table(r));
-  write_out(cmd.output, text);
+  write_output(cmd.output, text, cmd.store);
   return 0;
 }
+
+namespace {
+
+// An option given for a format it does not apply to is an error, not ignored.
+void check_options_apply(const ReportCommand& cmd, report::Format format) {
+  using report::Format;
+  auto refuse = [&](const std::string& option, const std::string& formats) {
+    throw Error(option + " applies to --format " + formats + " only, not " + cmd.format);
+  };
+  if (cmd.csv_totals && format != Format::kCsv) refuse("--csv-totals", "csv");
+  if (cmd.wide && format != Format::kTable) refuse("--wide", "table");
+  if (!cmd.granularity.empty() && format != Format::kCsv && format != Format::kFocus) refuse("--granularity", "csv and focus");
+  if (format == Format::kFocus && cmd.by_given)
+    throw Error("--by does not apply to --format focus, which has one row per account and GPU (with their team, "
+                "namespace and pod in Tags)");
+  // The recommendations' options: CSV and FOCUS carry no recommendations.
+  if (format == Format::kCsv || format == Format::kFocus)
+    for (const auto& [option, value] :
+         {std::pair{"--config", &cmd.config}, {"--idle-after", &cmd.idle_after}, {"--vram-headroom", &cmd.vram_headroom}})
+      if (!value->empty()) refuse(option, "table, json and html (the recommendations)");
+  if (!cmd.prometheus.empty()) {
+    if (format == Format::kFocus)
+      throw Error("--format focus needs the ledger's windows: it is made from a --store, not from --prometheus");
+    if (!cmd.granularity.empty()) throw Error("--granularity needs the ledger's windows: it is not available with --prometheus");
+  } else if (cmd.timeout_ms_given) {
+    throw Error("--timeout-ms applies to --prometheus only");
+  }
+}
+
+}  // namespace
 
 int run_report(const ReportCommand& cmd) {
   using namespace report;
   const int64_t now = now_seconds();
   const auto [from, to] = report_range(cmd.month, cmd.from, cmd.to, now);
-  const GroupBy by = parse_group_by(cmd.by);
-  const Format format = parse_format(cmd.format);
-  const RightsizingOptions options = rightsizing_options(cmd.config, cmd.idle_after, cmd.vram_headroom);
-  Report r;
+  BillRequest q;
+  q.from = from;
+  q.to = to;
+  q.by = parse_group_by(cmd.by);
+  q.format = parse_format(cmd.format);
+  check_options_apply(cmd, q.format);
+  q.granularity = cmd.granularity.empty() ? Granularity::kDay : parse_granularity(cmd.granularity);
+  q.rightsizing = rightsizing_options(cmd.config, cmd.idle_after, cmd.vram_headroom);
+  q.generated_at = generation_time(now);
+  q.csv_totals = cmd.csv_totals;
+  q.wide = cmd.wide;
+  std::string text;
   if (!cmd.prometheus.empty()) {
-    r = fleet_report(cmd.prometheus, from, to, by, cmd.timeout_ms);
+    Report r = fleet_report(cmd.prometheus, from, to, q.by, cmd.timeout_ms);
+    r.generated_at = q.generated_at;
+    r.audit.partial_period = to > q.generated_at;
+    text = render(r, q.format, RenderOptions{cmd.csv_totals, cmd.wide});
   } else {
     ledger::Store store(cmd.store, ledger::Store::Mode::kReadOnly);
-    r = build_report(store, from, to, by, options);
+    Report whole;
+    text = render_bill(store, q, &whole);
+    // CSV and FOCUS stay loadable (a header, no rows): the reader is told beside them.
+    if (whole.coverage.windows == 0 && (q.format == Format::kCsv || q.format == Format::kFocus))
+      std::cerr << "gpuledger report: " << no_windows_sentence(whole) << "\n";
   }
-  r.generated_at = generation_time(now);
-  write_out(cmd.output, render(r, format, RenderOptions{cmd.csv_totals}));
+  write_output(cmd.output, text, cmd.prometheus.empty() ? cmd.store : "");
   return 0;
 }
 

@@ -39,6 +39,8 @@ struct LedgerPlaneOptions {
   // Ledger series of gone accounts leave /metrics after this (the agent's
   // --retire-after; Accountant::retire_series_after); 0: never.
   std::chrono::milliseconds retire_series_after{0};
+  // Recorded in the store for the bills (bill_inputs.h); empty: not recorded.
+  std::string node{}, cluster{};
 };
 
 class LedgerPlane : public exporter::MetricsContributor {

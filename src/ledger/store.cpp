@@ -785,4 +785,18 @@ std::vector<Store::MemorySizeUnknown> Store::memory_size_unknown(int64_t from, i
   return out;
 }
 
+void Store::set_meta(const std::string& key, const std::string& value) {
+  Stmt set(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", *this);
+  set.bind(1, key).bind(2, value);
+  set.step();
+}
+
+std::vector<std::pair<std::string, std::string>> Store::meta_with_prefix(const std::string& prefix) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  Stmt q(db_, "SELECT key, value FROM meta WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key", *this);
+  q.bind(1, prefix);
+  while (q.step()) out.emplace_back(q.text(0), q.text(1));
+  return out;
+}
+
 }  // namespace gpuledger::ledger

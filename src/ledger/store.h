@@ -239,6 +239,10 @@ class Store {
   // Deletes windows that ended at or before `cutoff`; returns how many.
   int64_t delete_before(int64_t cutoff);
   int schema_version() const;
+  // Free-form facts stored beside the windows in the meta table (keys by
+  // prefix, e.g. "bill/": the node, cluster and price lists, bill_inputs.h).
+  void set_meta(const std::string& key, const std::string& value);
+  std::vector<std::pair<std::string, std::string>> meta_with_prefix(const std::string& prefix) const;
   const std::string& path() const { return path_; }
 
   // When slots had no memory part because their memory size was unknown while

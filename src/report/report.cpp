@@ -12,7 +12,13 @@
 #include "common/error.h"
 #include "common/utf8.h"
 #include "ledger/prices.h"
+#include "report/calendar.h"
 #include "report/report_text.h"
+#include "report/special_accounts.h"
+#include "report/bill_words.h"
+#include <functional>
+#include "report/bill_audit.h"
+#include "report/shown_money.h"
 #include "report/rightsizing_render.h"
 
 namespace gpuledger::report {
@@ -32,7 +38,8 @@ Format parse_format(const std::string& t) {
   if (t == "csv") return Format::kCsv;
   if (t == "json") return Format::kJson;
   if (t == "html") return Format::kHtml;
-  throw Error("--format: unknown format '" + t + "' (table, csv, json or html)");
+  if (t == "focus") return Format::kFocus;
+  throw Error("--format: unknown format '" + t + "' (table, csv, json, html or focus)");
 }
 
 std::string to_string(GroupBy by) {
@@ -48,22 +55,28 @@ std::string to_string(GroupBy by) {
 
 namespace {
 
-// Days since 1970-01-01 of a proleptic Gregorian date (UTC; no time zone involved).
-int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
+// Digits only, no sign, fitting in int64: refused otherwise (never a stoll message).
+std::optional<int64_t> parse_count(const std::string& digits) {
+  if (digits.empty() || digits.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (unsigned char c : digits) {
+    if (!std::isdigit(c)) return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
 }
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+bool valid_date(int y, int mo, int d) { return mo >= 1 && mo <= 12 && d >= 1 && d <= days_in_month(y, mo); }
 
 }  // namespace
 
 std::pair<int64_t, int64_t> parse_month(const std::string& text) {
   int y = 0, m = 0, consumed = 0;
   if (text.size() != 7 || std::sscanf(text.c_str(), "%4d-%2d%n", &y, &m, &consumed) != 2 || consumed != 7 || m < 1 ||
-      m > 12 || text[4] != '-')
+      m > 12 || text[4] != '-' || !std::isdigit(static_cast<unsigned char>(text[0])) ||
+      !std::isdigit(static_cast<unsigned char>(text[5])))
     throw Error("--month '" + text + "': expected a year and month, e.g. 2026-11");
   const int64_t start = days_from_civil(y, m, 1) * 86400;
   const int64_t end = m == 12 ? days_from_civil(y + 1, 1, 1) * 86400 : days_from_civil(y, m + 1, 1) * 86400;
@@ -75,60 +88,60 @@ int64_t parse_time(const std::string& text, int64_t now) {
     return Error("time '" + text +
                  "': expected now, -<n>s|m|h|d, a date (2026-11-01), RFC 3339 (2026-11-29T10:00:00Z) or Unix seconds");
   };
+  auto impossible = [&]() -> Error { return Error("time '" + text + "': no such date or time of day"); };
   if (text == "now") return now;
   if (text.size() >= 3 && text[0] == '-' && std::isdigit(static_cast<unsigned char>(text[1]))) {
-    size_t pos = 0;
-    long long n = 0;
-    try {
-      n = std::stoll(text.substr(1), &pos);
-    } catch (...) {
-      throw bad();
-    }
-    if (pos + 2 != text.size()) throw bad();
-    char unit = text.back();
-    int64_t mult = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : unit == 'd' ? 86400 : 0;
-    if (!mult) throw bad();
-    return now - n * mult;
+    const auto n = parse_count(text.substr(1, text.size() - 2));
+    const char unit = text.back();
+    const int64_t mult = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : unit == 'd' ? 86400 : 0;
+    if (!n || !mult || *n > 100'000LL * 366 * 86400 / mult) throw bad();  // at most 100,000 years back
+    return now - *n * mult;
   }
-  if (!text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); }))
-    return std::stoll(text);
+  if (!text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    const auto v = parse_count(text);
+    if (!v) throw bad();
+    return *v;
+  }
+  auto all_digits = [&](size_t from, size_t n) {
+    return text.size() >= from + n &&
+           std::all_of(text.begin() + from, text.begin() + from + n, [](unsigned char c) { return std::isdigit(c); });
+  };
   {
     int y, mo, d, consumed = 0;
     if (text.size() == 10 && std::sscanf(text.c_str(), "%4d-%2d-%2d%n", &y, &mo, &d, &consumed) == 3 &&
         consumed == 10) {
-      if (mo < 1 || mo > 12 || d < 1 || d > 31) throw bad();
+      if (!all_digits(0, 4) || !all_digits(5, 2) || !all_digits(8, 2)) throw bad();
+      if (!valid_date(y, mo, d)) throw impossible();
       return days_from_civil(y, mo, d) * 86400;
     }
   }
-  std::tm tm{};
   int y, mo, d, h, mi, s;
   char t;
   int consumed = 0;
   if (std::sscanf(text.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &y, &mo, &d, &t, &h, &mi, &s, &consumed) != 7 ||
-      (t != 'T' && t != 't' && t != ' '))
+      (t != 'T' && t != 't' && t != ' ') || consumed != 19 || !all_digits(0, 4) || !all_digits(5, 2) ||
+      !all_digits(8, 2) || !all_digits(11, 2) || !all_digits(14, 2) || !all_digits(17, 2))
     throw bad();
+  if (!valid_date(y, mo, d) || h > 23 || mi > 59 || s > 60) throw impossible();
   std::string rest = text.substr(consumed);
   if (!rest.empty() && rest[0] == '.') {
     size_t i = 1;
     while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i]))) ++i;
+    if (i == 1) throw bad();
     rest = rest.substr(i);
   }
   int64_t offset = 0;
   if (rest == "Z" || rest == "z") {
-  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
-    int oh = 0, om = 0;
-    if (std::sscanf(rest.c_str() + 1, "%2d:%2d", &oh, &om) != 2) throw bad();
+  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':' &&
+             std::all_of(rest.begin() + 1, rest.begin() + 3, is_digit) && std::all_of(rest.begin() + 4, rest.end(), is_digit)) {
+    const int oh = std::stoi(rest.substr(1, 2)), om = std::stoi(rest.substr(4, 2));
+    if (oh > 23 || om > 59) throw impossible();
     offset = (oh * 3600 + om * 60) * (rest[0] == '+' ? 1 : -1);
   } else {
     throw bad();
   }
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = s;
-  return static_cast<int64_t>(timegm(&tm)) - offset;
+  // A leap second (:60) is the next second's start, as POSIX time counts it.
+  return days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - offset;
 }
 
 std::string format_rfc3339(int64_t unix_seconds) { return format_utc(unix_seconds, "%Y-%m-%dT%H:%M:%SZ"); }
@@ -146,27 +159,6 @@ const std::vector<std::string> kHeaders = {"gpu_hours_held", "gpu_hours_busy", "
 
 // The table shows a memory cost column only when the range has one (memory_price_share, vram_per_gib_hour).
 bool has_memory_cost(const Report& r) { return r.total.cost_memory_micros > 0; }
-
-std::vector<std::string> table_cells(const Row& row, bool memory) {
-  std::vector<std::string> cells = {display_name(row.key),
-          fixed(row.gpu_hours_held, 4),
-          fixed(row.gpu_hours_busy, 4),
-          money(row.cost_busy_micros),
-          money(row.cost_idle_micros)};
-  if (memory) cells.push_back(money(row.cost_memory_micros));
-  std::vector<std::string> rest = {
-          money(row.cost_total_micros()),
-          pct(row.efficiency.sm_active),
-          pct(row.efficiency.sm_occupancy),
-          pct(row.efficiency.tensor_active),
-          pct(row.efficiency.dram_active),
-          fixed(row.vram_gib_hours, 4),
-          std::to_string(row.launches),
-          energy_kwh(row.energy_millijoules, 4, "unknown"),
-          carbon_kg(row.carbon_grams, 4, "unknown")};
-  cells.insert(cells.end(), rest.begin(), rest.end());
-  return cells;
-}
 
 // Allocated against used, after the main columns (allocation_use.h).
 const std::vector<std::string> kShareHeaders = {"allocated_share", "used_share", "used_vram_share",
@@ -203,6 +195,11 @@ nlohmann::json row_json(const Row& row) {
           {"cost_busy_micros", row.cost_busy_micros},
           {"cost_idle_micros", row.cost_idle_micros},
           {"cost_total_micros", row.cost_total_micros()},
+          {"team", row.team.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.team)},
+          {"sm_active_of_held", opt_json(row.efficiency_of_held.sm_active)},
+          {"sm_occupancy_of_held", opt_json(row.efficiency_of_held.sm_occupancy)},
+          {"tensor_active_of_held", opt_json(row.efficiency_of_held.tensor_active)},
+          {"dram_active_of_held", opt_json(row.efficiency_of_held.dram_active)},
           {"sm_active", opt_json(row.efficiency.sm_active)},
           {"sm_occupancy", opt_json(row.efficiency.sm_occupancy)},
           {"tensor_active", opt_json(row.efficiency.tensor_active)},
@@ -216,73 +213,200 @@ nlohmann::json row_json(const Row& row) {
           {"carbon_kg_co2e", row.carbon_grams ? nlohmann::json(*row.carbon_grams / 1000.0) : nlohmann::json(nullptr)}};
 }
 
+nlohmann::json audit_json(const Report& r) {
+  const Audit& a = r.audit;
+  nlohmann::json j = {{"bill_id", a.bill_id},
+                      {"node", a.node.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.node)},
+                      {"cluster", a.cluster.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.cluster)},
+                      {"partial_period", a.partial_period},
+                      {"cost_policies", a.cost_policies},
+                      {"lines", audit_lines(r)}};
+  if (a.node.empty()) j["node_unknown_because"] = kNodeUnknown;
+  if (a.cluster.empty()) j["cluster_unknown_because"] = kClusterUnknown;
+  j["price_lists"] = nlohmann::json::array();
+  for (const auto& [since, json] : a.price_lists)
+    j["price_lists"].push_back({{"since", format_rfc3339(since)}, {"prices", nlohmann::json::parse(json, nullptr, false)}});
+  nlohmann::json special = nlohmann::json::object();
+  for (const auto& [account, meaning] : special_accounts_of(r)) special[account] = meaning;
+  j["special_accounts"] = special;
+  return j;
+}
+
+
+// The table's columns: a header for people, the cell of a row (i: its index
+// in the rows; npos: TOTAL), and whether it is shown without --wide.
+struct TableColumn {
+  std::string header;
+  std::function<std::string(const Row&, size_t)> cell;
+  bool narrow;
+};
+
+// Cuts a name to `max` bytes at a character boundary, marking the cut.
+std::string shorten(const std::string& name, size_t max) {
+  if (name.size() <= max || max < 4) return name;
+  size_t cut = max - 2;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
+  return name.substr(0, cut) + "..";
+}
+
+constexpr size_t kTableWidth = 120;
+
+size_t widest_line(const std::string& text) {
+  size_t widest = 0, start = 0;
+  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) widest = std::max(widest, nl - start);
+  return widest;
+}
+
 }  // namespace
 
-std::string render_table(const Report& r) {
+std::string render_table(const Report& r) { return render_table(r, false); }
+
+std::string render_table(const Report& r, bool wide) {
   const bool memory = has_memory_cost(r);
-  std::vector<std::string> head = {to_string(r.by)};
-  for (const auto& h : kHeaders) {
-    head.push_back(h);
-    if (memory && h == "cost_idle") head.push_back("cost_memory");
+  const ShownCosts shown = shown_costs(r.rows, r.currency);
+  const int hd = wide ? 4 : 2;  // decimals of GPU-hours
+  auto money_of = [&](ShownCosts::Column c) {
+    return [&, c](const Row&, size_t i) { return i == std::string::npos ? shown.total_cell(c) : shown.cell(i, c); };
+  };
+  std::vector<TableColumn> cols = {
+      {"GPU-h held", [&](const Row& x, size_t) { return fixed(x.gpu_hours_held, hd); }, true},
+      {"GPU-h busy", [&](const Row& x, size_t) { return fixed(x.gpu_hours_busy, hd); }, true},
+      {"Busy cost", money_of(ShownCosts::kBusy), true},
+      {"Idle cost", money_of(ShownCosts::kIdle), true}};
+  if (memory) cols.push_back({"Memory cost", money_of(ShownCosts::kMemory), true});
+  cols.push_back({"Total cost", money_of(ShownCosts::kTotal), true});
+  cols.push_back({"SM active of held", [](const Row& x, size_t) { return pct(x.efficiency_of_held.sm_active); }, true});
+  cols.push_back({"of GPU", [](const Row& x, size_t) { return pct(x.efficiency.sm_active); }, true});
+  cols.push_back({"Occupancy of held", [](const Row& x, size_t) { return pct(x.efficiency_of_held.sm_occupancy); }, false});
+  cols.push_back({"of GPU", [](const Row& x, size_t) { return pct(x.efficiency.sm_occupancy); }, false});
+  cols.push_back({"Tensor of held", [](const Row& x, size_t) { return pct(x.efficiency_of_held.tensor_active); }, false});
+  cols.push_back({"of GPU", [](const Row& x, size_t) { return pct(x.efficiency.tensor_active); }, false});
+  cols.push_back({"DRAM of held", [](const Row& x, size_t) { return pct(x.efficiency_of_held.dram_active); }, false});
+  cols.push_back({"of GPU", [](const Row& x, size_t) { return pct(x.efficiency.dram_active); }, false});
+  cols.push_back({"VRAM GiB-h", [&](const Row& x, size_t) { return fixed(x.vram_gib_hours, hd); }, false});
+  cols.push_back({"Launches", [](const Row& x, size_t) { return std::to_string(x.launches); }, false});
+  cols.push_back({"Energy kWh", [](const Row& x, size_t) { return energy_kwh(x.energy_millijoules, 4, "unknown"); }, false});
+  cols.push_back({"kg CO2e", [](const Row& x, size_t) { return carbon_kg(x.carbon_grams, 4, "unknown"); }, false});
+  std::erase_if(cols, [&](const TableColumn& c) { return !wide && !c.narrow; });
+
+  auto table = [&](size_t name_max) {
+    std::vector<std::vector<std::string>> lines = {{group_title(r.by)}};
+    for (const auto& c : cols) lines[0].push_back(c.header);
+    auto line = [&](const Row& row, size_t i) {
+      std::vector<std::string> l = {i == std::string::npos ? "TOTAL" : shorten(display_name(row.key), name_max)};
+      for (const auto& c : cols) l.push_back(c.cell(row, i));
+      lines.push_back(std::move(l));
+    };
+    for (size_t i = 0; i < r.rows.size(); ++i) line(r.rows[i], i);
+    line(r.total, std::string::npos);
+    return aligned_columns(lines, true);
+  };
+  std::string body = table(std::string::npos);
+  if (!wide && widest_line(body) > kTableWidth) {
+    // Too wide: names give way first (--wide shows them whole).
+    const size_t over = widest_line(body) - kTableWidth;
+    size_t longest = 0;
+    for (const auto& row : r.rows) longest = std::max(longest, display_name(row.key).size());
+    body = table(std::max<size_t>(12, longest > over ? longest - over : 12));
   }
-  std::vector<std::vector<std::string>> lines = {head};
-  for (const auto& row : r.rows) lines.push_back(table_cells(row, memory));
-  lines.push_back(table_cells(r.total, memory));
   std::ostringstream out;
-  out << "GPU chargeback " << format_rfc3339(r.from) << " .. " << format_rfc3339(r.to) << " by " << to_string(r.by)
-      << " (" << display_name(r.currency) << ", " << r.source << ")\n\n";
-  out << aligned_columns(lines, true);
+  out << "GPU chargeback " << format_rfc3339(r.from) << " to " << format_rfc3339(r.to) << " by " << to_string(r.by)
+      << " (" << display_name(r.currency) << ", " << r.source << ")";
+  if (r.audit.partial_period) out << " - PARTIAL PERIOD";
+  out << "\n\n";
+  if (r.coverage.windows == 0 && r.source != "fleet") out << wrap_text(no_windows_sentence(r), kTableWidth, "", "") << "\n";
+  out << body;
+  auto say = [&](const std::string& text, const std::string& first = "", const std::string& rest = "  ") {
+    out << wrap_text(text, kTableWidth, first, rest);
+  };
+  say("Money is rounded to the currency's minor unit so that the rows add up to the total (CSV, JSON and FOCUS carry "
+      "the exact amounts).");
+  say("SM active of held: the row's SM activity over the GPU time it held (above 100%: it used more than it held); "
+      "of GPU: its part of the whole GPU's. The total's is the GPUs' own over the range, the same in every grouping.");
+  for (const auto& line : unknown_explanations(r)) say(line);
+  if (!wide) say("More columns (occupancy, tensor, DRAM, VRAM, launches, energy, carbon): --wide.");
   out << "\nTop wasters (idle cost)\n";
   if (r.top_wasters.empty()) out << "  none\n";
   size_t kw = 0;
-  for (const auto& w : r.top_wasters) kw = std::max(kw, display_name(w.key).size());
+  const size_t side_name_max = wide ? std::string::npos : 48;  // the narrow table's other lists: names cut too
+  for (const auto& w : r.top_wasters) kw = std::max(kw, shorten(display_name(w.key), side_name_max).size());
   for (size_t i = 0; i < r.top_wasters.size(); ++i) {
     const Row& w = r.top_wasters[i];
-    const std::string name = display_name(w.key);
+    const std::string name = shorten(display_name(w.key), side_name_max);
     double share = w.cost_total_micros() ? 100.0 * w.cost_idle_micros / w.cost_total_micros() : 0;
-    out << "  " << (i + 1) << ". " << name << std::string(kw - name.size(), ' ') << "  " << money(w.cost_idle_micros)
+    out << "  " << (i + 1) << ". " << name << std::string(kw - name.size(), ' ') << "  " << shown_amount(w.cost_idle_micros, r.currency)
         << " " << display_name(r.currency) << " idle (" << fixed(share, 1) << "% of its cost)\n";
   }
   if (r.by != GroupBy::kGpu && std::any_of(r.rows.begin(), r.rows.end(), [](const Row& x) { return x.share_hours > 0; })) {
     out << "\nAllocated against used (shares of the GPUs held or used; flag: used more or less than allocated by "
         << "more than " << fixed(ledger::kShareFlagMargin, 2) << ")\n";
-    std::vector<std::vector<std::string>> shares = {{to_string(r.by)}};
-    for (const auto& h : kShareHeaders) shares[0].push_back(h);
+    std::vector<std::vector<std::string>> shares = {
+        {group_title(r.by), "Allocated", "Used (activity)", "Used (VRAM)", "Used (energy)", "Flag"}};
     for (const auto& row : r.rows) {
       if (!(row.share_hours > 0)) continue;
-      std::vector<std::string> l = {display_name(row.key)};
+      std::vector<std::string> l = {shorten(display_name(row.key), side_name_max)};
       for (auto& c : share_cells(row, 4, "unknown")) l.push_back(std::move(c));
       shares.push_back(std::move(l));
     }
     out << aligned_columns(shares, false);
-    out << "Over-users (used more than allocated):";
-    if (r.over_users.empty()) out << " none";
-    for (const auto& row : r.over_users) out << "\n  " << flagged(row);
-    out << "\nUnder-users (used less than allocated):";
-    if (r.under_users.empty()) out << " none";
-    for (const auto& row : r.under_users) out << "\n  " << flagged(row);
-    out << "\n";
+    out << "Over-users (used more than allocated):" << (r.over_users.empty() ? " none\n" : "\n");
+    for (const auto& row : r.over_users) say(flagged(row), "  ", "    ");
+    out << "Under-users (used less than allocated):" << (r.under_users.empty() ? " none\n" : "\n");
+    for (const auto& row : r.under_users) say(flagged(row), "  ", "    ");
   }
-  if (r.rightsizing) out << "\n" << rightsizing_table_section(*r.rightsizing);
+  if (r.rightsizing && wide) out << "\n" << rightsizing_table_section(*r.rightsizing);
+  if (r.rightsizing && !wide) {
+    // One line each, for people; --wide adds the table of their evidence.
+    out << "\nRecommendations (savings per month in " << display_name(r.currency)
+        << ", largest first; --wide shows their evidence)\n";
+    if (r.rightsizing->rows.empty()) out << "  none\n";
+    for (const auto& rec : r.rightsizing->rows) {
+      const std::string saving = rec.saving_per_month_micros
+                                     ? "saves " + shown_amount(*rec.saving_per_month_micros, r.currency) + " a month"
+                                     : std::string("saving not stated (limited evidence)");
+      std::string who = display_name(rec.key);
+      if (!(rec.members.size() == 1 && rec.members[0] == rec.key) && !rec.members.empty()) {
+        who += " (";
+        for (size_t i = 0; i < rec.members.size() && i < 3; ++i) who += (i ? ", " : "") + display_name(rec.members[i]);
+        if (rec.members.size() > 3) who += " and " + std::to_string(rec.members.size() - 3) + " more";
+        who += ")";
+      }
+      say(who + ": " + std::string(to_string(rec.advice)) +
+              (rec.target.empty() ? "" : " " + rec.target) + ", " + saving + " - " + display_name(rec.why),
+          "  ", "    ");
+    }
+  }
   if (!r.notes.empty()) {
     out << "\nNotes\n";
-    for (const auto& n : r.notes) out << "  * " << n << "\n";
+    for (const auto& n : r.notes) out << wrap_text(n, kTableWidth, "  * ", "    ");
   }
+  const auto special = special_accounts_of(r);
+  if (!special.empty()) out << "\nSpecial accounts\n";
+  for (const auto& [account, meaning] : special) say(display_name(account) + ": " + meaning, "  ", "    ");
+  out << "\nCoverage\n";
+  for (const auto& line : coverage_lines(r)) say(line, "  ", "    ");
+  out << "\nAudit\n";
+  for (const auto& line : audit_lines(r)) say(line, "  ", "    ");
   return out.str();
 }
 
 // The money columns are exact (six decimals: the ledger's micro-units); the
-// last column names their currency, so a sheet that merges reports cannot mix
-// them up.
-std::string render_csv(const Report& r, bool totals_row) {
-  std::string out = to_string(r.by);
+// currency column names their unit, so a sheet that merges reports cannot mix
+// them up. After it: the charge period of the row ([start, end), clipped to
+// the range), the team of a pod's or workload's row, and the node and cluster.
+std::string render_csv(const Report& r, bool totals_row) { return render_csv_periods(r, {}, totals_row); }
+
+std::string render_csv_periods(const Report& whole, const std::vector<Report>& periods, bool totals_row) {
+  std::string out = to_string(whole.by);
   for (const auto& h : kHeaders) {
     out += "," + h;
     if (h == "cost_idle") out += ",cost_memory";
   }
   for (const auto& h : kShareHeaders) out += "," + h;
-  out += ",currency\r\n";
-  auto emit = [&](const Row& row) {
+  // A pod's or workload's team (--by team names it in the first column already).
+  const bool team_column = whole.by == GroupBy::kPod || whole.by == GroupBy::kWorkload;
+  out += std::string(",currency,period_start,period_end") + (team_column ? ",team" : "") + ",node,cluster,bill_id,partial_period\r\n";
+  auto emit = [&](const Report& r, const Row& row) {
     std::vector<std::string> cells = {row.key,
                                       fixed(row.gpu_hours_held, 6),
                                       fixed(row.gpu_hours_busy, 6),
@@ -299,12 +423,22 @@ std::string render_csv(const Report& r, bool totals_row) {
                                       energy_kwh(row.energy_millijoules, 6, ""),
                                       carbon_kg(row.carbon_grams, 6, "")};
     for (auto& c : share_cells(row, 6, "")) cells.push_back(std::move(c));
-    cells.push_back(r.currency);
+    cells.push_back(whole.currency);
+    cells.push_back(format_rfc3339(r.from));
+    cells.push_back(format_rfc3339(r.to));
+    if (team_column) cells.push_back(special_account_meaning(row.key).empty() ? row.team : "");
+    cells.push_back(whole.audit.node);
+    cells.push_back(whole.audit.cluster);
+    cells.push_back(whole.audit.bill_id);
+    cells.push_back(whole.generated_at > 0 && r.to > whole.generated_at ? "true" : "false");
     for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_field(cells[i]);
     out += "\r\n";
   };
-  for (const auto& row : r.rows) emit(row);
-  if (totals_row) emit(r.total);
+  if (periods.empty())
+    for (const auto& row : whole.rows) emit(whole, row);
+  for (const auto& p : periods)
+    for (const auto& row : p.rows) emit(p, row);
+  if (totals_row) emit(whole, whole.total);
   return out;
 }
 
@@ -343,8 +477,17 @@ std::string render_json(const Report& r) {
                    {"window_gpu_hours", c.window_gpu_hours},
                    {"observed_gpu_hours", c.observed_gpu_hours},
                    {"gpus", c.gpus},
-                   {"gpus_without_device_data", c.gpus_without_device}};
+                   {"gpus_without_device_data", c.gpus_without_device},
+                   {"seconds_watched", c.seconds_watched},
+                   {"seconds_agent_down", c.seconds_agent_down},
+                   {"seconds_before_agent_started", c.seconds_before_agent},
+                   {"seconds_no_data", c.seconds_no_data},
+                   {"seconds_not_yet", c.seconds_future},
+                   {"lines", coverage_lines(r)}};
+  if (c.windows == 0) j["coverage"]["no_windows"] = no_windows_sentence(r);
+  j["unknown_explained"] = unknown_explanations(r);
   if (r.rightsizing) j["rightsizing"] = rightsizing_json(*r.rightsizing);
+  j["audit"] = audit_json(r);
   j["notes"] = r.notes;
   // Names are tenants' bytes: invalid UTF-8 becomes U+FFFD rather than an exception.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -354,10 +497,11 @@ std::string render(const Report& r, Format f, const RenderOptions& options) {
   // Group keys are tenant-chosen names (and a fleet report's come from any
   // Prometheus): every format leaves as valid UTF-8.
   switch (f) {
-    case Format::kTable: return valid_utf8(render_table(r));
+    case Format::kTable: return valid_utf8(render_table(r, options.wide));
     case Format::kCsv: return valid_utf8(render_csv(r, options.csv_totals));
     case Format::kJson: return render_json(r);
     case Format::kHtml: return valid_utf8(render_html(r));
+    case Format::kFocus: throw Error("FOCUS is made from the windows: use render_bill (bill.h)");
   }
   return "";
 }

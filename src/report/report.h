@@ -61,7 +61,7 @@
 namespace gpuledger::report {
 
 enum class GroupBy { kTeam, kNamespace, kPod, kWorkload, kGpu };
-enum class Format { kTable, kCsv, kJson, kHtml };
+enum class Format { kTable, kCsv, kJson, kHtml, kFocus };
 GroupBy parse_group_by(const std::string& text);  // throws Error
 Format parse_format(const std::string& text);     // throws Error
 std::string to_string(GroupBy by);
@@ -76,12 +76,19 @@ std::string format_rfc3339(int64_t unix_seconds);  // UTC, "Z"
 
 struct Row {
   std::string key;
+  std::string team;  // --by pod and workload: the team the row's accounts carry (the last seen)
   double gpu_hours_held = 0;
   double gpu_hours_busy = 0;
   int64_t cost_busy_micros = 0;
   int64_t cost_idle_micros = 0;
   int64_t cost_memory_micros = 0;
-  ledger::Efficiency efficiency;  // unknown = nullopt
+  // Efficiency, two ways (unknown = nullopt): `efficiency` is the row's part of
+  // the whole GPU (its slice of the device's activity, weighted by window x GPU
+  // fraction); `efficiency_of_held` the same activity over what it held (its
+  // slice / its held share: 1 = it kept what it held as busy as the GPU can be;
+  // above 1: it used more than it held). Equal on exclusive GPUs and --by gpu.
+  ledger::Efficiency efficiency;
+  ledger::Efficiency efficiency_of_held;
   double vram_gib_hours = 0;
   uint64_t launches = 0;
   double efficiency_hours = 0;  // the weight of this row's efficiency in the TOTAL's
@@ -111,6 +118,12 @@ struct Coverage {
   double observed_gpu_hours = 0;        // of that, watched by a running agent
   std::vector<std::string> gpus;                  // every GPU slot seen
   std::vector<std::string> gpus_without_device;   // slots with no device reading in any window
+  // The range's wall-clock time, in seconds, told apart (bill_words.h):
+  int64_t seconds_watched = 0;       // a running agent's windows (live, partial) cover it
+  int64_t seconds_agent_down = 0;    // only windows billed afterwards (backfill: agent down; gap: agent stalled)
+  int64_t seconds_before_agent = 0;  // before the store's first window: the agent had not started
+  int64_t seconds_no_data = 0;       // after that, no window at all
+  int64_t seconds_future = 0;        // after the bill was made: not billed yet
 };
 
 // The effective price of a GPU model over the range: cost / GPU-hours.
@@ -118,6 +131,16 @@ struct ModelPrice {
   std::string model;
   int64_t cost_micros = 0;
   double gpu_hours = 0;
+};
+
+// What makes a bill auditable (bill_audit.h): where it is from, what it was
+// made with, and an identifier that changes when any of that changes.
+struct Audit {
+  std::string node, cluster;  // empty: unknown (the store does not say; bill_audit.h says why)
+  std::string bill_id;        // "sha256:<hex>" over the windows, range, prices and policies; empty: not computed
+  bool partial_period = false;  // the range reaches past the generation time: not a closed period
+  std::vector<std::string> cost_policies;  // as stored in the range's windows
+  std::vector<std::pair<int64_t, std::string>> price_lists;  // (since, canonical JSON) in effect in the range
 };
 
 // A team's largest pods (by total cost), for the per-team sections.
@@ -140,10 +163,17 @@ struct Report {
   std::vector<std::pair<int64_t, std::map<std::string, int64_t>>> cost_by_team_over_time;  // micros
   int64_t generated_at = 0;  // Unix seconds; 0: not stated
   Coverage coverage;
+  // The GPUs' own efficiency over the range (device values weighted by window
+  // x GPU fraction): the TOTAL's, the same whatever the grouping. nullopt: a
+  // report built without windows (fleet).
+  std::optional<ledger::Efficiency> gpu_efficiency;
   std::vector<ModelPrice> prices;
   std::vector<TeamPods> teams;     // by total cost
   std::vector<std::string> notes;  // caveats in plain words (no prices, data not covered, ...)
   std::optional<Rightsizing> rightsizing;  // nullopt: none (a fleet report)
+  // The windows' spans clipped to the range, merged: all, and those of a running agent.
+  std::vector<std::pair<int64_t, int64_t>> covered_spans, watched_spans;
+  Audit audit;  // what the bill is of and what made it (bill_audit.h)
 };
 
 // Builds a report one window at a time (windows in any order).
@@ -172,6 +202,9 @@ Report build_report(const std::vector<ledger::WindowRecord>& windows, int64_t fr
 // The same, streaming the store's windows (Store::for_each_window).
 Report build_report(const ledger::Store& store, int64_t from, int64_t to, GroupBy by,
                     const RightsizingOptions& rightsizing = {});
+// Tells the range's time apart (Coverage::seconds_*), from the windows' spans
+// the builder saw, the store's first window and the bill's generation time.
+void add_time_coverage(Report& report, std::optional<int64_t> first_window_start, int64_t generated_at);
 // Adds a window's energy parts to the rows of their accounts (row_of).
 void add_energy(const ledger::WindowRecord& window, const std::function<Row&(const std::string&)>& row_of);
 // Adds a row's energy and carbon to a total (unknown + unknown stays unknown).
@@ -184,10 +217,19 @@ std::vector<TeamPods> team_sections(const std::map<std::string, std::map<std::st
 
 struct RenderOptions {
   bool csv_totals = false;  // CSV: a last row with the totals (key "TOTAL")
+  bool wide = false;        // table: every column
 };
 std::string render(const Report& report, Format format, const RenderOptions& options = {});
 std::string render_table(const Report& report);
+// For people: human headers, money to the currency's minor unit (rows adding
+// up to the total), at most 120 columns (long names are cut); `wide`: every
+// column, whole names.
+std::string render_table(const Report& report, bool wide);
 std::string render_csv(const Report& report, bool totals_row = false);
+// CSV by charge period (report --granularity): the rows of each period's
+// report, in order, then the whole range's TOTAL when asked; `whole` gives the
+// header's grouping, the currency, node and cluster. No periods: whole's rows.
+std::string render_csv_periods(const Report& whole, const std::vector<Report>& periods, bool totals_row);
 std::string render_json(const Report& report);
 std::string render_html(const Report& report);
 

@@ -1,5 +1,6 @@
 // Aggregation: windows in, rows out, one window at a time.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <set>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 #include "ledger/share_seconds.h"
 #include "report/memory_size_note.h"
 #include "report/report.h"
+#include "report/special_accounts.h"
 
 namespace gpuledger::report {
 
@@ -20,9 +22,8 @@ using ledger::WindowRecord;
 
 namespace {
 
-bool is_special(const std::string& account) {
-  return account == ledger::kIdleAccount || account == ledger::kUnallocatedAccount;
-}
+// __idle__, __unallocated__, __overflow__ and any other "__name__" account (special_accounts.h).
+bool is_special(const std::string& account) { return !special_account_meaning(account).empty(); }
 
 void add_opt(std::optional<double>& to, const std::optional<double>& v) {
   if (v) to = to.value_or(0) + *v;
@@ -76,7 +77,11 @@ struct ReportBuilder::State {
   struct Group {
     Row row;
     ledger::EfficiencyMean efficiency;
+    // Of what it held: per ratio, the group's value x window GPU-hours and its
+    // held share x window GPU-hours, over the windows where the value is known.
+    std::array<double, 4> held_num{}, held_den{};
   };
+  ledger::EfficiencyMean gpu_efficiency;  // the device's values, weighted by window x GPU fraction
   int64_t from, to;
   GroupBy by;
   std::map<std::string, Group> groups;
@@ -85,6 +90,7 @@ struct ReportBuilder::State {
   std::set<std::string> currencies;
   int64_t min_window = 0;
   Coverage coverage;
+  std::vector<std::pair<int64_t, int64_t>> spans, watched;  // windows' [start, end) in the range
   std::map<std::string, bool> gpu_has_device;
   std::map<std::string, ModelPrice> prices;
   std::unique_ptr<RightsizingBuilder> rightsizing;  // by pod when the report is by GPU
@@ -106,6 +112,7 @@ struct ReportBuilder::State {
       k.team = group_key(GroupBy::kTeam, w, a);
       k.pod = &pods_by_team[k.team][group_key(GroupBy::kPod, w, a)];
       if (by != GroupBy::kGpu) k.group = &groups[group_key(by, w, a)];
+      if (by == GroupBy::kPod || by == GroupBy::kWorkload) k.group->row.team = k.team;
     }
     if (by == GroupBy::kGpu && (fresh || k.group->row.key != w.slot.uuid)) {
       k.group = &groups[w.slot.uuid];
@@ -126,6 +133,38 @@ ReportBuilder::ReportBuilder(int64_t from, int64_t to, GroupBy by, const Rightsi
 
 ReportBuilder::~ReportBuilder() = default;
 
+namespace {
+std::vector<std::pair<int64_t, int64_t>> merge_spans(std::vector<std::pair<int64_t, int64_t>> spans) {
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& sp : spans) {
+    if (!out.empty() && sp.first <= out.back().second)
+      out.back().second = std::max(out.back().second, sp.second);
+    else
+      out.push_back(sp);
+  }
+  return out;
+}
+int64_t length_before(const std::vector<std::pair<int64_t, int64_t>>& spans, int64_t end) {
+  int64_t n = 0;
+  for (const auto& [a, b] : spans) n += std::max<int64_t>(0, std::min(b, end) - a);
+  return n;
+}
+}  // namespace
+
+void add_time_coverage(Report& r, std::optional<int64_t> first_window_start, int64_t generated_at) {
+  Coverage& c = r.coverage;
+  const int64_t billed_end = generated_at > r.from ? std::min(r.to, generated_at) : (generated_at ? r.from : r.to);
+  c.seconds_future = r.to - billed_end;
+  const int64_t covered = length_before(r.covered_spans, billed_end);
+  c.seconds_watched = length_before(r.watched_spans, billed_end);
+  c.seconds_agent_down = covered - c.seconds_watched;
+  // Nothing is stored before the first window: that time the agent had not started.
+  const int64_t agent_start = first_window_start ? std::clamp(*first_window_start, r.from, billed_end) : billed_end;
+  c.seconds_before_agent = agent_start - r.from;
+  c.seconds_no_data = std::max<int64_t>(0, billed_end - r.from - covered - c.seconds_before_agent);
+}
+
 void ReportBuilder::add(const WindowRecord& w) {
   State& s = *s_;
   s.currencies.insert(w.currency);
@@ -137,6 +176,11 @@ void ReportBuilder::add(const WindowRecord& w) {
 
   Coverage& c = s.coverage;
   ++c.windows;
+  const std::pair<int64_t, int64_t> span{std::max(w.start, s.from), std::min(w.end, s.to)};
+  if (span.first < span.second) {
+    s.spans.push_back(span);
+    if (w.source != "backfill" && w.source != "gap") s.watched.push_back(span);
+  }
   const bool device = has_device_reading(w.device);
   if (!device) ++c.windows_without_device;
   if (len_s >= ledger::kRollupSeconds) ++c.hourly_windows;
@@ -170,7 +214,13 @@ void ReportBuilder::add(const WindowRecord& w) {
   if (w.energy)
     for (const auto& e : w.energy->charges) ensure_record(e.account);
 
-  std::vector<std::pair<State::Group*, ledger::Efficiency>> window_efficiency;  // the groups' values here
+  s.gpu_efficiency.add(w.device, len * w.gpu_fraction);
+  struct GroupWindow {
+    State::Group* group;
+    ledger::Efficiency value;  // the group's part of the GPU in this window
+    double held = 0;           // the group's held share of the slot
+  };
+  std::vector<GroupWindow> window_efficiency;  // the groups' values here
   for (const AccountRecord* a : records) {
     const State::AccountKeys& k = s.keys_for(w, *a);
     Row& row = k.group->row;
@@ -180,22 +230,30 @@ void ReportBuilder::add(const WindowRecord& w) {
     row.vram_gib_hours += a->vram_byte_seconds / kBytesPerGiB / 3600.0;
     row.launches += a->launches;
     auto e = std::find_if(window_efficiency.begin(), window_efficiency.end(),
-                          [&](const auto& ge) { return ge.first == k.group; });
-    if (e == window_efficiency.end()) e = window_efficiency.insert(e, {k.group, {}});
+                          [&](const GroupWindow& ge) { return ge.group == k.group; });
+    if (e == window_efficiency.end()) e = window_efficiency.insert(e, {k.group, {}, 0});
     if (s.by == GroupBy::kGpu) {
-      e->second = w.device;
+      e->value = w.device;
+      e->held = 1;  // a GPU holds all of itself
     } else {
-      add_opt(e->second.sm_active, a->efficiency.sm_active);
-      add_opt(e->second.sm_occupancy, a->efficiency.sm_occupancy);
-      add_opt(e->second.tensor_active, a->efficiency.tensor_active);
-      add_opt(e->second.dram_active, a->efficiency.dram_active);
+      add_opt(e->value.sm_active, a->efficiency.sm_active);
+      add_opt(e->value.sm_occupancy, a->efficiency.sm_occupancy);
+      add_opt(e->value.tensor_active, a->efficiency.tensor_active);
+      add_opt(e->value.dram_active, a->efficiency.dram_active);
+      e->held += a->held_share;
     }
     k.pod->gpu_hours_held += held;
     k.pod->gpu_hours_busy += a->gpu_busy_seconds * w.gpu_fraction / 3600.0;
   }
-  for (auto& [group, e] : window_efficiency) {
+  for (auto& [group, e, held] : window_efficiency) {
     group->efficiency.add(e, len * w.gpu_fraction);
     if (s.by == GroupBy::kGpu) group->row.efficiency_hours += gpu_hours;
+    const std::optional<double>* values[4] = {&e.sm_active, &e.sm_occupancy, &e.tensor_active, &e.dram_active};
+    for (int i = 0; i < 4; ++i) {
+      if (!*values[i]) continue;
+      group->held_num[i] += **values[i] * gpu_hours;
+      group->held_den[i] += held * gpu_hours;
+    }
   }
   std::map<std::string, int64_t>* cost_now = nullptr;
   for (const auto& ch : w.charges) {
@@ -265,6 +323,10 @@ Report ReportBuilder::finish() {
   for (auto& [key, g] : s.groups) {
     g.row.key = key;
     g.row.efficiency = g.efficiency.mean();
+    std::optional<double>* held[4] = {&g.row.efficiency_of_held.sm_active, &g.row.efficiency_of_held.sm_occupancy,
+                                      &g.row.efficiency_of_held.tensor_active, &g.row.efficiency_of_held.dram_active};
+    for (int i = 0; i < 4; ++i)
+      if (g.held_den[i] > 0) *held[i] = g.held_num[i] / g.held_den[i];
     if (s.by != GroupBy::kGpu) g.row.efficiency_hours = g.row.gpu_hours_held;
     r.rows.push_back(g.row);
   }
@@ -280,6 +342,9 @@ Report ReportBuilder::finish() {
   }
   r.cost_by_team_over_time.assign(series.begin(), series.end());
 
+  r.gpu_efficiency = s.gpu_efficiency.mean();
+  r.covered_spans = merge_spans(std::move(s.spans));
+  r.watched_spans = merge_spans(std::move(s.watched));
   r.coverage = s.coverage;
   for (const auto& [uuid, device] : s.gpu_has_device) {
     r.coverage.gpus.push_back(uuid);
@@ -360,7 +425,11 @@ void finish_report(Report& r) {
     add_energy_totals(r.total, row);
     efficiency.add(row.efficiency, row.efficiency_hours);
   }
-  r.total.efficiency = efficiency.mean();
+  // One definition whatever the grouping: the GPUs' own values over the range,
+  // weighted by GPU-time; a report without the windows (a fleet report)
+  // weights its rows' values by their GPU-hours instead.
+  r.total.efficiency = r.gpu_efficiency ? *r.gpu_efficiency : efficiency.mean();
+  r.total.efficiency_of_held = r.total.efficiency;
   r.top_wasters.clear();
   for (const auto& row : r.rows)
     if (row.cost_idle_micros > 0 && !is_special(row.key)) r.top_wasters.push_back(row);

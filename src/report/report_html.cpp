@@ -4,6 +4,7 @@
 // and in CSV/JSON); charts with axes, ticks and a legend; every "unknown"
 // and every special row explained.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <ctime>
 #include <set>
@@ -11,7 +12,11 @@
 
 #include "ledger/window_split.h"
 #include "report/report.h"
+#include "report/bill_audit.h"
+#include "report/bill_words.h"
 #include "report/report_text.h"
+#include "report/shown_money.h"
+#include "report/special_accounts.h"
 #include "report/rightsizing_render.h"
 
 namespace gpuledger::report {
@@ -23,31 +28,30 @@ const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 
 std::string color(size_t i) { return kPalette[i % (sizeof kPalette / sizeof kPalette[0])]; }
 
-std::string group_title(GroupBy by) {
-  switch (by) {
-    case GroupBy::kTeam: return "Team";
-    case GroupBy::kNamespace: return "Namespace";
-    case GroupBy::kPod: return "Pod";
-    case GroupBy::kWorkload: return "Workload";
-    case GroupBy::kGpu: return "GPU";
-  }
-  return "Group";
-}
-
 // What finance reads instead of the ledger's account names.
 std::string row_name(const std::string& key) {
-  if (key == ledger::kIdleAccount) return "Idle (GPU held by no one)";
-  if (key == ledger::kUnallocatedAccount) return "Unallocated (GPU in use, holder unknown)";
+  if (key == ledger::kIdleAccount) return "Idle (held GPUs' idle time, kept apart)";
+  if (key == ledger::kUnallocatedAccount) return "Unallocated (GPU time nobody held)";
+  if (key == "__overflow__") return "Overflow (work whose workload was not recorded)";
   return key;
 }
 
+// A cell of a column that adds up (shown_money.h): the shown amount, the exact one in the tooltip.
+std::string money_cell(int64_t shown_micros, int64_t exact_micros, const Report& r) {
+  return "<td class=\"money\" title=\"" + money(exact_micros) + " " + html_escape(r.currency) + " (exact)\">" +
+         format_shown(shown_micros, minor_unit_digits(r.currency)) + "</td>";
+}
+
+// An amount on its own (not part of a column's sum).
 std::string money_cell(int64_t micros, const std::string& currency) {
   return "<td class=\"money\" title=\"" + money(micros) + " " + html_escape(currency) + " (exact)\">" +
-         money_cents(micros) + "</td>";
+         shown_amount(micros, currency) + "</td>";
 }
 
 std::string pct_cell(const std::optional<double>& v) {
-  if (!v) return "<td class=\"unknown\" title=\"No device readings for these windows: see Notes\">unknown</td>";
+  if (!v)
+    return "<td class=\"unknown\" title=\"No device reading (DCGM or NVML) in these windows, or nothing held to "
+           "divide by\">unknown</td>";
   return "<td>" + pct(v) + "</td>";
 }
 
@@ -319,19 +323,24 @@ std::string render_html(const Report& r) {
   h << "<h1>GPU bill</h1>\n<section id=\"summary\"><p id=\"range\">" << format_date_time(r.from) << " to "
     << format_date_time(r.to) << " (" << duration_words(r.to - r.from) << ", end excluded), "
     << (r.source == "fleet" ? "every node (from Prometheus)" : "this node's ledger") << ".</p>\n";
-  h << "<p>Total: <span class=\"big\" id=\"total\">" << money_cents(r.total.cost_total_micros()) << " " << cur
-    << "</span></p>\n";
+  const ShownCosts shown = shown_costs(r.rows, r.currency);
+  h << "<p>Total: <span class=\"big\" id=\"total\">" << shown.total_cell(ShownCosts::kTotal) << " " << cur
+    << "</span>" << (r.audit.partial_period ? " <strong id=\"partial\">Partial period: the range has not ended</strong>" : "")
+    << "</p>\n";
+  if (r.coverage.windows == 0 && r.source != "fleet")
+    h << "<p id=\"no-windows\">" << html_escape(no_windows_sentence(r)) << "</p>\n";
   if (!r.notes.empty()) {
     h << "<div class=\"notes\" id=\"notes\"><strong>Please note</strong><ul>";
     for (const auto& n : r.notes) h << "<li>" << html_escape(n) << "</li>";
     h << "</ul></div>\n";
   }
-  h << "<dl class=\"facts\"><dt>Currency</dt><dd>" << cur << " (amounts to the cent; the exact amount, in millionths, "
-    << "is in each cell's tooltip and in the CSV and JSON reports)</dd>";
-  h << "<dt>Busy / idle</dt><dd>" << money_cents(r.total.cost_busy_micros) << " " << cur << " for GPU time in use, "
-    << money_cents(r.total.cost_idle_micros) << " " << cur << " for GPUs held but idle";
+  h << "<dl class=\"facts\"><dt>Currency</dt><dd>" << cur << " (amounts to the currency's minor unit, rounded so "
+    << "that rows add up to their total; the exact amount, in millionths, is in each cell's tooltip and in the CSV, "
+    << "JSON and FOCUS reports)</dd>";
+  h << "<dt>Busy / idle</dt><dd>" << shown.total_cell(ShownCosts::kBusy) << " " << cur << " for GPU time in use, "
+    << shown.total_cell(ShownCosts::kIdle) << " " << cur << " for GPU time idle";
   if (r.total.cost_memory_micros > 0)
-    h << ", " << money_cents(r.total.cost_memory_micros) << " " << cur << " for GPU memory held";
+    h << ", " << shown.total_cell(ShownCosts::kMemory) << " " << cur << " for GPU memory";
   h << "</dd>";
   h << "<dt>GPU-hours</dt><dd>" << fixed(r.total.gpu_hours_held, 2) << " held, " << fixed(r.total.gpu_hours_busy, 2)
     << " busy</dd>";
@@ -341,18 +350,28 @@ std::string render_html(const Report& r) {
     h << "<h3>Who pays what</h3><table id=\"who-pays\"><thead><tr><th>Team</th><th>Amount (" << cur
       << ")</th><th>Share</th></tr></thead><tbody>";
     const double total = static_cast<double>(std::max<int64_t>(1, r.total.cost_total_micros()));
-    for (const auto& t : r.teams)
-      h << "<tr><td>" << html_escape(row_name(t.team)) << "</td>" << money_cell(t.total.cost_total_micros(), r.currency)
+    std::vector<Row> team_totals;
+    for (const auto& t : r.teams) team_totals.push_back(t.total);
+    const ShownCosts teams = shown_costs(team_totals, r.currency);
+    for (size_t i = 0; i < r.teams.size(); ++i) {
+      const TeamPods& t = r.teams[i];
+      h << "<tr><td>" << html_escape(row_name(t.team)) << "</td>"
+        << money_cell(teams.rows[i][ShownCosts::kTotal], t.total.cost_total_micros(), r)
         << "<td>" << fixed(100.0 * static_cast<double>(t.total.cost_total_micros()) / total, 1) << "%</td></tr>";
+    }
     h << "</tbody></table>\n";
   }
   if (!r.prices.empty()) {
     h << "<h3>Price per GPU model</h3><table id=\"prices\"><thead><tr><th>GPU model</th><th>GPU-hours</th><th>Cost ("
       << cur << ")</th><th>Price per GPU-hour (" << cur << ")</th></tr></thead><tbody>";
-    for (const auto& p : r.prices) {
+    std::vector<Row> model_costs(r.prices.size());  // the models' costs add up to the total: shown so
+    for (size_t i = 0; i < r.prices.size(); ++i) model_costs[i].cost_busy_micros = r.prices[i].cost_micros;
+    const ShownCosts models = shown_costs(model_costs, r.currency);
+    for (size_t i = 0; i < r.prices.size(); ++i) {
+      const ModelPrice& p = r.prices[i];
       const int64_t per_hour = p.gpu_hours > 0 ? std::llround(static_cast<double>(p.cost_micros) / p.gpu_hours) : 0;
       h << "<tr><td>" << html_escape(p.model.empty() ? "(unknown model)" : p.model) << "</td><td>"
-        << fixed(p.gpu_hours, 2) << "</td>" << money_cell(p.cost_micros, r.currency)
+        << fixed(p.gpu_hours, 2) << "</td>" << money_cell(models.rows[i][ShownCosts::kTotal], p.cost_micros, r)
         << money_cell(per_hour, r.currency) << "</tr>";
     }
     h << "</tbody></table>\n";
@@ -362,33 +381,50 @@ std::string render_html(const Report& r) {
   const bool memory = r.total.cost_memory_micros > 0;
   h << "<h2>Cost by " << group_title(r.by) << "</h2>\n<table id=\"report\"><thead><tr><th>" << group_title(r.by)
     << "</th><th>GPU-hours held</th><th>GPU-hours busy</th><th>Busy cost (" << cur << ")</th><th>Idle cost (" << cur
-    << ")</th>" << (memory ? "<th>Memory cost (" + cur + ")</th>" : "") << "<th>Total (" << cur << ")</th><th>SM active</th><th>SM occupancy</th><th>Tensor active</th>"
-    << "<th>Memory bandwidth</th><th>GPU memory (GiB-hours)</th><th>Kernel launches</th><th>Energy (kWh)</th>"
+    << ")</th>" << (memory ? "<th>Memory cost (" + cur + ")</th>" : "") << "<th>Total (" << cur << ")</th><th>SM active of what it held</th><th>SM active, part of the GPU</th>"
+    << "<th>SM occupancy, part of the GPU</th><th>Tensor active, part of the GPU</th>"
+    << "<th>Memory bandwidth, part of the GPU</th><th>GPU memory (GiB-hours)</th><th>Kernel launches</th><th>Energy (kWh)</th>"
     << "<th>Carbon (kg CO2e)</th></tr></thead><tbody>\n";
-  auto emit = [&](const Row& row, bool total) {
+  auto emit = [&](const Row& row, bool total, size_t i) {
+    const std::array<int64_t, 4>& cost = total ? shown.total : shown.rows[i];
     h << (total ? "<tr class=\"total\">" : "<tr>") << "<td>" << html_escape(total ? "Total" : row_name(row.key))
       << "</td><td>" << fixed(row.gpu_hours_held, 2) << "</td><td>" << fixed(row.gpu_hours_busy, 2) << "</td>"
-      << money_cell(row.cost_busy_micros, r.currency) << money_cell(row.cost_idle_micros, r.currency)
-      << (memory ? money_cell(row.cost_memory_micros, r.currency) : "")
-      << money_cell(row.cost_total_micros(), r.currency) << pct_cell(row.efficiency.sm_active)
+      << money_cell(cost[ShownCosts::kBusy], row.cost_busy_micros, r)
+      << money_cell(cost[ShownCosts::kIdle], row.cost_idle_micros, r)
+      << (memory ? money_cell(cost[ShownCosts::kMemory], row.cost_memory_micros, r) : "")
+      << money_cell(cost[ShownCosts::kTotal], row.cost_total_micros(), r) << pct_cell(row.efficiency_of_held.sm_active)
+      << pct_cell(row.efficiency.sm_active)
       << pct_cell(row.efficiency.sm_occupancy) << pct_cell(row.efficiency.tensor_active)
       << pct_cell(row.efficiency.dram_active) << "<td>" << fixed(row.vram_gib_hours, 2) << "</td><td>"
       << row.launches << "</td>" << energy_cells(row) << "</tr>\n";
   };
-  for (const auto& row : r.rows) emit(row, false);
-  emit(r.total, true);
-  h << "</tbody></table>\n<p><small>The total's efficiency columns average the rows' values weighted by the GPU-hours "
-       "each held"
-    << (r.by == GroupBy::kGpu ? " (by GPU: each GPU's hours)" : "") << ".</small></p>\n";
+  for (size_t i = 0; i < r.rows.size(); ++i) emit(r.rows[i], false, i);
+  emit(r.total, true, 0);
+  h << "</tbody></table>\n<p><small>Of what it held: the row's activity over the GPU time it held (above 100%: it "
+       "used more than it held). Part of the GPU: its share of the whole GPU's activity. The total's efficiency is "
+       "the GPUs' own over the range, weighted by GPU-time: the same in every grouping.</small></p>\n";
+  {
+    const auto special = special_accounts_of(r);
+    if (!special.empty()) h << "<dl class=\"facts\" id=\"special-accounts\">";
+    for (const auto& [account, meaning] : special)
+      h << "<dt>" << html_escape(row_name(account)) << "</dt><dd>" << html_escape(account + ": " + meaning) << "</dd>";
+    if (!special.empty()) h << "</dl>\n";
+    const auto unknowns = unknown_explanations(r);
+    if (!unknowns.empty()) {
+      h << "<ul id=\"unknown-explained\">";
+      for (const auto& u : unknowns) h << "<li>" << html_escape(u) << "</li>";
+      h << "</ul>\n";
+    }
+  }
 
   if (!r.teams.empty()) {
     h << "<h2>Teams and their largest pods</h2>\n";
     for (const auto& t : r.teams) {
       h << "<section class=\"team\"><h3>" << html_escape(row_name(t.team)) << ": "
-        << money_cents(t.total.cost_total_micros()) << " " << cur << "</h3><table><thead><tr><th>Pod</th>"
+        << shown_amount(t.total.cost_total_micros(), r.currency) << " " << cur << "</h3><table><thead><tr><th>Pod</th>"
         << "<th>GPU-hours held</th><th>GPU-hours busy</th><th>Idle cost (" << cur << ")</th><th>Total (" << cur
         << ")</th></tr></thead><tbody>";
-      for (const auto& p : t.top_pods)
+      for (const auto& p : t.top_pods)  // a team's largest pods, not all: amounts on their own
         h << "<tr><td>" << html_escape(row_name(p.key)) << "</td><td>" << fixed(p.gpu_hours_held, 2) << "</td><td>"
           << fixed(p.gpu_hours_busy, 2) << "</td>" << money_cell(p.cost_idle_micros, r.currency)
           << money_cell(p.cost_total_micros(), r.currency) << "</tr>";
@@ -399,7 +435,7 @@ std::string render_html(const Report& r) {
   h << allocated_against_used(r);
   h << "<h2>Top wasters (idle cost)</h2><ol id=\"top-wasters\">";
   for (const auto& w : r.top_wasters)
-    h << "<li>" << html_escape(row_name(w.key)) << ": " << money_cents(w.cost_idle_micros) << " " << cur
+    h << "<li>" << html_escape(row_name(w.key)) << ": " << shown_amount(w.cost_idle_micros, r.currency) << " " << cur
       << " of GPU time held but idle</li>";
   if (r.top_wasters.empty()) h << "<li>none</li>";
   h << "</ol>\n";
@@ -417,15 +453,22 @@ std::string render_html(const Report& r) {
     if (c.hourly_windows) h << ", of which " << c.hourly_windows << " are older windows merged into hours";
     h << "</dd><dt>Watched by the agent</dt><dd>"
       << (c.window_gpu_hours > 0 ? fixed(100.0 * c.observed_gpu_hours / c.window_gpu_hours, 1) + "%" : "-")
-      << " of the GPU time (the rest was billed from what the agent saw before and after it was down)</dd>";
+      << " of the windows' GPU time (the rest was billed afterwards from the kernel counters: the agent was down or "
+         "stalled)</dd>";
     h << "<dt>Without device data</dt><dd>" << c.windows_without_device << " of " << c.windows << " windows";
     if (!c.gpus_without_device.empty()) {
       h << "; no device data at all for:";
       for (const auto& g : c.gpus_without_device) h << " " << html_escape(g);
     }
     h << "</dd><dt>GPUs</dt><dd>" << c.gpus.size() << "</dd>";
+    h << "<dt>The range's time</dt><dd><ul id=\"coverage-time\">";
+    for (const auto& line : coverage_lines(r)) h << "<li>" << html_escape(line) << "</li>";
+    h << "</ul></dd>";
   }
   h << "</dl>\n";
+  h << "<h2>Audit</h2>\n<ul id=\"audit\">";
+  for (const auto& line : audit_lines(r)) h << "<li>" << html_escape(line) << "</li>";
+  h << "</ul>\n";
 
   h << "<h2>What the columns mean</h2>\n<dl class=\"facts\" id=\"glossary\">"
     << "<dt>GPU-hours held</dt><dd>Hours a GPU was allocated to the row (a shared GPU's hour is split among its "
@@ -435,14 +478,14 @@ std::string render_html(const Report& r) {
        "GPU nobody was allocated is busy but not held.</dd>"
     << "<dt>Busy cost, idle cost</dt><dd>The price of the GPU time split into time in use and time held but idle "
        "(together, the total).</dd>"
-    << "<dt>Idle (GPU held by no one)</dt><dd>GPUs no workload held: the cost of spare capacity, billed to no "
-       "team.</dd>"
-    << "<dt>Unallocated (GPU in use, holder unknown)</dt><dd>GPU time the agent could not tie to a workload's "
-       "allocation (no Kubernetes device information, or a process outside any pod), and, billed by allocation, "
-       "the part of a shared GPU no one was allocated (fractions adding up to less than the whole GPU).</dd>"
-    << "<dt>SM active, SM occupancy, tensor active, memory bandwidth</dt><dd>How hard the GPU worked while held, "
-       "from the GPU's own counters (DCGM). <em>unknown</em> means no device readings for those windows: a GPU "
-       "without DCGM/NVML metrics, or the Idle and Unallocated rows, which run no work of their own.</dd>"
+    << "<dt>" << row_name(std::string(ledger::kIdleAccount)) << "</dt><dd>"
+    << html_escape(special_account_meaning(std::string(ledger::kIdleAccount))) << ".</dd>"
+    << "<dt>" << row_name(std::string(ledger::kUnallocatedAccount)) << "</dt><dd>"
+    << html_escape(special_account_meaning(std::string(ledger::kUnallocatedAccount))) << ".</dd>"
+    << "<dt>SM active, SM occupancy, tensor active, memory bandwidth</dt><dd>How hard the GPU worked, from the GPU's "
+       "own counters (DCGM or NVML): of what it held (its activity over the GPU time it held) and its part of the "
+       "whole GPU. <em>unknown</em> means no device readings for those windows (a GPU without DCGM/NVML metrics, or "
+       "the special rows, which run no work of their own), or, of what it held, that the row held nothing.</dd>"
     << "<dt>GPU memory (GiB-hours)</dt><dd>GPU memory held over time: 1 GiB for one hour is 1.</dd>"
     << "<dt>Memory cost</dt><dd>The part of the GPU's price that is for its memory (memory_price_share, or a price "
        "per GiB-hour of GPU memory: vram_per_gib_hour), billed by the GPU memory each row held; memory nobody held "

@@ -258,16 +258,16 @@ TEST_F(AllocationLedgerTest, EveryReportFormatHasTheNewColumns) {
   EXPECT_EQ(r.total.cost_total_micros(), 3 * 60'000 + 8'571);
 
   const std::string table = report::render(r, report::Format::kTable);
-  EXPECT_NE(table.find("cost_idle  cost_memory  cost_total"), std::string::npos) << table;
+  EXPECT_NE(table.find("Idle cost  Memory cost  Total cost"), std::string::npos) << table;
   EXPECT_NE(table.find("Over-users (used more than allocated):\n"), std::string::npos) << table;
   EXPECT_NE(table.find("  shared/c (allocated 0.00, used 0.40)\n"), std::string::npos) << table;
   EXPECT_NE(table.find("  shared/y (allocated 0.25, used 0.00)\n"), std::string::npos) << table;
   const std::string csv = report::render(r, report::Format::kCsv);
   EXPECT_NE(csv.find(",cost_idle,cost_memory,cost_total,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",allocated_share,used_share,used_vram_share,used_energy_share,share_flag,currency\r\n"),
+  EXPECT_NE(csv.find(",allocated_share,used_share,used_vram_share,used_energy_share,share_flag,currency,"),
             std::string::npos) << csv;
   EXPECT_NE(csv.find("shared/c,0.000000,0.003333,0.000000,0.000000,0.002250,0.002250,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",0.000000,0.400000,0.250000,,over,USD\r\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.000000,0.400000,0.250000,,over,USD,"), std::string::npos) << csv;
   const auto j = nlohmann::json::parse(report::render(r, report::Format::kJson));
   EXPECT_EQ(j["share_flag_margin"], 0.1);
   bool c_over = false;

@@ -125,16 +125,16 @@ TEST_F(EnergyLedgerTest, EveryReportFormatShowsEnergyAndCarbonOrUnknown) {
   EXPECT_EQ(r.total.energy_millijoules, 60'000'000);
   EXPECT_NEAR(*r.total.carbon_grams, 60'000'000 / 3.6e9 * 400, 1e-9);
 
-  const std::string table = report::render(r, report::Format::kTable);
-  EXPECT_NE(table.find("energy_kwh  carbon_kg_co2e"), std::string::npos) << table;
-  EXPECT_NE(table.find("0.0035          0.0014\n"), std::string::npos) << table;  // nlp
-  EXPECT_NE(table.find("unknown         unknown\n"), std::string::npos) << table;  // __unallocated__
+  const std::string table = report::render(r, report::Format::kTable, {.wide = true});  // energy: --wide
+  EXPECT_NE(table.find("Energy kWh  kg CO2e"), std::string::npos) << table;
+  EXPECT_NE(table.find("0.0035   0.0014\n"), std::string::npos) << table;  // nlp
+  EXPECT_NE(table.find("unknown  unknown\n"), std::string::npos) << table;  // __unallocated__
   const std::string csv = report::render(r, report::Format::kCsv, {.csv_totals = true});
   EXPECT_NE(csv.find(",launches,energy_kwh,carbon_kg_co2e,allocated_share,"), std::string::npos) << csv;
   // nlp: energy, carbon, then allocated against used (its used energy share: 0.25)
-  EXPECT_NE(csv.find(",0.003500,0.001400,0.650000,0.175000,0.000000,0.250000,under,USD\r\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",0.016667,0.006667,,,,,,USD\r\n"), std::string::npos) << csv;  // TOTAL
-  EXPECT_NE(csv.find(",0,,,,,,,,USD\r\n"), std::string::npos) << csv;  // __unallocated__: unknown is empty
+  EXPECT_NE(csv.find(",0.003500,0.001400,0.650000,0.175000,0.000000,0.250000,under,USD,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.016667,0.006667,,,,,,USD,"), std::string::npos) << csv;  // TOTAL
+  EXPECT_NE(csv.find(",0,,,,,,,,USD,"), std::string::npos) << csv;  // __unallocated__: unknown is empty
   auto j = nlohmann::json::parse(report::render(r, report::Format::kJson));
   EXPECT_EQ(j["total"]["energy_millijoules"], 60'000'000);
   bool saw_unknown = false;

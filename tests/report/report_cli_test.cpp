@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "common/utf8.h"
+#include "report/bill.h"
 #include "report/report.h"
 #include "report/rightsizing_render.h"
 #include <nlohmann/json.hpp>
@@ -35,13 +36,19 @@ TEST(ReportCli, EveryFormatMatchesTheLibrary) {
   testing::FixtureStore store("cli");
   ledger::Store s(store.path(), ledger::Store::Mode::kReadOnly);
   for (const char* by : {"team", "namespace", "pod", "workload", "gpu"}) {
-    Report r = build_report(s.windows(kT0, kT0 + 120), kT0, kT0 + 120, parse_group_by(by));
-    r.generated_at = kT0 + 3600;  // SOURCE_DATE_EPOCH: a reproducible generation time
-    for (const char* fmt : {"table", "csv", "json", "html"}) {
+    for (const char* fmt : {"table", "csv", "json", "html", "focus"}) {
+      BillRequest q;
+      q.from = kT0;
+      q.to = kT0 + 120;
+      q.by = parse_group_by(by);
+      q.format = parse_format(fmt);
+      q.generated_at = kT0 + 3600;  // SOURCE_DATE_EPOCH: a reproducible generation time
+      if (q.format == Format::kFocus && std::string(by) != "team") continue;  // --by does not apply to focus
       Proc got = run("SOURCE_DATE_EPOCH=" + std::to_string(kT0 + 3600) + " " + gpuledger() + " report --store " +
-                     store.path() + kRange + " --by " + by + " --format " + fmt);
+                     store.path() + kRange + (q.format == Format::kFocus ? "" : std::string(" --by ") + by) +
+                     " --format " + fmt);
       EXPECT_EQ(got.status, 0) << got.out;
-      EXPECT_EQ(got.out, render(r, parse_format(fmt))) << by << " " << fmt;
+      EXPECT_EQ(got.out, render_bill(s, q)) << by << " " << fmt;
     }
   }
   fs::path out = store.dir() / "r.html";

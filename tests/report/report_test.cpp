@@ -19,40 +19,70 @@ Report fixture_report(GroupBy by) {
   return build_report(s.windows(kT0, kT0 + 120), kT0, kT0 + 120, by);
 }
 
+// For people: human headers, money to the cent (rows adding up to the total), 120 columns.
 TEST(ReportFormat, Table) {
-  EXPECT_EQ(render(fixture_report(GroupBy::kTeam), Format::kTable), R"(GPU chargeback 2027-01-15T08:00:00Z .. 2027-01-15T08:02:00Z by team (USD, local)
+  EXPECT_EQ(render(fixture_report(GroupBy::kTeam), Format::kTable), R"(GPU chargeback 2027-01-15T08:00:00Z to 2027-01-15T08:02:00Z by team (USD, local)
 
-team             gpu_hours_held  gpu_hours_busy  cost_busy  cost_idle  cost_total  sm_active  sm_occupancy  tensor_active  dram_active  vram_gib_hours  launches  energy_kwh  carbon_kg_co2e
-vision                   0.0500          0.0400   0.144000   0.054000    0.198000      37.5%         18.8%        unknown      unknown          0.1000      1320     unknown         unknown
-nlp                      0.0310          0.0050   0.018000   0.075428    0.093428      12.5%          6.2%        unknown      unknown          0.0000       240     unknown         unknown
-__unallocated__          0.0000          0.0000   0.000000   0.060000    0.060000    unknown       unknown        unknown      unknown          0.0000         0     unknown         unknown
---------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------
-TOTAL                    0.0810          0.0450   0.162000   0.189428    0.351428      27.9%         14.0%        unknown      unknown          0.1000      1560     unknown         unknown
+Team             GPU-h held  GPU-h busy  Busy cost  Idle cost  Total cost  SM active of held   of GPU
+vision                 0.05        0.04       0.15       0.05        0.20              75.0%    37.5%
+nlp                    0.03        0.01       0.02       0.07        0.09              25.0%    12.5%
+__unallocated__        0.00        0.00       0.00       0.06        0.06            unknown  unknown
+-----------------------------------------------------------------------------------------------------
+TOTAL                  0.08        0.04       0.17       0.18        0.35              50.0%    50.0%
+Money is rounded to the currency's minor unit so that the rows add up to the total (CSV, JSON and FOCUS carry the exact
+  amounts).
+SM active of held: the row's SM activity over the GPU time it held (above 100%: it used more than it held); of GPU: its
+  part of the whole GPU's. The total's is the GPUs' own over the range, the same in every grouping.
+unknown SM, occupancy, tensor or DRAM activity: none of the row's windows had a device reading (DCGM or NVML) for it;
+  its busy time then comes from the eBPF kernel spans.
+unknown energy and carbon: none of the row's windows had an energy counter or a power reading; carbon also needs
+  carbon_g_per_kwh in the price list.
+More columns (occupancy, tensor, DRAM, VRAM, launches, energy, carbon): --wide.
 
 Top wasters (idle cost)
-  1. nlp     0.075428 USD idle (80.7% of its cost)
-  2. vision  0.054000 USD idle (27.3% of its cost)
+  1. nlp     0.08 USD idle (80.7% of its cost)
+  2. vision  0.05 USD idle (27.3% of its cost)
 
 Allocated against used (shares of the GPUs held or used; flag: used more or less than allocated by more than 0.10)
-team    allocated_share  used_share  used_vram_share  used_energy_share  share_flag
-vision           0.7500      0.8750           1.0000            unknown        over
-nlp              0.6500      0.1750           0.0000            unknown       under
+Team    Allocated  Used (activity)  Used (VRAM)  Used (energy)   Flag
+vision     0.7500           0.8750       1.0000        unknown   over
+nlp        0.6500           0.1750       0.0000        unknown  under
 Over-users (used more than allocated):
   vision (allocated 0.75, used 0.88)
 Under-users (used less than allocated):
   nlp (allocated 0.65, used 0.18)
 
-Recommendations (idle_after 24h, vram_headroom 0.20; savings per month of 730 h, in USD; by saving)
-team    recommendation   target  saving_per_month  vram_peak_gb  vram_p95_gb  sm_active_p95  busy_share  idle_longest  windows        sources  limited
-nlp                mig  1g.10gb        544.368300          0.00         0.00          12.5%       30.0%            0s        2  probes+device       no
-vision            more        -          0.000000          1.07         1.07          37.5%       90.0%            0s        2  probes+device       no
-nlp                mig  1g.10gb           unknown          0.00         0.00    0.0% (ebpf)        0.0%            2m        2    probes+ebpf      yes
-vision            keep        -           unknown          2.15         2.15   75.0% (ebpf)       75.0%            0s        2    probes+ebpf      yes
-Why
-  nlp (nlp/pod-b): mig 1g.10gb - VRAM peak 0.00 GB with 20% headroom fits 1g.10gb (10.00 GB), and SM active p95 12.5% fits its 1/7 of the compute
-  vision (ml/pod-a): more - used 0.75 of its GPU's activity with 0.50 allocated: an over-user of a shared GPU
-  nlp (nlp/pod-d): mig 1g.10gb - VRAM peak 0.00 GB with 20% headroom fits 1g.10gb (10.00 GB), and SM active p95 0.0% fits its 1/7 of the compute; SM active is the eBPF span estimate (no device counters in its windows), so no saving is stated
-  vision (ml/pod-c): keep - needs VRAM 2.15 GB +20% and SM active p95 75.0%: no smaller H100 80GB MIG profile fits (SM active is the eBPF span estimate: no device counters in its windows)
+Recommendations (savings per month in USD, largest first; --wide shows their evidence)
+  nlp (nlp/pod-b): mig 1g.10gb, saves 544.37 a month - VRAM peak 0.00 GB with 20% headroom fits 1g.10gb (10.00 GB), and
+    SM active p95 12.5% fits its 1/7 of the compute
+  vision (ml/pod-a): more, saves 0.00 a month - used 0.75 of its GPU's activity with 0.50 allocated: an over-user of a
+    shared GPU
+  nlp (nlp/pod-d): mig 1g.10gb, saving not stated (limited evidence) - VRAM peak 0.00 GB with 20% headroom fits 1g.10gb
+    (10.00 GB), and SM active p95 0.0% fits its 1/7 of the compute; SM active is the eBPF span estimate (no device
+    counters in its windows), so no saving is stated
+  vision (ml/pod-c): keep, saving not stated (limited evidence) - needs VRAM 2.15 GB +20% and SM active p95 75.0%: no
+    smaller H100 80GB MIG profile fits (SM active is the eBPF span estimate: no device counters in its windows)
+
+Special accounts
+  __unallocated__: the part of a GPU nobody held: its time while no pod held it, work no holder or user could be named
+    for, and under cost_policy allocated the share of it no pod was allocated
+
+Coverage
+  8 windows on 4 GPU slots, 0.11 GPU-hours.
+  6 of the windows had no device reading (DCGM or NVML): their busy time is the eBPF span estimate and their efficiency
+    unknown.
+
+Audit
+  Bill id: none (this report was not made from a ledger store's windows)
+  Node: unknown (this store was written by an agent that did not record its node)
+  Cluster: unknown (the agent was not given --cluster-name or $CLUSTER_NAME when it wrote this store)
+  Period: 2027-01-15T08:00:00Z to 2027-01-15T08:02:00Z (end exclusive)
+  Reconciliation, NVIDIA H100 80GB HBM3: 0.080952 GPU-hours on the GPU x 3.599993 USD per GPU-hour = 0.291428 USD (the
+    rate applies to every hour the GPU was there; the held GPU-hours are fewer when part of it was unheld, whose cost
+    goes to __unallocated__ or __idle__, and the rate is rounded here)
+  Reconciliation, Tesla T4: 0.033333 GPU-hours on the GPU x 1.800000 USD per GPU-hour = 0.060000 USD (the rate applies
+    to every hour the GPU was there; the held GPU-hours are fewer when part of it was unheld, whose cost goes to
+    __unallocated__ or __idle__, and the rate is rounded here)
 )");
 }
 
@@ -63,16 +93,17 @@ TEST(ReportFormat, Csv) {
   EXPECT_EQ(lf, 4u);
   EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\r')), lf);
   std::erase(csv, '\r');
-  EXPECT_EQ(csv, R"(team,gpu_hours_held,gpu_hours_busy,cost_busy,cost_idle,cost_memory,cost_total,sm_active,sm_occupancy,tensor_active,dram_active,vram_gib_hours,launches,energy_kwh,carbon_kg_co2e,allocated_share,used_share,used_vram_share,used_energy_share,share_flag,currency
-vision,0.050000,0.040000,0.144000,0.054000,0.000000,0.198000,0.3750,0.1875,,,0.100000,1320,,,0.750000,0.875000,1.000000,,over,USD
-nlp,0.030952,0.005000,0.018000,0.075428,0.000000,0.093428,0.1250,0.0625,,,0.000000,240,,,0.650000,0.175000,0.000000,,under,USD
-__unallocated__,0.000000,0.000000,0.000000,0.060000,0.000000,0.060000,,,,,0.000000,0,,,,,,,,USD
+  EXPECT_EQ(csv, R"(team,gpu_hours_held,gpu_hours_busy,cost_busy,cost_idle,cost_memory,cost_total,sm_active,sm_occupancy,tensor_active,dram_active,vram_gib_hours,launches,energy_kwh,carbon_kg_co2e,allocated_share,used_share,used_vram_share,used_energy_share,share_flag,currency,period_start,period_end,node,cluster,bill_id,partial_period
+vision,0.050000,0.040000,0.144000,0.054000,0.000000,0.198000,0.3750,0.1875,,,0.100000,1320,,,0.750000,0.875000,1.000000,,over,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false
+nlp,0.030952,0.005000,0.018000,0.075428,0.000000,0.093428,0.1250,0.0625,,,0.000000,240,,,0.650000,0.175000,0.000000,,under,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false
+__unallocated__,0.000000,0.000000,0.000000,0.060000,0.000000,0.060000,,,,,0.000000,0,,,,,,,,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false
 )");
 }
 
 TEST(ReportFormat, CsvTotalsRow) {
   std::string csv = render(fixture_report(GroupBy::kTeam), Format::kCsv, RenderOptions{.csv_totals = true});
-  EXPECT_NE(csv.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189428,0.000000,0.351428,0.2794,0.1397,,,0.100000,1560,,,,,,,,USD\r\n"),
+  EXPECT_NE(csv.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189428,0.000000,0.351428,0.5000,0.2500,,,0.100000,1560,,,,,,,,USD,"
+                     "2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false\r\n"),
             std::string::npos)
       << csv;
 }
@@ -120,7 +151,8 @@ TEST(ReportFormat, CsvQuoting) {
   r.rows = {row};
   finish_report(r);
   std::string csv = render_csv(r);
-  EXPECT_NE(csv.find("\r\n\"team \"\"x\"\", inc\",0.000000,0.000000,0.000001,0.000000,0.000000,0.000001,,,,,0.000000,0,,,,,,,,USD\r\n"),
+  EXPECT_NE(csv.find("\r\n\"team \"\"x\"\", inc\",0.000000,0.000000,0.000001,0.000000,0.000000,0.000001,,,,,0.000000,0,,,,,,,,USD,2027-01-15T08:00:00Z,"
+                     "2027-01-15T08:01:00Z,,,,false\r\n"),
             std::string::npos)
       << csv;
 }
@@ -179,7 +211,8 @@ TEST(ReportFormat, HtmlIsSelfContained) {
   EXPECT_LT(html.find("id=\"total\""), html.find("id=\"report\""));
   for (const char* id : {"who-pays", "prices", "coverage", "glossary"})
     EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
-  EXPECT_NE(html.find("Unallocated (GPU in use, holder unknown)"), std::string::npos);
+  EXPECT_NE(html.find("Unallocated (GPU time nobody held)"), std::string::npos);
+  EXPECT_EQ(html.find("holder unknown"), std::string::npos);  // it holds the idle cost of GPUs nobody held
 }
 
 TEST(ReportFormat, HtmlNamesAreValidUtf8) {

@@ -1,0 +1,157 @@
+#include "report/bill_audit.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "common/error.h"
+#include "report/report_text.h"
+#include "report/shown_money.h"
+
+namespace gpuledger::report {
+
+namespace {
+
+// A canonical byte string of the fields hashed: lengths prefix strings, numbers
+// in fixed forms (doubles by their exact bits), so no two inputs read alike.
+class Canon {
+ public:
+  Canon& s(const std::string& v) {
+    i(static_cast<int64_t>(v.size()));
+    out_ += v;
+    return *this;
+  }
+  Canon& i(int64_t v) {
+    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
+    return *this;
+  }
+  Canon& d(double v) {
+    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
+    return *this;
+  }
+  Canon& o(const std::optional<double>& v) { return v ? i(1).d(*v) : i(0); }
+  const std::string& bytes() const { return out_; }
+
+ private:
+  std::string out_;
+};
+
+std::array<unsigned char, 32> sha256(const std::string& bytes) {
+  std::array<unsigned char, 32> out{};
+  unsigned int n = 0;
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 || EVP_DigestFinal_ex(ctx.get(), out.data(), &n) != 1)
+    throw Error("cannot compute the bill identifier (SHA-256 unavailable)");
+  return out;
+}
+
+void efficiency(Canon& c, const ledger::Efficiency& e) {
+  c.o(e.sm_active).o(e.sm_occupancy).o(e.tensor_active).o(e.dram_active);
+}
+
+}  // namespace
+
+void BillHasher::add(const ledger::WindowRecord& w) {
+  Canon c;
+  c.i(w.start).i(w.end).s(w.slot.uuid).s(w.slot.model).s(w.slot.mig_profile.value_or("")).s(w.slot.parent_uuid);
+  c.d(w.gpu_fraction).s(w.currency).i(w.cost_micros).i(w.busy_micros).i(w.idle_micros).i(w.memory_micros);
+  c.s(w.cost_policy).d(w.allocated_total).d(w.busy_fraction).s(w.busy_source).i(w.exclusive).d(w.observed_seconds);
+  c.s(w.source);
+  efficiency(c, w.device);
+  c.i(static_cast<int64_t>(w.accounts.size()));
+  for (const auto& a : w.accounts) {
+    c.s(a.account).s(a.labels.namespace_name).s(a.labels.pod).s(a.labels.container).s(a.labels.team);
+    c.d(a.held_share).d(a.allocated_share).i(a.allocated_share_known).d(a.busy_seconds).d(a.activity_share);
+    c.d(a.gpu_busy_seconds).d(a.vram_byte_seconds).i(static_cast<int64_t>(a.launches));
+    efficiency(c, a.efficiency);
+  }
+  c.i(static_cast<int64_t>(w.charges.size()));
+  for (const auto& ch : w.charges) c.s(ch.account).s(std::string(ledger::to_string(ch.kind))).i(ch.micros);
+  c.i(w.energy.has_value());
+  if (w.energy) {
+    c.i(w.energy->millijoules).s(w.energy->source).o(w.energy->carbon_g_per_kwh);
+    for (const auto& e : w.energy->charges) c.s(e.account).s(std::string(ledger::to_string(e.kind))).i(e.millijoules);
+  }
+  windows_.push_back({w.start, w.slot.uuid, sha256(c.bytes())});
+  if (std::find(policies_.begin(), policies_.end(), w.cost_policy) == policies_.end()) policies_.push_back(w.cost_policy);
+}
+
+std::string BillHasher::finish(int64_t from, int64_t to, const ledger::BillInputs& inputs) {
+  std::sort(windows_.begin(), windows_.end(),
+            [](const Entry& a, const Entry& b) { return a.start != b.start ? a.start < b.start : a.uuid < b.uuid; });
+  Canon c;
+  c.s("gpuledger bill v1").i(from).i(to).s(inputs.node).s(inputs.cluster);
+  c.i(static_cast<int64_t>(inputs.price_lists.size()));
+  for (const auto& p : inputs.price_lists) c.i(p.since).s(p.json);
+  c.i(static_cast<int64_t>(windows_.size()));
+  for (const auto& e : windows_) c.s(std::string(e.digest.begin(), e.digest.end()));
+  const auto digest = sha256(c.bytes());
+  std::string hex = "sha256:";
+  char buf[3];
+  for (unsigned char b : digest) {
+    std::snprintf(buf, sizeof buf, "%02x", b);
+    hex += buf;
+  }
+  return hex;
+}
+
+void fill_audit(Report& r, BillHasher& hasher, const ledger::BillInputs& inputs, int64_t generated_at) {
+  Audit& a = r.audit;
+  a.node = inputs.node;
+  a.cluster = inputs.cluster;
+  a.bill_id = hasher.finish(r.from, r.to, inputs);
+  a.partial_period = generated_at > 0 && r.to > generated_at;
+  a.cost_policies = hasher.policies_;
+  std::sort(a.cost_policies.begin(), a.cost_policies.end());
+  a.price_lists.clear();
+  for (const auto& p : inputs.price_lists) a.price_lists.emplace_back(p.since, p.json);
+}
+
+std::vector<std::string> audit_lines(const Report& r) {
+  const Audit& a = r.audit;
+  std::vector<std::string> out;
+  const bool from_store = !a.bill_id.empty();
+  out.push_back(from_store ? "Bill id: " + a.bill_id + " (changes when the windows, range, prices or policies change)"
+                           : std::string("Bill id: none (this report was not made from a ledger store's windows)"));
+  if (r.source == "fleet") {
+    out.push_back("Node: every node whose agent the Prometheus server scrapes");
+    out.push_back("Cluster: the Prometheus server's (it does not name one)");
+  } else {
+    out.push_back("Node: " + (a.node.empty() ? std::string(kNodeUnknown) : display_name(a.node)));
+    out.push_back("Cluster: " + (a.cluster.empty() ? std::string(kClusterUnknown) : display_name(a.cluster)));
+  }
+  std::string period = "Period: " + format_rfc3339(r.from) + " to " + format_rfc3339(r.to) + " (end exclusive)";
+  if (a.partial_period)
+    period += ", PARTIAL PERIOD: the range reaches past " + format_rfc3339(r.generated_at) +
+              ", when this bill was made; time still to come is not billed yet";
+  out.push_back(period);
+  if (from_store) {
+    std::string policies = "Cost policy of the windows: ";
+    for (size_t i = 0; i < a.cost_policies.size(); ++i) policies += (i ? ", " : "") + a.cost_policies[i];
+    if (a.cost_policies.empty()) policies += "none (no windows)";
+    out.push_back(policies);
+    if (a.price_lists.empty())
+      out.push_back("Price list: not recorded in this store (an older agent wrote it); the rates below are measured "
+                    "from the windows' costs");
+    for (const auto& [since, json] : a.price_lists)
+      out.push_back("Price list and policies since " + format_rfc3339(since) + ": " + display_name(json));
+  }
+  // GPU-hours x rate = cost, per model: the rate is what the windows cost per
+  // GPU-hour of the slots, so the cost follows from the hours the GPUs were
+  // there, not from the hours held (held + unheld = there).
+  for (const auto& p : r.prices) {
+    if (!(p.gpu_hours > 0)) continue;
+    const int64_t rate = static_cast<int64_t>(static_cast<double>(p.cost_micros) / p.gpu_hours + 0.5);
+    out.push_back("Reconciliation, " + display_name(p.model) + ": " + fixed(p.gpu_hours, 6) + " GPU-hours on the GPU x " +
+                  money(rate) + " " + display_name(r.currency) + " per GPU-hour = " + money(p.cost_micros) + " " +
+                  display_name(r.currency) +
+                  " (the rate applies to every hour the GPU was there; the held GPU-hours are fewer when part of it "
+                  "was unheld, whose cost goes to __unallocated__ or __idle__, and the rate is rounded here)");
+  }
+  return out;
+}
+
+}  // namespace gpuledger::report

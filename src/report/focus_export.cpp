@@ -1,0 +1,175 @@
+#include "report/focus_export.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+
+#include "common/utf8.h"
+#include "ledger/prices.h"
+#include "report/bill_audit.h"
+#include "report/report_text.h"
+#include "report/special_accounts.h"
+
+namespace gpuledger::report {
+
+const std::vector<std::string> kFocusColumns = {
+    // FOCUS 1.2 mandatory columns, alphabetical.
+    "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd", "BillingPeriodStart",
+    "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodEnd", "ChargePeriodStart", "ContractedCost",
+    "EffectiveCost", "InvoiceIssuerName", "ListCost", "PricingQuantity", "PricingUnit", "ProviderName",
+    "PublisherName", "ServiceCategory", "ServiceName",
+    // Conditional and recommended columns this bill has values for.
+    "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ContractedUnitPrice", "ListUnitPrice", "PricingCategory",
+    "ResourceId", "ResourceName", "ResourceType", "ServiceSubcategory", "SubAccountId", "SubAccountName", "Tags",
+    // FOCUS 1.3 split cost allocation.
+    "AllocatedMethodId", "AllocatedMethodDetails", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags",
+    // gpuledger's own (x_ prefix, as FOCUS requires of custom columns).
+    "x_BillId", "x_Node", "x_Cluster", "x_CostBusy", "x_CostIdle", "x_CostMemory", "x_GpuHoursBusy",
+    "x_PartialPeriod"};
+
+namespace {
+
+struct AccountPart {
+  ledger::AccountLabels labels;
+  int64_t busy = 0, idle = 0, memory = 0;
+  double held_gpu_hours = 0, busy_gpu_hours = 0;
+  int64_t total() const { return busy + idle + memory; }
+};
+
+struct SlotPeriod {
+  ledger::GpuSlot slot;
+  std::string currency;
+  int64_t cost = 0;
+  double gpu_hours = 0;  // window x gpu_fraction: the hours the slot was there, in GPU-hours
+  std::set<std::string> policies;
+  std::map<std::string, AccountPart> accounts;
+};
+
+std::string decimal(double v, int places) {
+  std::string s = fixed(v, places);
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s == "-0" ? "0" : s;
+}
+
+std::string json_text(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+}  // namespace
+
+struct FocusBuilder::State {
+  int64_t from, to;
+  Granularity granularity;
+  std::map<std::pair<int64_t, std::string>, SlotPeriod> slots;  // (period start, uuid)
+};
+
+FocusBuilder::FocusBuilder(int64_t from, int64_t to, Granularity granularity) : s_(std::make_unique<State>()) {
+  s_->from = from;
+  s_->to = to;
+  s_->granularity = granularity;
+}
+
+FocusBuilder::~FocusBuilder() = default;
+
+void FocusBuilder::add(const ledger::WindowRecord& w) {
+  // A window belongs to the period it starts in (as to the range it starts in).
+  SlotPeriod& sp = s_->slots[{period_start(w.start, s_->granularity), w.slot.uuid}];
+  sp.slot = w.slot;
+  sp.currency = w.currency;
+  sp.cost += w.cost_micros;
+  const double len = static_cast<double>(w.end - w.start);
+  sp.gpu_hours += len * w.gpu_fraction / 3600.0;
+  sp.policies.insert(w.cost_policy);
+  for (const auto& a : w.accounts) {
+    AccountPart& part = sp.accounts[a.account];
+    part.labels = a.labels;
+    part.held_gpu_hours += a.held_share * len * w.gpu_fraction / 3600.0;
+    part.busy_gpu_hours += a.gpu_busy_seconds * w.gpu_fraction / 3600.0;
+  }
+  for (const auto& ch : w.charges) {
+    AccountPart& part = sp.accounts[ch.account];
+    (ch.kind == ledger::ChargeKind::kBusy ? part.busy : ch.kind == ledger::ChargeKind::kIdle ? part.idle : part.memory) +=
+        ch.micros;
+  }
+}
+
+std::string FocusBuilder::finish(const Audit& audit, int64_t generated_at) const {
+  std::string out;
+  for (size_t i = 0; i < kFocusColumns.size(); ++i) out += (i ? "," : "") + kFocusColumns[i];
+  out += "\r\n";
+  const std::string node = audit.node, cluster = audit.cluster;
+  const std::string account_id = !cluster.empty() ? cluster : !node.empty() ? node : "gpuledger";
+  for (const auto& [key, sp] : s_->slots) {
+    const int64_t pstart = std::max(key.first, s_->from);
+    const int64_t pend = std::min(period_end(key.first, s_->granularity), s_->to);
+    const int64_t bstart = period_start(key.first, Granularity::kMonth);
+    const int64_t bend = period_end(key.first, Granularity::kMonth);
+    const bool mig = sp.slot.mig_profile.has_value() && !sp.slot.mig_profile->empty();
+    const std::string resource_name =
+        sp.slot.model + (mig ? " MIG " + *sp.slot.mig_profile + " of " + sp.slot.parent_uuid : "");
+    const double rate = sp.gpu_hours > 0 ? static_cast<double>(sp.cost) / sp.gpu_hours : 0;  // micros per GPU-hour
+    const std::string unit_price = ledger::format_micros(static_cast<int64_t>(rate + 0.5));
+    std::string policy;
+    for (const auto& p : sp.policies) policy += (policy.empty() ? "" : "+") + p;
+    double held_total = 0;
+    for (const auto& [account, part] : sp.accounts) held_total += part.held_gpu_hours;
+    const size_t n = sp.accounts.size();
+    for (const auto& [account, part] : sp.accounts) {
+      // The account's ratio of the GPU's cost (of its held hours when the GPU cost nothing).
+      const double ratio = sp.cost > 0      ? static_cast<double>(part.total()) / static_cast<double>(sp.cost)
+                           : held_total > 0 ? part.held_gpu_hours / held_total
+                                            : 1.0 / static_cast<double>(n);
+      const std::string meaning = special_account_meaning(account);
+      const ledger::AccountLabels& l = part.labels;
+      std::string kinds;
+      for (auto [k, v] : {std::pair{"busy", part.busy}, std::pair{"idle", part.idle}, std::pair{"memory", part.memory}})
+        if (v > 0) kinds += (kinds.empty() ? "" : "+") + std::string(k);
+      if (kinds.empty()) kinds = "none";
+      nlohmann::ordered_json tags = {{"team", l.team},          {"namespace", l.namespace_name},
+                                     {"pod", l.pod},            {"container", l.container},
+                                     {"node", node},            {"cluster", cluster},
+                                     {"cost_kind", kinds},      {"account", account},
+                                     {"gpu_model", sp.slot.model}, {"cost_policy", policy}};
+      nlohmann::ordered_json allocated_tags = {{"account", account},
+                                               {"team", l.team},
+                                               {"namespace", l.namespace_name},
+                                               {"pod", l.pod},
+                                               {"container", l.container}};
+      nlohmann::ordered_json details = {
+          {"Elements",
+           nlohmann::ordered_json::array({{{"AllocatedRatio", std::stod(decimal(ratio, 12))},
+                                           {"UsageUnit", "GPU-Hours"},
+                                           {"UsageQuantity", std::stod(decimal(part.held_gpu_hours, 9))}}})},
+          {"x_CostPolicy", policy}};
+      std::string who = !meaning.empty() ? account + " (" + meaning + ")"
+                        : !l.pod.empty() ? l.namespace_name + "/" + l.pod + (l.container.empty() ? "" : "/" + l.container)
+                                         : account;
+      const std::string billed = ledger::format_micros(part.total());
+      const std::string subaccount = meaning.empty() ? l.team : "";
+      std::vector<std::string> cells = {
+          billed, account_id, account_id, sp.currency, format_rfc3339(bend), format_rfc3339(bstart), "Usage", "",
+          "GPU time of " + who + " on " + resource_name + " (" + sp.slot.uuid + "), split by cost policy " + policy,
+          format_rfc3339(pend), format_rfc3339(pstart), billed, billed, "gpuledger", billed,
+          decimal(sp.gpu_hours * ratio, 9), "GPU-Hours", "gpuledger", "gpuledger", "Compute", "GPU time",
+          // conditional and recommended
+          "Usage-Based", decimal(part.held_gpu_hours, 9), "GPU-Hours", unit_price, unit_price, "Standard",
+          sp.slot.uuid, resource_name, mig ? "MIG instance" : "GPU", "Containers", subaccount, subaccount,
+          json_text(tags),
+          // split allocation
+          "gpuledger-cost-policy-" + policy, json_text(details), account, meaning.empty() ? who : account,
+          json_text(allocated_tags),
+          // gpuledger's own
+          audit.bill_id, node, cluster, ledger::format_micros(part.busy), ledger::format_micros(part.idle),
+          ledger::format_micros(part.memory), decimal(part.busy_gpu_hours, 9), generated_at > 0 && pend > generated_at ? "true" : "false"};
+      for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_field(cells[i]);
+      out += "\r\n";
+    }
+  }
+  return valid_utf8(out);
+}
+
+}  // namespace gpuledger::report

@@ -1,0 +1,54 @@
+#pragma once
+// `report --format focus`: the bill as FOCUS (FinOps Open Cost and Usage
+// Specification) CSV, which FinOps tools load without a mapping step.
+//
+// One row per charge period (--granularity hour|day|month, clipped to the
+// range; ChargePeriodEnd exclusive), ledger account and GPU slot. The columns:
+// every column FOCUS 1.2 makes mandatory, the resource, quantity and price
+// columns, Tags, FOCUS 1.3's split cost allocation columns and a few x_
+// columns of gpuledger's own (kFocusColumns lists them in order).
+//
+// Split cost allocation: each GPU slot's cost in a period is the origin
+// charge; its accounts' rows are the allocated charges. They keep the GPU's
+// dimensions (ResourceId is the GPU or MIG instance UUID) and its unit price;
+// AllocatedResourceId names the account, AllocatedMethodId the cost policy,
+// and AllocatedMethodDetails the account's ratio of the GPU's cost with the
+// GPU-hours it held. The allocated rows of a slot and period add up to its
+// cost exactly, and all rows to the bill's total: BilledCost is the exact
+// decimal of the ledger's integer micro-units (never a binary float).
+//
+// Quantities: ConsumedQuantity is the GPU-hours the account held (GPU-Hours);
+// PricingQuantity is the GPU-hours it is billed for (its ratio of the hours
+// the slot was there, x the slot's GPU fraction), so that PricingQuantity x
+// ListUnitPrice = ListCost = BilledCost (rounding of the rate aside). There
+// are no discounts: ListCost = ContractedCost = EffectiveCost = BilledCost.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ledger/store.h"
+#include "report/charge_period.h"
+#include "report/report.h"
+
+namespace gpuledger::report {
+
+extern const std::vector<std::string> kFocusColumns;
+
+class FocusBuilder {
+ public:
+  FocusBuilder(int64_t from, int64_t to, Granularity granularity);
+  ~FocusBuilder();
+  FocusBuilder(const FocusBuilder&) = delete;
+  FocusBuilder& operator=(const FocusBuilder&) = delete;
+  void add(const ledger::WindowRecord& window);
+  // The CSV (RFC 4180, CRLF), with the audit's node, cluster and bill id;
+  // x_PartialPeriod is true on rows whose charge period ends after `generated_at`.
+  std::string finish(const Audit& audit, int64_t generated_at) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace gpuledger::report

@@ -1,0 +1,21 @@
+#include "report/special_accounts.h"
+
+#include "ledger/window_split.h"
+
+namespace gpuledger::report {
+
+std::string special_account_meaning(const std::string& account) {
+  if (account == ledger::kUnallocatedAccount)
+    return "the part of a GPU nobody held: its time while no pod held it, work no holder or user could be named for, "
+           "and under cost_policy allocated the share of it no pod was allocated";
+  if (account == ledger::kIdleAccount)
+    return "idle time of held GPUs kept apart from their holders (idle_policy: idle)";
+  if (account == "__overflow__")
+    return "GPU work the probes could not tell the workload of, because their workload table was full "
+           "(gpuledger_bpf_overflow_total counts it)";
+  if (account.size() > 4 && account.rfind("__", 0) == 0 && account.compare(account.size() - 2, 2, "__") == 0)
+    return "a special account of gpuledger, not a workload";
+  return "";
+}
+
+}  // namespace gpuledger::report
