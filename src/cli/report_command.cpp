@@ -10,6 +10,9 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/utf8.h"
+#include "fleet/fleet_reader.h"
+#include "fleet/fleet_schema.h"
+#include "fleet/pg_connection.h"
 #include "ledger/store.h"
 #include "report/fleet.h"
 #include "report/report.h"
@@ -94,7 +97,22 @@ int run_report(const ReportCommand& cmd) {
   const Format format = parse_format(cmd.format);
   const RightsizingOptions options = rightsizing_options(cmd.config, cmd.idle_after, cmd.vram_headroom);
   Report r;
-  if (!cmd.prometheus.empty()) {
+  const std::string fleet_db = cmd.fleet_db.resolve(false);
+  if (fleet_db.empty() && (!cmd.cluster.empty() || !cmd.node.empty()))
+    throw Error("--cluster and --node filter a fleet report: give --fleet-db");
+  if (by == GroupBy::kNode && fleet_db.empty()) throw Error("--by node needs a fleet report: give --fleet-db");
+  if (!fleet_db.empty() && !cmd.prometheus.empty()) throw Error("--fleet-db and --prometheus exclude each other");
+  if (!fleet_db.empty()) {
+    fleet::PgConnection db(fleet_db, cmd.fleet_db.password_file);
+    fleet::check_schema(db);
+    fleet::FleetFilter filter;
+    if (!cmd.cluster.empty()) filter.cluster = cmd.cluster;
+    if (!cmd.node.empty()) filter.node = cmd.node;
+    ReportBuilder builder(from, to, by, options);
+    fleet::for_each_fleet_window(db, from, to, filter, [&](ledger::WindowRecord&& w) { builder.add(w); });
+    r = builder.finish();
+    r.source = "fleet-db";
+  } else if (!cmd.prometheus.empty()) {
     r = fleet_report(cmd.prometheus, from, to, by, cmd.timeout_ms);
   } else {
     ledger::Store store(cmd.store, ledger::Store::Mode::kReadOnly);

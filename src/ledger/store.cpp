@@ -6,6 +6,7 @@
 #include <climits>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string_view>
 #include <tuple>
@@ -44,6 +45,7 @@ CREATE TABLE windows(
   memory_micros INTEGER NOT NULL DEFAULT 0,
   cost_policy TEXT NOT NULL DEFAULT 'usage',
   allocated_total REAL NOT NULL DEFAULT 0,
+  shipped INTEGER NOT NULL DEFAULT 0,
   UNIQUE(start, gpu_uuid));
 CREATE INDEX windows_end ON windows(end);
 CREATE TABLE accounts(
@@ -73,6 +75,9 @@ constexpr const char* kEvidenceColumns =
     "vram_peak_bytes,vram_p95_bytes,nvml_vram_peak_bytes,nvml_vram_p95_bytes,sm_active_p95,sm_occupancy_p95,"
     "busy_p95,idle_lead_seconds,idle_trail_seconds,idle_longest_seconds,window_count";
 constexpr const char* kNoEvidence = "NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL";
+
+// Schema 8: the outbox's pending windows, oldest first (ledger/outbox.h).
+const char* kOutboxIndex = "CREATE INDEX IF NOT EXISTS windows_unshipped ON windows(start, id) WHERE shipped = 0";
 
 // Schema 4: the counters the stored windows were charged up to (store.h).
 const char* kBaselineTable = R"(
@@ -274,6 +279,15 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
         exec("PRAGMA user_version=6");
         exec("COMMIT");
       }
+      // Schema 8: the fleet outbox's marker (ledger/outbox.h). "< 8", not "== 7":
+      // a store at 6 or 7 gets it, whichever steps before it exist.
+      if (tables > 0 && version < 8) {
+        exec("BEGIN IMMEDIATE");
+        add_column_once("windows", "shipped", "INTEGER NOT NULL DEFAULT 0");
+        exec("PRAGMA user_version=8");
+        exec("COMMIT");
+      }
+      exec(kOutboxIndex);
     }
     has_energy_ = schema_version() >= 2;
     has_allocation_ = schema_version() >= 3;
@@ -672,6 +686,29 @@ LedgerTotals Store::totals() const {
   return t;
 }
 
+namespace {
+// The outbox (ledger/outbox.h) and roll-ups: windows already in the fleet
+// database merge into a window marked shipped (the database holds its parts),
+// windows not yet shipped into one that is not; a mix is left as it is until
+// the rest has shipped, so no part is sent twice or never.
+std::set<int64_t> shipped_ids(sqlite3* db, int64_t from, int64_t to, const Store& store) {
+  std::set<int64_t> ids;
+  Stmt q(db, "SELECT id FROM windows WHERE start >= ? AND start < ? AND shipped != 0", store);
+  q.bind(1, from).bind(2, to);
+  while (q.step()) ids.insert(q.i64(0));
+  return ids;
+}
+bool same_outbox_state(const std::vector<std::pair<int64_t, WindowRecord>>& group, const std::set<int64_t>& shipped) {
+  const bool first = shipped.count(group.front().first) > 0;
+  return std::all_of(group.begin(), group.end(), [&](const auto& g) { return (shipped.count(g.first) > 0) == first; });
+}
+void mark_rolled_up_shipped(sqlite3* db, const WindowRecord& merged, const Store& store) {
+  Stmt u(db, "UPDATE windows SET shipped = 1 WHERE start = ? AND gpu_uuid = ?", store);
+  u.bind(1, merged.start).bind(2, merged.slot.uuid);
+  u.step();
+}
+}  // namespace
+
 int64_t Store::roll_up_before(int64_t cutoff, int max_days) {
   const int64_t end = cutoff / kRollupSeconds * kRollupSeconds;
   Stmt next(db_, "SELECT min(start) FROM windows WHERE start >= ? AND start < ? AND end - start < ?", *this);
@@ -685,6 +722,7 @@ int64_t Store::roll_up_before(int64_t cutoff, int max_days) {
     const int64_t day_end = std::min(end, day + 24 * kRollupSeconds);
     using Key = std::tuple<int64_t, std::string, std::string, double>;  // hour, slot, currency, fraction
     std::map<Key, std::vector<std::pair<int64_t, WindowRecord>>> hours;
+    const std::set<int64_t> shipped = shipped_ids(db_, day, day_end, *this);
     for_each_window_with_id(day, day_end, [&](int64_t id, WindowRecord&& w) {
       if (w.end - w.start >= kRollupSeconds) return;
       Key k{w.start / kRollupSeconds, w.slot.uuid, w.currency, w.gpu_fraction};
@@ -694,7 +732,7 @@ int64_t Store::roll_up_before(int64_t cutoff, int max_days) {
     try {
       Stmt del(db_, "DELETE FROM windows WHERE id = ?", *this);
       for (auto& [key, group] : hours) {
-        if (group.size() < 2) continue;
+        if (group.size() < 2 || !same_outbox_state(group, shipped)) continue;
         std::sort(group.begin(), group.end(),
                   [](const auto& x, const auto& y) { return x.second.start < y.second.start; });
         std::vector<WindowRecord> ws;
@@ -707,6 +745,7 @@ int64_t Store::roll_up_before(int64_t cutoff, int max_days) {
         WindowRecord merged = merge_windows(ws);
         check_charges(merged);
         if (!insert_window_in_transaction(merged)) fail("roll-up: hour " + std::to_string(merged.start) + " clashes");
+        if (shipped.count(group.front().first)) mark_rolled_up_shipped(db_, merged, *this);
         merged_away += static_cast<int64_t>(ws.size()) - 1;
       }
       exec("COMMIT");
@@ -720,7 +759,11 @@ int64_t Store::roll_up_before(int64_t cutoff, int max_days) {
 }
 
 int64_t Store::delete_before(int64_t cutoff) {
-  Stmt s(db_, "DELETE FROM windows WHERE end <= ?", *this);
+  // A store that ships to a fleet database (ledger/outbox.h) keeps what has not been shipped.
+  Stmt s(db_,
+         "DELETE FROM windows WHERE end <= ? AND (shipped != 0 OR NOT EXISTS(SELECT 1 FROM meta WHERE key = "
+         "'fleet_outbox'))",
+         *this);
   s.bind(1, cutoff);
   s.step();
   return sqlite3_changes(db_);

@@ -62,6 +62,7 @@ ledger::ShareFlag Row::share_flag() const {
 
 std::string group_key(GroupBy by, const WindowRecord& w, const AccountRecord& a) {
   if (by == GroupBy::kGpu) return w.slot.uuid;
+  if (by == GroupBy::kNode) return w.node.empty() ? "(this node)" : w.node;  // idle and unallocated included
   if (is_special(a.account)) return a.account;
   switch (by) {
     case GroupBy::kTeam: return a.labels.team.empty() ? "(no team)" : a.labels.team;
@@ -121,7 +122,7 @@ ReportBuilder::ReportBuilder(int64_t from, int64_t to, GroupBy by, const Rightsi
   s_->to = to;
   s_->by = by;
   s_->rightsizing =
-      std::make_unique<RightsizingBuilder>(from, to, by == GroupBy::kGpu ? GroupBy::kPod : by, rightsizing);
+      std::make_unique<RightsizingBuilder>(from, to, by == GroupBy::kGpu || by == GroupBy::kNode ? GroupBy::kPod : by, rightsizing);
 }
 
 ReportBuilder::~ReportBuilder() = default;

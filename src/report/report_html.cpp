@@ -30,6 +30,7 @@ std::string group_title(GroupBy by) {
     case GroupBy::kPod: return "Pod";
     case GroupBy::kWorkload: return "Workload";
     case GroupBy::kGpu: return "GPU";
+    case GroupBy::kNode: return "Node";
   }
   return "Group";
 }
@@ -318,7 +319,10 @@ std::string render_html(const Report& r) {
     << "</style></head><body>\n";
   h << "<h1>GPU bill</h1>\n<section id=\"summary\"><p id=\"range\">" << format_date_time(r.from) << " to "
     << format_date_time(r.to) << " (" << duration_words(r.to - r.from) << ", end excluded), "
-    << (r.source == "fleet" ? "every node (from Prometheus)" : "this node's ledger") << ".</p>\n";
+    << (r.source == "fleet"      ? "every node (from Prometheus)"
+        : r.source == "fleet-db" ? "every node (from the fleet database)"
+                                 : "this node's ledger")
+    << ".</p>\n";
   h << "<p>Total: <span class=\"big\" id=\"total\">" << money_cents(r.total.cost_total_micros()) << " " << cur
     << "</span></p>\n";
   if (!r.notes.empty()) {
