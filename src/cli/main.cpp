@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
                        "libpq URI or keyword string (default: $GPULEDGER_FLEET_DB; TLS by its sslmode). The store "
                        "stays the source of truth and keeps what is not shipped yet (docs/fleet-db.md)");
   agent_cmd->add_option("--cluster-name", agent.cluster_name, "This cluster's name in the fleet database")
+      ->envname("GPULEDGER_CLUSTER_NAME")
       ->capture_default_str();
   agent_cmd->add_option("--fleet-db-interval-ms", agent.fleet_db_interval_ms,
                         "How often the shipper looks for windows to ship once the backlog is empty")
