@@ -106,11 +106,13 @@ struct ReportBuilder::State {
       k.labels = a.labels;
       k.team = group_key(GroupBy::kTeam, w, a);
       k.pod = &pods_by_team[k.team][group_key(GroupBy::kPod, w, a)];
-      if (by != GroupBy::kGpu) k.group = &groups[group_key(by, w, a)];
+      if (by != GroupBy::kGpu && by != GroupBy::kNode) k.group = &groups[group_key(by, w, a)];
     }
-    if (by == GroupBy::kGpu && (fresh || k.group->row.key != w.slot.uuid)) {
-      k.group = &groups[w.slot.uuid];
-      k.group->row.key = w.slot.uuid;
+    // By GPU or node the group is the window's, not the account's.
+    if ((by == GroupBy::kGpu || by == GroupBy::kNode) && (fresh || k.group->row.key != group_key(by, w, a))) {
+      const std::string key = group_key(by, w, a);
+      k.group = &groups[key];
+      k.group->row.key = key;
     }
     return k;
   }

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <algorithm>
+
 #include "bpf_requirement.h"
 #include "pg_server.h"
 #include "reliability_support.h"
@@ -62,8 +64,9 @@ class FleetNode {
 
 nlohmann::json report(const std::vector<std::string>& args) {
   std::string out;
-  std::vector<std::string> all = {"report", "--format", "json", "--by", "team"};
+  std::vector<std::string> all = {"report", "--format", "json"};
   all.insert(all.end(), args.begin(), args.end());
+  if (std::find(args.begin(), args.end(), "--by") == args.end()) all.insert(all.end(), {"--by", "team"});
   const int rc = run_cli(all, &out);
   EXPECT_EQ(rc, 0) << out;
   return nlohmann::json::parse(out);
@@ -109,6 +112,13 @@ TEST(FleetAgents, ThroughAnOutageAKillAndADeletedNodeTheFleetBillIsTheSumOfTheLo
   EXPECT_EQ(health.find("node_agent.pw"), std::string::npos);
   EXPECT_GE(a.metric("gpuledger_fleet_db_errors_total{reason=\"connect\"}"), 1u);
   EXPECT_GE(a.metric("gpuledger_fleet_db_oldest_pending_window_age_seconds"), 1u);
+  std::string doctor;
+  run_cli({"doctor", "--fleet-db", pg.conninfo("node_agent"), "--fleet-db-password-file", agent_pw, "--store",
+           b.store()},
+          &doctor);
+  EXPECT_NE(doctor.find("fleet-db"), std::string::npos) << doctor;
+  EXPECT_NE(doctor.find("cannot connect"), std::string::npos) << doctor;
+  EXPECT_NE(doctor.find(" windows pending, 0 refused as conflicting"), std::string::npos) << doctor;
   pg.start();
   ASSERT_TRUE(eventually(
       [&] {
@@ -169,6 +179,11 @@ TEST(FleetAgents, ThroughAnOutageAKillAndADeletedNodeTheFleetBillIsTheSumOfTheLo
   ASSERT_EQ(by_node["rows"].size(), 2u) << by_node.dump();
   for (const auto& row : by_node["rows"])
     EXPECT_EQ(micros_of(row["cost_total"]), row["key"] == "prod/node-a" ? cost_a : cost_b) << row.dump();
+
+  std::string html;
+  EXPECT_EQ(run_cli(with(with({"report", "--format", "html"}, fleet), {"--by", "node"}), &html), 0);
+  EXPECT_NE(html.find("every node (from the fleet database)"), std::string::npos);
+  EXPECT_NE(html.find("prod/node-a"), std::string::npos);
 
   // Node a is deleted, its store with it: the fleet bill stays.
   for (const char* suffix : {"", "-wal", "-shm", ".lock"}) fs::remove(a.store() + suffix);
