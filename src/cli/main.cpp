@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
   ReportCommand report;
   auto* report_cmd = app.add_subcommand(
       "report", "The GPU chargeback: GPU-hours held and busy, cost (busy, idle), efficiency and top wasters, "
-                "from the ledger store (or the whole fleet from Prometheus)");
+                "from the ledger store (or the whole fleet from the PostgreSQL fleet ledger, or Prometheus)");
   report_cmd->add_option("--store", report.store, "The ledger store (SQLite)")->capture_default_str();
   auto* from_opt = report_cmd
                        ->add_option("--from", report.from,
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
       ->excludes(from_opt)
       ->excludes(to_opt);
   report_cmd->add_flag("--csv-totals", report.csv_totals, "CSV: end with a TOTAL row");
-  report_cmd->add_option("--by", report.by, "team, namespace, pod, workload or gpu")->capture_default_str();
+  report_cmd->add_option("--by", report.by, "team, namespace, pod, workload, gpu, or node (with --fleet-db)")->capture_default_str();
   report_cmd->add_option("--format", report.format, "table, csv, json or html")->capture_default_str();
   report_cmd->add_option("-o,--output", report.output, "Write to this file instead of stdout");
   report_cmd->add_option("--prometheus", report.prometheus,
