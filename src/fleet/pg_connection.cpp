@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <utility>
 
 #include "common/error.h"
 
@@ -108,6 +109,17 @@ PgConnection::PgConnection(const std::string& conninfo, const std::string& passw
     keys.push_back("connect_timeout");
     values.push_back(timeout.c_str());
   }
+  // A database cut off without a reset (a partition, a dead host) must fail
+  // the batch, not hang the shipper: TCP keepalives and a user timeout unless
+  // the string sets them (unix sockets ignore them).
+  static const std::pair<const char*, const char*> kLiveness[] = {
+      {"keepalives", "1"}, {"keepalives_idle", "30"}, {"keepalives_interval", "10"}, {"keepalives_count", "3"},
+      {"tcp_user_timeout", "60000"}};
+  for (const auto& [key, value] : kLiveness)
+    if (value_of(o, key).empty()) {
+      keys.push_back(key);
+      values.push_back(value);
+    }
   keys.push_back("application_name");
   values.push_back(application.c_str());
   keys.push_back(nullptr);

@@ -6,7 +6,9 @@
 // password file (--fleet-db-password-file: the password on its first line) or
 // libpq's own PGPASSFILE / ~/.pgpass. TLS is libpq's: sslmode, sslrootcert,
 // sslcert, sslkey pass through untouched. Logs and errors name the database by
-// redacted(): host, port, database and user, never a password.
+// redacted(): host, port, database and user, never a password. Unless the
+// string sets them: connect_timeout 10 s, TCP keepalives (30 s idle, 3 x 10 s)
+// and tcp_user_timeout 60 s, so a database cut off fails a batch, never hangs it.
 #include <cstdint>
 #include <optional>
 #include <string>
