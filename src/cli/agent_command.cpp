@@ -11,6 +11,7 @@
 #include "common/duration_text.h"
 #include "common/log.h"
 #include "device/doctor.h"
+#include "fleet/fleet_doctor.h"
 
 namespace gpuledger::cli {
 namespace {
@@ -63,6 +64,10 @@ int run_doctor(const DoctorCommand& cmd) {
   options.orphaned_pins_after =
       std::chrono::duration_cast<std::chrono::seconds>(parse_duration(cmd.orphaned_pins_after));
   auto reports = device::run_doctor(options);
+  if (const std::string fleet_db = cmd.fleet_db.resolve(); !fleet_db.empty()) {
+    const auto check = fleet::check_fleet_db(fleet_db, cmd.fleet_db.password_file, cmd.store);
+    reports.push_back({"fleet-db", check.ok ? device::PlaneStatus::kOk : device::PlaneStatus::kUnavailable, check.reason});
+  }
   std::fputs(device::format_doctor_table(reports).c_str(), stdout);
   return device::doctor_exit_code(reports);
 }

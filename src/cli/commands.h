@@ -5,6 +5,22 @@
 
 namespace gpuledger::cli {
 
+// Where the fleet database is: --fleet-db (or $GPULEDGER_FLEET_DB), a libpq URI
+// or keyword string; its password from --fleet-db-password-file or PGPASSFILE.
+struct FleetDbOptions {
+  std::string url;            // the flag's value; empty: $GPULEDGER_FLEET_DB
+  std::string password_file;
+  // The connection string to use ("" when none): refuses a password given on
+  // the command line (throws Error).
+  std::string resolve(bool from_environment = true) const;
+};
+
+// `gpuledger fleet-db migrate`: applies the fleet database's migrations.
+struct FleetDbCommand {
+  FleetDbOptions db;
+};
+int run_fleet_db_migrate(const FleetDbCommand& cmd);
+
 struct AgentCommand {
   std::string listen = "127.0.0.1:9401";  // 9400 is dcgm-exporter's
   std::string web_config_file;            // exporter-toolkit TLS and basic auth; empty: plain HTTP
@@ -25,7 +41,7 @@ struct AgentCommand {
   // Kubernetes identity and GPU allocation (src/kubernetes); team rules (src/config).
   std::string kubeconfig;  // empty: the pod's service account when in a cluster, else no Kubernetes API
   std::string node_name;   // empty: $NODE_NAME, then the hostname
-  std::string cluster_name;  // named on the bills; empty: $CLUSTER_NAME, else unnamed
+  std::string cluster_name;  // named on the bills and in the fleet database (resolve_cluster_name)
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";  // empty: off
   std::string config;      // the agent's YAML configuration file
   // Device plane (src/device): NVML is dlopen'd at run time; DCGM comes from dcgm-exporter.
@@ -54,6 +70,10 @@ struct AgentCommand {
   // call); without it the agent removes them as it exits (cli/pins_on_exit.h).
   bool keep_pins_on_exit = false;
   std::string orphaned_pins_after = "24h";  // pins found with an older heartbeat are reported
+  // The fleet ledger (src/fleet): closed windows shipped to PostgreSQL.
+  FleetDbOptions fleet_db;
+  unsigned fleet_db_interval_ms = 5000;
+  unsigned fleet_db_batch = 500;
 };
 int run_agent(const AgentCommand& cmd);
 
@@ -74,6 +94,8 @@ struct DoctorCommand {
   std::string btf = "/sys/kernel/btf/vmlinux";
   std::string bpf_pin_dir;                  // empty: <bpffs>/gpuledger
   std::string orphaned_pins_after = "24h";
+  FleetDbOptions fleet_db;                  // empty: not checked
+  std::string store;                        // for the fleet outbox's backlog; empty: not read
 };
 int run_doctor(const DoctorCommand& cmd);
 
@@ -110,6 +132,8 @@ struct ReportCommand {
   bool timeout_ms_given = false, by_given = false;
   std::string granularity;       // csv and focus: hour | day | month; empty: day
   bool wide = false;             // table: every column
+  FleetDbOptions fleet_db;       // the fleet database instead of the store
+  std::string cluster, node;     // --cluster, --node filters of a fleet report; empty: all
   // Rightsizing (report/rightsizing.h): the `rightsizing:` section of --config,
   // overridden by --idle-after and --vram-headroom when given.
   std::string config;

@@ -27,6 +27,14 @@ void add_rightsizing_options(CLI::App* cmd, std::string& config, std::string& id
                   "configuration's, else 0.2)");
 }
 
+// Where the fleet database is (cli/commands.h, FleetDbOptions), for every command that uses it.
+void add_fleet_db_options(CLI::App* cmd, gpuledger::cli::FleetDbOptions& db, const std::string& what) {
+  cmd->add_option("--fleet-db", db.url, what);
+  cmd->add_option("--fleet-db-password-file", db.password_file,
+                  "The fleet database's password, on the first line of this file (else PGPASSFILE or ~/.pgpass); "
+                  "never put it on the command line");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,7 +124,10 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--node-name", agent.node_name, "This node's name in Kubernetes (default: $NODE_NAME, "
                         "then the hostname)");
   agent_cmd->add_option("--cluster-name", agent.cluster_name,
-                        "This cluster's name, recorded in the ledger store for the bills (default: $CLUSTER_NAME)");
+                        "This cluster's name, recorded in the ledger store for the bills and in the fleet database "
+                        "(default: $GPULEDGER_CLUSTER_NAME, then $CLUSTER_NAME; the fleet database's default is "
+                        "'default')")
+      ->envname("GPULEDGER_CLUSTER_NAME");
   agent_cmd->add_option("--pod-resources-socket", agent.pod_resources_socket,
                         "The kubelet Pod Resources API socket, for GPU allocation (empty: off)")
       ->capture_default_str();
@@ -169,6 +180,17 @@ int main(int argc, char** argv) {
       ->check(duration)
       ->capture_default_str();
 
+  add_fleet_db_options(agent_cmd, agent.fleet_db,
+                       "Ship every closed window (charges, energy, usage shares) to this PostgreSQL fleet ledger: a "
+                       "libpq URI or keyword string (default: $GPULEDGER_FLEET_DB; TLS by its sslmode). The store "
+                       "stays the source of truth and keeps what is not shipped yet (docs/fleet-db.md)");
+  agent_cmd->add_option("--fleet-db-interval-ms", agent.fleet_db_interval_ms,
+                        "How often the shipper looks for windows to ship once the backlog is empty")
+      ->capture_default_str();
+  agent_cmd->add_option("--fleet-db-batch", agent.fleet_db_batch, "Windows per transaction sent to the fleet database")
+      ->check(CLI::Range(1u, 2000u))
+      ->capture_default_str();
+
   UninstallCommand uninstall;
   auto* uninstall_cmd = app.add_subcommand(
       "uninstall",
@@ -193,6 +215,9 @@ int main(int argc, char** argv) {
   doctor_cmd->add_option("--btf", doctor.btf, "Kernel BTF file")->capture_default_str();
   doctor_cmd->add_option("--bpf-pin-dir", doctor.bpf_pin_dir,
                          "The agent's --bpf-pin-dir, checked for pins no agent holds (default: <bpffs>/gpuledger)");
+  add_fleet_db_options(doctor_cmd, doctor.fleet_db,
+                       "Check that this node can ship to the fleet database (default: $GPULEDGER_FLEET_DB)");
+  doctor_cmd->add_option("--store", doctor.store, "The agent's ledger store, for the fleet backlog it holds");
   doctor_cmd->add_option("--orphaned-pins-after", doctor.orphaned_pins_after,
                          "Pins whose last agent heartbeat is older than this are called orphaned")
       ->check(duration)
@@ -210,7 +235,7 @@ int main(int argc, char** argv) {
   ReportCommand report;
   auto* report_cmd = app.add_subcommand(
       "report", "The GPU chargeback: GPU-hours held and busy, cost (busy, idle), efficiency and top wasters, "
-                "from the ledger store (or the whole fleet from Prometheus)");
+                "from the ledger store (or the whole fleet from the PostgreSQL fleet ledger, or Prometheus)");
   report_cmd->add_option("--store", report.store, "The ledger store (SQLite)")->capture_default_str();
   auto* from_opt = report_cmd
                        ->add_option("--from", report.from,
@@ -224,7 +249,7 @@ int main(int argc, char** argv) {
       ->excludes(to_opt);
   report_cmd->add_flag("--csv-totals", report.csv_totals, "CSV: end with a TOTAL row");
   auto* by_opt =
-      report_cmd->add_option("--by", report.by, "team, namespace, pod, workload or gpu")->capture_default_str();
+      report_cmd->add_option("--by", report.by, "team, namespace, pod, workload, gpu, or node (with --fleet-db)")->capture_default_str();
   report_cmd->add_option("--format", report.format,
                          "table, csv, json, html or focus (FinOps FOCUS CSV: one row per charge period, account and GPU)")
       ->capture_default_str();
@@ -237,6 +262,11 @@ int main(int argc, char** argv) {
                          "every node's agent");
   auto* timeout_opt =
       report_cmd->add_option("--timeout-ms", report.timeout_ms, "Prometheus request timeout")->capture_default_str();
+  add_fleet_db_options(report_cmd, report.fleet_db,
+                       "The exact fleet bill from this PostgreSQL fleet ledger (libpq URI or keyword string): every "
+                       "node's windows, nodes deleted since included; --by node groups by cluster/node");
+  report_cmd->add_option("--cluster", report.cluster, "With --fleet-db: only this cluster");
+  report_cmd->add_option("--node", report.node, "With --fleet-db: only this node");
   add_rightsizing_options(report_cmd, report.config, report.idle_after, report.vram_headroom);
 
   RightsizeCommand rightsize;
@@ -253,6 +283,14 @@ int main(int argc, char** argv) {
   rightsize_cmd->add_option("--format", rightsize.format, "table, json or csv")->capture_default_str();
   rightsize_cmd->add_option("-o,--output", rightsize.output, "Write to this file instead of stdout");
   add_rightsizing_options(rightsize_cmd, rightsize.config, rightsize.idle_after, rightsize.vram_headroom);
+
+  FleetDbCommand fleet_db;
+  auto* fleet_db_cmd = app.add_subcommand("fleet-db", "The PostgreSQL fleet ledger (docs/fleet-db.md)");
+  fleet_db_cmd->require_subcommand(1);
+  auto* migrate_cmd = fleet_db_cmd->add_subcommand(
+      "migrate", "Apply the fleet database's schema migrations (as its owner; safe to repeat) and create the "
+                 "month partitions; agents refuse a schema older or newer than they know");
+  add_fleet_db_options(migrate_cmd, fleet_db.db, "The fleet database (default: $GPULEDGER_FLEET_DB)");
 
   // Diagnostic, hidden from --help (empty group): used by scripts/gpu-validate.sh.
   ProbePlanCommand probe_plan;
@@ -280,6 +318,7 @@ int main(int argc, char** argv) {
       return run_doctor(doctor);
     }
     if (*probe_plan_cmd) return run_probe_plan(probe_plan);
+    if (*migrate_cmd) return run_fleet_db_migrate(fleet_db);
     if (*uninstall_cmd) return run_uninstall(uninstall);
     if (*report_cmd) {
       gpuledger::log::set_level("warn");

@@ -16,6 +16,7 @@
 #include "export/health.h"
 #include "export/http_server.h"
 #include "export/web_config.h"
+#include "fleet/fleet_shipper.h"
 #include "kubernetes/cluster_config.h"
 #include "kubernetes/kubernetes_metadata.h"
 #include "kubernetes/kubernetes_metrics.h"
@@ -28,6 +29,14 @@
 
 namespace gpuledger::cli {
 namespace {
+
+// --cluster-name (or $GPULEDGER_CLUSTER_NAME, through the option), then the
+// $CLUSTER_NAME many clusters already set; empty: not named.
+std::string resolve_cluster_name(const std::string& given) {
+  if (!given.empty()) return given;
+  const char* env = std::getenv("CLUSTER_NAME");
+  return env ? env : "";
+}
 
 device::DevicePlaneOptions device_options(const AgentCommand& cmd) {
   device::DevicePlaneOptions o;
@@ -63,11 +72,28 @@ ledger::PriceBook price_book(const AgentCommand& cmd) {
   return {};
 }
 
+// The fleet shipper of --fleet-db (src/fleet), which needs the store: its outbox.
+std::unique_ptr<fleet::FleetShipper> fleet_shipper(const AgentCommand& cmd) {
+  const std::string conninfo = cmd.fleet_db.resolve();
+  if (conninfo.empty()) return nullptr;
+  if (cmd.store.empty()) throw Error("--fleet-db ships the ledger's windows: it needs a --store");
+  fleet::FleetShipperOptions o;
+  o.conninfo = conninfo;
+  o.password_file = cmd.fleet_db.password_file;
+  o.store_path = cmd.store;
+  const std::string cluster = resolve_cluster_name(cmd.cluster_name);
+  o.origin = {cluster.empty() ? "default" : cluster, kubernetes::resolve_node_name(cmd.node_name)};
+  o.interval = std::chrono::milliseconds(cmd.fleet_db_interval_ms);
+  o.batch_windows = cmd.fleet_db_batch;
+  return std::make_unique<fleet::FleetShipper>(std::move(o));
+}
+
 }  // namespace
 
 struct NodeAgent::Parts {
   // First in, last out: its store lock is held until everything else stopped.
   std::unique_ptr<ledger::LedgerPlane> ledger;  // null with --store ""
+  std::unique_ptr<fleet::FleetShipper> shipper;  // null without --fleet-db; stops before the ledger closes
   std::unique_ptr<exporter::HttpListener> listener;  // bound early; the server takes it
   exporter::Heartbeat main_loop;
   config::AgentConfig config;
@@ -97,15 +123,14 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
     p.prices = price_book(cmd);
     ledger::LedgerPlaneOptions ledger_options{cmd.store, p.prices};
     ledger_options.node = kubernetes::resolve_node_name(cmd.node_name);
-    ledger_options.cluster = !cmd.cluster_name.empty()                 ? cmd.cluster_name
-                             : std::getenv("CLUSTER_NAME") != nullptr ? std::getenv("CLUSTER_NAME")
-                                                                      : "";
+    ledger_options.cluster = resolve_cluster_name(cmd.cluster_name);
     // Ledger series of gone accounts leave /metrics like the workloads do
     // (at least two ledger observations, as for the workloads below).
     ledger_options.retire_series_after =
         std::max(parse_duration(cmd.retire_after), 2 * std::chrono::milliseconds(cmd.ledger_interval_ms));
     p.ledger = std::make_unique<ledger::LedgerPlane>(std::move(ledger_options));
   }
+  p.shipper = fleet_shipper(cmd);
   exporter::HttpServerOptions http;
   if (!cmd.web_config_file.empty()) http.web = exporter::load_web_config(cmd.web_config_file);
   p.listener = exporter::make_listener(http);
@@ -256,6 +281,17 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
   p.server->add_contributor(p.efficiency.get());
   if (p.ioctls) p.server->add_contributor(p.ioctls.get());
   if (p.xids) p.server->add_contributor(p.xids.get());
+  if (p.shipper) {
+    p.server->add_contributor(p.shipper.get());
+    // Like the ledger's: restarting would not mend a database; the body says why.
+    fleet::FleetShipper* shipper = p.shipper.get();
+    p.server->add_liveness_check([shipper] {
+      const auto s = shipper->status();
+      return exporter::HealthStatus{true, "fleet db " + std::string(s.up ? "" : "failing: ") + s.reason + "; " +
+                                              std::to_string(s.pending) + " windows pending"};
+    });
+    p.shipper->start();
+  }
   p.main_loop.beat();  // started; run_agent's loop beats from here on
   p.server->serve();
   spdlog::info("gpuledger agent serving {}://{}:{}/metrics", http.web.tls ? "https" : "http", host, p.port);
@@ -264,6 +300,7 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
 NodeAgent::~NodeAgent() {
   Parts& p = *parts_;
   p.server->stop();
+  if (p.shipper) p.shipper->stop();
   if (p.k8s) p.k8s->stop();
   if (p.pod_resources) p.pod_resources->stop();
   if (p.xids) p.xids->stop();

@@ -10,6 +10,9 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/utf8.h"
+#include "fleet/fleet_reader.h"
+#include "fleet/fleet_schema.h"
+#include "fleet/pg_connection.h"
 #include "ledger/store.h"
 #include "cli/report_output.h"
 #include "report/bill.h"
@@ -124,20 +127,41 @@ int run_report(const ReportCommand& cmd) {
   q.generated_at = generation_time(now);
   q.csv_totals = cmd.csv_totals;
   q.wide = cmd.wide;
+  const std::string fleet_db = cmd.fleet_db.resolve(false);
+  if (fleet_db.empty() && (!cmd.cluster.empty() || !cmd.node.empty()))
+    throw Error("--cluster and --node filter a fleet report: give --fleet-db");
+  if (q.by == GroupBy::kNode && fleet_db.empty()) throw Error("--by node needs a fleet report: give --fleet-db");
+  if (!fleet_db.empty() && !cmd.prometheus.empty()) throw Error("--fleet-db and --prometheus exclude each other");
   std::string text;
-  if (!cmd.prometheus.empty()) {
+  Report whole;
+  if (!fleet_db.empty()) {
+    fleet::PgConnection db(fleet_db, cmd.fleet_db.password_file);
+    fleet::check_schema(db);
+    fleet::FleetFilter filter;
+    if (!cmd.cluster.empty()) filter.cluster = cmd.cluster;
+    if (!cmd.node.empty()) filter.node = cmd.node;
+    // The same bill as a node's, from every node's windows: the builder, the
+    // FOCUS rows and the audit are fed the fleet database's records.
+    BillSource source;
+    source.for_each_window = [&](const std::function<void(ledger::WindowRecord&&)>& fn) {
+      fleet::for_each_fleet_window(db, from, to, filter, fn);
+    };
+    source.inputs.cluster = cmd.cluster;
+    source.inputs.node = cmd.node;
+    source.report_source = "fleet-db";
+    text = render_bill(source, q, &whole);
+  } else if (!cmd.prometheus.empty()) {
     Report r = fleet_report(cmd.prometheus, from, to, q.by, cmd.timeout_ms);
     r.generated_at = q.generated_at;
     r.audit.partial_period = to > q.generated_at;
     text = render(r, q.format, RenderOptions{cmd.csv_totals, cmd.wide});
   } else {
     ledger::Store store(cmd.store, ledger::Store::Mode::kReadOnly);
-    Report whole;
     text = render_bill(store, q, &whole);
-    // CSV and FOCUS stay loadable (a header, no rows): the reader is told beside them.
-    if (whole.coverage.windows == 0 && (q.format == Format::kCsv || q.format == Format::kFocus))
-      std::cerr << "gpuledger report: " << no_windows_sentence(whole) << "\n";
   }
+  // CSV and FOCUS stay loadable (a header, no rows): the reader is told beside them.
+  if (cmd.prometheus.empty() && whole.coverage.windows == 0 && (q.format == Format::kCsv || q.format == Format::kFocus))
+    std::cerr << "gpuledger report: " << no_windows_sentence(whole) << "\n";
   write_output(cmd.output, text, cmd.prometheus.empty() ? cmd.store : "");
   return 0;
 }

@@ -34,6 +34,10 @@
 // idle_lead_seconds, idle_trail_seconds, idle_longest_seconds, window_count;
 // NULL where a single window's value follows from its other columns, or is
 // unknown (schema 5 windows have no VRAM peaks: unknown).
+// Schema 8 added windows.shipped (the fleet outbox, ledger/outbox.h: 0 pending,
+// 1 committed by the fleet database, 2 refused by it as conflicting) and the
+// meta key 'fleet_outbox' (set once a store ships: retention then keeps the
+// windows not yet shipped). Schema 7 is issue 18's; "< 8" triggers the step.
 // Older stores are migrated in place: schema 1 gets the energy tables (its old
 // windows have unknown energy); schema 2 windows get memory_micros 0, policy
 // 'usage', and allocated shares equal to their held shares (what they were
@@ -63,7 +67,7 @@ struct sqlite3;
 
 namespace gpuledger::ledger {
 
-inline constexpr int kStoreSchemaVersion = 6;
+inline constexpr int kStoreSchemaVersion = 8;
 
 // The cumulative kernel counters per account (workload id) that the stored
 // windows were charged up to, and the identity of the kernel counter set they
@@ -159,6 +163,7 @@ struct WindowRecord {
   std::vector<AccountRecord> accounts;
   std::vector<Charge> charges;
   std::optional<WindowEnergyRecord> energy;  // nullopt: unknown
+  std::string node;  // a fleet report's "cluster/node" the window came from (src/fleet); empty from a local store
   bool operator==(const WindowRecord&) const = default;
 };
 
@@ -269,6 +274,7 @@ class Store {
   void for_each_window_with_id(int64_t from, int64_t to,
                                const std::function<void(int64_t, WindowRecord&&)>& fn) const;
   [[noreturn]] void fail(const std::string& what) const;
+  friend class Outbox;  // the fleet outbox's marker on the same connection (ledger/outbox.h)
   std::string path_;
   sqlite3* db_ = nullptr;
   void migrate_to_3();

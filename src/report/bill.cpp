@@ -19,13 +19,13 @@ struct Scan {
   std::string focus;            // FOCUS only
 };
 
-Scan scan(const ledger::Store& store, const BillRequest& q) {
+Scan scan(const BillSource& source, const BillRequest& q) {
   ReportBuilder whole(q.from, q.to, q.by, q.rightsizing);
   BillHasher hasher;
   std::unique_ptr<FocusBuilder> focus;
   if (q.format == Format::kFocus) focus = std::make_unique<FocusBuilder>(q.from, q.to, q.granularity);
   std::map<int64_t, std::unique_ptr<ReportBuilder>> periods;
-  store.for_each_window(q.from, q.to, [&](ledger::WindowRecord&& w) {
+  source.for_each_window([&](ledger::WindowRecord&& w) {
     whole.add(w);
     hasher.add(w);
     if (focus) focus->add(w);
@@ -38,10 +38,11 @@ Scan scan(const ledger::Store& store, const BillRequest& q) {
   });
   Scan s;
   s.whole = whole.finish();
-  add_memory_size_note(s.whole, store.memory_size_unknown(q.from, q.to));
+  s.whole.source = source.report_source;
+  add_memory_size_note(s.whole, source.memory_size_unknown);
   s.whole.generated_at = q.generated_at;
-  add_time_coverage(s.whole, store.first_window_start(), q.generated_at);
-  fill_audit(s.whole, hasher, ledger::read_bill_inputs(store, q.from, q.to), q.generated_at);
+  add_time_coverage(s.whole, source.first_window_start, q.generated_at);
+  fill_audit(s.whole, hasher, source.inputs, q.generated_at);
   for (auto& [start, b] : periods) s.periods.push_back(b->finish());
   if (focus) s.focus = focus->finish(s.whole.audit, q.generated_at);
   return s;
@@ -49,14 +50,33 @@ Scan scan(const ledger::Store& store, const BillRequest& q) {
 
 }  // namespace
 
-Report build_bill(const ledger::Store& store, const BillRequest& q) {
+BillSource store_bill_source(const ledger::Store& store, int64_t from, int64_t to) {
+  BillSource s;
+  s.for_each_window = [&store, from, to](const std::function<void(ledger::WindowRecord&&)>& fn) {
+    store.for_each_window(from, to, fn);
+  };
+  s.first_window_start = store.first_window_start();
+  s.inputs = ledger::read_bill_inputs(store, from, to);
+  s.memory_size_unknown = store.memory_size_unknown(from, to);
+  return s;
+}
+
+Report build_bill(const BillSource& source, const BillRequest& q) {
   BillRequest table = q;
   table.format = Format::kTable;  // no periods, no FOCUS rows
-  return scan(store, table).whole;
+  return scan(source, table).whole;
+}
+
+Report build_bill(const ledger::Store& store, const BillRequest& q) {
+  return build_bill(store_bill_source(store, q.from, q.to), q);
 }
 
 std::string render_bill(const ledger::Store& store, const BillRequest& q, Report* whole) {
-  Scan s = scan(store, q);
+  return render_bill(store_bill_source(store, q.from, q.to), q, whole);
+}
+
+std::string render_bill(const BillSource& source, const BillRequest& q, Report* whole) {
+  Scan s = scan(source, q);
   if (whole) *whole = s.whole;
   switch (q.format) {
     case Format::kFocus: return s.focus;

@@ -3,8 +3,12 @@
 // audit (bill_audit.h) and time coverage, the CSV's charge periods and the
 // FOCUS rows (focus_export.h), rendered in the format asked for.
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "ledger/bill_inputs.h"
 #include "ledger/store.h"
 #include "report/charge_period.h"
 #include "report/report.h"
@@ -23,10 +27,24 @@ struct BillRequest {
   bool wide = false;
 };
 
+// Where a bill's windows and inputs come from: a node's store, or the fleet
+// database (fleet/fleet_reader.h), read through the same builder so that both
+// bills are the same number for the same windows.
+struct BillSource {
+  std::function<void(const std::function<void(ledger::WindowRecord&&)>&)> for_each_window;  // the range's windows
+  std::optional<int64_t> first_window_start;  // coverage: "before the agent started"
+  ledger::BillInputs inputs;                  // node, cluster, price lists
+  std::vector<ledger::Store::MemorySizeUnknown> memory_size_unknown;
+  std::string report_source = "local";  // Report::source
+};
+BillSource store_bill_source(const ledger::Store& store, int64_t from, int64_t to);
+
 // The whole range's report with its audit and coverage filled.
+Report build_bill(const BillSource& source, const BillRequest& request);
 Report build_bill(const ledger::Store& store, const BillRequest& request);
 // The bill in request.format, as valid UTF-8.
 // `whole`, when given, receives the whole range's report.
+std::string render_bill(const BillSource& source, const BillRequest& request, Report* whole = nullptr);
 std::string render_bill(const ledger::Store& store, const BillRequest& request, Report* whole = nullptr);
 
 }  // namespace gpuledger::report

@@ -28,6 +28,7 @@ std::string group_title(GroupBy by) {
     case GroupBy::kPod: return "Pod";
     case GroupBy::kWorkload: return "Workload";
     case GroupBy::kGpu: return "GPU";
+    case GroupBy::kNode: return "Node";
   }
   return "Group";
 }

@@ -30,7 +30,8 @@ GroupBy parse_group_by(const std::string& t) {
   if (t == "pod") return GroupBy::kPod;
   if (t == "workload") return GroupBy::kWorkload;
   if (t == "gpu") return GroupBy::kGpu;
-  throw Error("--by: unknown grouping '" + t + "' (team, namespace, pod, workload or gpu)");
+  if (t == "node") return GroupBy::kNode;
+  throw Error("--by: unknown grouping '" + t + "' (team, namespace, pod, workload, gpu or node)");
 }
 
 Format parse_format(const std::string& t) {
@@ -49,6 +50,7 @@ std::string to_string(GroupBy by) {
     case GroupBy::kPod: return "pod";
     case GroupBy::kWorkload: return "workload";
     case GroupBy::kGpu: return "gpu";
+    case GroupBy::kNode: return "node";
   }
   return "?";
 }

@@ -60,7 +60,7 @@
 
 namespace gpuledger::report {
 
-enum class GroupBy { kTeam, kNamespace, kPod, kWorkload, kGpu };
+enum class GroupBy { kTeam, kNamespace, kPod, kWorkload, kGpu, kNode };  // kNode: fleet reports only
 enum class Format { kTable, kCsv, kJson, kHtml, kFocus };
 GroupBy parse_group_by(const std::string& text);  // throws Error
 Format parse_format(const std::string& text);     // throws Error
@@ -154,7 +154,7 @@ struct Report {
   int64_t from = 0, to = 0;
   GroupBy by = GroupBy::kTeam;
   std::string currency = "USD";
-  std::string source = "local";  // "local" (a store) or "fleet" (Prometheus)
+  std::string source = "local";  // "local" (a store), "fleet" (Prometheus) or "fleet-db" (src/fleet)
   std::vector<Row> rows;
   Row total;
   std::vector<Row> top_wasters;

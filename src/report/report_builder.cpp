@@ -63,6 +63,7 @@ ledger::ShareFlag Row::share_flag() const {
 
 std::string group_key(GroupBy by, const WindowRecord& w, const AccountRecord& a) {
   if (by == GroupBy::kGpu) return w.slot.uuid;
+  if (by == GroupBy::kNode) return w.node.empty() ? "(this node)" : w.node;  // idle and unallocated included
   if (is_special(a.account)) return a.account;
   switch (by) {
     case GroupBy::kTeam: return a.labels.team.empty() ? "(no team)" : a.labels.team;
@@ -111,12 +112,14 @@ struct ReportBuilder::State {
       k.labels = a.labels;
       k.team = group_key(GroupBy::kTeam, w, a);
       k.pod = &pods_by_team[k.team][group_key(GroupBy::kPod, w, a)];
-      if (by != GroupBy::kGpu) k.group = &groups[group_key(by, w, a)];
+      if (by != GroupBy::kGpu && by != GroupBy::kNode) k.group = &groups[group_key(by, w, a)];
       if (by == GroupBy::kPod || by == GroupBy::kWorkload) k.group->row.team = k.team;
     }
-    if (by == GroupBy::kGpu && (fresh || k.group->row.key != w.slot.uuid)) {
-      k.group = &groups[w.slot.uuid];
-      k.group->row.key = w.slot.uuid;
+    // By GPU or node the group is the window's, not the account's.
+    if ((by == GroupBy::kGpu || by == GroupBy::kNode) && (fresh || k.group->row.key != group_key(by, w, a))) {
+      const std::string key = group_key(by, w, a);
+      k.group = &groups[key];
+      k.group->row.key = key;
     }
     return k;
   }
@@ -128,7 +131,7 @@ ReportBuilder::ReportBuilder(int64_t from, int64_t to, GroupBy by, const Rightsi
   s_->to = to;
   s_->by = by;
   s_->rightsizing =
-      std::make_unique<RightsizingBuilder>(from, to, by == GroupBy::kGpu ? GroupBy::kPod : by, rightsizing);
+      std::make_unique<RightsizingBuilder>(from, to, by == GroupBy::kGpu || by == GroupBy::kNode ? GroupBy::kPod : by, rightsizing);
 }
 
 ReportBuilder::~ReportBuilder() = default;

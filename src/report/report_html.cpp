@@ -322,7 +322,10 @@ std::string render_html(const Report& r) {
     << "</style></head><body>\n";
   h << "<h1>GPU bill</h1>\n<section id=\"summary\"><p id=\"range\">" << format_date_time(r.from) << " to "
     << format_date_time(r.to) << " (" << duration_words(r.to - r.from) << ", end excluded), "
-    << (r.source == "fleet" ? "every node (from Prometheus)" : "this node's ledger") << ".</p>\n";
+    << (r.source == "fleet"      ? "every node (from Prometheus)"
+        : r.source == "fleet-db" ? "every node (from the fleet database)"
+                                 : "this node's ledger")
+    << ".</p>\n";
   const ShownCosts shown = shown_costs(r.rows, r.currency);
   h << "<p>Total: <span class=\"big\" id=\"total\">" << shown.total_cell(ShownCosts::kTotal) << " " << cur
     << "</span>" << (r.audit.partial_period ? " <strong id=\"partial\">Partial period: the range has not ended</strong>" : "")

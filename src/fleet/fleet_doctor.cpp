@@ -1,0 +1,48 @@
+#include "fleet/fleet_doctor.h"
+
+#include <filesystem>
+#include <memory>
+
+#include "common/error.h"
+#include "fleet/fleet_schema.h"
+#include "fleet/fleet_shipper.h"
+#include "fleet/pg_connection.h"
+#include "ledger/outbox.h"
+
+namespace gpuledger::fleet {
+
+namespace {
+// The local backlog, read only: the agent may be writing the store.
+std::string backlog(const std::string& store_path) {
+  if (store_path.empty() || !std::filesystem::exists(store_path)) return "";
+  try {
+    ledger::Store store(store_path, ledger::Store::Mode::kReadOnly);
+    if (store.schema_version() < 8) return "; the store has not shipped yet";
+    const ledger::Outbox outbox(store, ledger::Outbox::Access::kReadOnly);
+    return "; " + std::to_string(outbox.pending_count()) + " windows pending, " +
+           std::to_string(outbox.refused_count()) + " refused as conflicting";
+  } catch (const Error& e) {
+    return std::string("; the store cannot be read: ") + e.what();
+  }
+}
+}  // namespace
+
+FleetCheck check_fleet_db(const std::string& conninfo, const std::string& password_file, const std::string& store_path) {
+  const std::string pending = backlog(store_path);
+  try {
+    PgConnection db(conninfo, password_file);
+    check_schema(db);
+    PgResult may = db.query(
+        "SELECT has_table_privilege('gpuledger.windows', 'INSERT') AND has_table_privilege('gpuledger.accounts', "
+        "'INSERT') AND has_table_privilege('gpuledger.charges', 'INSERT') AND "
+        "has_table_privilege('gpuledger.energy_charges', 'INSERT') AND "
+        "has_function_privilege('gpuledger.ensure_month(bigint)', 'EXECUTE')");
+    if (may.text(0, 0) != "t")
+      return {false, db.name() + ": this role may not insert windows (grant it gpuledger_agent)" + pending};
+    return {true, db.name() + ": schema " + std::to_string(kFleetSchemaVersion) + ", windows may be shipped" + pending};
+  } catch (const Error& e) {
+    return {false, std::string(e.what()) + " (" + fleet_error_reason(e.what()) + ")" + pending};
+  }
+}
+
+}  // namespace gpuledger::fleet

@@ -1,0 +1,29 @@
+#pragma once
+// Reads the fleet database's windows back as the ledger's WindowRecords, so
+// `gpuledger report --fleet-db` is the local report's builder fed from
+// PostgreSQL instead of SQLite (report/report.h): every grouping and format,
+// and the same number to the micro-unit. Streamed through server-side cursors
+// in key order, a few thousand rows at a time: a month of a fleet costs the
+// memory of one window and the report's groups.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "ledger/store.h"
+
+namespace gpuledger::fleet {
+
+class PgConnection;
+
+struct FleetFilter {
+  std::optional<std::string> cluster, node;  // nullopt: all
+};
+
+// Windows with from <= start < to, each with WindowRecord::node "cluster/node".
+// One read-only snapshot (REPEATABLE READ): windows committed meanwhile are
+// not half seen.
+void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
+                           const std::function<void(ledger::WindowRecord&&)>& fn);
+
+}  // namespace gpuledger::fleet

@@ -1,0 +1,158 @@
+#include "fleet/fleet_schema.h"
+
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "fleet/pg_connection.h"
+
+namespace gpuledger::fleet {
+
+namespace {
+
+// Identifiers compare byte by byte (COLLATE "C"): the report merges the
+// tables' rows by key in that order (fleet_reader.cpp).
+const char* kMigration1 = R"SQL(
+CREATE SCHEMA IF NOT EXISTS gpuledger;
+CREATE TABLE IF NOT EXISTS gpuledger.schema_migrations(
+  version integer PRIMARY KEY,
+  applied_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE gpuledger.windows(
+  cluster text COLLATE "C" NOT NULL, node text COLLATE "C" NOT NULL, gpu_uuid text COLLATE "C" NOT NULL,
+  start_time bigint NOT NULL, end_time bigint NOT NULL CHECK (end_time > start_time),
+  parent_uuid text NOT NULL, model text NOT NULL, mig_profile text,
+  gpu_fraction double precision NOT NULL, currency text NOT NULL,
+  cost_micros bigint NOT NULL, busy_micros bigint NOT NULL, idle_micros bigint NOT NULL, memory_micros bigint NOT NULL,
+  cost_policy text NOT NULL, allocated_total double precision NOT NULL,
+  busy_fraction double precision NOT NULL, busy_source text NOT NULL, exclusive boolean NOT NULL,
+  observed_seconds double precision NOT NULL, source text NOT NULL,
+  sm_active double precision, sm_occupancy double precision, tensor_active double precision, dram_active double precision,
+  energy_millijoules bigint CHECK (energy_millijoules >= 0), energy_source text, carbon_g_per_kwh double precision,
+  digest text NOT NULL,
+  shipped_at timestamptz NOT NULL DEFAULT now(),
+  CHECK (busy_micros >= 0 AND idle_micros >= 0 AND memory_micros >= 0 AND busy_micros + idle_micros + memory_micros = cost_micros),
+  PRIMARY KEY (cluster, node, gpu_uuid, start_time)
+) PARTITION BY RANGE (start_time);
+CREATE TABLE gpuledger.accounts(
+  cluster text COLLATE "C" NOT NULL, node text COLLATE "C" NOT NULL, gpu_uuid text COLLATE "C" NOT NULL,
+  start_time bigint NOT NULL, account text COLLATE "C" NOT NULL,
+  namespace text NOT NULL, pod text NOT NULL, container text NOT NULL, team text NOT NULL,
+  held_share double precision NOT NULL, allocated_share double precision NOT NULL, allocated_share_known boolean NOT NULL,
+  busy_seconds double precision NOT NULL, activity_share double precision NOT NULL,
+  gpu_busy_seconds double precision NOT NULL, vram_byte_seconds double precision NOT NULL, launches bigint NOT NULL,
+  sm_active double precision, sm_occupancy double precision, tensor_active double precision, dram_active double precision,
+  vram_peak_bytes bigint, vram_p95_bytes bigint, nvml_vram_peak_bytes bigint, nvml_vram_p95_bytes bigint,
+  sm_active_p95 double precision, sm_occupancy_p95 double precision, busy_p95 double precision,
+  idle_lead_seconds double precision, idle_trail_seconds double precision, idle_longest_seconds double precision,
+  window_count bigint,
+  PRIMARY KEY (cluster, node, gpu_uuid, start_time, account)
+) PARTITION BY RANGE (start_time);
+CREATE TABLE gpuledger.charges(
+  cluster text COLLATE "C" NOT NULL, node text COLLATE "C" NOT NULL, gpu_uuid text COLLATE "C" NOT NULL,
+  start_time bigint NOT NULL, account text COLLATE "C" NOT NULL,
+  kind text COLLATE "C" NOT NULL CHECK (kind IN ('busy', 'idle', 'memory')),
+  micros bigint NOT NULL CHECK (micros >= 0),
+  PRIMARY KEY (cluster, node, gpu_uuid, start_time, account, kind)
+) PARTITION BY RANGE (start_time);
+CREATE TABLE gpuledger.energy_charges(
+  cluster text COLLATE "C" NOT NULL, node text COLLATE "C" NOT NULL, gpu_uuid text COLLATE "C" NOT NULL,
+  start_time bigint NOT NULL, account text COLLATE "C" NOT NULL,
+  kind text COLLATE "C" NOT NULL CHECK (kind IN ('busy', 'idle')),
+  millijoules bigint NOT NULL CHECK (millijoules >= 0),
+  PRIMARY KEY (cluster, node, gpu_uuid, start_time, account, kind)
+) PARTITION BY RANGE (start_time);
+
+-- A month's partitions of the four tables, created once (by whoever comes first).
+CREATE FUNCTION gpuledger.ensure_month(t bigint) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  lo timestamp := date_trunc('month', to_timestamp(t) AT TIME ZONE 'UTC');
+  hi timestamp := lo + interval '1 month';
+  tbl text;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('gpuledger.ensure_month'));
+  FOREACH tbl IN ARRAY ARRAY['windows', 'accounts', 'charges', 'energy_charges'] LOOP
+    EXECUTE format('CREATE TABLE IF NOT EXISTS gpuledger.%I PARTITION OF gpuledger.%I FOR VALUES FROM (%s) TO (%s)',
+                   tbl || '_' || to_char(lo, 'YYYY_MM'), tbl,
+                   extract(epoch FROM lo)::bigint, extract(epoch FROM hi)::bigint);
+  END LOOP;
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.ensure_month(bigint) FROM PUBLIC;
+
+DO $roles$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'gpuledger_agent') THEN CREATE ROLE gpuledger_agent NOLOGIN; END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'gpuledger_reader') THEN CREATE ROLE gpuledger_reader NOLOGIN; END IF;
+END $roles$;
+GRANT USAGE ON SCHEMA gpuledger TO gpuledger_agent, gpuledger_reader;
+GRANT SELECT ON gpuledger.schema_migrations TO gpuledger_agent, gpuledger_reader;
+GRANT INSERT ON gpuledger.windows, gpuledger.accounts, gpuledger.charges, gpuledger.energy_charges TO gpuledger_agent;
+GRANT SELECT (cluster, node, gpu_uuid, start_time, digest) ON gpuledger.windows TO gpuledger_agent;
+GRANT EXECUTE ON FUNCTION gpuledger.ensure_month(bigint) TO gpuledger_agent;
+GRANT SELECT ON gpuledger.windows, gpuledger.accounts, gpuledger.charges, gpuledger.energy_charges TO gpuledger_reader;
+)SQL";
+
+// Migration n is kMigrations[n - 1]; append, never edit one that shipped.
+const std::vector<const char*> kMigrations = {kMigration1};
+static_assert(kFleetSchemaVersion == 1, "a new migration goes into kMigrations");
+
+}  // namespace
+
+int64_t month_start(int64_t t) {
+  std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  tm.tm_mday = 1;
+  tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+int schema_version(PgConnection& db) {
+  PgResult exists = db.query("SELECT to_regclass('gpuledger.schema_migrations') IS NOT NULL");
+  if (exists.text(0, 0) != "t") return 0;
+  PgResult v = db.query("SELECT coalesce(max(version), 0) FROM gpuledger.schema_migrations");
+  return static_cast<int>(v.i64(0, 0));
+}
+
+int migrate(PgConnection& db, int64_t now) {
+  db.exec("SELECT pg_advisory_lock(hashtext('gpuledger.migrate'))");
+  try {
+    int version = schema_version(db);
+    if (version > kFleetSchemaVersion)
+      throw Error("fleet database " + db.name() + ": schema version " + std::to_string(version) +
+                  " is newer than this gpuledger knows (" + std::to_string(kFleetSchemaVersion) + ")");
+    for (; version < kFleetSchemaVersion; ++version) {
+      db.exec("BEGIN");
+      try {
+        db.exec(kMigrations[static_cast<size_t>(version)]);
+        db.query("INSERT INTO gpuledger.schema_migrations(version) VALUES ($1)", {std::to_string(version + 1)});
+        db.exec("COMMIT");
+      } catch (...) {
+        if (db.ok()) db.exec("ROLLBACK");
+        throw;
+      }
+    }
+    const int64_t month = month_start(now);
+    db.query("SELECT gpuledger.ensure_month($1)", {std::to_string(month)});
+    db.query("SELECT gpuledger.ensure_month($1)", {std::to_string(month_start(month + 32 * 86400))});
+    db.exec("SELECT pg_advisory_unlock(hashtext('gpuledger.migrate'))");
+    return version;
+  } catch (...) {
+    if (db.ok()) db.exec("SELECT pg_advisory_unlock_all()");
+    throw;
+  }
+}
+
+void check_schema(PgConnection& db) {
+  const int version = schema_version(db);
+  if (version == kFleetSchemaVersion) return;
+  if (version > kFleetSchemaVersion)
+    throw Error("fleet database " + db.name() + ": schema version " + std::to_string(version) +
+                " is newer than this gpuledger knows (" + std::to_string(kFleetSchemaVersion) +
+                "); upgrade gpuledger before it ships there");
+  throw Error("fleet database " + db.name() + ": schema version " + std::to_string(version) + ", this gpuledger needs " +
+              std::to_string(kFleetSchemaVersion) + "; run `gpuledger fleet-db migrate` as its owner");
+}
+
+}  // namespace gpuledger::fleet

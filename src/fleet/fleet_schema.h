@@ -1,0 +1,46 @@
+#pragma once
+// The fleet database's schema (PostgreSQL, schema `gpuledger`), its versioned
+// migrations and the check an agent or a report makes before using it.
+//
+//   schema_migrations(version, applied_at)   one row per migration applied
+//   windows(cluster, node, gpu_uuid, start_time, ...)       one per window
+//   accounts(cluster, node, gpu_uuid, start_time, account, ...)
+//   charges(..., account, kind 'busy'|'idle'|'memory', micros)
+//   energy_charges(..., account, kind 'busy'|'idle', millijoules)
+// Every table is partitioned by month on start_time (Unix seconds, UTC
+// months); ensure_month(t) creates the month's partitions (SECURITY DEFINER,
+// so an agent that may only insert can still start a new month).
+// A window is keyed by (cluster, node, GPU or MIG instance uuid, start); its
+// digest (window_digest.h) tells a resend (the same content: stored once)
+// from a conflict (different content: refused, never overwritten).
+//
+// Roles (created by migration 1 when missing, NOLOGIN; grant them to login roles):
+//   gpuledger_agent   INSERT into the four tables, SELECT of the windows' key
+//                     and digest only (to tell a resend from a conflict), and
+//                     ensure_month(); no UPDATE, DELETE, TRUNCATE or reading of bills.
+//   gpuledger_reader  SELECT only (reports).
+// `gpuledger fleet-db migrate` runs as the database's owner (docs/fleet-db.md).
+#include <cstdint>
+#include <string>
+
+namespace gpuledger::fleet {
+
+class PgConnection;
+
+// The newest migration this gpuledger knows.
+inline constexpr int kFleetSchemaVersion = 1;
+
+// Applies the migrations not applied yet, each in its own transaction
+// (serialised by an advisory lock, so two runs at once are safe), and creates
+// this month's and the next month's partitions. Returns the version reached.
+int migrate(PgConnection& db, int64_t now);
+// The version applied; 0 when the database was never migrated.
+int schema_version(PgConnection& db);
+// Throws Error unless the database is at kFleetSchemaVersion: one never
+// migrated or older says to run `gpuledger fleet-db migrate`; one newer is
+// refused (a newer gpuledger wrote it).
+void check_schema(PgConnection& db);
+// The first second of the UTC month that holds t.
+int64_t month_start(int64_t t);
+
+}  // namespace gpuledger::fleet

@@ -1,0 +1,192 @@
+#include "fleet/fleet_shipper.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "export/prometheus_text.h"
+#include "fleet/fleet_schema.h"
+#include "fleet/fleet_sink_postgres.h"
+#include "fleet/pg_connection.h"
+#include "ledger/outbox.h"
+#include "ledger/store.h"
+
+namespace gpuledger::fleet {
+
+std::string fleet_error_reason(const std::string& message) {
+  if (message.rfind("ledger store", 0) == 0 || message.rfind("sqlite", 0) == 0) return "store";
+  if (message.find("cannot connect") != std::string::npos) return "connect";
+  if (message.find("schema version") != std::string::npos || message.find("fleet-db migrate") != std::string::npos)
+    return "schema";
+  const std::string state = sqlstate_of(message);
+  if (state == "42501") return "privilege";
+  if (state.rfind("08", 0) == 0 || state == "57P01" || state == "57P02" || state == "57P03") return "connect";
+  if (state == "42P01" || state == "42703" || state == "3F000") return "schema";  // a table, column or schema missing
+  return "query";
+}
+
+struct FleetShipper::Session {
+  std::unique_ptr<ledger::Store> store;
+  std::unique_ptr<ledger::Outbox> outbox;
+  std::unique_ptr<PgConnection> db;
+  std::unique_ptr<FleetSinkPostgres> sink;
+};
+
+FleetShipper::FleetShipper(FleetShipperOptions options)
+    : options_(std::move(options)), name_(redacted(options_.conninfo)) {
+  for (const char* reason : kFleetErrorReasons) errors_[reason] = 0;
+  status_.reason = "not connected yet to " + name_;
+}
+
+FleetShipper::~FleetShipper() { stop(); }
+
+void FleetShipper::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+void FleetShipper::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (!stopping_) stop_deadline_ = std::chrono::steady_clock::now() + options_.stop_budget;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+FleetShipper::Status FleetShipper::status() const {
+  std::lock_guard lock(mu_);
+  return status_;
+}
+
+void FleetShipper::failed(const std::string& message) {
+  const std::string reason = fleet_error_reason(message);
+  std::lock_guard lock(mu_);
+  ++errors_[reason];
+  status_.up = false;
+  status_.reason = fmt::format("{} ({})", message, reason);
+}
+
+bool FleetShipper::round(Session& s) {
+  if (!s.store) {
+    s.store = std::make_unique<ledger::Store>(options_.store_path);
+    s.outbox = std::make_unique<ledger::Outbox>(*s.store);
+  }
+  {
+    const int64_t pending = s.outbox->pending_count(), refused = s.outbox->refused_count();
+    const auto oldest = s.outbox->oldest_pending_end();
+    std::lock_guard lock(mu_);
+    status_.pending = pending;
+    status_.refused = refused;
+    status_.oldest_pending_end = oldest;
+  }
+  if (!s.db || !s.db->ok()) {
+    s.sink.reset();
+    s.db.reset();
+    s.db = std::make_unique<PgConnection>(options_.conninfo, options_.password_file);
+    check_schema(*s.db);
+    s.sink = std::make_unique<FleetSinkPostgres>(*s.db, options_.origin);
+    spdlog::info("fleet db: shipping windows to {} as {}/{}", name_, options_.origin.cluster, options_.origin.node);
+  }
+  const auto batch = s.outbox->next_batch(options_.batch_windows);
+  // Nothing to send: still ask, so gpuledger_fleet_db_up says whether the database is there.
+  if (batch.empty()) s.db->query("SELECT 1");
+  std::vector<const ledger::WindowRecord*> windows;
+  for (const auto& p : batch) windows.push_back(&p.window);
+  const std::vector<Delivery> done = s.sink->ship(windows);  // committed when it returns
+  std::vector<int64_t> shipped, refused;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (done[i] != Delivery::kConflict) {
+      shipped.push_back(batch[i].id);
+      continue;
+    }
+    refused.push_back(batch[i].id);
+    spdlog::error(
+        "fleet db: refused window {} on {} of {}/{}: the database holds a different window under the same key "
+        "(another node with this --node-name, or a store that was replaced); left as it is, not overwritten",
+        batch[i].window.start, batch[i].window.slot.uuid, options_.origin.cluster, options_.origin.node);
+  }
+  s.outbox->mark(shipped, ledger::Outbox::Mark::kShipped);
+  s.outbox->mark(refused, ledger::Outbox::Mark::kRefused);
+  const int64_t pending = s.outbox->pending_count();
+  const auto oldest = s.outbox->oldest_pending_end();
+  std::lock_guard lock(mu_);
+  if (!status_.up) spdlog::info("fleet db: {} works; {} windows pending", name_, pending);
+  status_.up = true;
+  status_.reason = "shipping to " + name_;
+  status_.shipped += shipped.size();
+  status_.pending = pending;
+  status_.refused += static_cast<int64_t>(refused.size());
+  status_.oldest_pending_end = oldest;
+  errors_["conflict"] += refused.size();
+  return batch.size() == options_.batch_windows;
+}
+
+void FleetShipper::run() {
+  Session s;
+  auto backoff = options_.first_retry;
+  for (;;) {
+    std::chrono::milliseconds wait = options_.interval;
+    bool more = false;
+    try {
+      more = round(s);
+      if (more) wait = std::chrono::milliseconds(0);
+      backoff = options_.first_retry;
+    } catch (const std::exception& e) {
+      failed(e.what());
+      spdlog::error("fleet db: {}; the windows stay in the store and are sent when it works; retrying in {} ms",
+                    e.what(), backoff.count());
+      if (fleet_error_reason(e.what()) == "store") {
+        s = Session{};
+      } else {
+        s.sink.reset();
+        s.db.reset();
+      }
+      wait = backoff;
+      backoff = std::min(backoff * 2, options_.max_retry);
+    }
+    std::unique_lock lock(mu_);
+    if (stopping_) {
+      if (!more || std::chrono::steady_clock::now() >= stop_deadline_ || wait != std::chrono::milliseconds(0)) return;
+      continue;  // the backlog, until the stop's budget is spent
+    }
+    wake_.wait_for(lock, wait, [this] { return stopping_; });
+  }
+}
+
+void FleetShipper::write_metrics(exporter::ExpositionWriter& out) const {
+  Status st;
+  std::map<std::string, uint64_t> errors;
+  {
+    std::lock_guard lock(mu_);
+    st = status_;
+    errors = errors_;
+  }
+  using exporter::MetricType;
+  out.family("gpuledger_fleet_db_up", MetricType::kGauge,
+             "1 while the fleet database takes this node's windows, 0 while shipping fails (why: /healthz, the log)");
+  out.sample({}, uint64_t{st.up ? 1u : 0u});
+  out.family("gpuledger_fleet_db_pending_windows", MetricType::kGauge,
+             "Closed windows in the local store not yet committed by the fleet database");
+  out.sample({}, static_cast<uint64_t>(std::max<int64_t>(0, st.pending)));
+  out.family("gpuledger_fleet_db_oldest_pending_window_age_seconds", MetricType::kGauge,
+             "Seconds since the oldest window not yet shipped closed; 0 when none is pending");
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  out.sample({}, static_cast<uint64_t>(st.oldest_pending_end ? std::max<int64_t>(0, now - *st.oldest_pending_end) : 0));
+  out.family("gpuledger_fleet_db_shipped_windows_total", MetricType::kCounter,
+             "Windows the fleet database committed (or already held, identical) since the agent started");
+  out.sample({}, st.shipped);
+  out.family("gpuledger_fleet_db_refused_windows", MetricType::kGauge,
+             "Windows in the local store the fleet database refused: it holds a different window under their key");
+  out.sample({}, static_cast<uint64_t>(std::max<int64_t>(0, st.refused)));
+  out.family("gpuledger_fleet_db_errors_total", MetricType::kCounter,
+             "Failures shipping to the fleet database by class: connect, schema, privilege, conflict (a refused "
+             "window), store, query");
+  for (const auto& [reason, n] : errors) out.sample({{"reason", reason}}, n);
+}
+
+}  // namespace gpuledger::fleet

@@ -1,0 +1,87 @@
+#pragma once
+// Ships the node's closed windows to the fleet database, off the agent's
+// event loop: its own thread, its own connection to the store (the outbox,
+// ledger/outbox.h) and to PostgreSQL (fleet_sink_postgres.h), batches of at
+// most batch_windows. A database that is down, slow or refusing only grows
+// the backlog (the store keeps it); it drains oldest first when the database
+// is back. Attribution and the ledger never wait on it.
+//
+// Self-metrics: gpuledger_fleet_db_up, gpuledger_fleet_db_pending_windows,
+// gpuledger_fleet_db_oldest_pending_window_age_seconds,
+// gpuledger_fleet_db_shipped_windows_total, gpuledger_fleet_db_refused_windows,
+// gpuledger_fleet_db_errors_total{reason} (kFleetErrorReasons).
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "export/metrics_contributor.h"
+#include "fleet/fleet_rows.h"
+
+namespace gpuledger::fleet {
+
+// connect: no connection; schema: not migrated or newer; privilege: the role
+// may not do what shipping needs; conflict: a window differs from the stored
+// one (refused); store: the local store failed; query: any other database error.
+inline constexpr const char* kFleetErrorReasons[] = {"connect", "schema", "privilege", "conflict", "store", "query"};
+// The class of a failure, from its message (PgConnection's SQLSTATE, the schema check's words).
+std::string fleet_error_reason(const std::string& message);
+
+struct FleetShipperOptions {
+  std::string conninfo;       // libpq URI or keyword string
+  std::string password_file;  // empty: PGPASSFILE / ~/.pgpass / none
+  std::string store_path;
+  Origin origin;
+  size_t batch_windows = 500;
+  std::chrono::milliseconds interval{std::chrono::seconds(5)};  // between looks at an empty outbox
+  std::chrono::milliseconds first_retry{std::chrono::seconds(1)};
+  std::chrono::milliseconds max_retry{std::chrono::minutes(2)};
+  // At a stop, what is pending (the window in progress the agent stored last)
+  // is shipped for at most this long; the rest waits in the store.
+  std::chrono::milliseconds stop_budget{std::chrono::seconds(5)};
+};
+
+class FleetShipper : public exporter::MetricsContributor {
+ public:
+  explicit FleetShipper(FleetShipperOptions options);
+  ~FleetShipper() override;  // stops
+  void start();
+  // Ships what is pending within stop_budget, then stops the thread (a batch
+  // cut short is not marked, and is resent by the next agent: stored once).
+  void stop();
+
+  struct Status {
+    bool up = false;           // connected, schema checked, last batch committed
+    std::string reason;        // why not (redacted), or where it ships
+    int64_t pending = 0;       // windows not shipped yet
+    int64_t refused = 0;       // windows refused as conflicting
+    std::optional<int64_t> oldest_pending_end;
+    uint64_t shipped = 0;
+  };
+  Status status() const;
+  void write_metrics(exporter::ExpositionWriter& out) const override;
+
+ private:
+  struct Session;  // the store, the outbox, the connection and the sink
+  void run();
+  // One round: ship a batch; returns true when more may be waiting.
+  bool round(Session& s);
+  void failed(const std::string& message);
+
+  FleetShipperOptions options_;
+  std::string name_;  // the database, redacted
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::chrono::steady_clock::time_point stop_deadline_{};
+  Status status_;
+  std::map<std::string, uint64_t> errors_;
+  std::thread thread_;
+};
+
+}  // namespace gpuledger::fleet

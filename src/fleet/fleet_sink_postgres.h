@@ -1,0 +1,38 @@
+#pragma once
+// The PostgreSQL sink: writes a batch of closed windows to the fleet database
+// in one transaction, idempotently. Each window is keyed by (cluster, node,
+// GPU or MIG uuid, start): a window already stored with the same digest is a
+// resend (a crash, SIGKILL or restart between commit and the outbox's mark)
+// and is stored once; one stored with another digest is a conflict, refused
+// and reported, never overwritten. Nothing is marked here: the caller marks
+// the outbox (ledger/outbox.h) only after ship() returned, i.e. committed.
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fleet/fleet_rows.h"
+#include "fleet/pg_connection.h"
+#include "ledger/store.h"
+
+namespace gpuledger::fleet {
+
+enum class Delivery { kStored, kDuplicate, kConflict };
+
+class FleetSinkPostgres {
+ public:
+  // Uses `db` (checked with check_schema by the caller) for this origin.
+  FleetSinkPostgres(PgConnection& db, Origin origin);
+  // One transaction for the batch; per window, what became of it. Throws
+  // Error (nothing committed) when the database fails.
+  std::vector<Delivery> ship(const std::vector<const ledger::WindowRecord*>& windows);
+  const Origin& origin() const { return origin_; }
+
+ private:
+  void ensure_months(const std::vector<const ledger::WindowRecord*>& windows);
+  PgConnection& db_;
+  Origin origin_;
+  std::set<int64_t> months_;  // partitions known to exist
+};
+
+}  // namespace gpuledger::fleet

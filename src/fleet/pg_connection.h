@@ -1,0 +1,77 @@
+#pragma once
+// One libpq connection to the fleet database, and what may be said about it.
+//
+// The connection string is a libpq URI or keyword string (--fleet-db,
+// GPULEDGER_FLEET_DB). Its password never comes from the command line: a
+// password file (--fleet-db-password-file: the password on its first line) or
+// libpq's own PGPASSFILE / ~/.pgpass. TLS is libpq's: sslmode, sslrootcert,
+// sslcert, sslkey pass through untouched. Logs and errors name the database by
+// redacted(): host, port, database and user, never a password. Unless the
+// string sets them: connect_timeout 10 s, TCP keepalives (30 s idle, 3 x 10 s)
+// and tcp_user_timeout 60 s, so a database cut off fails a batch, never hangs it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct pg_conn;
+struct pg_result;
+
+namespace gpuledger::fleet {
+
+// Throws Error when the string is not a libpq connection string.
+std::string redacted(const std::string& conninfo);
+// True when the string itself carries a password (refused on a command line).
+bool has_password(const std::string& conninfo);
+
+// A result, cleared on every path.
+class PgResult {
+ public:
+  explicit PgResult(pg_result* r) : r_(r) {}
+  ~PgResult();
+  PgResult(PgResult&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+  PgResult& operator=(PgResult&&) = delete;
+  int rows() const;
+  bool null(int row, int col) const;
+  std::string text(int row, int col) const;
+  int64_t i64(int row, int col) const;
+  double f64(int row, int col) const;
+  std::optional<double> opt_f64(int row, int col) const;
+  std::optional<int64_t> opt_i64(int row, int col) const;
+
+ private:
+  pg_result* r_;
+};
+
+// A parameter: text, or SQL NULL.
+using PgParam = std::optional<std::string>;
+
+class PgConnection {
+ public:
+  // Connects (timeout: connect_timeout, default 10 s) or throws Error naming
+  // redacted(conninfo) and libpq's reason. password_file: empty for none.
+  PgConnection(const std::string& conninfo, const std::string& password_file);
+  ~PgConnection();
+  PgConnection(const PgConnection&) = delete;
+  PgConnection& operator=(const PgConnection&) = delete;
+
+  // Runs SQL without parameters (may hold several statements); throws Error.
+  void exec(const std::string& sql);
+  // One statement with $1.. parameters as text; throws Error with the SQLSTATE.
+  PgResult query(const std::string& sql, const std::vector<PgParam>& params = {});
+  bool ok() const;  // the connection is still usable
+  // A string as an SQL literal (quoted and escaped by libpq, for statements
+  // that take no parameters, e.g. DECLARE CURSOR).
+  std::string literal(const std::string& value) const;
+  const std::string& name() const { return name_; }
+
+ private:
+  pg_conn* conn_ = nullptr;
+  std::string name_;  // redacted
+};
+
+// The SQLSTATE of an Error thrown by PgConnection ("" when none), e.g.
+// "42501" (insufficient privilege), "08006" (connection failure).
+std::string sqlstate_of(const std::string& message);
+
+}  // namespace gpuledger::fleet

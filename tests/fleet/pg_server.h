@@ -1,0 +1,39 @@
+#pragma once
+// Test support: a real PostgreSQL server from Debian's packages, private to a
+// test: `initdb` in a temporary folder, run as the unprivileged `postgres`
+// user when the test runs as root, listening on a unix socket in that folder
+// only (no TCP), password authentication (SCRAM) for every role. Stop and
+// start it again mid-test to play an outage. Removed with its folder.
+#include <string>
+
+namespace gpuledger::testing {
+
+class PgServer {
+ public:
+  // Throws std::runtime_error (with initdb's or the server's log) when it cannot start.
+  PgServer();
+  ~PgServer();
+  PgServer(const PgServer&) = delete;
+  PgServer& operator=(const PgServer&) = delete;
+
+  void start();  // waits until it takes connections
+  void stop();   // fast shutdown: open connections are cut
+  // A keyword connection string for `user` (no password in it).
+  std::string conninfo(const std::string& user = "gpuledger_admin", const std::string& dbname = "postgres") const;
+  // The file holding the admin's password (for --fleet-db-password-file).
+  std::string admin_password_file() const;
+  // Creates a login role (password = its name, in the file returned) that is a member of `group`.
+  std::string add_login(const std::string& name, const std::string& group);
+  // Runs SQL as the admin through psql; returns its stdout (tuples only, unaligned).
+  std::string psql(const std::string& sql, const std::string& user = "gpuledger_admin") const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  bool running_ = false;
+};
+
+// The folder holding initdb, pg_ctl and postgres (Debian: /usr/lib/postgresql/<major>/bin).
+std::string postgres_bin_dir();
+
+}  // namespace gpuledger::testing
