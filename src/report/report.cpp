@@ -14,6 +14,7 @@
 #include "ledger/prices.h"
 #include "report/report_text.h"
 #include "report/rightsizing_render.h"
+#include "report/split_sources.h"
 
 namespace gpuledger::report {
 
@@ -209,6 +210,8 @@ nlohmann::json row_json(const Row& row) {
           {"dram_active", opt_json(row.efficiency.dram_active)},
           {"vram_gib_hours", row.vram_gib_hours},
           {"launches", row.launches},
+          {"split_busy_gpu_hours", row.split_busy_hours},
+          {"split_source", split_source_cell(row.split_busy_hours)},
           {"energy_kwh", row.energy_millijoules ? nlohmann::json(static_cast<double>(*row.energy_millijoules) / 3.6e9)
                                                 : nlohmann::json(nullptr)},
           {"energy_millijoules",
@@ -343,7 +346,8 @@ std::string render_json(const Report& r) {
                    {"window_gpu_hours", c.window_gpu_hours},
                    {"observed_gpu_hours", c.observed_gpu_hours},
                    {"gpus", c.gpus},
-                   {"gpus_without_device_data", c.gpus_without_device}};
+                   {"gpus_without_device_data", c.gpus_without_device},
+                   {"windows_by_split_source", c.windows_by_split_source}};
   if (r.rightsizing) j["rightsizing"] = rightsizing_json(*r.rightsizing);
   j["notes"] = r.notes;
   // Names are tenants' bytes: invalid UTF-8 becomes U+FFFD rather than an exception.

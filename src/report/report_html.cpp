@@ -13,6 +13,7 @@
 #include "report/report.h"
 #include "report/report_text.h"
 #include "report/rightsizing_render.h"
+#include "report/split_sources.h"
 
 namespace gpuledger::report {
 
@@ -424,6 +425,9 @@ std::string render_html(const Report& r) {
       for (const auto& g : c.gpus_without_device) h << " " << html_escape(g);
     }
     h << "</dd><dt>GPUs</dt><dd>" << c.gpus.size() << "</dd>";
+    if (std::string split = split_source_summary(c.windows_by_split_source); !split.empty())
+      h << "<dt>Busy part split by</dt><dd>" << html_escape(split)
+        << " (nvml: NVML per-process SM samples; spans: eBPF busy spans; see docs/ledger.md)</dd>";
   }
   h << "</dl>\n";
 
