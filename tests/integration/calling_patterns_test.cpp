@@ -9,11 +9,18 @@
 // the pattern adds (its sleep, the polls' and the processes' overheads).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "agent/agent.h"
 #include "bpf_requirement.h"
+#include "device/nvml_client.h"
+#include "ledger/agent_inputs.h"
+#include "ledger/store.h"
 #include "tenant_harness.h"
 
 namespace gpuledger::testing {
@@ -129,6 +136,106 @@ TEST_F(CallingPatterns, StreamsBeyondTheSlotsShareTheOverflowSlotWhichOnlyAConte
   // (streams 8 to 10 together), each span covering at least its 20 ms.
   EXPECT_TRUE(eventually([&] { return (busy = busy_ns(id)) >= 8 * 20'000'000ull; })) << busy;
   EXPECT_GE(agent_->snapshot().self.kernel_stats[GL_STAT_SPAN_STREAMS_FULL], full_before + 3);  // streams 8..10
+}
+
+// Known truth end to end: tenants on one GPU, each running a known amount of
+// work with its own calling pattern, at the same time; NVML's per-process
+// samples come from the NVML simulator, which derives them from the work the
+// driver simulator ran (CUDASIM_WORK_DIR, "work_directory"); the ledger splits
+// the window. With the samples every tenant's share of the busy cost is within
+// 5 points of its share of the work; without them the spans split it, and each
+// tenant pays at least the bound docs/ledger.md states.
+struct Tenant {
+  std::string name;
+  int launches;  // of 20 ms each: the real work
+  std::string wait;  // how it waits
+};
+
+class SharedGpuTruth : public CallingPatterns {
+ protected:
+  static constexpr int64_t kT0 = 1'800'000'000;
+  // The busy cost's shares per tenant (by workload id) of one window.
+  std::map<std::string, double> split(const std::vector<Tenant>& tenants, bool nvml_per_process,
+                                      std::string* split_source) {
+    const auto dir = std::filesystem::temp_directory_path() / ("gl_shared_truth_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir / "work");
+    const std::string config = (dir / "nvml.json").string();
+    std::ofstream(config) << R"({"devices": [{"uuid": "GPU-calling-patterns", "utilization": {"gpu": 0},
+        "memory": {"total": 1000, "used": 0}, "work_directory": ")" << (dir / "work").string() << "\"}]}";
+    ::setenv("GPULEDGER_NVML_SIM_CONFIG", config.c_str(), 1);
+    auto nvml = device::NvmlClient::open(GPULEDGER_NVML_SIM);
+    ledger::Store store((dir / "ledger.db").string());
+    ledger::PriceBook prices = ledger::parse_prices("currency: USD\ndefault_per_hour: 3.60\nwindow_seconds: 60\n");
+    ledger::Accountant acc(store, prices);
+    auto observe = [&](double t) {
+      device::NvmlPoll poll = nvml->poll("node");
+      device::DeviceSnapshot dev;
+      dev.gpus = poll.gpus;
+      dev.readings = poll.readings;
+      if (nvml_per_process) dev.process_sm = poll.process_sm;
+      acc.observe(ledger::make_observation(t, agent_->snapshot(), dev, {}, false, prices));
+    };
+    observe(kT0 + 1);  // the baseline
+    std::vector<std::unique_ptr<ScopedCgroup>> cgroups;
+    std::vector<std::unique_ptr<simulation::Child>> children;
+    for (const auto& tn : tenants) {
+      cgroups.push_back(std::make_unique<ScopedCgroup>(mounts().v2, test_cgroup("/system.slice/" + tn.name + ".service")));
+      children.push_back(start_interactive_tenant(
+          {cgroups.back()->dir()},
+          "init; launch 1 1 1 1 1 1 x" + std::to_string(tn.launches) + "; " + tn.wait + "; print-ready; wait-stdin; exit 0",
+          {"CUDASIM_KERNEL_US=20000", "CUDASIM_WORK_DIR=" + (dir / "work").string()}));
+    }
+    for (auto& c : children) await_ready(*c);
+    observe(kT0 + 30);  // every tenant alive: its pids are named
+    for (auto& c : children) finish_interactive_tenant(*c);
+    observe(kT0 + 61);  // closes the window [kT0, kT0 + 60)
+    auto windows = store.windows(kT0, kT0 + 60);
+    std::filesystem::remove_all(dir);
+    std::map<std::string, double> shares;
+    if (windows.size() != 1 || windows[0].busy_micros <= 0) {
+      ADD_FAILURE() << "no busy window";
+      return shares;
+    }
+    *split_source = windows[0].split_source;
+    for (const auto& c : windows[0].charges)
+      if (c.kind == ledger::ChargeKind::kBusy)
+        shares[c.account] += static_cast<double>(c.micros) / static_cast<double>(windows[0].busy_micros);
+    return shares;
+  }
+
+  void expect_shares(const std::vector<Tenant>& tenants, bool nvml, double points) {
+    std::string source;
+    const auto shares = split(tenants, nvml, &source);
+    EXPECT_EQ(source, nvml ? "nvml" : "spans");
+    double work = 0;
+    for (const auto& tn : tenants) work += tn.launches;
+    for (const auto& tn : tenants) {
+      const std::string id = "systemd/" + tn.name + ".service";
+      const double truth = tn.launches / work, billed = shares.count(id) ? shares.at(id) : 0;
+      std::printf("[ shared   ] %-8s %-14s work %5.1f %%  busy cost %5.1f %%  (split by %s)\n", tn.name.c_str(),
+                  tn.wait.c_str(), truth * 100, billed * 100, source.c_str());
+      if (nvml) EXPECT_NEAR(billed * 100, truth * 100, points) << tn.name;
+      // Without per-process data: never below the eBPF-only bound, its share of the work x f / n
+      // (f <= 1 here: the floor is at most truth / n).
+      else EXPECT_GE(billed, truth / static_cast<double>(tenants.size()) - 1e-9) << tn.name;
+    }
+  }
+};
+
+TEST_F(SharedGpuTruth, TwoTenantsEveryPatternWithNvmlWithinFivePoints) {
+  for (const std::string& wait : {"sync-thread", "sync-ctx-thread", "query", "event-query", "sleep-ms 300"}) {
+    expect_shares({{"honest", 10, "sync"}, {"evader", 10, wait}}, true, 5);
+  }
+}
+
+TEST_F(SharedGpuTruth, ThreeTenantsUnequalWorkWithNvmlWithinFivePoints) {
+  expect_shares({{"small", 5, "sync-thread"}, {"medium", 10, "sleep-ms 300"}, {"large", 15, "query"}}, true, 5);
+}
+
+TEST_F(SharedGpuTruth, WithoutNvmlTheSpansSplitItAboveTheBound) {
+  expect_shares({{"honest", 10, "sync"}, {"evader", 10, "sync-thread"}}, false, 0);
+  expect_shares({{"small", 5, "sync-thread"}, {"medium", 10, "sleep-ms 300"}, {"large", 15, "event-query"}}, false, 0);
 }
 
 }  // namespace
