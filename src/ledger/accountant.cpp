@@ -806,7 +806,7 @@ void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
              "GPU memory the account held over time, in byte-seconds, from the ledger's windows");
   for (const auto& [key, v] : vram_byte_seconds_) out.sample(labels(key), v);
   out.family("gpuledger_ledger_launches_total", exporter::MetricType::kCounter,
-             "Kernel launches counted for the account in the ledger's windows");
+             "Launches (kernels and graphs) counted for the account in the ledger's windows");
   for (const auto& [key, v] : launches_) out.sample(labels(key), v);
   // Efficiency for fleet reports: weighted / known is the account's average ratio.
   static const char* kRatios[4] = {"sm_active", "sm_occupancy", "tensor_active", "dram_active"};
