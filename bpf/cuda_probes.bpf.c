@@ -104,6 +104,26 @@ struct {
   __type(value, __u64);
 } export_tables SEC(".maps");
 
+/* Open busy spans per process and context (gpuledger_abi.h). Preallocated:
+ * a launch's span must not fail for want of memory; once full, a context's
+ * launches open none (GL_STAT_SPANS_FULL). A process's entries go at its exit. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, struct gl_span_key);
+  __type(value, struct gl_open_spans);
+} open_spans SEC(".maps");
+
+/* The stream each event was last recorded on. LRU: a process recording
+ * endless events evicts its own oldest; a wait on an evicted event ends no
+ * span (the span then runs on until another wait ends it: never shorter). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct gl_event_key);
+  __type(value, struct gl_event_stream);
+} event_streams SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, GL_STAT_COUNT);
@@ -265,7 +285,9 @@ static __always_inline __u64 arg_n(struct pt_regs *ctx, __u32 n) {
  * registers and blockDimZ on the stack (the 7th integer argument on x86-64,
  * just above the return address at entry). cuLaunchKernelEx passes a
  * CUlaunchConfig whose first six fields are the dimensions. */
-static __always_inline __u64 launch_threads(struct pt_regs *ctx, __u32 kind) {
+/* `sp`: the probe's stack pointer, read once by the program (PT_REGS_SP read
+ * twice compiles to a moved context pointer, which the verifier rejects). */
+static __always_inline __u64 launch_threads(struct pt_regs *ctx, __u32 kind, __u64 sp) {
   __u32 dim[6] = {};
   if (kind == GL_KIND_LAUNCH_EX) {
     bpf_probe_read_user(dim, sizeof(dim), (void *)PT_REGS_PARM1(ctx));
@@ -275,7 +297,7 @@ static __always_inline __u64 launch_threads(struct pt_regs *ctx, __u32 kind) {
     dim[2] = PT_REGS_PARM4(ctx);
     dim[3] = PT_REGS_PARM5(ctx);
     dim[4] = PT_REGS_PARM6(ctx);
-    bpf_probe_read_user(&dim[5], sizeof(dim[5]), (void *)(PT_REGS_SP(ctx) + 8));
+    bpf_probe_read_user(&dim[5], sizeof(dim[5]), (void *)(sp + 8));
   }
   return (__u64)dim[0] * dim[1] * dim[2] * dim[3] * dim[4] * dim[5];
 }
@@ -308,13 +330,13 @@ static __always_inline __u64 multi_launch_threads(struct pt_regs *ctx, __u64 *la
 }
 
 /* Threads and launches of any launch kind (graphs: launches only). */
-static __always_inline __u64 any_launch_threads(struct pt_regs *ctx, __u64 cookie, __u64 *launches) {
+static __always_inline __u64 any_launch_threads(struct pt_regs *ctx, __u64 cookie, __u64 *launches, __u64 sp) {
   __u32 kind = GL_COOKIE_KIND(cookie);
   *launches = 1;
   if (kind == GL_KIND_GRAPH) return 0;
   if (kind == GL_KIND_LAUNCH_LEGACY) return legacy_launch_threads(ctx, cookie);
   if (kind == GL_KIND_LAUNCH_MULTI) return multi_launch_threads(ctx, launches);
-  return launch_threads(ctx, kind);
+  return launch_threads(ctx, kind, sp);
 }
 
 static __always_inline void add_launch(struct gl_counters *c, __u32 kind, __u64 threads, __u64 launches) {
@@ -326,23 +348,104 @@ static __always_inline void add_launch(struct gl_counters *c, __u32 kind, __u64 
   __sync_fetch_and_add(&c->launched_threads, threads);
 }
 
-/* A launch opens the thread's busy span unless one is open: the GPU is taken
- * to be busy from then until a synchronisation on this thread returns. */
+/* The thread's current context (0 when none was seen). */
+static __always_inline __u64 current_ctx(const struct gl_thread_state *t) {
+  return t && t->depth ? t->ctx_stack[(t->depth - 1) & (GL_CTX_STACK - 1)] : 0;
+}
+
+/* The default stream's handles (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) share one slot. */
+static __always_inline __u64 span_stream(__u64 stream) { return stream <= 2 ? 0 : stream; }
+
+/* A launch opens its stream's span in the thread's context unless one is
+ * open: the GPU is taken to be busy with that work from then until a wait for
+ * it returns (gpuledger_abi.h, gl_open_spans). */
+static __always_inline void open_span(struct gl_thread_state *t, __u64 cgroup_key, __u32 device, __u64 stream) {
+  struct gl_span_key k = {.tgid = bpf_get_current_pid_tgid() >> 32, .ctx = current_ctx(t)};
+  struct gl_open_spans *sp = bpf_map_lookup_elem(&open_spans, &k);
+  if (!sp) {
+    struct gl_open_spans fresh = {.cgroup_key = cgroup_key, .device = device};
+    bpf_map_update_elem(&open_spans, &k, &fresh, BPF_NOEXIST);
+    sp = bpf_map_lookup_elem(&open_spans, &k);
+    if (!sp) {
+      count_stat(GL_STAT_SPANS_FULL);
+      return;
+    }
+  }
+  stream = span_stream(stream);
+  int free = -1;
+  for (int i = 0; i < GL_SPAN_STREAMS - 1; i++) {
+    if (sp->start_ns[i] && sp->stream[i] == stream) return;
+    if (!sp->start_ns[i] && free < 0) free = i;
+  }
+  __u32 slot = GL_SPAN_STREAMS - 1;
+  if (free >= 0) {
+    slot = free;
+  } else {
+    count_stat(GL_STAT_SPAN_STREAMS_FULL);
+    stream = GL_SPAN_OVERFLOW_STREAM;
+    if (sp->start_ns[slot]) return;
+  }
+  barrier_var(slot);
+  if (slot >= GL_SPAN_STREAMS) return;
+  sp->stream[slot] = stream;
+  sp->start_ns[slot] = bpf_ktime_get_ns();
+}
+
 static __always_inline void count_launches_on(struct gl_thread_state *t, __u32 device, __u32 kind,
-                                              __u64 threads, __u64 launches) {
+                                              __u64 threads, __u64 launches, __u64 stream) {
   if (!launches) return; /* a multi-device launch whose list could not be read */
-  if (t && !t->span_start_ns) t->span_start_ns = bpf_ktime_get_ns();
-  struct gl_counters *c = counters_for(current_cgroup_key(), device);
+  __u64 key = current_cgroup_key();
+  open_span(t, key, device, stream);
+  struct gl_counters *c = counters_for(key, device);
   if (c) add_launch(c, kind, threads, launches);
 }
 
 static __always_inline void count_launch_on(struct gl_thread_state *t, __u32 device, __u32 kind,
                                             __u64 threads) {
-  count_launches_on(t, device, kind, threads, 1);
+  count_launches_on(t, device, kind, threads, 1, 0);
 }
 
-static __always_inline void count_launches(struct gl_thread_state *t, __u32 kind, __u64 threads, __u64 launches) {
-  count_launches_on(t, t ? t->device : GL_DEVICE_UNKNOWN, kind, threads, launches);
+static __always_inline void count_launches(struct gl_thread_state *t, __u32 kind, __u64 threads, __u64 launches,
+                                           __u64 stream) {
+  count_launches_on(t, t ? t->device : GL_DEVICE_UNKNOWN, kind, threads, launches, stream);
+}
+
+/* The stream a launch goes to: cuLaunchKernel's 9th argument (on the stack,
+ * above bz and sharedMem), CUlaunchConfig.hStream, cuGraphLaunch's 2nd;
+ * legacy and multi-device launches: the default stream. */
+static __always_inline __u64 launch_stream(struct pt_regs *ctx, __u32 kind, __u64 sp) {
+  /* Through arg_n: a context read chosen by a condition is a moved context
+   * pointer, which the verifier rejects. */
+  __u64 p1 = arg_n(ctx, 0), p2 = arg_n(ctx, 1);
+  __u64 stream = 0;
+  if (kind == GL_KIND_LAUNCH)
+    bpf_probe_read_user(&stream, sizeof(stream), (void *)(sp + 24));
+  else if (kind == GL_KIND_LAUNCH_EX)
+    bpf_probe_read_user(&stream, sizeof(stream), (void *)(p1 + 32));
+  else if (kind == GL_KIND_GRAPH)
+    stream = p2;
+  return stream;
+}
+
+/* Ends the spans of `sp` waited for: every slot (`all`), or the one of
+ * `stream`; their time adds to the busy_ns of the workload that opened them. */
+static __always_inline void end_spans(struct gl_open_spans *sp, bool all, __u64 stream, __u64 now) {
+  __u64 busy = 0;
+  for (int i = 0; i < GL_SPAN_STREAMS; i++) {
+    __u64 start = sp->start_ns[i];
+    if (!start || (!all && sp->stream[i] != stream)) continue;
+    sp->start_ns[i] = 0;
+    if (now > start) busy += now - start;
+  }
+  if (!busy) return;
+  struct gl_counters *c = counters_of(sp->cgroup_key, sp->device);
+  if (c) __sync_fetch_and_add(&c->busy_ns, busy);
+}
+
+static __always_inline void end_context_spans(__u32 tgid, __u64 ctx, bool all, __u64 stream, __u64 now) {
+  struct gl_span_key k = {.tgid = tgid, .ctx = ctx};
+  struct gl_open_spans *sp = bpf_map_lookup_elem(&open_spans, &k);
+  if (sp) end_spans(sp, all, span_stream(stream), now);
 }
 
 /* What a call counts as, whichever level sees it: launches, copies and
@@ -396,10 +499,12 @@ int gl_launch(struct pt_regs *ctx) {
   __u64 cookie = bpf_get_attach_cookie(ctx);
   __u32 kind = GL_COOKIE_KIND(cookie);
   __u64 launches;
-  __u64 threads = any_launch_threads(ctx, cookie, &launches);
+  __u64 sp = PT_REGS_SP(ctx);
+  barrier_var(sp);
+  __u64 threads = any_launch_threads(ctx, cookie, &launches, sp);
   struct gl_thread_state *t = thread_state(bpf_get_current_pid_tgid());
-  if (runtime_owns(t, kind, PT_REGS_SP(ctx), false)) return 0;
-  count_launches(t, kind, threads, launches);
+  if (runtime_owns(t, kind, sp, false)) return 0;
+  count_launches(t, kind, threads, launches, launch_stream(ctx, kind, sp));
   return 0;
 }
 
@@ -551,6 +656,8 @@ int gl_call_entry(struct pt_regs *ctx) {
   __u32 kind = GL_COOKIE_KIND(cookie);
   __u64 mask = GL_COOKIE_LEGACY(cookie) ? 0xffffffffULL : ~0ULL;
   struct gl_call_stash s = {.cookie = cookie};
+  __u64 sp = PT_REGS_SP(ctx);
+  barrier_var(sp);
 
   switch (kind) {
     case GL_KIND_LAUNCH:
@@ -558,7 +665,15 @@ int gl_call_entry(struct pt_regs *ctx) {
     case GL_KIND_LAUNCH_LEGACY:
     case GL_KIND_LAUNCH_MULTI:
     case GL_KIND_GRAPH:
-      s.a0 = any_launch_threads(ctx, cookie, &s.a1);
+      s.a0 = any_launch_threads(ctx, cookie, &s.a1, sp);
+      s.a2 = launch_stream(ctx, kind, sp);
+      break;
+    case GL_KIND_EVENT_RECORD:
+      s.a0 = PT_REGS_PARM1(ctx); /* CUevent */
+      s.a1 = PT_REGS_PARM2(ctx); /* CUstream */
+      break;
+    case GL_KIND_QUERY:
+      s.a0 = PT_REGS_PARM1(ctx); /* the stream or event */
       break;
     case GL_KIND_MEMCPY:
       s.a0 = arg_n(ctx, GL_COOKIE_SIZE_ARG(cookie)) & mask;
@@ -604,6 +719,7 @@ int gl_call_entry(struct pt_regs *ctx) {
       break;
     case GL_KIND_SYNC:
       s.start_ns = bpf_ktime_get_ns();
+      s.a0 = PT_REGS_PARM1(ctx); /* the stream or event (none for a context) */
       break;
     case GL_KIND_CONTEXT:
       s.a0 = PT_REGS_PARM1(ctx);
@@ -671,20 +787,30 @@ static __always_inline void add_memcpy(struct gl_counters *c, __u64 dir, __u64 b
   __sync_fetch_and_add(&c->memcpy_calls[dir], 1);
 }
 
-/* A synchronisation that returned: time blocked since `start_ns`, and the
- * work launched before it is complete, which closes the thread's busy span. */
-static __always_inline void close_span(struct gl_thread_state *t, struct gl_counters *c, __u64 now) {
-  if (t->span_start_ns) {
-    __sync_fetch_and_add(&c->busy_ns, now - t->span_start_ns);
-    t->span_start_ns = 0;
+/* A wait that returned (a sync, a query that reported completion): the work
+ * it waited for is complete, whichever thread launched it, which ends those
+ * spans (`s`: its stash, the cookie says what it waited for). */
+static __always_inline void end_waited_spans(struct gl_thread_state *t, __u32 tgid, const struct gl_call_stash *s,
+                                             __u64 now) {
+  __u32 target = GL_COOKIE_DIR(s->cookie);
+  __u64 ctx = current_ctx(t);
+  if (target == GL_SYNC_CONTEXT) {
+    end_context_spans(tgid, ctx, true, 0, now);
+  } else if (target == GL_SYNC_EVENT) {
+    struct gl_event_key ek = {.tgid = tgid, .event = s->a0};
+    struct gl_event_stream *es = bpf_map_lookup_elem(&event_streams, &ek);
+    if (es) end_context_spans(tgid, es->ctx, false, es->stream, now);
+  } else {
+    end_context_spans(tgid, ctx, false, s->a0, now);
   }
 }
 
-static __always_inline void add_sync(struct gl_thread_state *t, struct gl_counters *c, __u64 start_ns) {
+static __always_inline void add_sync(struct gl_thread_state *t, struct gl_counters *c, __u32 tgid,
+                                     const struct gl_call_stash *s) {
   __u64 now = bpf_ktime_get_ns();
   __sync_fetch_and_add(&c->syncs, 1);
-  __sync_fetch_and_add(&c->sync_ns, now - start_ns);
-  close_span(t, c, now);
+  __sync_fetch_and_add(&c->sync_ns, now - s->start_ns);
+  end_waited_spans(t, tgid, s, now);
 }
 
 /* A failed call of a process whose cuInit failed is that failure again (the
@@ -739,11 +865,19 @@ static __always_inline void apply_context_op(struct gl_thread_state *t, __u32 tg
     case GL_CTX_POP:
       if (t->depth) t->depth--;
       break;
-    case GL_CTX_DESTROY:
+    case GL_CTX_DESTROY: {
+      /* Its work is gone with it: its spans end now. */
+      struct gl_span_key sk = {.tgid = tgid, .ctx = arg};
+      struct gl_open_spans *sp = bpf_map_lookup_elem(&open_spans, &sk);
+      if (sp) {
+        end_spans(sp, true, 0, bpf_ktime_get_ns());
+        bpf_map_delete_elem(&open_spans, &sk);
+      }
       ck.ctx = arg;
       bpf_map_delete_elem(&context_devices, &ck);
       if (t->depth && t->ctx_stack[top] == arg) t->depth--;
       break;
+    }
   }
   t->device = GL_DEVICE_UNKNOWN;
   if (t->depth) {
@@ -762,6 +896,8 @@ static __always_inline void count_success(struct gl_thread_state *t, struct gl_c
   switch (call_class(kind)) {
     case GL_KIND_MEMCPY:
       add_memcpy(c, dir, s->a0);
+      /* A synchronous copy returns after the default stream's earlier work. */
+      if (GL_COOKIE_SYNC_COPY(s->cookie)) end_context_spans(tgid, current_ctx(t), false, 0, bpf_ktime_get_ns());
       break;
     case GL_KIND_ALLOC:
       /* An array's handle is a pointer whatever the form. */
@@ -772,11 +908,11 @@ static __always_inline void count_success(struct gl_thread_state *t, struct gl_c
       record_free(c, p, tgid, s->a0);
       break;
     case GL_KIND_SYNC:
-      add_sync(t, c, s->start_ns);
+      add_sync(t, c, tgid, s);
       break;
     case GL_KIND_QUERY:
       /* Completion reported: the work launched before it is done. */
-      close_span(t, c, bpf_ktime_get_ns());
+      end_waited_spans(t, tgid, s, bpf_ktime_get_ns());
       break;
     case GL_KIND_MEMSET:
       __sync_fetch_and_add(&c->memsets, 1);
@@ -834,7 +970,13 @@ int gl_call_return(struct pt_regs *ctx) {
     return 0;
   }
   if (call_class(kind) == GL_KIND_LAUNCH || kind == GL_KIND_GRAPH) {
-    count_launches(t, kind, s.a0, s.a1);
+    count_launches(t, kind, s.a0, s.a1, s.a2);
+    return 0;
+  }
+  if (kind == GL_KIND_EVENT_RECORD) {
+    struct gl_event_key ek = {.tgid = tgid, .event = s.a0};
+    struct gl_event_stream es = {.ctx = current_ctx(t), .stream = s.a1};
+    bpf_map_update_elem(&event_streams, &ek, &es, BPF_ANY);
     return 0;
   }
   if (kind == GL_KIND_BLOCK_SHAPE) {
@@ -863,6 +1005,15 @@ int gl_call_return(struct pt_regs *ctx) {
 
 #include "runtime_handlers.h"
 
+/* A process's exit ends its spans (its work is torn down with it) and
+ * removes their entries. */
+static long end_process_spans(struct bpf_map *map, struct gl_span_key *k, struct gl_open_spans *sp, __u32 *tgid) {
+  if (k->tgid != *tgid) return 0;
+  end_spans(sp, true, 0, bpf_ktime_get_ns());
+  bpf_map_delete_elem(map, k);
+  return 0;
+}
+
 /* A process that ends its life frees everything it still held: the driver
  * tears its contexts down. Every thread exit passes here; only the last thread
  * of a process we know (live == 0) does work. */
@@ -883,6 +1034,7 @@ int BPF_PROG(gl_process_exit, struct task_struct *task) {
     struct gl_counters *c = counters_of(p->cgroup_key, slot < GL_MAX_DEVICES ? slot : GL_DEVICE_UNKNOWN);
     if (c) __sync_fetch_and_add(&c->freed_bytes, held);
   }
+  bpf_for_each_map_elem(&open_spans, end_process_spans, &tgid, 0);
   struct gl_proc_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
   if (ev) {
     ev->h.type = GL_EV_PROC_EXIT;

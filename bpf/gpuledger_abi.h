@@ -55,7 +55,21 @@ enum gl_call_kind {
   GL_KIND_EXPORT_TABLE = 22,   /* cuGetExportTable(const void **table, const CUuuid *id): counted by id */
   GL_KIND_MEMCPY_BATCH = 23,   /* cuMemcpyBatchAsync(dsts, srcs, size_t *sizes, count, ...): the sum of sizes */
   GL_KIND_MEMCPY_3D_BATCH = 24, /* cuMemcpy3DBatchAsync(n, CUDA_MEMCPY3D_BATCH_OP *ops, ...): the extents */
+  GL_KIND_EVENT_RECORD = 25,   /* cuEventRecord[WithFlags](event, stream): the stream an event waits for */
 };
+
+/* What a GL_KIND_SYNC or GL_KIND_QUERY entry point waits for (the cookie's
+ * direction bits): its return (a query: CUDA_SUCCESS) ends the busy spans of
+ * that work, whichever thread launched it. */
+enum gl_sync_target {
+  GL_SYNC_STREAM = 0,  /* (CUstream, ...): the stream's work (0, legacy, per-thread: the default stream) */
+  GL_SYNC_CONTEXT = 1, /* the calling thread's current context: all its streams */
+  GL_SYNC_EVENT = 2,   /* (CUevent, ...): the stream the event was last recorded on */
+};
+/* Bit 25 of a copy's cookie: a synchronous copy (no Async in its name), which
+ * returns once the default stream's work before it is done. */
+#define GL_COOKIE_SYNC_COPY_BIT (1ULL << 25)
+#define GL_COOKIE_SYNC_COPY(c) ((gl_u32)(((c) >> 25) & 0x1))
 
 /* The size-argument bits of a GL_KIND_ARRAY_CREATE cookie: which descriptor. */
 enum gl_array_shape {
@@ -220,11 +234,44 @@ struct gl_runtime_call {
   gl_u32 pad;
 };
 
+/* Busy spans per process and context, one slot per stream (the last slot
+ * takes every stream beyond the others and is ended only by a context-wide
+ * wait). A launch opens its stream's span unless one is open; any thread's
+ * wait for that work ends it (gl_sync_target), as do a successful synchronous
+ * copy (the default stream), the context's destruction and the process's
+ * exit. Ended spans add to gl_counters::busy_ns of the workload and device
+ * that opened them; open ones are read by the agent and counted to date, so a
+ * span crossing windows is spread over them (docs/ledger.md). */
+#define GL_SPAN_STREAMS 8
+#define GL_SPAN_OVERFLOW_STREAM (~0ULL)
+struct gl_span_key {
+  gl_u32 tgid;
+  gl_u32 pad;
+  gl_u64 ctx; /* the launching thread's current context; 0 when none was seen */
+};
+struct gl_open_spans {
+  gl_u64 stream[GL_SPAN_STREAMS];   /* the stream of each slot (0: the default stream) */
+  gl_u64 start_ns[GL_SPAN_STREAMS]; /* bpf_ktime_get_ns() at the launch that opened it; 0: none open */
+  gl_u64 cgroup_key;                /* the workload and device whose busy_ns it adds to */
+  gl_u32 device;
+  gl_u32 pad;
+};
+/* The stream an event was last recorded on, per process and event. */
+struct gl_event_key {
+  gl_u32 tgid;
+  gl_u32 pad;
+  gl_u64 event;
+};
+struct gl_event_stream {
+  gl_u64 ctx;
+  gl_u64 stream;
+};
+
 struct gl_thread_state {
   gl_u64 ctx_stack[GL_CTX_STACK];
   gl_u32 depth;
   gl_u32 device;
-  gl_u64 span_start_ns;
+  gl_u64 span_start_ns; /* unused since spans are per stream and context (gl_open_spans) */
   struct gl_call_stash call;
   gl_u32 process_known; /* the process is in the processes map: no need to look */
   gl_u32 runtime_device_plus1; /* cudaSetDevice's ordinal + 1; 0: never called (the runtime uses 0) */
@@ -253,7 +300,9 @@ enum gl_stat {
   GL_STAT_ARRAY_SIZE_UNKNOWN = 9, /* an array of a format whose element size is not known: counted, 0 bytes */
   GL_STAT_EXPORT_TABLES_FULL = 10, /* export-table map full: that request is not counted by id */
   GL_STAT_FAILED_AFTER_INIT_FAILED = 11, /* calls that failed after the process's cuInit had: not counted again */
-  GL_STAT_COUNT = 12,
+  GL_STAT_SPANS_FULL = 12,        /* open-span map full: that context's launches open no span */
+  GL_STAT_SPAN_STREAMS_FULL = 13, /* a context's stream slots full: the launch went to its overflow slot */
+  GL_STAT_COUNT = 14,
 };
 
 /* Events to userspace: rare by construction (a new workload, a process that

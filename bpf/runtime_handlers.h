@@ -70,7 +70,7 @@ int gl_rt_entry(struct pt_regs *ctx) {
       r.call.a0 = runtime_launch_threads(ctx);
       break;
     case GL_KIND_LAUNCH_EX:
-      r.call.a0 = launch_threads(ctx, GL_KIND_LAUNCH_EX);
+      r.call.a0 = launch_threads(ctx, GL_KIND_LAUNCH_EX, sp);
       break;
     case GL_KIND_ALLOC:
       r.call.a0 = PT_REGS_PARM1(ctx);
@@ -95,6 +95,7 @@ int gl_rt_entry(struct pt_regs *ctx) {
       break;
     case GL_KIND_SYNC:
       r.call.start_ns = bpf_ktime_get_ns();
+      r.call.a0 = PT_REGS_PARM1(ctx); /* the stream or event (none for the device) */
       break;
   }
   t->runtime = r;

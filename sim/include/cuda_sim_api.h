@@ -64,6 +64,8 @@ CUDASIM_API CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 CUDASIM_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags);
 CUDASIM_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream);
 CUDASIM_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
+CUDASIM_API CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags);
+CUDASIM_API CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags);
 CUDASIM_API CUresult cuEventDestroy_v2(CUevent hEvent);
 CUDASIM_API CUresult cuEventSynchronize(CUevent hEvent);
 

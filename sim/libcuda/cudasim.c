@@ -293,11 +293,35 @@ static unsigned long long stream_pending(struct CUstream_st *s)
     return s->busy_until;
 }
 
+/* CUDASIM_WORK_DIR: the work this process really ran, for the NVML simulator
+ * (sim/nvml: "work_directory") to derive per-process and device utilisation
+ * from. One append-only file per process, <dir>/<pid>, one line per piece of
+ * work: "<start_ns> <end_ns>\n" on CLOCK_MONOTONIC. -1: not asked for. */
+static int g_work_fd = -1;
+
+static void work_log_open(void)
+{
+    const char *dir = getenv("CUDASIM_WORK_DIR");
+    char path[4096];
+    if (!dir || !*dir || snprintf(path, sizeof path, "%s/%d", dir, (int)getpid()) >= (int)sizeof path)
+        return;
+    g_work_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+}
+
 static void stream_add_work(struct CUstream_st *s)
 {
-    unsigned long long t = max_u64(now_ns(), s->busy_until) + g_kernel_ns;
+    unsigned long long start = max_u64(now_ns(), s->busy_until);
+    unsigned long long t = start + g_kernel_ns;
     s->busy_until = t;
     g_busy_max = max_u64(g_busy_max, t);
+    if (g_work_fd >= 0 && g_kernel_ns) {
+        char line[48];
+        int n = snprintf(line, sizeof line, "%llu %llu\n", start, t);
+        if (write(g_work_fd, line, (size_t)n) != n) {
+            close(g_work_fd); /* a full disk: the NVML side then sees less work, not wrong lines */
+            g_work_fd = -1;
+        }
+    }
 }
 
 /* ------------------------------------------------------------ allocation */
@@ -615,8 +639,10 @@ EXPORT CUresult cuInit(unsigned int Flags)
             r = CUDA_ERROR_NO_DEVICE;
         else
             g_initialized = 1;
-        if (g_initialized)
+        if (g_initialized) {
             mps_attach();
+            work_log_open();
+        }
         for (int i = 0; i < MAX_DEVICES; i++)
             g_pools[i].device = i;
     }
@@ -1182,6 +1208,23 @@ EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
 
 EXPORT CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
 {
+    CUresult r = do_event_record(hEvent, hStream);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+/* flags: 0 or CU_EVENT_RECORD_EXTERNAL (1), which changes nothing here. */
+EXPORT CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    if (flags > 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    return do_event_record(hEvent, hStream);
+}
+
+EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    if (flags > 1)
+        return CUDA_ERROR_INVALID_VALUE;
     CUresult r = do_event_record(hEvent, hStream);
     __asm__ volatile("" ::: "memory");
     return r;
@@ -1962,6 +2005,7 @@ static const struct proc_entry k_procs[] = {
     P(cuCtxSynchronize),
     P(cuStreamCreate), P(cuStreamDestroy_v2), P(cuStreamSynchronize),
     P(cuStreamSynchronize_ptsz), P(cuEventCreate), P(cuEventRecord), P(cuEventRecord_ptsz),
+    P(cuEventRecordWithFlags), P(cuEventRecordWithFlags_ptsz),
     P(cuEventDestroy_v2), P(cuEventSynchronize),
     P(cuModuleLoadData), P(cuModuleGetFunction), P(cuLaunchKernel), P(cuLaunchKernel_ptsz),
     P(cuLaunchKernelEx), P(cuLaunchKernelEx_ptsz), P(cuGraphLaunch), P(cuGraphLaunch_ptsz),

@@ -27,6 +27,12 @@
 //                                         // clients (memory N/A), and the MPS list its
 //                                         // clients, as NVML does under MPS
 //     "process_utilization": [{"pid": 4242, "sm": 55, "mem": 20}] | "not_supported",
+//     "work_directory": "/tmp/work",      // the driver simulator's CUDASIM_WORK_DIR: per-process
+//                                         // SM utilisation (each sample: the share of the time
+//                                         // since the previous sample the process's work ran)
+//                                         // and the device's ("utilization".gpu: their union)
+//                                         // derived from the work the processes really ran,
+//                                         // instead of "process_utilization" and a fixed gpu
 //     "lost": false                       // true: handle lookups return GPU_IS_LOST
 //   }]
 // }
@@ -34,8 +40,11 @@
 // real hardware.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -77,8 +86,78 @@ struct SimDevice {
   std::vector<SimProcess> compute, mps;
   bool proc_util_supported = true;
   std::vector<SimUtil> proc_util;
+  std::string work_dir;  // derived utilisation (see the top)
   bool lost = false;
 };
+
+// The instant (CLOCK_MONOTONIC ns) of each device's previous derived sample, by
+// device index, kept across reloads of the script.
+std::map<unsigned, unsigned long long> g_proc_sampled_at, g_util_sampled_at;
+
+unsigned long long monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<unsigned long long>(ts.tv_sec) * 1'000'000'000ULL + static_cast<unsigned long long>(ts.tv_nsec);
+}
+
+using Intervals = std::vector<std::pair<unsigned long long, unsigned long long>>;
+
+// Sorted and merged: the time covered once however many streams overlap.
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (const auto& iv : v) {
+    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
+    else out.push_back(iv);
+  }
+  return out;
+}
+
+unsigned long long covered(const Intervals& merged_intervals, unsigned long long from, unsigned long long to) {
+  unsigned long long sum = 0;
+  for (const auto& [a, b] : merged_intervals) {
+    const unsigned long long lo = std::max(a, from), hi = std::min(b, to);
+    if (hi > lo) sum += hi - lo;
+  }
+  return sum;
+}
+
+// The work of every process that logged some in `dir` (files named by pid).
+std::map<unsigned, Intervals> read_work(const std::string& dir) {
+  std::map<unsigned, Intervals> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path());
+    Intervals& work = out[static_cast<unsigned>(std::stoul(name))];
+    unsigned long long a = 0, b = 0;
+    while (in >> a >> b)
+      if (b > a) work.emplace_back(a, b);
+    work = merged(std::move(work));
+  }
+  return out;
+}
+
+// The share (percent, 0..100) of (from, to] each process's work covered.
+std::map<unsigned, unsigned> derived_process_util(const std::string& dir, unsigned long long from,
+                                                  unsigned long long to) {
+  std::map<unsigned, unsigned> out;
+  if (to <= from) return out;
+  for (const auto& [pid, work] : read_work(dir)) {
+    const unsigned long long ns = covered(work, from, to);
+    if (ns > 0) out[pid] = static_cast<unsigned>(std::min<unsigned long long>(100, (ns * 100 + (to - from) / 2) / (to - from)));
+  }
+  return out;
+}
+
+unsigned derived_device_util(const std::string& dir, unsigned long long from, unsigned long long to) {
+  if (to <= from) return 0;
+  Intervals all;
+  for (auto& [pid, work] : read_work(dir)) all.insert(all.end(), work.begin(), work.end());
+  const unsigned long long ns = covered(merged(std::move(all)), from, to);
+  return static_cast<unsigned>(std::min<unsigned long long>(100, (ns * 100 + (to - from) / 2) / (to - from)));
+}
 
 constexpr size_t kMaxDevices = 64;
 
@@ -148,6 +227,7 @@ bool load_locked(bool force) {
       } else if (d.contains("process_utilization")) {
         sd.proc_util_supported = false;
       }
+      sd.work_dir = d.value("work_directory", std::string());
       sd.lost = d.value("lost", false);
       devices.push_back(std::move(sd));
     }
@@ -324,6 +404,14 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlU
   if (!utilization) return NVML_ERROR_INVALID_ARGUMENT;
   if (!d->util_supported) return NVML_ERROR_NOT_SUPPORTED;
   utilization->gpu = d->util_gpu;
+  if (!d->work_dir.empty()) {
+    // Since the previous reading (the first: the last second).
+    const unsigned index = static_cast<unsigned>(d - g_devices.data());
+    const unsigned long long now = monotonic_ns();
+    auto [at, first] = g_util_sampled_at.try_emplace(index, now - 1'000'000'000ULL);
+    utilization->gpu = derived_device_util(d->work_dir, at->second, now);
+    at->second = now;
+  }
   utilization->memory = d->util_mem;
   return NVML_SUCCESS;
 }
@@ -392,6 +480,18 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvm
   // One fresh sample per scripted process, stamped now (CPU time, microseconds).
   unsigned long long now = static_cast<unsigned long long>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  if (!d->work_dir.empty()) {
+    // Derived: one sample per process whose work ran since the previous
+    // sample (the first: the last second), advanced only when one is read.
+    const unsigned index = static_cast<unsigned>(d - g_devices.data());
+    const unsigned long long mono = monotonic_ns();
+    const unsigned long long from = g_proc_sampled_at.try_emplace(index, mono - 1'000'000'000ULL).first->second;
+    d->proc_util.clear();
+    for (const auto& [pid, sm] : derived_process_util(d->work_dir, from, mono)) d->proc_util.push_back({pid, sm, 0, 0, 0});
+    if (now > lastSeenTimeStamp && !d->proc_util.empty() && utilization &&
+        *processSamplesCount >= d->proc_util.size())
+      g_proc_sampled_at[index] = mono;
+  }
   if (now <= lastSeenTimeStamp || d->proc_util.empty()) {
     *processSamplesCount = 0;
     return NVML_ERROR_NOT_FOUND;

@@ -72,6 +72,11 @@ ops (BYTES accepts k/m/g suffixes = KiB/MiB/GiB, and 0x hex):
   graph | graph-ptsz            cuGraphLaunch[_ptsz] with a dummy exec handle
   sync | sync-ptsz              cuStreamSynchronize[_ptsz] on the stream
   sync-ctx                      cuCtxSynchronize
+  sync-thread                   cuStreamSynchronize on the stream, from another thread (which
+                                makes the context current there first)
+  sync-ctx-thread               cuCtxSynchronize from another thread
+  stream N                      use stream N from now on (0: the one made at init; others
+                                are made by cuStreamCreate on first use)
   device N                      cuDeviceGet(N), cuDevicePrimaryCtxRetain, cuCtxSetCurrent
                                 (what cudaSetDevice does), and a stream there
   ctx-create N                  cuCtxCreate_v2 on device N (pushed: now current)
@@ -149,6 +154,9 @@ const std::vector<OpSpec> &op_specs()
         {"sync", 0, {}, true},
         {"sync-ptsz", 0, {}, true},
         {"sync-ctx", 0, {}, true},
+        {"sync-thread", 0, {}, true},
+        {"sync-ctx-thread", 0, {}, true},
+        {"stream", 1, {}, true},
         {"sync-event", 0, {"ptsz"}, true},
         {"device", 1, {}, true},
         {"ctx-create", 1, {}, true},
@@ -435,6 +443,7 @@ class Runner {
     CUdevice dev_ = 0;
     CUcontext ctx_ = nullptr;
     CUstream stream_ = nullptr;
+    std::map<unsigned, CUstream> streams_;  // 'stream N': 0 is the one made at init
     CUmodule module_ = nullptr;
     CUfunction fn_ = nullptr;
     bool fn_tried_ = false;
@@ -1105,6 +1114,30 @@ class Runner {
         } else if (n == "sync-ctx") {
             if (call("cuCtxSynchronize", cuCtxSynchronize()))
                 ++t_.syncs;
+        } else if (n == "sync-thread" || n == "sync-ctx-thread") {
+            // A framework's pattern: launch on one thread, wait on another.
+            CUresult set = CUDA_SUCCESS, r = CUDA_SUCCESS;
+            std::thread waiter([&] {
+                set = cuCtxSetCurrent(ctx_);
+                if (set == CUDA_SUCCESS)
+                    r = n == "sync-thread" ? cuStreamSynchronize(stream_) : cuCtxSynchronize();
+            });
+            waiter.join();
+            call("cuCtxSetCurrent", set);
+            if (set == CUDA_SUCCESS &&
+                call(n == "sync-thread" ? "cuStreamSynchronize" : "cuCtxSynchronize", r))
+                ++t_.syncs;
+        } else if (n == "stream") {
+            if (streams_.empty())
+                streams_[0] = stream_;
+            auto it = streams_.find(static_cast<unsigned>(a[0]));
+            if (it == streams_.end()) {
+                CUstream s = nullptr;
+                if (!call("cuStreamCreate", cuStreamCreate(&s, 0)))
+                    return;
+                it = streams_.emplace(static_cast<unsigned>(a[0]), s).first;
+            }
+            stream_ = it->second;
         } else if (n == "sync-event") {
             CUevent ev = nullptr;
             if (!call("cuEventCreate", cuEventCreate(&ev, 0)))

@@ -337,8 +337,10 @@ std::pair<std::string, std::string> Agent::gpu_labels(const probes::CounterKey& 
 
 void Agent::refresh_locked() {
   auto fds = program_->maps();
-  totals_.absorb(probes::read_workload_counters(fds.workload_counters), probes::read_call_errors(fds.call_errors),
-                 *this);
+  // Counters first, then the spans still open (probes/open_spans.h says why).
+  auto counters = probes::read_workload_counters(fds.workload_counters);
+  busy_to_date_.add(counters, probes::read_open_span_ns(fds.open_spans, probes::monotonic_now_ns()));
+  totals_.absorb(counters, probes::read_call_errors(fds.call_errors), *this);
   totals_.absorb_export_tables(probes::read_export_tables(fds.export_tables));
   map_read_ = true;
 }

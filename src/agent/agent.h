@@ -26,6 +26,7 @@
 #include "probes/bpf_handles.h"
 #include "probes/cuda_probe_program.h"
 #include "probes/library_attacher.h"
+#include "probes/open_spans.h"
 #include "probes/library_discovery.h"
 #include "probes/pin_store.h"
 #include "probes/runtime_attacher.h"
@@ -134,6 +135,7 @@ class Agent : public ledger::CallNameLookup {
   probes::RingBufferHandle events_;
   identity::WorkloadDirectory directory_;
   ledger::UsageTotals totals_;
+  probes::BusyToDate busy_to_date_;  // open spans counted to date (probes/open_spans.h)
   std::mutex refresh_mu_;  // a map reading and the deletes that follow it are one step
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> workloads_retired_{0};

@@ -161,6 +161,7 @@ void DevicePlane::rebuild_locked() {
   s.readings = dcgm_.readings;
   s.readings.insert(s.readings.end(), nvml_poll_.readings.begin(), nvml_poll_.readings.end());
   s.processes = nvml_poll_.processes;
+  s.process_sm = nvml_poll_.process_sm;
   std::sort(s.processes.begin(), s.processes.end(), [](const ProcessReading& a, const ProcessReading& b) {
     return std::tie(a.gpu_uuid, a.pid) < std::tie(b.gpu_uuid, b.pid);
   });

@@ -90,6 +90,15 @@ struct ProcessReading {
   bool mps = false;                       // reported by the MPS variant (an MPS client)
 };
 
+// SM-seconds of one process on one GPU since the NVML client opened: each
+// sample's smUtil x the device's sampling period, summed over every sample
+// newer than the cursor. Monotonic per (GPU, pid) while it is listed.
+struct ProcessSmReading {
+  std::string gpu_uuid;
+  uint32_t pid = 0;
+  double sm_seconds_total = 0;
+};
+
 struct DevicePlaneHealth {
   bool nvml_up = false;
   NvmlStatus nvml_status = NvmlStatus::kLibraryAbsent;  // kUp exactly when nvml_up
@@ -106,6 +115,9 @@ struct DeviceSnapshot {
   std::vector<GpuInfo> gpus;               // merged inventory, sorted by pci_bus_id
   std::vector<DeviceReading> readings;     // DCGM first, then NVML; per source sorted by uuid
   std::vector<ProcessReading> processes;   // sorted by (gpu_uuid, pid)
+  // Per-process SM time to date (process_sm_time.h), for the ledger's split;
+  // a process that exited keeps its entry a while. Sorted by (gpu_uuid, pid).
+  std::vector<ProcessSmReading> process_sm;
   DevicePlaneHealth health;
 
   const GpuInfo* gpu_by_uuid(std::string_view uuid) const;

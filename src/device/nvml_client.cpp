@@ -257,8 +257,10 @@ NvmlPoll NvmlClient::poll(const std::string& hostname) {
         };
         std::map<uint32_t, Sum> sums;
         unsigned long long newest = last;
+        std::vector<ProcessSmTime::Sample> fresh;
         for (const auto& s : samples) {
           if (s.timeStamp <= last && last != 0) continue;
+          fresh.push_back({s.pid, s.timeStamp, std::min(s.smUtil, 100u)});
           newest = std::max(newest, s.timeStamp);
           auto& sum = sums[s.pid];
           sum.sm += std::min(s.smUtil, 100u);
@@ -266,6 +268,7 @@ NvmlPoll NvmlClient::poll(const std::string& hostname) {
           ++sum.n;
         }
         last_sample_ts_[g.uuid] = newest;
+        sm_time_.add(g.uuid, last, fresh);
         for (const auto& [pid, sum] : sums) {
           auto& p = procs[pid];
           p.pid = pid;
@@ -277,6 +280,9 @@ NvmlPoll NvmlClient::poll(const std::string& hostname) {
         out.errors.push_back("nvmlDeviceGetProcessUtilization: " + a.err(r));
       }
     }
+    // Every process with SM time to date, sampled this poll or not (one that
+    // exited since keeps its total a while, so its last samples are not lost).
+    for (const auto& [pid, total] : sm_time_.totals(g.uuid)) out.process_sm.push_back({g.uuid, pid, total});
     for (auto& [pid, p] : procs) out.processes.push_back(std::move(p));
     out.gpus.push_back(std::move(g));
     out.readings.push_back(std::move(reading));

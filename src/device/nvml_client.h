@@ -21,6 +21,7 @@
 
 #include "device/device_snapshot.h"
 #include "device/nvml_status.h"
+#include "device/process_sm_time.h"
 
 namespace gpuledger::device {
 
@@ -30,6 +31,7 @@ struct NvmlPoll {
   std::vector<GpuInfo> gpus;
   std::vector<DeviceReading> readings;    // source nvml, one per device
   std::vector<ProcessReading> processes;  // compute + MPS clients, host pids
+  std::vector<ProcessSmReading> process_sm;  // SM time to date per process (process_sm_time.h)
   std::vector<std::string> errors;        // per-call failures other than NOT_SUPPORTED / NOT_FOUND
 };
 
@@ -74,6 +76,7 @@ class NvmlClient {
   std::string path_;
   bool simulator_ = false;
   std::map<std::string, unsigned long long> last_sample_ts_;  // per GPU uuid
+  ProcessSmTime sm_time_;  // cumulative SM-seconds per (GPU uuid, pid)
 };
 
 }  // namespace gpuledger::device

@@ -240,6 +240,8 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
   out.sample({{"reason", "process_map_full"}}, self.kernel_stats[GL_STAT_PROCS_FULL]);
   out.sample({{"reason", "return_without_entry"}}, self.kernel_stats[GL_STAT_STASH_MISSING]);
   out.sample({{"reason", "export_table_map_full"}}, self.kernel_stats[GL_STAT_EXPORT_TABLES_FULL]);
+  out.sample({{"reason", "span_map_full"}}, self.kernel_stats[GL_STAT_SPANS_FULL]);
+  out.sample({{"reason", "span_streams_full"}}, self.kernel_stats[GL_STAT_SPAN_STREAMS_FULL]);
   out.family("gpuledger_probe_errors_after_failed_init_total", MetricType::kCounter,
              "Failed CUDA calls of processes whose cuInit had failed: the same failure again, counted once as "
              "the cuInit error in gpuledger_cuda_api_errors_total and here apart.");

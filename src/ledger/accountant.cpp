@@ -76,6 +76,8 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
   r.allocated_total = split.allocated_total;
   r.busy_fraction = split.busy_fraction;
   r.busy_source = std::string(to_string(split.busy_source));
+  r.split_source = std::string(to_string(split.split_source));
+  r.split_disagreement = split.split_disagreement;
   r.exclusive = split.exclusive;
   r.observed_seconds = std::clamp(observed_seconds, 0.0, len);
   r.source = source;
@@ -160,7 +162,10 @@ Accountant::Accountant(Store& store, PriceBook prices, int64_t max_backfill_seco
   for (const auto& e : totals.energy)
     energy_millijoules_[{SeriesKey{export_labels(e.account, e.labels), e.uuid}, e.kind, e.source}] += e.millijoules;
   // Not SQL sums: a window's shares need all of its accounts (allocation_use.h).
-  store_.for_each_window(INT64_MIN, INT64_MAX, [&](WindowRecord&& w) { add_share_seconds_locked(w); });
+  store_.for_each_window(INT64_MIN, INT64_MAX, [&](WindowRecord&& w) {
+    add_share_seconds_locked(w);
+    count_split_locked(w);
+  });
 }
 
 void Accountant::attribute(const Observation& obs, double t0, double t1) {
@@ -255,6 +260,7 @@ void Accountant::observe(const Observation& obs) {
   auto add_deltas = [&]() {
     if (deltas_added) return;
     deltas_added = true;
+    add_process_sm(obs);
     for (const auto& w : obs.workloads) {
       const auto streams = streams_of(w);
       auto tot = workload_totals_.find(w.account);
@@ -338,6 +344,7 @@ void Accountant::observe(const Observation& obs) {
   if (!window_start_) {
     const int64_t S = static_cast<int64_t>(std::floor(t / static_cast<double>(L))) * L;
     first_time_ = t;
+    add_process_sm(obs);  // the baseline
     const bool restored = restore_baseline();
     if (restored) {
       charged_ = restored_;

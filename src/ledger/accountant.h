@@ -76,6 +76,7 @@
 #include "ledger/series_retirement.h"
 #include "ledger/share_seconds.h"
 #include "ledger/prices.h"
+#include "ledger/process_sm_meter.h"
 #include "ledger/store.h"
 #include "ledger/usage.h"
 #include "ledger/vram_price.h"
@@ -140,6 +141,9 @@ struct Observation {
   // false outside Kubernetes (no allocation source): the holders of a slot in
   // a window are then the workloads that used it in that window (each 1/n of it).
   bool allocation_known = true;
+  // NVML's per-process SM time to date (process_sm_meter.h), on the slots
+  // where its samples are per process; empty without NVML.
+  std::vector<ProcessSmUse> process_sm;
 };
 
 // Everything one slot did in one window (input of account_window()).
@@ -203,8 +207,18 @@ class Accountant : public exporter::MetricsContributor {
   void record_metrics_locked(const WindowRecord& w);
   void attribute(const Observation& obs, double t0, double t1);
   void observe_energy(const Observation& obs);
+  // The SM time NVML saw since the last call, into the open window's
+  // activity (accountant_split.cpp); the first call is the baseline.
+  void add_process_sm(const Observation& obs);
+  ProcessSmMeter sm_meter_;
   void record_energy_locked(const WindowRecord& w);
   void write_energy_metrics(exporter::ExpositionWriter& out) const;
+  // Windows by (uuid, split_source), from the store at start, and NVML/span
+  // disagreements by uuid since the agent started (accountant_split.cpp).
+  void count_split_locked(const WindowRecord& w);
+  void write_split_metrics(exporter::ExpositionWriter& out) const;
+  std::map<std::pair<std::string, std::string>, uint64_t> split_windows_;
+  std::map<std::string, uint64_t> split_disagreements_;
 
   bool restore_baseline();  // true: the stored baseline is this counter set's
   CounterBaseline baseline() const;

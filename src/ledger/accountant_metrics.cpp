@@ -48,6 +48,7 @@ void Accountant::record_metrics_locked(const WindowRecord& w) {
   record_energy_locked(w);
   record_shares_locked(w);
   add_share_seconds_locked(w);
+  count_split_locked(w);
 }
 
 exporter::Labels Accountant::series_labels(const SeriesKey& k) {
@@ -197,7 +198,7 @@ void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
              "GPU memory the account held over time, in byte-seconds, from the ledger's windows");
   for (const auto& [key, v] : vram_byte_seconds_) out.sample(labels(key), v);
   out.family("gpuledger_ledger_launches_total", exporter::MetricType::kCounter,
-             "Kernel launches counted for the account in the ledger's windows");
+             "Launches (kernels and graphs) counted for the account in the ledger's windows");
   for (const auto& [key, v] : launches_) out.sample(labels(key), v);
   // Efficiency for fleet reports: weighted / known is the account's average ratio.
   static const char* kRatios[4] = {"sm_active", "sm_occupancy", "tensor_active", "dram_active"};
@@ -217,6 +218,7 @@ void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
              "Window GPU-seconds of the account's windows that had a device value for the ratio (label ratio)");
   per_ratio(efficiency_known_);
   write_share_seconds_metrics(out);
+  write_split_metrics(out);
   out.family("gpuledger_ledger_info", exporter::MetricType::kGauge, "The ledger's currency (label), always 1");
   out.sample({{"currency", prices_.currency}}, uint64_t{1});
   out.family("gpuledger_ledger_first_window_timestamp_seconds", exporter::MetricType::kGauge,

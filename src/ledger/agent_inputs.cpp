@@ -158,6 +158,25 @@ void add_nvml_memory(std::vector<WorkloadUsage>& workloads, const agent::AgentSn
   }
 }
 
+std::vector<ProcessSmUse> process_sm_uses(const agent::AgentSnapshot& snapshot, const device::DeviceSnapshot& devices) {
+  std::map<uint32_t, const agent::WorkloadView*> view_of_pid;
+  for (const auto& v : snapshot.workloads)
+    for (const auto& p : v.processes) view_of_pid.emplace(p.pid, &v);
+  std::set<std::string> excluded;
+  for (const auto& g : devices.gpus)
+    if (g.mig_enabled.value_or(false)) excluded.insert(g.uuid);
+  for (const auto& p : devices.processes)
+    if (p.mps) excluded.insert(p.gpu_uuid);
+  std::vector<ProcessSmUse> out;
+  for (const auto& r : devices.process_sm) {
+    if (r.gpu_uuid.empty() || excluded.contains(r.gpu_uuid)) continue;
+    auto v = view_of_pid.find(r.pid);
+    if (v != view_of_pid.end() && v->second->infrastructure) continue;
+    out.push_back({r.gpu_uuid, r.pid, v == view_of_pid.end() ? "" : v->second->workload.id, r.sm_seconds_total});
+  }
+  return out;
+}
+
 Observation make_observation(double now, const agent::AgentSnapshot& snapshot, const device::DeviceSnapshot& devices,
                              const std::vector<kubernetes::GpuAllocation>& allocations, bool allocation_known,
                              const PriceBook& prices) {
@@ -167,6 +186,7 @@ Observation make_observation(double now, const agent::AgentSnapshot& snapshot, c
   o.holders = holders_from(allocations, snapshot);
   o.workloads = workload_usages(snapshot);
   add_nvml_memory(o.workloads, snapshot, devices);
+  o.process_sm = process_sm_uses(snapshot, devices);
   o.device = device_samples(devices);
   o.energy = energy_readings(now, devices);
   o.allocation_known = allocation_known;

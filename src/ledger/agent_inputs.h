@@ -54,6 +54,13 @@ std::map<std::string, EnergyReading> energy_readings(double now, const device::D
 void add_nvml_memory(std::vector<WorkloadUsage>& workloads, const agent::AgentSnapshot& snapshot,
                      const device::DeviceSnapshot& devices);
 
+// NVML's per-process SM time (DeviceSnapshot::process_sm) by slot, pid and the
+// account the agent names for the pid, for the busy split
+// (process_sm_meter.h). Left out: MIG-enabled GPUs (no per-process samples),
+// GPUs with an MPS client (the samples are the server's, not the tenants'),
+// and GPU infrastructure (the MPS daemons: their own time is no tenant's).
+std::vector<ProcessSmUse> process_sm_uses(const agent::AgentSnapshot& snapshot, const device::DeviceSnapshot& devices);
+
 // Everything together, for `now` (Unix seconds). allocation_known: whether a
 // Kubernetes allocation source is configured (outside Kubernetes, the users
 // of a GPU are its holders).

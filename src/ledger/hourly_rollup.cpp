@@ -70,6 +70,7 @@ WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
   m.busy_fraction = total > 0 ? busy_seconds / total : 0;
   m.device = device.mean();
   m.busy_source = agreed(ws, [](const WindowRecord& w) { return w.busy_source; });
+  m.split_source = agreed(ws, [](const WindowRecord& w) { return w.split_source; });
   m.source = agreed(ws, [](const WindowRecord& w) { return w.source; });
   m.cost_policy = agreed(ws, [](const WindowRecord& w) { return w.cost_policy; });
   m.allocated_total = total > 0 ? allocated_seconds / total : 0;

@@ -3,6 +3,10 @@
 namespace gpuledger::ledger {
 
 namespace {
+// Kernel launches and graph launches: a graph launch is work too (the last
+// resort of the busy split, window_split.h, counts both).
+uint64_t launches_of(const Usage& u) { return u.counters.launches + u.counters.graph_launches; }
+
 template <typename View>
 void add_per_gpu(const View& view, WorkloadUsage& out) {
   if constexpr (requires { view.by_gpu; }) {
@@ -10,7 +14,7 @@ void add_per_gpu(const View& view, WorkloadUsage& out) {
       if (g.uuid.empty()) continue;  // device not known for sure: goes with the rest
       auto& s = out.by_slot[g.uuid];
       s.busy_seconds += busy_seconds_estimate(g.usage);
-      s.launches += g.usage.counters.launches;
+      s.launches += launches_of(g.usage);
       s.live_bytes += g.usage.live_bytes();
     }
   }
@@ -28,7 +32,7 @@ std::vector<WorkloadUsage> workload_usages(const agent::AgentSnapshot& snapshot)
     w.account = view.workload.id;
     w.labels = {view.names.namespace_name, view.names.pod, view.names.container, view.names.team};
     w.busy_seconds = busy_seconds_estimate(view.usage);
-    w.launches = view.usage.counters.launches;
+    w.launches = launches_of(view.usage);
     w.live_bytes = view.usage.live_bytes();
     add_per_gpu(view, w);
     out.push_back(std::move(w));

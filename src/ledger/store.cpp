@@ -46,6 +46,7 @@ CREATE TABLE windows(
   memory_micros INTEGER NOT NULL DEFAULT 0,
   cost_policy TEXT NOT NULL DEFAULT 'usage',
   allocated_total REAL NOT NULL DEFAULT 0,
+  split_source TEXT NOT NULL DEFAULT '',
   shipped INTEGER NOT NULL DEFAULT 0,
   UNIQUE(start, gpu_uuid));
 CREATE INDEX windows_end ON windows(end);
@@ -217,6 +218,12 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
         exec("PRAGMA user_version=6");
         exec("COMMIT");
       }
+      if (tables > 0 && version < 7) {
+        exec("BEGIN IMMEDIATE");
+        add_column_once("windows", "split_source", "TEXT NOT NULL DEFAULT ''");  // '': written before schema 7
+        exec("PRAGMA user_version=7");
+        exec("COMMIT");
+      }
       // Schema 8: the fleet outbox's marker (ledger/outbox.h). "< 8", not "== 7":
       // a store at 6 or 7 gets it, whichever steps before it exist.
       if (tables > 0 && version < 8) {
@@ -231,6 +238,7 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
     has_allocation_ = schema_version() >= 3;
     has_share_known_ = schema_version() >= 5;
     has_evidence_ = schema_version() >= 6;
+    has_split_source_ = schema_version() >= 7;
     exec("PRAGMA foreign_keys=ON");
     if (mode == Mode::kReadWrite) {
       Stmt q(db_, "PRAGMA quick_check", *this);

@@ -25,6 +25,8 @@
 // deltas were taken against, replaced in the transaction that stores each
 // window (store_windows), so a restarted agent that adopted the same pinned
 // counters charges what came after them exactly once (accountant.h).
+// Schema 7 added windows.split_source (split_source.h; '' in windows written
+// before it).
 // Schema 5 added accounts.allocated_share_known (0: the sources could not
 // tell the holder's share, e.g. replicas of an unknown count; its
 // allocated_share is then a placeholder that no report or metric shows).
@@ -156,6 +158,11 @@ struct WindowRecord {
   double allocated_total = 0;          // the holders' allocated shares summed (> 1: over-committed)
   double busy_fraction = 0;
   std::string busy_source = "spans";  // device | spans
+  // Which evidence split the busy part (split_source.h): nvml | spans | launches
+  // | vram | none; mixed (a roll-up of several); '' written before schema 7.
+  std::string split_source;
+  // NVML split it and the spans disagreed (window_split.h); not stored.
+  bool split_disagreement = false;
   bool exclusive = false;
   double observed_seconds = 0;  // how much of the window the agent watched
   std::string source = "live";  // live | partial | gap (agent stalled) | backfill (agent down)
@@ -283,6 +290,7 @@ class Store {
   bool has_energy_ = true;      // false: a schema 1 store opened read-only (energy unknown)
   bool has_allocation_ = true;  // false: a schema 1 or 2 store opened read-only
   bool has_share_known_ = true;  // false: a schema 1 to 4 store opened read-only (every share known)
+  bool has_split_source_ = true;  // false: a schema 1 to 6 store opened read-only (split_source '')
   bool has_evidence_ = true;     // false: a schema 1 to 5 store opened read-only (no rightsizing evidence)
 };
 

@@ -126,8 +126,8 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
   Stmt ins(db_,
            "INSERT OR IGNORE INTO windows(start,end,gpu_uuid,parent_uuid,model,mig_profile,gpu_fraction,currency,"
            "cost_micros,busy_micros,idle_micros,busy_fraction,busy_source,exclusive,observed_seconds,source,"
-           "sm_active,sm_occupancy,tensor_active,dram_active,memory_micros,cost_policy,allocated_total) "
-           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           "sm_active,sm_occupancy,tensor_active,dram_active,memory_micros,cost_policy,allocated_total,split_source) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
            *this);
   ins.bind(1, w.start).bind(2, w.end).bind(3, w.slot.uuid).bind(4, w.slot.parent_uuid).bind(5, w.slot.model);
   ins.bind(6, w.slot.mig_profile).bind(7, w.gpu_fraction).bind(8, w.currency).bind(9, w.cost_micros);
@@ -135,6 +135,7 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
   ins.bind(14, int64_t{w.exclusive}).bind(15, w.observed_seconds).bind(16, w.source);
   ins.bind(17, w.device.sm_active).bind(18, w.device.sm_occupancy).bind(19, w.device.tensor_active);
   ins.bind(20, w.device.dram_active).bind(21, w.memory_micros).bind(22, w.cost_policy).bind(23, w.allocated_total);
+  ins.bind(24, w.split_source);
   ins.step();
   if (sqlite3_changes(db_) == 0) return false;
   int64_t id = sqlite3_last_insert_rowid(db_);
@@ -211,7 +212,7 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
                       "sm_occupancy,tensor_active,dram_active,") +
           (has_allocation_ ? "memory_micros,cost_policy,allocated_total" : 
                            "0,'usage',(SELECT total(held_share) FROM accounts a WHERE a.window_id = windows.id)") +
-          " FROM windows WHERE id BETWEEN ? AND ? AND start >= ? AND start < ? ORDER BY id")
+          (has_split_source_ ? ",split_source" : ",''") + " FROM windows WHERE id BETWEEN ? AND ? AND start >= ? AND start < ? ORDER BY id")
              .c_str(),
          *this);
   s.bind(1, first_id).bind(2, last_id).bind(3, from).bind(4, to);
@@ -269,6 +270,7 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
     w.memory_micros = s.i64(21);
     w.cost_policy = s.text(22);
     w.allocated_total = s.f64(23);
+    w.split_source = s.text(24);
     while (a_row && a.i64(0) < id) a_row = a.step();  // a window outside [from, to)
     for (; a_row && a.i64(0) == id; a_row = a.step()) {
       AccountRecord r;

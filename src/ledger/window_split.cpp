@@ -180,15 +180,31 @@ WindowSplit split_window(const WindowInput& in) {
     }
     return total > 0;
   };
-  if (!fill([](const Activity& a) { return a.busy_seconds; }) &&
-      !fill([](const Activity& a) { return static_cast<double>(a.launches); }) &&
-      !fill([](const Activity& a) { return a.vram_byte_seconds; })) {
-    weights.clear();
+  // The best evidence first (the contract above); the first with any weight decides.
+  auto spans = [](const Activity& a) { return a.busy_seconds; };
+  if (fill([](const Activity& a) { return a.nvml_sm_seconds; })) out.split_source = SplitSource::kNvml;
+  else if (fill(spans)) out.split_source = SplitSource::kSpans;
+  else if (fill([](const Activity& a) { return static_cast<double>(a.launches); })) out.split_source = SplitSource::kLaunches;
+  else if (fill([](const Activity& a) { return a.vram_byte_seconds; })) out.split_source = SplitSource::kVram;
+  else weights.clear();
+  auto shares_of = [](const Weights& ws) {
+    std::map<std::string, double> shares;
+    double sum = 0;
+    for (const auto& [account, w] : ws) sum += w;
+    for (const auto& [account, w] : ws)
+      if (w > 0) shares[account] = w / sum;
+    return shares;
+  };
+  out.activity_share = shares_of(weights);
+  if (out.split_source == SplitSource::kNvml) {
+    // The device's evidence wins; where the spans tell another story, say by how much.
+    Weights by_nvml = weights;
+    if (fill(spans)) {
+      out.split_disagreement_points = largest_share_gap_points(out.activity_share, shares_of(weights));
+      out.split_disagreement = out.split_disagreement_points > kSplitDisagreementPoints;
+    }
+    weights = std::move(by_nvml);
   }
-  double weight_sum = 0;
-  for (const auto& [account, w] : weights) weight_sum += w;
-  for (const auto& [account, w] : weights)
-    if (w > 0) out.activity_share[account] = w / weight_sum;
   std::erase_if(weights, [](const auto& kv) { return !(kv.second > 0); });
 
   // The memory part first, then busy and idle parts of the rest.

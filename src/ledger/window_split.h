@@ -8,9 +8,18 @@
 //  * Cost C: integer micro-units of the currency (prices.h computes it).
 //  * Users: accounts with any activity in the window (busy_seconds > 0,
 //    launches > 0 or vram_byte_seconds > 0).
-//  * Activity weight of a user: its busy_seconds (the eBPF estimate of
-//    GPU-busy time: launch-to-completion spans). If every user's busy_seconds
-//    is 0, the launches; if those are all 0 too, the VRAM byte-seconds.
+//  * Activity weight of a user: the best evidence of its GPU time the window
+//    has (split_source.h names it, docs/ledger.md says why):
+//      nvml      its processes' SM time from NVML's per-process utilisation
+//                samples (Activity::nvml_sm_seconds), when any user has some;
+//      spans     else its busy_seconds (the eBPF estimate of GPU-busy time:
+//                launch-to-completion spans per stream and context);
+//      launches  else its launches;
+//      vram      else its VRAM byte-seconds;
+//      none      no user at all.
+//    Where NVML decided and the span shares differ from its shares by more
+//    than kSplitDisagreementPoints for some user, split_disagreement is set
+//    (NVML still wins; the accountant counts it).
 //  * Busy fraction f in [0,1]: the device's busy fraction (DCGM/NVML) when
 //    given (clamped to [0,1]); otherwise sum(busy_seconds of all users) /
 //    window_seconds, capped at 1 (0 when window_seconds <= 0).
@@ -77,6 +86,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ledger/split_source.h"
+
 namespace gpuledger::ledger {
 
 inline constexpr std::string_view kIdleAccount = "__idle__";
@@ -104,7 +115,10 @@ struct Activity {
   double busy_seconds = 0;       // launch-to-completion span estimate
   double vram_byte_seconds = 0;  // device memory held, integrated over the window
   uint64_t launches = 0;
-  bool any() const { return busy_seconds > 0 || vram_byte_seconds > 0 || launches > 0; }
+  // SM-seconds its processes ran, integrated from NVML's per-process
+  // utilisation samples (process_sm_meter.h); 0 where NVML has none.
+  double nvml_sm_seconds = 0;
+  bool any() const { return busy_seconds > 0 || nvml_sm_seconds > 0 || vram_byte_seconds > 0 || launches > 0; }
 };
 
 struct Holder {
@@ -150,6 +164,12 @@ struct WindowSplit {
   // Each user's fraction of the activity (sums to 1 when there are users);
   // used to apportion device efficiency counters on shared GPUs.
   std::map<std::string, double> activity_share;
+  // Which evidence gave the activity weights (the precedence above).
+  SplitSource split_source = SplitSource::kNone;
+  // NVML split the window and the span shares disagreed by more than
+  // kSplitDisagreementPoints for some user (the largest gap, in points).
+  bool split_disagreement = false;
+  double split_disagreement_points = 0;
 };
 
 // Throws Error on a negative cost, a non-positive holder weight, an empty

@@ -86,12 +86,16 @@ const std::vector<EntryPointFamily>& entry_point_families() {
       {"cuMemsetD2D16Async", GL_KIND_MEMSET, 3, GL_DIR_UNKNOWN, false, GL_CTX_SET, {}, 2 | GL_MEMSET_2D},
       {"cuMemsetD2D32Async", GL_KIND_MEMSET, 3, GL_DIR_UNKNOWN, false, GL_CTX_SET, {}, 4 | GL_MEMSET_2D},
       // Synchronisation: time between entry and return is time blocked.
+      // Each ends the busy spans of the work it waited for (gl_sync_target).
       {"cuStreamSynchronize", GL_KIND_SYNC},
-      {"cuCtxSynchronize", GL_KIND_SYNC},
-      {"cuEventSynchronize", GL_KIND_SYNC},
+      {"cuCtxSynchronize", GL_KIND_SYNC, 0, GL_DIR_UNKNOWN, false, GL_CTX_SET, {}, 0, GL_SYNC_CONTEXT},
+      {"cuEventSynchronize", GL_KIND_SYNC, 0, GL_DIR_UNKNOWN, false, GL_CTX_SET, {}, 0, GL_SYNC_EVENT},
       // Completion by polling: CUDA_SUCCESS says the work before it is done.
       {"cuStreamQuery", GL_KIND_QUERY},
-      {"cuEventQuery", GL_KIND_QUERY},
+      {"cuEventQuery", GL_KIND_QUERY, 0, GL_DIR_UNKNOWN, false, GL_CTX_SET, {}, 0, GL_SYNC_EVENT},
+      // (event, stream): the stream a later wait on the event waits for.
+      {"cuEventRecord", GL_KIND_EVENT_RECORD},
+      {"cuEventRecordWithFlags", GL_KIND_EVENT_RECORD},
       // Contexts: which device each thread's calls go to. cuCtxCreate takes
       // the device as (pctx, flags, dev) up to v2, (pctx, params, n, flags, dev)
       // in v3 and (pctx, params, flags, dev) in v4.
@@ -142,9 +146,11 @@ std::string_view family_counts(const EntryPointFamily& family) {
     case GL_KIND_MEMSET:
       return "a memset and its bytes (elements x element size)";
     case GL_KIND_SYNC:
-      return "a synchronisation, the time blocked in it; it ends the thread's busy span";
+      return "a synchronisation, the time blocked in it; it ends the busy spans of the work it waited for";
     case GL_KIND_QUERY:
-      return "nothing when not ready; CUDA_SUCCESS ends the thread's busy span";
+      return "nothing when not ready; CUDA_SUCCESS ends the busy spans of the work it asked about";
+    case GL_KIND_EVENT_RECORD:
+      return "nothing: the stream a later wait on the event waits for";
     case GL_KIND_CONTEXT:
       return "nothing: which device the thread's calls go to";
     case GL_KIND_EXPORT_TABLE:
@@ -178,6 +184,29 @@ void CallNames::restore(const std::map<uint32_t, std::string>& names) {
   }
 }
 
+unsigned cookie_direction_bits(const EntryPointFamily& family) {
+  switch (family.kind) {
+    case GL_KIND_CONTEXT: return family.context_op;
+    case GL_KIND_MEMSET: return family.memset_shape;
+    case GL_KIND_SYNC:
+    case GL_KIND_QUERY: return family.sync_target;
+    default: return family.direction;
+  }
+}
+
+bool synchronous_copy(const EntryPointFamily& family) {
+  switch (family.kind) {
+    case GL_KIND_MEMCPY:
+    case GL_KIND_RT_MEMCPY:
+    case GL_KIND_MEMCPY_2D:
+    case GL_KIND_MEMCPY_3D:
+    case GL_KIND_MEMCPY_3D_PEER:
+      return family.base.find("Async") == std::string_view::npos;
+    default:
+      return false;
+  }
+}
+
 namespace {
 
 bool is_launch(gl_call_kind kind) {
@@ -192,14 +221,12 @@ ProbeSpec spec_for(const EntryPointFamily& family, const ElfFunction& fn, CallNa
   uint8_t size_arg = family.size_arg;
   for (const auto& [version, arg] : family.size_arg_by_version)
     if (form && form->version == version) size_arg = arg;
-  // Context calls carry their operation where copies carry a direction.
-  unsigned dir_or_op = family.kind == GL_KIND_CONTEXT  ? static_cast<unsigned>(family.context_op)
-                       : family.kind == GL_KIND_MEMSET ? static_cast<unsigned>(family.memset_shape)
-                                                       : static_cast<unsigned>(family.direction);
   ProbeSpec spec;
   spec.name = fn.name;
   spec.file_offset = fn.file_offset;
-  spec.cookie = GL_MAKE_COOKIE(family.kind, call_names.id_of(fn.name), size_arg, dir_or_op, legacy ? 1 : 0);
+  spec.cookie =
+      GL_MAKE_COOKIE(family.kind, call_names.id_of(fn.name), size_arg, cookie_direction_bits(family), legacy ? 1 : 0);
+  if (synchronous_copy(family)) spec.cookie |= GL_COOKIE_SYNC_COPY_BIT;
   if (is_launch(family.kind) && !options.launch_returns) {
     spec.program = ProbeProgram::kLaunch;
     spec.with_return = false;

@@ -27,7 +27,16 @@ struct EntryPointFamily {
   std::vector<std::pair<int, uint8_t>> size_arg_by_version = {};
   // GL_KIND_MEMSET only: the element size in bytes, | GL_MEMSET_2D for the 2D forms.
   uint8_t memset_shape = 0;
+  // GL_KIND_SYNC and GL_KIND_QUERY only: what the call waits for (gl_sync_target).
+  uint8_t sync_target = GL_SYNC_STREAM;
 };
+
+// The cookie's direction bits for a family: a context call's operation, a
+// memset's shape, a wait's target, a copy's direction.
+unsigned cookie_direction_bits(const EntryPointFamily& family);
+// A copy family whose calls return only when done (no "Async" in the name):
+// its cookies carry GL_COOKIE_SYNC_COPY_BIT.
+bool synchronous_copy(const EntryPointFamily& family);
 
 // What each family of entry points counts, in words, for `probe-plan` and the docs.
 std::string_view family_counts(const EntryPointFamily& family);

@@ -246,6 +246,7 @@ BpfMapFds CudaProbeProgram::maps() const {
       .events = bpf_map__fd(skel_->maps.events),
       .call_names = bpf_map__fd(skel_->maps.call_names),
       .export_tables = bpf_map__fd(skel_->maps.export_tables),
+      .open_spans = bpf_map__fd(skel_->maps.open_spans),
   };
 }
 

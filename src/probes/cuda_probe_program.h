@@ -67,6 +67,7 @@ struct BpfMapFds {
   int events = -1;
   int call_names = -1;
   int export_tables = -1;
+  int open_spans = -1;
 };
 
 class CudaProbeProgram {

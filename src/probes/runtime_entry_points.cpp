@@ -46,8 +46,8 @@ const std::vector<EntryPointFamily>& runtime_entry_point_families() {
       {"cudaMemcpyPeer", GL_KIND_MEMCPY, 4, GL_DIR_PEER},
       {"cudaMemcpyPeerAsync", GL_KIND_MEMCPY, 4, GL_DIR_PEER},
       {"cudaStreamSynchronize", GL_KIND_SYNC},
-      {"cudaDeviceSynchronize", GL_KIND_SYNC},
-      {"cudaEventSynchronize", GL_KIND_SYNC},
+      {"cudaDeviceSynchronize", GL_KIND_SYNC, 0, GL_DIR_UNKNOWN, false, GL_CTX_SET, {}, 0, GL_SYNC_CONTEXT},
+      {"cudaEventSynchronize", GL_KIND_SYNC, 0, GL_DIR_UNKNOWN, false, GL_CTX_SET, {}, 0, GL_SYNC_EVENT},
       // The thread's runtime device, for calls whose driver context calls went unseen.
       {"cudaSetDevice", GL_KIND_RT_SET_DEVICE},
   };
@@ -65,7 +65,9 @@ std::vector<ProbeSpec> plan_runtime_probes(const std::vector<ElfFunction>& funct
       spec.file_offset = fn.file_offset;
       spec.program = ProbeProgram::kRuntime;
       spec.with_return = true;
-      spec.cookie = GL_MAKE_COOKIE(family.kind, call_names.id_of(fn.name), family.size_arg, family.direction, 0);
+      spec.cookie = GL_MAKE_COOKIE(family.kind, call_names.id_of(fn.name), family.size_arg,
+                                   cookie_direction_bits(family), 0);
+      if (synchronous_copy(family)) spec.cookie |= GL_COOKIE_SYNC_COPY_BIT;
       specs.push_back(spec);
     }
   }

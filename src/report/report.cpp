@@ -20,6 +20,7 @@
 #include "report/bill_audit.h"
 #include "report/shown_money.h"
 #include "report/rightsizing_render.h"
+#include "report/split_sources.h"
 
 namespace gpuledger::report {
 
@@ -208,6 +209,8 @@ nlohmann::json row_json(const Row& row) {
           {"dram_active", opt_json(row.efficiency.dram_active)},
           {"vram_gib_hours", row.vram_gib_hours},
           {"launches", row.launches},
+          {"split_busy_gpu_hours", row.split_busy_hours},
+          {"split_source", split_source_cell(row.split_busy_hours)},
           {"energy_kwh", row.energy_millijoules ? nlohmann::json(static_cast<double>(*row.energy_millijoules) / 3.6e9)
                                                 : nlohmann::json(nullptr)},
           {"energy_millijoules",
@@ -485,6 +488,7 @@ std::string render_json(const Report& r) {
                    {"seconds_before_agent_started", c.seconds_before_agent},
                    {"seconds_no_data", c.seconds_no_data},
                    {"seconds_not_yet", c.seconds_future},
+                   {"windows_by_split_source", c.windows_by_split_source},
                    {"lines", coverage_lines(r)}};
   if (c.windows == 0) j["coverage"]["no_windows"] = no_windows_sentence(r);
   j["unknown_explained"] = unknown_explanations(r);

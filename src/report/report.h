@@ -32,6 +32,12 @@
 //                    The TOTAL row's: the rows' values weighted by their held
 //                    GPU-hours (--by gpu: by their window GPU-hours).
 //   vram_gib_hours, launches
+//   split_source     which evidence split the busy part of the group's windows
+//                    (ledger/split_source.h), in JSON: split_busy_gpu_hours by
+//                    source and split_source, the sources with busy hours, most
+//                    first ("nvml+spans"); the coverage counts the windows by
+//                    source (JSON windows_by_split_source, the HTML's "Busy part
+//                    split by"). CSV and the table are unchanged.
 //   energy_kwh       the group's share of its GPUs' energy (energy_split.h);
 //                    unknown (not 0) when none of its windows had an energy
 //                    source; carbon_kg_co2e: energy x the carbon intensity
@@ -99,6 +105,8 @@ struct Row {
   double share_hours = 0, allocated_hours = 0, used_hours = 0, vram_used_hours = 0;
   double allocated_unknown_hours = 0;  // of share_hours, where its allocated share was unknown
   double energy_share_hours = 0, energy_used_hours = 0;  // windows with known energy only
+  // Busy GPU-hours by the evidence that split their windows (split_sources.h).
+  std::map<std::string, double> split_busy_hours;
   int64_t cost_total_micros() const { return cost_busy_micros + cost_idle_micros + cost_memory_micros; }
   void add_cost(ledger::ChargeKind kind, int64_t micros);
   std::optional<double> allocated_share() const;
@@ -124,6 +132,7 @@ struct Coverage {
   int64_t seconds_before_agent = 0;  // before the store's first window: the agent had not started
   int64_t seconds_no_data = 0;       // after that, no window at all
   int64_t seconds_future = 0;        // after the bill was made: not billed yet
+  std::map<std::string, int64_t> windows_by_split_source;  // split_sources.h
 };
 
 // The effective price of a GPU model over the range: cost / GPU-hours.

@@ -13,6 +13,7 @@
 #include "report/memory_size_note.h"
 #include "report/report.h"
 #include "report/special_accounts.h"
+#include "report/split_sources.h"
 
 namespace gpuledger::report {
 
@@ -186,6 +187,7 @@ void ReportBuilder::add(const WindowRecord& w) {
   }
   const bool device = has_device_reading(w.device);
   if (!device) ++c.windows_without_device;
+  ++c.windows_by_split_source[split_source_name(w.split_source)];
   if (len_s >= ledger::kRollupSeconds) ++c.hourly_windows;
   c.window_gpu_hours += gpu_hours;
   c.observed_gpu_hours += std::min(w.observed_seconds, len) * w.gpu_fraction / 3600.0;
@@ -232,6 +234,8 @@ void ReportBuilder::add(const WindowRecord& w) {
     row.gpu_hours_busy += a->gpu_busy_seconds * w.gpu_fraction / 3600.0;
     row.vram_gib_hours += a->vram_byte_seconds / kBytesPerGiB / 3600.0;
     row.launches += a->launches;
+    if (a->gpu_busy_seconds > 0)
+      row.split_busy_hours[split_source_name(w.split_source)] += a->gpu_busy_seconds * w.gpu_fraction / 3600.0;
     auto e = std::find_if(window_efficiency.begin(), window_efficiency.end(),
                           [&](const GroupWindow& ge) { return ge.group == k.group; });
     if (e == window_efficiency.end()) e = window_efficiency.insert(e, {k.group, {}, 0});
@@ -424,6 +428,7 @@ void finish_report(Report& r) {
     r.total.cost_memory_micros += row.cost_memory_micros;
     r.total.vram_gib_hours += row.vram_gib_hours;
     r.total.launches += row.launches;
+    for (const auto& [source, h] : row.split_busy_hours) r.total.split_busy_hours[source] += h;
     r.total.efficiency_hours += row.efficiency_hours;
     add_energy_totals(r.total, row);
     efficiency.add(row.efficiency, row.efficiency_hours);

@@ -18,6 +18,7 @@
 #include "report/shown_money.h"
 #include "report/special_accounts.h"
 #include "report/rightsizing_render.h"
+#include "report/split_sources.h"
 
 namespace gpuledger::report {
 
@@ -467,6 +468,9 @@ std::string render_html(const Report& r) {
     h << "<dt>The range's time</dt><dd><ul id=\"coverage-time\">";
     for (const auto& line : coverage_lines(r)) h << "<li>" << html_escape(line) << "</li>";
     h << "</ul></dd>";
+    if (std::string split = split_source_summary(c.windows_by_split_source); !split.empty())
+      h << "<dt>Busy part split by</dt><dd>" << html_escape(split)
+        << " (nvml: NVML per-process SM samples; spans: eBPF busy spans; see docs/ledger.md)</dd>";
   }
   h << "</dl>\n";
   h << "<h2>Audit</h2>\n<ul id=\"audit\">";

@@ -76,10 +76,15 @@ const std::map<std::string, Expect>& sim_expected() {
       {"cuMemcpyPeer_ptds", {GL_KIND_MEMCPY, GL_DIR_PEER, 4, 0}},
       {"cuMemcpyPeerAsync", {GL_KIND_MEMCPY, GL_DIR_PEER, 4, 0}},
       {"cuMemcpyPeerAsync_ptsz", {GL_KIND_MEMCPY, GL_DIR_PEER, 4, 0}},
-      {"cuStreamSynchronize", {GL_KIND_SYNC}},
-      {"cuStreamSynchronize_ptsz", {GL_KIND_SYNC}},
-      {"cuCtxSynchronize", {GL_KIND_SYNC}},
-      {"cuEventSynchronize", {GL_KIND_SYNC}},
+      // A wait's direction bits say what it waits for (gl_sync_target).
+      {"cuStreamSynchronize", {GL_KIND_SYNC, GL_SYNC_STREAM}},
+      {"cuStreamSynchronize_ptsz", {GL_KIND_SYNC, GL_SYNC_STREAM}},
+      {"cuCtxSynchronize", {GL_KIND_SYNC, GL_SYNC_CONTEXT}},
+      {"cuEventSynchronize", {GL_KIND_SYNC, GL_SYNC_EVENT}},
+      {"cuEventRecord", {GL_KIND_EVENT_RECORD}},
+      {"cuEventRecord_ptsz", {GL_KIND_EVENT_RECORD}},
+      {"cuEventRecordWithFlags", {GL_KIND_EVENT_RECORD}},
+      {"cuEventRecordWithFlags_ptsz", {GL_KIND_EVENT_RECORD}},
       {"cuInit", {GL_KIND_OTHER}},
       // Contexts: the operation, and the argument holding the device.
       {"cuCtxCreate_v2", {GL_KIND_CONTEXT, GL_CTX_CREATE, 2, 0}},
@@ -101,7 +106,7 @@ const std::map<std::string, Expect>& sim_expected() {
       {"cuCtxDestroy", {GL_KIND_CONTEXT, GL_CTX_DESTROY, 0, 0}},
       {"cuCtxPopCurrent", {GL_KIND_CONTEXT, GL_CTX_POP, 0, 0}},
       {"cuCtxPushCurrent", {GL_KIND_CONTEXT, GL_CTX_PUSH, 0, 0}},
-      {"cuEventQuery", {GL_KIND_QUERY, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuEventQuery", {GL_KIND_QUERY, GL_SYNC_EVENT, 0, 0}},
       {"cuFuncSetBlockShape", {GL_KIND_BLOCK_SHAPE, GL_DIR_UNKNOWN, 0, 0}},
       {"cuGetExportTable", {GL_KIND_EXPORT_TABLE, GL_DIR_UNKNOWN, 0, 0}},
       {"cuLaunch", {GL_KIND_LAUNCH_LEGACY, GL_DIR_UNKNOWN, 0, 0}},
@@ -189,8 +194,8 @@ const std::map<std::string, Expect>& sim_expected() {
       {"cuMemsetD8_v2_ptds", {GL_KIND_MEMSET, 1, 2, 0}},
       {"cuMipmappedArrayCreate", {GL_KIND_ARRAY_CREATE, GL_DIR_UNKNOWN, GL_ARRAY_MIPMAP, 0}},
       {"cuMipmappedArrayDestroy", {GL_KIND_FREE, GL_DIR_UNKNOWN, 0, 0}},
-      {"cuStreamQuery", {GL_KIND_QUERY, GL_DIR_UNKNOWN, 0, 0}},
-      {"cuStreamQuery_ptsz", {GL_KIND_QUERY, GL_DIR_UNKNOWN, 0, 0}},
+      {"cuStreamQuery", {GL_KIND_QUERY, GL_SYNC_STREAM, 0, 0}},
+      {"cuStreamQuery_ptsz", {GL_KIND_QUERY, GL_SYNC_STREAM, 0, 0}},
   };
   return e;
 }
@@ -240,7 +245,11 @@ TEST_F(SimPlan, CookiesDecodeToKindDirectionSizeArgAndLegacy) {
     EXPECT_EQ(GL_COOKIE_DIR(cookie), static_cast<uint32_t>(e.dir));
     EXPECT_EQ(GL_COOKIE_SIZE_ARG(cookie), e.size_arg);
     EXPECT_EQ(GL_COOKIE_LEGACY(cookie), e.legacy);
-    EXPECT_EQ((cookie >> 25) & 0x7f, 0u) << "bits between the legacy bit and the call id must be clear";
+    // Bit 25: a synchronous copy (it ends the default stream's busy span), for copies without Async only.
+    const bool copy = e.kind == GL_KIND_MEMCPY || e.kind == GL_KIND_MEMCPY_2D || e.kind == GL_KIND_MEMCPY_3D ||
+                      e.kind == GL_KIND_MEMCPY_3D_PEER;
+    EXPECT_EQ(GL_COOKIE_SYNC_COPY(cookie), copy && name.find("Async") == std::string::npos ? 1u : 0u);
+    EXPECT_EQ((cookie >> 26) & 0x3f, 0u) << "bits between the sync-copy bit and the call id must be clear";
     EXPECT_EQ(cookie >> 42, 0u) << "bits above the call id must be clear";
     // The call id names the entry point back.
     const std::string* back = names.name_of(GL_COOKIE_CALL(cookie));
@@ -299,7 +308,7 @@ TEST_F(SimPlan, SimilarNamesAreNotConfused) {
   CallNames names;
   auto plan = by_name(plan_probes(*functions_, names, {}));
   // Exported by the simulator but not a form of any probed family.
-  for (const char* n : {"cuDevicePrimaryCtxRelease_v2", "cuCtxGetCurrent", "cuStreamCreate", "cuEventRecord",
+  for (const char* n : {"cuDevicePrimaryCtxRelease_v2", "cuCtxGetCurrent", "cuStreamCreate",
                         "cuGetProcAddress", "cuDriverGetVersion", "cudasimLiveBytes"}) {
     EXPECT_FALSE(plan.count(n)) << n;
     EXPECT_NE(function(n), nullptr) << n << " should exist in the simulator";

@@ -199,8 +199,8 @@ TEST_F(AgentSurface, HealthAndReadinessSayWhy) {
   EXPECT_NE(health.find("\n- main loop turned "), std::string::npos) << health;
   std::string ready = get_body(port(), "/readyz", &status);
   EXPECT_EQ(status, 200) << ready;
-  // The simulator's 151 entry points: entry and return probes, launches entry only, aliases once.
-  EXPECT_EQ(ready, "ok\n- 292 probes attached; counter maps read\n");
+  // The simulator's 155 entry points: entry and return probes, launches entry only, aliases once.
+  EXPECT_EQ(ready, "ok\n- 300 probes attached; counter maps read\n");
 
   // An agent with nothing to probe is alive but not ready, and says why.
   Agent idle({"--no-discovery", "--store", ""});

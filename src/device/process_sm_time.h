@@ -1,0 +1,57 @@
+#pragma once
+// SM time per process from NVML's per-process utilisation samples
+// (nvmlDeviceGetProcessUtilization), integrated: each sample says what share
+// of the SMs a process held over one sampling period, so its SM-seconds are
+// smUtil/100 x that period. The client reads only samples newer than its
+// last-seen timestamp (the cursor), so each sample is added exactly once; this
+// keeps the running totals the ledger takes deltas of (process_sm_meter.h).
+//
+// The sampling period of a device is the median gap between the distinct
+// timestamps of one read (all of a device's processes are sampled at the same
+// instants); a read with one timestamp uses the device's last period, else the
+// gap from the cursor, else 1 s. Only ratios between tenants decide a split,
+// so a wrong period scales everyone alike.
+//
+// Bounded: a process that has had no sample for kKeepPolls reads is dropped
+// (a process that exited keeps its total that long, so the ledger sees its
+// last samples); at most kMaxProcesses per device (the smallest totals go
+// first, said in dropped()).
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpuledger::device {
+
+class ProcessSmTime {
+ public:
+  static constexpr unsigned kKeepPolls = 60;
+  static constexpr size_t kMaxProcesses = 4096;
+
+  struct Sample {
+    uint32_t pid = 0;
+    unsigned long long timestamp_us = 0;
+    unsigned sm_percent = 0;  // 0..100
+  };
+  // One read of a device: its samples newer than `cursor` (0: the first read).
+  void add(const std::string& uuid, unsigned long long cursor, const std::vector<Sample>& samples);
+  // The device's SM-seconds per pid to date; ages the entries (call once per poll).
+  std::map<uint32_t, double> totals(const std::string& uuid);
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  struct Entry {
+    double seconds = 0;
+    unsigned quiet_polls = 0;
+  };
+  struct Device {
+    std::map<uint32_t, Entry> processes;
+    std::optional<double> period_s;
+  };
+  std::map<std::string, Device> devices_;
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace gpuledger::device

@@ -1,0 +1,26 @@
+#include "ledger/process_sm_meter.h"
+
+namespace gpuledger::ledger {
+
+std::map<std::pair<std::string, std::string>, double> ProcessSmMeter::take(const std::vector<ProcessSmUse>& readings) {
+  std::map<std::pair<std::string, std::string>, double> out;
+  std::map<std::pair<std::string, uint32_t>, Seen> now;
+  for (const auto& r : readings) {
+    const std::pair<std::string, uint32_t> key{r.slot_uuid, r.pid};
+    auto before = last_.find(key);
+    Seen seen{r.account, r.sm_seconds_total};
+    if (seen.account.empty() && before != last_.end()) seen.account = before->second.account;
+    const double from = before == last_.end() || r.sm_seconds_total < before->second.total ? 0 : before->second.total;
+    const double delta = r.sm_seconds_total - from;
+    if (baseline_taken_ && delta > 0) {
+      if (seen.account.empty()) foreign_seconds_ += delta;
+      else out[{r.slot_uuid, seen.account}] += delta;
+    }
+    now[key] = std::move(seen);
+  }
+  last_ = std::move(now);
+  baseline_taken_ = true;
+  return out;
+}
+
+}  // namespace gpuledger::ledger

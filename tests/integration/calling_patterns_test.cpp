@@ -1,0 +1,242 @@
+// The busy spans are per stream and context, not per thread (bpf/gpuledger_abi.h,
+// gl_open_spans): as root, with the real BPF programs and the CUDA driver
+// simulator, a tenant's span time covers the work it ran whatever its calling
+// pattern: waiting on the launching thread or another, on the context, a
+// stream, an event, by polling a stream or an event, never (its exit ends the
+// spans), on graphs or on several streams. The simulator makes each launch
+// 20 ms of work on its stream; ten launches are 200 ms of work, so every
+// pattern's busy time is at least 200 ms and at most that plus the waiting
+// the pattern adds (its sleep, the polls' and the processes' overheads).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "agent/agent.h"
+#include "bpf_requirement.h"
+#include "device/nvml_client.h"
+#include "ledger/agent_inputs.h"
+#include "ledger/store.h"
+#include "tenant_harness.h"
+
+namespace gpuledger::testing {
+namespace {
+using simulation::ScopedCgroup;
+using namespace std::chrono_literals;
+
+constexpr uint64_t kWorkNs = 200'000'000;  // 10 launches x 20 ms
+const std::vector<std::string> kKernel20ms = {"--kernel-us", "20000", "--quiet"};
+
+agent::AgentOptions options() {
+  agent::AgentOptions o;
+  o.gpu_inventory = [] { return std::vector<identity::GpuIdentity>{{0, "GPU-calling-patterns", 0}}; };
+  o.cuda_libs = {kSimLib};
+  o.discover = false;
+  o.classifier.cgroup_roots = {test_cgroup("")};
+  return o;
+}
+
+class CallingPatterns : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!bpf_unavailable_reason().empty()) return;
+    agent_ = new agent::Agent(options());
+    agent_->start();
+  }
+  static void TearDownTestSuite() {
+    delete agent_;
+    agent_ = nullptr;
+  }
+  void SetUp() override { GL_REQUIRE_BPF(); }
+
+  static uint64_t busy_ns(const std::string& id) {
+    auto snap = agent_->snapshot();
+    const auto* w = find_workload(snap, id);
+    return w ? w->usage.counters.busy_ns : 0;
+  }
+  // Runs the script in its own service cgroup; the busy time once it exited.
+  static uint64_t run_pattern(const std::string& name, const std::string& script) {
+    ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/" + name + ".service"));
+    EXPECT_EQ(run_tenant({cg.dir()}, script, {}, kKernel20ms).exit_code, 0) << name;
+    const std::string id = "systemd/" + name + ".service";
+    uint64_t busy = 0;
+    eventually([&] { return (busy = busy_ns(id)) >= kWorkNs; }, 3000ms);
+    return busy;
+  }
+  static inline agent::Agent* agent_ = nullptr;
+};
+
+struct Pattern {
+  std::string name, script;
+  uint64_t slack_ns;  // what the pattern may add to the work
+};
+
+TEST_F(CallingPatterns, EveryWayOfWaitingCoversTheWorkItWaitedFor) {
+  const std::string work = "init; launch 1 1 1 1 1 1 x10; ";
+  const std::vector<Pattern> patterns = {
+      {"same-thread", work + "sync", 100'000'000},
+      {"other-thread", work + "sync-thread", 100'000'000},
+      {"context-other-thread", work + "sync-ctx-thread", 100'000'000},
+      {"context", work + "sync-ctx", 100'000'000},
+      {"stream-polling", work + "query", 100'000'000},
+      {"event", work + "sync-event", 100'000'000},
+      {"event-polling", work + "event-query", 100'000'000},
+      {"never", work + "sleep-ms 300; exit 0", 250'000'000},  // ended by the exit, ~300 ms after the launch
+      {"graphs", "init; graph x10; sync-thread", 100'000'000},
+      {"several-streams", "init; stream 1; launch 1 1 1 1 1 1 x5; stream 2; launch 1 1 1 1 1 1 x5; sync; stream 1; sync",
+       100'000'000},
+  };
+  for (const auto& p : patterns) {
+    const uint64_t busy = run_pattern(p.name, p.script);
+    std::printf("[ pattern  ] %-22s busy %7.1f ms for %.0f ms of work\n", p.name.c_str(), busy / 1e6, kWorkNs / 1e6);
+    EXPECT_GE(busy, kWorkNs) << p.name;
+    EXPECT_LE(busy, kWorkNs + p.slack_ns) << p.name;
+  }
+}
+
+TEST_F(CallingPatterns, AnOpenSpanIsCountedToDateAndItsProcessExitEndsIt) {
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/open-span.service"));
+  auto child = start_interactive_tenant({cg.dir()}, "init; launch 1 1 1 1 1 1 x10; print-ready; wait-stdin; exit 0",
+                                        {"CUDASIM_KERNEL_US=20000"});
+  await_ready(*child);
+  const std::string id = "systemd/open-span.service";
+  // Never waited for: its span grows while it is open (spread over the windows it crosses).
+  uint64_t first = 0;
+  ASSERT_TRUE(eventually([&] { return (first = busy_ns(id)) > 0; }));
+  std::this_thread::sleep_for(300ms);
+  const uint64_t later = busy_ns(id);
+  EXPECT_GE(later, first + 250'000'000);
+  finish_interactive_tenant(*child);
+  // The exit ended it: no longer growing.
+  uint64_t ended = 0;
+  ASSERT_TRUE(eventually([&] {
+    ended = busy_ns(id);
+    std::this_thread::sleep_for(50ms);
+    return ended == busy_ns(id);
+  }));
+  EXPECT_GE(ended, later);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(busy_ns(id), ended);
+}
+
+TEST_F(CallingPatterns, StreamsBeyondTheSlotsShareTheOverflowSlotWhichOnlyAContextWaitEnds) {
+  ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/many-streams.service"));
+  std::string script = "init; ";
+  for (int s = 1; s <= 10; ++s) script += "stream " + std::to_string(s) + "; launch 1 1 1 1 1 1; ";
+  script += "sync-ctx";
+  const uint64_t full_before = agent_->snapshot().self.kernel_stats[GL_STAT_SPAN_STREAMS_FULL];
+  ASSERT_EQ(run_tenant({cg.dir()}, script, {}, kKernel20ms).exit_code, 0);
+  const std::string id = "systemd/many-streams.service";
+  uint64_t busy = 0;
+  // Ten streams of 20 ms each, in parallel: seven slots and the overflow slot
+  // (streams 8 to 10 together), each span covering at least its 20 ms.
+  EXPECT_TRUE(eventually([&] { return (busy = busy_ns(id)) >= 8 * 20'000'000ull; })) << busy;
+  EXPECT_GE(agent_->snapshot().self.kernel_stats[GL_STAT_SPAN_STREAMS_FULL], full_before + 3);  // streams 8..10
+}
+
+// Known truth end to end: tenants on one GPU, each running a known amount of
+// work with its own calling pattern, at the same time; NVML's per-process
+// samples come from the NVML simulator, which derives them from the work the
+// driver simulator ran (CUDASIM_WORK_DIR, "work_directory"); the ledger splits
+// the window. With the samples every tenant's share of the busy cost is within
+// 5 points of its share of the work; without them the spans split it, and each
+// tenant pays at least the bound docs/ledger.md states.
+struct Tenant {
+  std::string name;
+  int launches;  // of 20 ms each: the real work
+  std::string wait;  // how it waits
+};
+
+class SharedGpuTruth : public CallingPatterns {
+ protected:
+  static constexpr int64_t kT0 = 1'800'000'000;
+  // The busy cost's shares per tenant (by workload id) of one window.
+  std::map<std::string, double> split(const std::vector<Tenant>& tenants, bool nvml_per_process,
+                                      std::string* split_source) {
+    const auto dir = std::filesystem::temp_directory_path() / ("gl_shared_truth_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir / "work");
+    const std::string config = (dir / "nvml.json").string();
+    std::ofstream(config) << R"({"devices": [{"uuid": "GPU-calling-patterns", "utilization": {"gpu": 0},
+        "memory": {"total": 1000, "used": 0}, "work_directory": ")" << (dir / "work").string() << "\"}]}";
+    ::setenv("GPULEDGER_NVML_SIM_CONFIG", config.c_str(), 1);
+    auto nvml = device::NvmlClient::open(GPULEDGER_NVML_SIM);
+    ledger::Store store((dir / "ledger.db").string());
+    ledger::PriceBook prices = ledger::parse_prices("currency: USD\ndefault_per_hour: 3.60\nwindow_seconds: 60\n");
+    ledger::Accountant acc(store, prices);
+    auto observe = [&](double t) {
+      device::NvmlPoll poll = nvml->poll("node");
+      device::DeviceSnapshot dev;
+      dev.gpus = poll.gpus;
+      dev.readings = poll.readings;
+      if (nvml_per_process) dev.process_sm = poll.process_sm;
+      acc.observe(ledger::make_observation(t, agent_->snapshot(), dev, {}, false, prices));
+    };
+    observe(kT0 + 1);  // the baseline
+    std::vector<std::unique_ptr<ScopedCgroup>> cgroups;
+    std::vector<std::unique_ptr<simulation::Child>> children;
+    for (const auto& tn : tenants) {
+      cgroups.push_back(std::make_unique<ScopedCgroup>(mounts().v2, test_cgroup("/system.slice/" + tn.name + ".service")));
+      children.push_back(start_interactive_tenant(
+          {cgroups.back()->dir()},
+          "init; launch 1 1 1 1 1 1 x" + std::to_string(tn.launches) + "; " + tn.wait + "; print-ready; wait-stdin; exit 0",
+          {"CUDASIM_KERNEL_US=20000", "CUDASIM_WORK_DIR=" + (dir / "work").string()}));
+    }
+    for (auto& c : children) await_ready(*c);
+    observe(kT0 + 30);  // every tenant alive: its pids are named
+    for (auto& c : children) finish_interactive_tenant(*c);
+    observe(kT0 + 61);  // closes the window [kT0, kT0 + 60)
+    auto windows = store.windows(kT0, kT0 + 60);
+    std::filesystem::remove_all(dir);
+    std::map<std::string, double> shares;
+    if (windows.size() != 1 || windows[0].busy_micros <= 0) {
+      ADD_FAILURE() << "no busy window";
+      return shares;
+    }
+    *split_source = windows[0].split_source;
+    for (const auto& c : windows[0].charges)
+      if (c.kind == ledger::ChargeKind::kBusy)
+        shares[c.account] += static_cast<double>(c.micros) / static_cast<double>(windows[0].busy_micros);
+    return shares;
+  }
+
+  void expect_shares(const std::vector<Tenant>& tenants, bool nvml, double points) {
+    std::string source;
+    const auto shares = split(tenants, nvml, &source);
+    EXPECT_EQ(source, nvml ? "nvml" : "spans");
+    double work = 0;
+    for (const auto& tn : tenants) work += tn.launches;
+    for (const auto& tn : tenants) {
+      const std::string id = "systemd/" + tn.name + ".service";
+      const double truth = tn.launches / work, billed = shares.count(id) ? shares.at(id) : 0;
+      std::printf("[ shared   ] %-8s %-14s work %5.1f %%  busy cost %5.1f %%  (split by %s)\n", tn.name.c_str(),
+                  tn.wait.c_str(), truth * 100, billed * 100, source.c_str());
+      if (nvml) EXPECT_NEAR(billed * 100, truth * 100, points) << tn.name;
+      // Without per-process data: never below the eBPF-only bound, its share of the work x f / n
+      // (f <= 1 here: the floor is at most truth / n).
+      else EXPECT_GE(billed, truth / static_cast<double>(tenants.size()) - 1e-9) << tn.name;
+    }
+  }
+};
+
+TEST_F(SharedGpuTruth, TwoTenantsEveryPatternWithNvmlWithinFivePoints) {
+  for (const std::string& wait : {"sync-thread", "sync-ctx-thread", "query", "event-query", "sleep-ms 300"}) {
+    expect_shares({{"honest", 10, "sync"}, {"evader", 10, wait}}, true, 5);
+  }
+}
+
+TEST_F(SharedGpuTruth, ThreeTenantsUnequalWorkWithNvmlWithinFivePoints) {
+  expect_shares({{"small", 5, "sync-thread"}, {"medium", 10, "sleep-ms 300"}, {"large", 15, "query"}}, true, 5);
+}
+
+TEST_F(SharedGpuTruth, WithoutNvmlTheSpansSplitItAboveTheBound) {
+  expect_shares({{"honest", 10, "sync"}, {"evader", 10, "sync-thread"}}, false, 0);
+  expect_shares({{"small", 5, "sync-thread"}, {"medium", 10, "sleep-ms 300"}, {"large", 15, "event-query"}}, false, 0);
+}
+
+}  // namespace
+}  // namespace gpuledger::testing
