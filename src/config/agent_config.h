@@ -5,9 +5,9 @@
 //   team:
 //     pod_label_key: team            # a pod label naming the team ("" to skip)
 //     namespace_label_key: team      # a label of the pod's namespace ("" to skip)
-//     pod_label_overrides: false     # false: the namespace's label wins over the pod's (its
-//                                    # owner decides, docs/security.md); true: the pod's wins
-//                                    # else the namespace name
+//     pod_label_overrides: false     # false: the namespace's label, else the pod's (the
+//                                    # namespace's owner decides, docs/security.md); true: the
+//                                    # pod's, else the namespace's; else the namespace name
 //   kubernetes:
 //     pod_grace_period_seconds: 600  # names kept after a pod is deleted
 //     extra_gpu_resources: [example.com/gpu]   # beyond nvidia.com/gpu, gpu.shared, mig-*
