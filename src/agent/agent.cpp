@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "identity/gpu_evidence.h"
 #include <fmt/format.h>
 #include "probes/map_reader.h"
 #include "probes/pin_heartbeat.h"
@@ -318,20 +319,59 @@ void Agent::learn_gpu_view(uint32_t pid, uint64_t cgroup_key) {
   gpu_views_[cgroup_key] = std::move(*view);
 }
 
-std::pair<std::string, std::string> Agent::gpu_labels(const probes::CounterKey& key,
-                                                      const std::vector<identity::GpuIdentity>& inventory) {
+void Agent::learn_held_gpus(const std::map<uint32_t, gl_proc_state>& processes,
+                            const std::vector<identity::GpuIdentity>& inventory,
+                            const std::map<probes::CounterKey, ledger::Usage>& totals) {
+  // Only workloads with a GPU the device side has not settled yet are looked
+  // at: a node's thousands of settled processes cost nothing per snapshot.
+  std::set<uint64_t> unsettled;
+  {
+    std::lock_guard lock(views_mu_);
+    for (const auto& [key, usage] : totals)
+      if (key.device != GL_DEVICE_UNKNOWN && !gpu_labels_.contains(key)) unsettled.insert(key.cgroup_key);
+  }
+  if (unsettled.empty()) return;
+  auto nvml = options_.gpu_processes ? options_.gpu_processes() : std::map<uint32_t, std::set<std::string>>{};
+  std::map<uint64_t, std::set<std::string>> seen;
+  for (const auto& [pid, st] : processes) {
+    if (!unsettled.contains(st.cgroup_key)) continue;
+    auto& held = seen[st.cgroup_key];
+    for (unsigned minor : identity::read_open_gpu_minors(options_.proc_root, pid))
+      for (const auto& g : inventory)
+        if (g.minor == minor && !g.uuid.empty()) held.insert(g.uuid);
+    if (auto it = nvml.find(pid); it != nvml.end()) held.insert(it->second.begin(), it->second.end());
+  }
+  std::lock_guard lock(views_mu_);
+  for (auto& [key, held] : seen)
+    if (!held.empty()) held_gpus_[key].merge(held);
+}
+
+Agent::GpuLabels Agent::gpu_labels(const probes::CounterKey& key, const std::vector<identity::GpuIdentity>& inventory) {
   if (key.device == GL_DEVICE_UNKNOWN) return {};
   std::lock_guard lock(views_mu_);
-  // Once tied to a GPU, a key keeps its labels: a series whose labels changed
-  // would look like a counter reset to every reader.
+  // Once tied to a GPU by the device side, a key keeps its labels: a series
+  // whose labels changed would look like a counter reset to every reader.
+  // What only the environment says is asked again until the device side
+  // confirms or corrects it (identity/gpu_evidence.h).
   if (auto it = gpu_labels_.find(key); it != gpu_labels_.end()) return it->second;
-  auto view = gpu_views_.find(key.cgroup_key);
-  if (view == gpu_views_.end()) return {};
-  auto gpu = identity::resolve_ordinal(view->second, key.device, inventory);
-  if (!gpu) return {};
-  std::pair<std::string, std::string> labels{gpu->index ? std::to_string(*gpu->index) : "", gpu->uuid};
+  std::optional<identity::GpuIdentity> hint;
+  if (auto view = gpu_views_.find(key.cgroup_key); view != gpu_views_.end())
+    hint = identity::resolve_ordinal(view->second, key.device, inventory);
+  static const std::set<std::string> kNone;
+  auto held = held_gpus_.find(key.cgroup_key);
+  auto choice = identity::choose_gpu(hint, held == held_gpus_.end() ? kNone : held->second, inventory);
+  if (choice.disagreed && disagreed_.insert(key).second) {
+    ++gpu_disagreements_;
+    spdlog::warn("workload {}: its environment names GPU {} for device ordinal {}, but its processes hold {} open "
+                 "(or NVML lists them there); {}",
+                 directory_.resolve(key.cgroup_key).id, hint->uuid, key.device,
+                 fmt::join(held->second, ", "), choice.gpu ? "booking its calls on " + choice.gpu->uuid
+                                                           : std::string("its calls stay on an unknown GPU"));
+  }
+  if (!choice.gpu) return {};
+  GpuLabels labels{choice.gpu->index ? std::to_string(*choice.gpu->index) : "", choice.gpu->uuid, choice.source};
   // Wait for the index too when the inventory will know it.
-  if (!labels.first.empty() || inventory.empty()) gpu_labels_[key] = labels;
+  if (choice.source == "device" && (!labels.gpu.empty() || inventory.empty())) gpu_labels_[key] = labels;
   return labels;
 }
 
@@ -392,7 +432,11 @@ void Agent::retire_gone_workloads() {
     ++workloads_retired_;
   }
   std::lock_guard views_lock(views_mu_);
-  for (uint64_t key : gone) gpu_views_.erase(key);
+  for (uint64_t key : gone) {
+    gpu_views_.erase(key);
+    held_gpus_.erase(key);
+  }
+  std::erase_if(disagreed_, [&](const auto& k) { return gone.contains(k.cgroup_key); });
   std::erase_if(gpu_labels_, [&](const auto& kv) { return gone.contains(kv.first.cgroup_key); });
 }
 
@@ -437,10 +481,12 @@ AgentSnapshot Agent::snapshot() {
     processes = probes::read_processes(program_->maps().processes);
   }
   auto inventory = options_.gpu_inventory ? options_.gpu_inventory() : std::vector<identity::GpuIdentity>{};
+  const auto totals = totals_.totals();
+  learn_held_gpus(processes, inventory, totals);
   std::map<std::string, WorkloadView> by_id;
-  std::map<std::string, std::map<std::pair<std::string, std::string>, ledger::Usage>> by_gpu;
+  std::map<std::string, std::map<GpuLabels, ledger::Usage>> by_gpu;
   std::map<uint64_t, std::string> id_of_key;
-  for (const auto& [key, usage] : totals_.totals()) {
+  for (const auto& [key, usage] : totals) {
     if (key.cgroup_key == 0 && usage == ledger::Usage{}) continue;  // the overflow bucket, unused
     identity::Workload w = directory_.resolve(key.cgroup_key);
     auto& view = by_id[w.id];
@@ -460,7 +506,7 @@ AgentSnapshot Agent::snapshot() {
   for (auto& [id, view] : by_id) {
     if (options_.namer) view.names = options_.namer->names_for(view.workload);
     if (options_.infrastructure) view.infrastructure = judge_infrastructure(view);
-    for (auto& [labels, usage] : by_gpu[id]) view.by_gpu.push_back({labels.first, labels.second, usage});
+    for (auto& [labels, usage] : by_gpu[id]) view.by_gpu.push_back({labels.gpu, labels.uuid, usage, labels.source});
     snap.workloads.push_back(std::move(view));
   }
   if (options_.infrastructure) {  // verdicts of workloads that left the snapshots go with them
@@ -480,6 +526,7 @@ AgentSnapshot Agent::snapshot() {
     self.runtime_libraries_stripped = runtime_->stripped_runtimes();
   }
   self.runtime_bypass_processes = runtime_bypass_processes_;
+  self.gpu_identity_disagreements = gpu_disagreements_;
   self.libraries = attacher_->attached();
   self.rejected_libraries = attacher_->rejected();
   self.files_judged_not_driver = attacher_->files_judged();

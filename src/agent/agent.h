@@ -73,6 +73,10 @@ struct AgentOptions {
   // The node's GPUs (from the device plane); none means GPUs stay unnamed
   // unless a process names them by UUID itself.
   std::function<std::vector<identity::GpuIdentity>()> gpu_inventory;
+  // Host pid -> the GPUs (UUIDs) NVML's process lists show it on; none: only
+  // the device files a process holds open tell its GPU from the device side
+  // (identity/gpu_evidence.h).
+  std::function<std::map<uint32_t, std::set<std::string>>()> gpu_processes;
 };
 
 class Agent : public ledger::CallNameLookup {
@@ -105,8 +109,16 @@ class Agent : public ledger::CallNameLookup {
   void release_held(uint32_t pid);  // SIGCONT to a process the watcher stopped
   bool judge_infrastructure(const WorkloadView& view);
   void learn_gpu_view(uint32_t pid, uint64_t cgroup_key);
-  std::pair<std::string, std::string> gpu_labels(const probes::CounterKey& key,
-                                                 const std::vector<identity::GpuIdentity>& inventory);
+  struct GpuLabels {
+    std::string gpu, uuid, source;  // source: identity::GpuChoice::source
+    auto operator<=>(const GpuLabels&) const = default;
+  };
+  GpuLabels gpu_labels(const probes::CounterKey& key, const std::vector<identity::GpuIdentity>& inventory);
+  // What the device side says of each live CUDA process's workload: the GPUs
+  // it holds open (/proc/PID/fd) or NVML lists it on, accumulated per cgroup.
+  void learn_held_gpus(const std::map<uint32_t, gl_proc_state>& processes,
+                       const std::vector<identity::GpuIdentity>& inventory,
+                       const std::map<probes::CounterKey, ledger::Usage>& totals);
   void refresh_locked();
   void retire_gone_workloads();
   // Drops from the totals the workloads gone for longer than retire_after.
@@ -146,7 +158,10 @@ class Agent : public ledger::CallNameLookup {
   std::mutex views_mu_;
   // What the latest process of each workload said about its visible GPUs.
   std::map<uint64_t, identity::ProcessGpuView> gpu_views_;
-  std::map<probes::CounterKey, std::pair<std::string, std::string>> gpu_labels_;  // (gpu, UUID), once known
+  std::map<probes::CounterKey, GpuLabels> gpu_labels_;  // once known from the device side
+  std::map<uint64_t, std::set<std::string>> held_gpus_;  // by cgroup key: UUIDs seen held
+  std::set<probes::CounterKey> disagreed_;               // environment vs device, logged and counted once
+  std::atomic<uint64_t> gpu_disagreements_{0};
   // Workloads whose cgroup is gone, by key: when their last reading was taken.
   std::map<uint64_t, std::chrono::steady_clock::time_point> gone_since_;  // the loop's thread only
   std::thread thread_;

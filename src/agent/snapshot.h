@@ -27,6 +27,10 @@ struct GpuUsage {
   std::string gpu;
   std::string uuid;
   ledger::Usage usage;
+  // How the GPU was known (identity/gpu_evidence.h): "device" (the devices its
+  // processes hold open, or NVML's process lists), "environment" (only
+  // CUDA_VISIBLE_DEVICES and kin), "" when unknown.
+  std::string gpu_source;
 };
 
 struct WorkloadView {
@@ -59,6 +63,7 @@ struct SelfView {
   size_t runtime_libraries_incomplete = 0;         // attached in part, attach retries spent
   size_t runtime_libraries_stripped = 0;           // static runtimes stripped of symbols: found, not probed
   uint64_t runtime_bypass_processes = 0;  // processes seen reaching the driver around its exported symbols
+  uint64_t gpu_identity_disagreements = 0;  // (workload, ordinal)s whose environment named another GPU than the device side
   std::vector<MapUsage> maps;
   std::array<uint64_t, GL_STAT_COUNT> kernel_stats{};
   uint64_t library_events_dropped = 0;

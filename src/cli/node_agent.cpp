@@ -162,9 +162,13 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
     // and each GPU's memory (used + free) for memory fractions.
     const kubernetes::KubernetesMetadata* k8s = p.k8s.get();
     device::DevicePlane* device_plane = p.devices.get();
-    p.pod_resources->set_sharing_facts([k8s, device_plane, reservation = p.config.kai_reservation_namespace] {
+    kubernetes::RecordTrust trust;
+    if (p.config.hami_scheduler_managers) trust.hami_managers = *p.config.hami_scheduler_managers;
+    if (p.config.kai_scheduler_managers) trust.kai_managers = *p.config.kai_scheduler_managers;
+    p.pod_resources->set_sharing_facts([k8s, device_plane, reservation = p.config.kai_reservation_namespace, trust] {
       auto facts = k8s ? k8s->sharing_facts() : kubernetes::SharingFacts{};
       facts.kai_reservation_namespace = reservation;
+      facts.trust = trust;
       for (const auto& r : device_plane->snapshot().readings) {
         auto used = r[device::DeviceField::kMemoryUsedBytes], free = r[device::DeviceField::kMemoryFreeBytes];
         if (r.gpu_instance_id.empty() && used && free)
@@ -217,6 +221,7 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
                                                           p.config.teams);
   device::DevicePlane* devices = p.devices.get();
   options.gpu_inventory = [devices] { return device::gpu_identities(devices->snapshot()); };
+  options.gpu_processes = [devices] { return device::gpu_processes(devices->snapshot()); };
 
   // The NVIDIA driver ioctl plane and Xid errors: each degrades to its
   // self-metrics when it cannot run (no BPF, no readable kernel log).

@@ -36,6 +36,11 @@ long long integer(const std::string& source, const YAML::Node& node, const std::
   }
 }
 
+bool boolean(const std::string& source, const YAML::Node& node, const std::string& key) {
+  if (node.IsScalar() && (node.Scalar() == "true" || node.Scalar() == "false")) return node.Scalar() == "true";
+  fail(source, node, key + " must be true or false");
+}
+
 std::vector<std::string> string_list(const std::string& source, const YAML::Node& node, const std::string& key) {
   if (!node.IsSequence()) fail(source, node, key + " must be a list of strings");
   std::vector<std::string> out;
@@ -111,7 +116,7 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
 
   if (auto team = root["team"]; team && !team.IsNull()) {
     if (!team.IsMap()) fail(source, team, "team must be a mapping");
-    check_keys(source, team, "team", {"pod_label_key", "namespace_label_key"});
+    check_keys(source, team, "team", {"pod_label_key", "namespace_label_key", "pod_label_overrides"});
     if (auto n = team["pod_label_key"]; n && !n.IsNull())
       config.team_rule.pod_label_key = scalar(source, n, "team.pod_label_key");
     else if (n)
@@ -120,12 +125,14 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
       config.team_rule.namespace_label_key = scalar(source, n, "team.namespace_label_key");
     else if (n)
       config.team_rule.namespace_label_key.clear();
+    if (auto n = team["pod_label_overrides"]; n && !n.IsNull())
+      config.team_rule.pod_label_overrides = boolean(source, n, "team.pod_label_overrides");
   }
   if (auto k8s = root["kubernetes"]; k8s && !k8s.IsNull()) {
     if (!k8s.IsMap()) fail(source, k8s, "kubernetes must be a mapping");
     check_keys(source, k8s, "kubernetes",
                {"pod_grace_period_seconds", "extra_gpu_resources", "dra_drivers", "pod_resources_interval_seconds",
-                "kai_reservation_namespace"});
+                "kai_reservation_namespace", "hami_scheduler_managers", "kai_scheduler_managers"});
     if (auto n = k8s["pod_grace_period_seconds"])
       config.pod_grace_period = std::chrono::seconds(integer(source, n, "kubernetes.pod_grace_period_seconds", 0));
     if (auto n = k8s["pod_resources_interval_seconds"])
@@ -134,6 +141,13 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
     if (auto n = k8s["extra_gpu_resources"])
       config.extra_gpu_resources = string_list(source, n, "kubernetes.extra_gpu_resources");
     if (auto n = k8s["dra_drivers"]) config.dra_drivers = string_list(source, n, "kubernetes.dra_drivers");
+    for (auto [key, out] : {std::pair{"hami_scheduler_managers", &config.hami_scheduler_managers},
+                            std::pair{"kai_scheduler_managers", &config.kai_scheduler_managers}})
+      if (auto n = k8s[key]) {
+        *out = string_list(source, n, std::string("kubernetes.") + key);
+        if ((*out)->empty() || std::any_of((*out)->begin(), (*out)->end(), [](const auto& m) { return m.empty(); }))
+          fail(source, n, std::string("kubernetes.") + key + " must list at least one manager name, none empty");
+      }
     if (auto n = k8s["kai_reservation_namespace"]) {
       config.kai_reservation_namespace = scalar(source, n, "kubernetes.kai_reservation_namespace");
       if (!namespace_name(config.kai_reservation_namespace))

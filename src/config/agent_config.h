@@ -4,8 +4,10 @@
 //
 //   team:
 //     pod_label_key: team            # a pod label naming the team ("" to skip)
-//     namespace_label_key: team      # else a label of the pod's namespace ("" to skip)
-//                                    # else the namespace name
+//     namespace_label_key: team      # a label of the pod's namespace ("" to skip)
+//     pod_label_overrides: false     # false: the namespace's label, else the pod's (the
+//                                    # namespace's owner decides, docs/security.md); true: the
+//                                    # pod's, else the namespace's; else the namespace name
 //   kubernetes:
 //     pod_grace_period_seconds: 600  # names kept after a pod is deleted
 //     extra_gpu_resources: [example.com/gpu]   # beyond nvidia.com/gpu, gpu.shared, mig-*
@@ -13,6 +15,10 @@
 //     pod_resources_interval_seconds: 10
 //     kai_reservation_namespace: runai-reservation  # where KAI / Run:ai puts the pods that hold
 //                                    # fractional GPUs (a namespace tenants cannot create pods in)
+//     hami_scheduler_managers: [scheduler, hami-scheduler, vgpu-scheduler-extender]
+//     kai_scheduler_managers: [binder, scheduler, kai-scheduler]
+//                                    # the managers (metadata.managedFields) HAMi's and KAI's
+//                                    # schedulers write their records as (docs/security.md)
 //   teams:                           # outside Kubernetes: first match wins
 //     - match: systemd_unit          # glob on the unit, e.g. "trainer-*.service"
 //       pattern: "trainer-*.service"
@@ -41,6 +47,9 @@ namespace gpuledger::config {
 struct TeamRule {
   std::string pod_label_key = "team";
   std::string namespace_label_key = "team";
+  // Whether a pod's own team label wins over its namespace's. Off by default:
+  // a pod's labels are its author's, a namespace's its owner's.
+  bool pod_label_overrides = false;
 };
 
 enum class MatchKind { kSystemdUnit, kSlurmJob, kSlurmUser, kCgroupPrefix };
@@ -58,6 +67,8 @@ struct AgentConfig {
   std::vector<std::string> dra_drivers = {"gpu.nvidia.com"};
   std::chrono::seconds pod_resources_interval{10};
   std::string kai_reservation_namespace = "runai-reservation";
+  // Empty: the defaults of kubernetes::RecordTrust.
+  std::optional<std::vector<std::string>> hami_scheduler_managers, kai_scheduler_managers;
   std::vector<TeamMapping> teams;
 };
 

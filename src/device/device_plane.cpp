@@ -276,4 +276,11 @@ std::vector<identity::GpuIdentity> gpu_identities(const DeviceSnapshot& snapshot
   return out;
 }
 
+std::map<uint32_t, std::set<std::string>> gpu_processes(const DeviceSnapshot& snapshot) {
+  std::map<uint32_t, std::set<std::string>> out;
+  for (const auto& p : snapshot.processes)
+    if (p.pid != 0 && !p.gpu_uuid.empty()) out[p.pid].insert(p.gpu_uuid);
+  return out;
+}
+
 }  // namespace gpuledger::device

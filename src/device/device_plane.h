@@ -8,8 +8,10 @@
 // runs and exports only its self-metrics (gpuledger_nvml_up 0).
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -38,6 +40,8 @@ struct DevicePlaneOptions {
 
 // The inventory's GPUs as the attribution plane names them (index, UUID, minor).
 std::vector<identity::GpuIdentity> gpu_identities(const DeviceSnapshot& snapshot);
+// Host pid -> the GPUs NVML's compute and MPS process lists show it on.
+std::map<uint32_t, std::set<std::string>> gpu_processes(const DeviceSnapshot& snapshot);
 
 class DevicePlane : public exporter::MetricsContributor {
  public:

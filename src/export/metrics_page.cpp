@@ -137,6 +137,16 @@ void write_workload_metrics(ExpositionWriter& out, const agent::AgentSnapshot& s
           &ledger::Usage::export_tables);
   out.family("gpuledger_workload_processes", MetricType::kGauge, "Live processes of the workload seen making CUDA calls.");
   for (const auto& w : snap.workloads) out.sample(workload_labels(w), static_cast<uint64_t>(w.processes.size()));
+  out.family("gpuledger_workload_gpu_info", MetricType::kGauge,
+             "How the GPU of each workload's attribution series was known (gpu_source): device (the device files "
+             "its processes hold open, or NVML's process lists) or environment (CUDA_VISIBLE_DEVICES and kin only).");
+  for (const auto& w : snap.workloads)
+    for (const auto& g : w.by_gpu) {
+      if (g.uuid.empty()) continue;
+      Labels labels = workload_labels(w);
+      labels.insert(labels.end(), {{"gpu", g.gpu}, {"UUID", g.uuid}, {"gpu_source", g.gpu_source}});
+      out.sample(labels, uint64_t{1});
+    }
 }
 
 // The data plane's pins (--bpf-pin-dir): whether this agent took them over
@@ -218,6 +228,10 @@ void write_self_metrics(ExpositionWriter& out, const agent::AgentSnapshot& snap,
              "Processes whose CUDA runtime reached the driver around its exported symbols (a runtime call "
              "no driver probe saw): their runtime calls are counted by the runtime probes.");
   out.sample({}, self.runtime_bypass_processes);
+  out.family("gpuledger_gpu_identity_disagreements_total", MetricType::kCounter,
+             "Workload device ordinals whose environment (CUDA_VISIBLE_DEVICES) named another GPU than the devices "
+             "their processes hold open or NVML lists them on; the device side wins (each logged once).");
+  out.sample({}, self.gpu_identity_disagreements);
   out.family("gpuledger_library_watcher_enabled", MetricType::kGauge,
              "1 when libraries are discovered as they are mapped for execution, 0 when only the periodic scan runs.");
   out.sample({}, uint64_t{self.library_watcher ? 1u : 0u});

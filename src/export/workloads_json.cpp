@@ -54,7 +54,10 @@ nlohmann::json by_gpu_json(const agent::WorkloadView& w) {
   nlohmann::json out = nlohmann::json::array();
   auto or_null = [](const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
   for (const auto& g : w.by_gpu)
-    out.push_back({{"gpu", or_null(g.gpu)}, {"UUID", or_null(g.uuid)}, {"counters", counters_json(g.usage)}});
+    out.push_back({{"gpu", or_null(g.gpu)},
+                   {"UUID", or_null(g.uuid)},
+                   {"gpu_source", or_null(g.gpu_source)},
+                   {"counters", counters_json(g.usage)}});
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "identity/gpu_visibility.h"
 
+#include "identity/gpu_evidence.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -77,15 +79,7 @@ std::optional<ProcessGpuView> read_process_gpu_view(const std::string& proc_root
     if (name == "NVIDIA_VISIBLE_DEVICES") view.nvidia_visible_devices = value;
     if (name == "CUDA_DEVICE_ORDER") view.cuda_device_order = value;
   }
-  std::error_code ec;
-  for (fs::directory_iterator it(base + "/fd", ec), end; !ec && it != end; it.increment(ec)) {
-    std::string target = fs::read_symlink(it->path(), ec).string();
-    if (ec || target.rfind("/dev/nvidia", 0) != 0) continue;
-    std::string minor = target.substr(11);
-    if (is_number(minor) && std::stoul(minor) <= 247) view.opened_minors.push_back(std::stoul(minor));
-  }
-  std::sort(view.opened_minors.begin(), view.opened_minors.end());
-  view.opened_minors.erase(std::unique(view.opened_minors.begin(), view.opened_minors.end()), view.opened_minors.end());
+  view.opened_minors = read_open_gpu_minors(proc_root, pid);
   return view;
 }
 

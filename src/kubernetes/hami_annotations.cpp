@@ -33,6 +33,18 @@ bool is_gpu_uuid(std::string_view s) {
   return true;
 }
 
+std::string hami_slot_device(const std::string& id) {
+  constexpr size_t kUuidEnd = 4 + 36;  // "GPU-" + 8-4-4-4-12
+  if (id.size() <= kUuidEnd + 1 || id.rfind("GPU-", 0) != 0 || id[kUuidEnd] != '-') return id;
+  for (size_t i = 4; i < kUuidEnd; ++i) {
+    bool dash = i == 12 || i == 17 || i == 22 || i == 27;
+    if (dash ? id[i] != '-' : !std::isxdigit(static_cast<unsigned char>(id[i]))) return id;
+  }
+  for (size_t i = kUuidEnd + 1; i < id.size(); ++i)
+    if (id[i] < '0' || id[i] > '9') return id;
+  return id.substr(0, kUuidEnd);
+}
+
 std::optional<uint64_t> parse_bounded(std::string_view s, uint64_t min, uint64_t max) {
   if (s.empty() || s.size() > 12) return std::nullopt;
   uint64_t v = 0;

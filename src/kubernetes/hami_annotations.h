@@ -34,6 +34,10 @@ std::map<std::string, uint64_t> parse_hami_node_register(std::string_view value)
 // A GPU or MIG UUID as device plugins write it: "GPU-"/"MIG-" then
 // [0-9A-Za-z-/], at most 128 bytes.
 bool is_gpu_uuid(std::string_view s);
+// The device a HAMi device-plugin slot id stands for: "GPU-<uuid>-<n>" (a
+// UUID in NVIDIA's 8-4-4-4-12 hex form, then the slot number) -> "GPU-<uuid>";
+// any other id unchanged.
+std::string hami_slot_device(const std::string& id);
 // Decimal digits only, at most 12, within [min, max].
 std::optional<uint64_t> parse_bounded(std::string_view s, uint64_t min, uint64_t max);
 

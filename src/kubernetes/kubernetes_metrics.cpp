@@ -44,6 +44,17 @@ void KubernetesMetrics::write_metrics(exporter::ExpositionWriter& out) const {
                "Pods of this node the agent knows, by state (deleted ones keep their names for a grace period).");
     out.sample({{"state", "live"}}, static_cast<uint64_t>(total - deleted));
     out.sample({{"state", "deleted"}}, static_cast<uint64_t>(deleted));
+    // The contract names the family gpuledger_team_label_conflicts: a
+    // gauge (pods now), with the conventional _total counter beside it.
+    auto conflicts = directory_->team_label_conflicts(rule_);
+    out.family("gpuledger_team_label_conflicts", MetricType::kGauge,
+               "Live pods of this node whose own team label names another team than their namespace's team label "
+               "(the namespace's wins unless team.pod_label_overrides is set).");
+    out.sample({}, static_cast<uint64_t>(conflicts));
+    out.family("gpuledger_team_label_conflicts_total", MetricType::kCounter,
+               "Pods seen with a team label that disagrees with their namespace's, once per pod, since the agent "
+               "started (each is logged once).");
+    out.sample({}, directory_->team_label_conflicts_seen());
   }
 
   if (pod_resources_) {
@@ -65,6 +76,11 @@ void KubernetesMetrics::write_metrics(exporter::ExpositionWriter& out) const {
                "HAMi or KAI scheduler records (pod annotations) in the last poll that were malformed or did not "
                "match what the kubelet handed out, and were not trusted.");
     out.sample({}, st.sharing.refused_annotations);
+    out.family("gpuledger_gpu_sharing_refused_records_total", MetricType::kCounter,
+               "HAMi or KAI fraction records refused (malformed, not the scheduler's, rewritten after scheduling, "
+               "below the pod's requests, or naming a device the kubelet did not give), once each while refused; the "
+               "holder is billed the whole device. docs/security.md.");
+    for (const auto& [key, n] : st.refused_records) out.sample({{"scheduler", key.first}, {"reason", key.second}}, n);
     out.family("gpuledger_gpu_allocation_unknown_shares", MetricType::kGauge,
                "GPU allocations in the last poll whose share of the device could not be established.");
     out.sample({}, st.sharing.unknown_shares);

@@ -88,8 +88,9 @@ SharingFacts NodeFacts::facts(const PodDirectory* pods) const {
   }
   if (pods)
     for (auto& p : pods->live_pods())
-      f.pods[{p.namespace_name, p.name}] = {p.namespace_name, p.name, p.node_name, p.sharing_labels(),
-                                              p.sharing_annotations, p.spec_containers};
+      f.pods[{p.namespace_name, p.name}] = {p.namespace_name, p.name,         p.node_name,
+                                              p.sharing_labels(), p.sharing_annotations, p.spec_containers,
+                                              p.sharing_owners,   p.scheduled_at,        p.container_resources};
   return f;
 }
 

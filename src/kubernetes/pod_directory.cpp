@@ -23,6 +23,20 @@ LabelMap labels_of(const nlohmann::json& metadata) {
   return out;
 }
 
+// The sharing resources a container asks for: its limits (what HAMi reads),
+// else its requests.
+LabelMap sharing_resources(const nlohmann::json& container) {
+  LabelMap out;
+  auto res = member(container, "resources");
+  if (!res) return out;
+  for (const char* part : {"requests", "limits"})  // limits last: they win
+    if (auto m = member(*res, part); m && m->is_object())
+      for (auto it = m->begin(); it != m->end(); ++it)
+        if (it->is_string() && is_sharing_resource(it.key()) && it->get_ref<const std::string&>().size() <= 64)
+          out[it.key()] = it->get<std::string>();
+  return out;
+}
+
 }  // namespace
 
 std::string bare_container_id(std::string_view id) {
@@ -50,12 +64,20 @@ std::optional<PodInfo> parse_pod(const nlohmann::json& object, std::string* erro
       if (it->is_string() && is_sharing_pod_key(it.key()) && it->get_ref<const std::string&>().size() <= kMaxSharingValue)
         pod.sharing_annotations[it.key()] = it->get<std::string>();
   }
+  pod.sharing_owners = parse_field_owners(*md, is_sharing_pod_key);
   if (auto spec = member(object, "spec"); spec && spec->is_object()) {
     pod.node_name = string_member(*spec, "nodeName");
     if (auto cs = member(*spec, "containers"); cs && cs->is_array())
-      for (const auto& c : *cs) pod.spec_containers.push_back(string_member(c, "name"));
+      for (const auto& c : *cs) {
+        pod.spec_containers.push_back(string_member(c, "name"));
+        pod.container_resources.push_back(sharing_resources(c));
+      }
   }
   if (auto status = member(object, "status"); status && status->is_object()) {
+    if (auto conditions = member(*status, "conditions"); conditions && conditions->is_array())
+      for (const auto& c : *conditions)
+        if (string_member(c, "type") == "PodScheduled" && string_member(c, "status") == "True")
+          pod.scheduled_at = parse_rfc3339_seconds(string_member(c, "lastTransitionTime"));
     for (const char* list : {"containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"}) {
       auto statuses = member(*status, list);
       if (!statuses || !statuses->is_array()) continue;
@@ -74,16 +96,24 @@ std::optional<PodInfo> parse_pod(const nlohmann::json& object, std::string* erro
   return pod;
 }
 
+TeamChoice choose_team(const config::TeamRule& rule, const LabelMap& pod_labels, const std::string& namespace_name,
+                       const LabelMap* namespace_labels) {
+  TeamChoice c;
+  if (!rule.pod_label_key.empty())
+    if (auto it = pod_labels.find(rule.pod_label_key); it != pod_labels.end()) c.pod_team = it->second;
+  if (!rule.namespace_label_key.empty() && namespace_labels)
+    if (auto it = namespace_labels->find(rule.namespace_label_key); it != namespace_labels->end())
+      c.namespace_team = it->second;
+  c.conflict = !c.pod_team.empty() && !c.namespace_team.empty() && c.pod_team != c.namespace_team;
+  const std::string& first = rule.pod_label_overrides ? c.pod_team : c.namespace_team;
+  const std::string& second = rule.pod_label_overrides ? c.namespace_team : c.pod_team;
+  c.team = !first.empty() ? first : !second.empty() ? second : namespace_name;
+  return c;
+}
+
 std::string team_for(const config::TeamRule& rule, const LabelMap& pod_labels, const std::string& namespace_name,
                      const LabelMap* namespace_labels) {
-  if (!rule.pod_label_key.empty())
-    if (auto it = pod_labels.find(rule.pod_label_key); it != pod_labels.end() && !it->second.empty())
-      return it->second;
-  if (!rule.namespace_label_key.empty() && namespace_labels)
-    if (auto it = namespace_labels->find(rule.namespace_label_key);
-        it != namespace_labels->end() && !it->second.empty())
-      return it->second;
-  return namespace_name;
+  return choose_team(rule, pod_labels, namespace_name, namespace_labels).team;
 }
 
 PodDirectory::PodDirectory(std::chrono::milliseconds grace, Clock clock) : grace_(grace), clock_(std::move(clock)) {}
@@ -175,6 +205,7 @@ void PodDirectory::expire() {
 PodLookup PodDirectory::lookup(const Entry& e, const std::string& container_id) const {
   e.last_used.store(now().time_since_epoch().count());
   PodLookup out;
+  out.uid = e.info.uid;
   out.namespace_name = e.info.namespace_name;
   out.pod = e.info.name;
   out.labels = e.info.labels;
@@ -232,7 +263,39 @@ std::vector<PodInfo> PodDirectory::live_pods() const {
 
 std::string PodDirectory::team(const config::TeamRule& rule, const PodLookup& pod) const {
   auto ns = namespace_labels(pod.namespace_name);
-  return team_for(rule, pod.labels, pod.namespace_name, ns ? &*ns : nullptr);
+  auto choice = choose_team(rule, pod.labels, pod.namespace_name, ns ? &*ns : nullptr);
+  if (choice.conflict) {
+    std::shared_lock lock(mu_);
+    if (auto it = pods_.find(pod.uid); it != pods_.end()) note_team_conflict(it->second, choice);
+  }
+  return choice.team;
+}
+
+size_t PodDirectory::team_label_conflicts(const config::TeamRule& rule) const {
+  std::shared_lock lock(mu_);
+  size_t n = 0;
+  for (const auto& [uid, e] : pods_) {
+    if (e.deleted_at) continue;
+    auto ns = namespaces_.find(e.info.namespace_name);
+    auto choice = choose_team(rule, e.info.labels, e.info.namespace_name, ns == namespaces_.end() ? nullptr : &ns->second);
+    if (!choice.conflict) continue;
+    ++n;
+    note_team_conflict(e, choice);
+  }
+  return n;
+}
+
+// Once per pod: the log says which label won, so an admin can tell a pod
+// author billing another team from a namespace labelled wrong. The label
+// values are the pod author's: logged escaped, and bounded.
+void PodDirectory::note_team_conflict(const Entry& e, const TeamChoice& choice) const {
+  if (e.team_conflict_noted.exchange(true)) return;
+  conflicts_seen_.fetch_add(1);
+  auto shown = [](const std::string& v) { return nlohmann::json(v.substr(0, 63)).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace); };
+  spdlog::warn("kubernetes: pod {}/{} has team label {} but its namespace says {}; billing team {} ({})",
+               e.info.namespace_name, e.info.name, shown(choice.pod_team), shown(choice.namespace_team),
+               shown(choice.team), choice.team == choice.namespace_team ? "the namespace's label wins"
+                                                                          : "team.pod_label_overrides is set");
 }
 
 size_t PodDirectory::pods() const {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "config/agent_config.h"
+#include "kubernetes/field_owners.h"
 #include "kubernetes/reflector.h"
 
 namespace gpuledger::kubernetes {
@@ -36,6 +37,9 @@ struct PodInfo {
   std::string node_name;
   std::vector<std::string> spec_containers;
   LabelMap sharing_annotations;
+  FieldOwnership sharing_owners;           // who wrote them (metadata.managedFields)
+  std::optional<int64_t> scheduled_at;     // PodScheduled's lastTransitionTime, Unix seconds
+  std::vector<LabelMap> container_resources;  // per spec container: the sharing resources it asks for
   LabelMap sharing_labels() const;  // the labels sharing reads
 };
 
@@ -44,11 +48,22 @@ std::optional<PodInfo> parse_pod(const nlohmann::json& object, std::string* erro
 // "containerd://ABC" -> "abc"; "" when there is no id.
 std::string bare_container_id(std::string_view runtime_id);
 
-// The team rule: pod label, else namespace label, else the namespace name.
+// The team rule: the namespace's team label, else the pod's, else the
+// namespace name (rule.pod_label_overrides: the pod's label first). A pod's
+// labels are its author's and a namespace's its owner's, so by default the
+// owner decides (docs/security.md).
+struct TeamChoice {
+  std::string team;
+  std::string pod_team, namespace_team;  // the labels' values, "" when absent or not read
+  bool conflict = false;                 // both name a team, and not the same one
+};
+TeamChoice choose_team(const config::TeamRule& rule, const LabelMap& pod_labels, const std::string& namespace_name,
+                       const LabelMap* namespace_labels);
 std::string team_for(const config::TeamRule& rule, const LabelMap& pod_labels, const std::string& namespace_name,
                      const LabelMap* namespace_labels);
 
 struct PodLookup {
+  std::string uid;
   std::string namespace_name, pod, container;  // container empty when the id is unknown
   LabelMap labels;
   bool deleted = false;
@@ -71,7 +86,14 @@ class PodDirectory {
   std::optional<PodLookup> find_by_name(const std::string& namespace_name, const std::string& pod) const;
   std::optional<LabelMap> namespace_labels(const std::string& name) const;
   std::vector<PodInfo> live_pods() const;  // not deleted
+  // The pod's team by the rule; a pod whose team label disagrees with its
+  // namespace's is logged and counted once (team_label_conflicts_seen).
   std::string team(const config::TeamRule& rule, const PodLookup& pod) const;
+  // Live pods whose team label disagrees with their namespace's now (each
+  // newly seen one logged and counted as team() does).
+  size_t team_label_conflicts(const config::TeamRule& rule) const;
+  // Pods seen with such a disagreement since the agent started, once each.
+  uint64_t team_label_conflicts_seen() const { return conflicts_seen_.load(); }
 
   // Forgets deleted pods past their grace period and not looked up within it.
   void expire();
@@ -84,14 +106,18 @@ class PodDirectory {
     PodInfo info;
     std::optional<std::chrono::steady_clock::time_point> deleted_at;
     mutable std::atomic<int64_t> last_used{0};  // steady ticks
+    mutable std::atomic<bool> team_conflict_noted{false};  // logged and counted once per pod
     Entry() = default;
-    Entry(const Entry& o) : info(o.info), deleted_at(o.deleted_at), last_used(o.last_used.load()) {}
+    Entry(const Entry& o)
+        : info(o.info), deleted_at(o.deleted_at), last_used(o.last_used.load()),
+          team_conflict_noted(o.team_conflict_noted.load()) {}
   };
   std::chrono::steady_clock::time_point now() const;
   void index_locked(const std::string& key_uid, const Entry* e);
   void mark_deleted_locked(const std::string& uid);
   void expire_locked();
   PodLookup lookup(const Entry& e, const std::string& container_id) const;
+  void note_team_conflict(const Entry& e, const TeamChoice& choice) const;
 
   std::chrono::milliseconds grace_;
   Clock clock_;
@@ -99,6 +125,7 @@ class PodDirectory {
   std::unordered_map<std::string, Entry> pods_;              // by uid
   std::unordered_map<std::string, std::string> by_mirror_;   // mirror uid -> uid
   std::map<std::string, LabelMap> namespaces_;
+  mutable std::atomic<uint64_t> conflicts_seen_{0};
 };
 
 // Adapters that feed reflectors into a directory.

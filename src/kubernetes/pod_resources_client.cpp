@@ -145,6 +145,7 @@ void PodResourcesMonitor::poll_now() {
                                   data.allocatable_known ? &data.allocatable : nullptr,
                                   facts ? facts() : SharingFacts{}, options_, &sharing);
     inventory = gpu_inventory(data.allocatable, options_, &skipped_inv);
+    refusals_.observe(sharing.refused);
   }
   std::lock_guard lock(mu_);
   bool was_up = state_.up, first = !state_.ever_polled;
@@ -154,6 +155,7 @@ void PodResourcesMonitor::poll_now() {
     state_.up = true;
     state_.allocations = std::move(allocations);
     state_.sharing = sharing;
+    state_.refused_records = refusals_.totals();
     if (data.allocatable_known) state_.inventory = std::move(inventory);
     state_.skipped_ids = skipped + skipped_inv;
     state_.last_error.clear();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <functional>
+#include <map>
 
 #include "kubernetes/gpu_allocation.h"
 #include "kubernetes/sharing.h"
@@ -40,6 +41,9 @@ struct PodResourcesState {
   uint64_t skipped_ids = 0;   // device ids that could not be parsed, last poll
   std::vector<GpuAllocation> allocations;  // from the last good poll, shares resolved (sharing.h)
   SharingStats sharing;
+  // Scheduler records refused since the start, by (scheduler, reason), each
+  // once while it stays refused (record_trust.h).
+  std::map<std::pair<std::string, std::string>, uint64_t> refused_records;
   std::vector<GpuAllocation> inventory;
   std::string last_error;
 };
@@ -69,6 +73,7 @@ class PodResourcesMonitor {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   PodResourcesState state_;
+  RefusalLog refusals_;
   bool stopping_ = false;
   std::atomic<uint64_t> polls_{0};
   std::thread thread_;

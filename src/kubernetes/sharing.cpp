@@ -12,6 +12,10 @@ bool is_sharing_pod_key(std::string_view key) {
   return false;
 }
 
+bool is_sharing_resource(std::string_view resource) {
+  return resource == kHamiCores || resource == kHamiMem || resource == kHamiMemPercent;
+}
+
 bool is_sharing_node_key(std::string_view key) {
   if (key == kHamiNodeRegister || key == kGfdStrategy || key == kGfdReplicas || key == kGfdMpsCapable) return true;
   return key.starts_with("nvidia.com/mig-") && key.ends_with(".replicas");
@@ -32,6 +36,17 @@ void set_unknown_share(GpuAllocation& a, const char* basis) {
   a.share = 1.0;
   a.share_known = false;
   a.share_basis = basis;
+}
+
+void set_refused_share(GpuAllocation& a) {
+  a.share = 1.0;
+  a.share_known = true;
+  a.share_basis = "refused";
+}
+
+void SharingStats::refuse(RefusedRecord record) {
+  ++refused_annotations;
+  refused.push_back(std::move(record));
 }
 
 std::vector<GpuAllocation> resolve_sharing(std::vector<GpuAllocation> allocations,

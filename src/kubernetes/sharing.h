@@ -14,13 +14,16 @@
 //     "mig-time-slicing" for replicas of a MIG device.
 //   MIG: share 1 of the instance, mode "mig".
 //   HAMi: the scheduler's hami.io/vgpu-devices-allocated replaces the
-//     container's plugin ids (trusted only when bound, on this node, and
-//     naming the devices the kubelet handed the container); share =
-//     usedcores/100, else usedmem / device memory; mode "fraction".
+//     container's plugin ids (trusted only when bound, on this node, written
+//     by HAMi's scheduler, not below the container's resource requests, and
+//     naming the devices the kubelet handed the container: record_trust.h);
+//     share = usedcores/100, else usedmem / device memory; mode "fraction".
+//     A refused record bills the whole device.
 //   KAI / Run:ai: the reservation pod (in the reservation namespace) that
-//     holds the GPU is no holder; each pod of its runai-gpu-group running here
-//     gets its gpu-fraction (or gpu-memory / device memory) of that GPU;
-//     mode "fraction".
+//     holds the GPU is no holder; each pod of its runai-gpu-group (a label
+//     KAI wrote) running here gets its gpu-fraction (or gpu-memory / device
+//     memory) of that GPU when no one but KAI wrote it after the pod was
+//     scheduled; mode "fraction". A refused record bills the whole GPU.
 //   DRA: a device without a UUID in its names gets it from the node's
 //     ResourceSlices; a claim device used by N pod containers gives each 1/N,
 //     mode "dra-shared" (N > 1) or "dra".
@@ -32,13 +35,16 @@
 #include <vector>
 
 #include "kubernetes/gpu_allocation.h"
+#include "kubernetes/record_trust.h"
 #include "kubernetes/sharing_facts.h"
 
 namespace gpuledger::kubernetes {
 
 struct SharingStats {
-  uint64_t refused_annotations = 0;  // HAMi / KAI records malformed or not matching the kubelet's answer
+  uint64_t refused_annotations = 0;  // HAMi / KAI records not trusted (record_trust.h), = refused.size()
   uint64_t unknown_shares = 0;       // entries whose share could not be established
+  std::vector<RefusedRecord> refused;  // which, and why
+  void refuse(RefusedRecord record);
 };
 
 // `allocations` from gpu_allocations(pods, ...); `allocatable` the
@@ -58,6 +64,9 @@ std::optional<double> parse_gpu_fraction(std::string_view value);
 std::string sharing_value(const std::map<std::string, std::string>& m, std::string_view key);
 void set_memory_share(GpuAllocation& a, uint64_t mib, std::optional<uint64_t> total_mib);
 void set_unknown_share(GpuAllocation& a, const char* basis);
+// The safe default for a holder whose scheduler record was refused: the
+// whole of what it holds (share 1, basis "refused").
+void set_refused_share(GpuAllocation& a);
 
 // The steps, in the order resolve_sharing runs them (sharing_*.cpp).
 void resolve_dra(std::vector<GpuAllocation>& allocations, const std::vector<PodAllocation>& pods,

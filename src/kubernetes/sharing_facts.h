@@ -6,10 +6,13 @@
 // Plain data; kubernetes_metadata.h keeps it current, sharing.h reads it.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "kubernetes/field_owners.h"
 
 namespace gpuledger::kubernetes {
 
@@ -29,6 +32,12 @@ inline constexpr std::string_view kGfdStrategy = "nvidia.com/gpu.sharing-strateg
 inline constexpr std::string_view kGfdReplicas = "nvidia.com/gpu.replicas";
 inline constexpr std::string_view kGfdMpsCapable = "nvidia.com/mps.capable";
 inline constexpr size_t kMaxSharingValue = 64 * 1024;
+// HAMi's container resources (pod spec, immutable once created: what its
+// scheduler placed the pod by). Only these are kept from the spec.
+inline constexpr std::string_view kHamiCores = "nvidia.com/gpucores";
+inline constexpr std::string_view kHamiMem = "nvidia.com/gpumem";
+inline constexpr std::string_view kHamiMemPercent = "nvidia.com/gpumem-percentage";
+bool is_sharing_resource(std::string_view resource);
 
 // Whether a pod annotation or label key is one sharing reads.
 bool is_sharing_pod_key(std::string_view key);
@@ -41,6 +50,22 @@ struct PodSharingFacts {
   std::string namespace_name, name, node_name;
   std::map<std::string, std::string> labels, annotations;  // the sharing keys only
   std::vector<std::string> containers;                      // spec.containers names, in order
+  // Who wrote the sharing annotations and labels (metadata.managedFields).
+  FieldOwnership owners;
+  // When the pod was bound (status condition PodScheduled, lastTransitionTime).
+  std::optional<int64_t> scheduled_at;
+  // Per spec container (same order): the sharing resources of its limits,
+  // else of its requests (kHamiCores, ...).
+  std::vector<std::map<std::string, std::string>> container_resources;
+};
+
+// Whose records of fractions are trusted (record_trust.h): the managers
+// (metadata.managedFields) the schedulers write them as. client-go names a
+// client after its binary unless told otherwise: HAMi's scheduler extender
+// runs as "scheduler"; KAI's scheduler and binder as "scheduler" and "binder".
+struct RecordTrust {
+  std::vector<std::string> hami_managers = {"scheduler", "hami-scheduler", "vgpu-scheduler-extender"};
+  std::vector<std::string> kai_managers = {"binder", "scheduler", "kai-scheduler"};
 };
 
 // One device of a DRA ResourceSlice of this node.
@@ -61,6 +86,7 @@ struct SharingFacts {
   std::map<std::string, uint64_t> device_memory_mib;
   // Where KAI / Run:ai puts its reservation pods.
   std::string kai_reservation_namespace = "runai-reservation";
+  RecordTrust trust;
 };
 
 }  // namespace gpuledger::kubernetes

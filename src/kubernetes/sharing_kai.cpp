@@ -64,25 +64,41 @@ void resolve_kai(std::vector<GpuAllocation>& allocations, const std::vector<PodA
     auto res = reserved.find(group);
     if (group.empty() || res == reserved.end()) continue;
     // The container the fraction is for: the one named, else the first.
-    std::string container = pod.containers.front().name;
-    if (!f.containers.empty()) container = f.containers.front();
+    std::string first = f.containers.empty() ? pod.containers.front().name : f.containers.front();
+    std::string container = first;
     if (auto named = sharing_value(f.annotations, kKaiContainer); !named.empty()) container = named;
     bool listed = std::any_of(pod.containers.begin(), pod.containers.end(),
                               [&](const ContainerAllocation& c) { return c.name == container; });
     auto fraction = parse_gpu_fraction(sharing_value(f.annotations, kKaiFraction));
     auto memory = parse_bounded(sharing_value(f.annotations, kKaiMemory), 1, 16ull * 1024 * 1024);
     auto gpu = sharing_value(f.annotations, kKaiGpu);
+    // Why the record cannot be trusted, if it cannot (record_trust.h): the
+    // group label is KAI's to write, the fraction the author's at creation
+    // and nobody's but KAI's after the pod was scheduled.
+    std::optional<RefusedRecord> refused;
+    auto refuse = [&](RefusalReason why, std::string detail) {
+      if (!refused) refused = RefusedRecord{"kai", pod.namespace_name, pod.name, why, std::move(detail)};
+    };
+    std::string why;
+    if (!listed) refuse(RefusalReason::kUnknownContainer, "gpu-fraction-container-name names no container of the pod");
+    if (!fraction && !memory) refuse(RefusalReason::kMalformed, "neither gpu-fraction nor gpu-memory can be read");
+    if (!written_only_by(f, kKaiGroupLabel, true, facts.trust.kai_managers, &why))
+      refuse(RefusalReason::kNotSchedulerWritten, why);
+    for (auto k : {kKaiFraction, kKaiMemory, kKaiContainer, kKaiGpu})
+      if (f.annotations.count(std::string(k)) && !unchanged_since_scheduling(f, k, facts.trust.kai_managers, &why))
+        refuse(RefusalReason::kChangedAfterScheduling, why);
+    for (const auto& [device, index] : res->second)
+      if (!gpu.empty() && !index.empty() && gpu != index)
+        refuse(RefusalReason::kInconsistent, "runai-gpu disagrees with the reservation's GPU");
+    if (refused) stats.refuse(*refused);
     for (const auto& [device, index] : res->second) {
-      bool consistent = gpu.empty() || index.empty() || gpu == index;
       GpuAllocation a = device;
       a.namespace_name = pod.namespace_name;
       a.pod = pod.name;
-      a.container = container;
+      a.container = listed ? container : first;  // a refused record still holds: billed whole
       a.mode = "fraction";
-      if (!listed || !consistent || (!fraction && !memory)) {
-        ++stats.refused_annotations;
-        set_unknown_share(a, "fraction");
-        if (!listed) continue;
+      if (refused) {
+        set_refused_share(a);
       } else if (fraction) {
         a.share = *fraction;
         a.share_basis = "fraction";

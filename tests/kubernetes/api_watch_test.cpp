@@ -77,7 +77,16 @@ TEST_F(ApiWatchTest, ListWatchBookmarksDeletesAndGoneOverHttpsWithAToken) {
   server_->upsert_pod(TestApiServer::make_pod(kUid2, "ml", "trainer-1", "node-1", {{"team", "nlp"}},
                                               {{"main", "containerd://" + kC2}}));
   ASSERT_TRUE(poll_until([&] { return pod_of(kUid2, kC2) == "ml/trainer-1/main"; }));
-  EXPECT_EQ(directory_->team({}, *directory_->find(kUid2, kC2)), "nlp");
+  // A pod author's own team label does not bill another team than its
+  // namespace's owner says; the disagreement is counted once per pod.
+  EXPECT_EQ(directory_->team({}, *directory_->find(kUid2, kC2)), "vision");
+  EXPECT_EQ(directory_->team({}, *directory_->find(kUid2, kC2)), "vision");
+  EXPECT_EQ(directory_->team_label_conflicts_seen(), 1u);
+  EXPECT_EQ(directory_->team_label_conflicts({}), 1u);
+  config::TeamRule pods_win;
+  pods_win.pod_label_overrides = true;
+  EXPECT_EQ(directory_->team(pods_win, *directory_->find(kUid2, kC2)), "nlp");
+  EXPECT_EQ(directory_->team_label_conflicts_seen(), 1u);
   server_->upsert_pod(TestApiServer::make_pod(kUid1, "ml", "trainer-0", "node-1", {}, {{"main", "cri-o://" + kC3}}));
   ASSERT_TRUE(poll_until([&] { return pod_of(kUid1, kC3) == "ml/trainer-0/main"; }));
   EXPECT_EQ(pod_of(kUid1, kC1), "ml/trainer-0/main");  // the old id still names the pod
@@ -107,6 +116,10 @@ TEST_F(ApiWatchTest, ListWatchBookmarksDeletesAndGoneOverHttpsWithAToken) {
   EXPECT_NE(out.text().find("gpuledger_kubernetes_api_up{resource=\"pods\"} 1"), std::string::npos) << out.text();
   EXPECT_NE(out.text().find("gpuledger_kubernetes_relists_gone_total{resource=\"pods\"} 1"), std::string::npos);
   EXPECT_NE(out.text().find("gpuledger_kubernetes_watch_restarts_total{resource=\"pods\"}"), std::string::npos);
+  // trainer-1 (team label nlp in namespace ml, team vision) was deleted: no
+  // live pod disagrees now, one did.
+  EXPECT_NE(out.text().find("\ngpuledger_team_label_conflicts 0\n"), std::string::npos) << out.text();
+  EXPECT_NE(out.text().find("\ngpuledger_team_label_conflicts_total 1\n"), std::string::npos) << out.text();
 }
 
 TEST_F(ApiWatchTest, ServerAwayAtStartAndLaterLosesNothing) {

@@ -23,6 +23,7 @@ TEST(AgentConfig, EmptyFileGivesDefaults) {
   auto c = parse_agent_config("", "x");
   EXPECT_EQ(c.team_rule.pod_label_key, "team");
   EXPECT_EQ(c.team_rule.namespace_label_key, "team");
+  EXPECT_FALSE(c.team_rule.pod_label_overrides);
   EXPECT_EQ(c.pod_grace_period, std::chrono::seconds(600));
   EXPECT_TRUE(c.teams.empty());
   EXPECT_EQ(c.dra_drivers, std::vector<std::string>{"gpu.nvidia.com"});
@@ -41,6 +42,7 @@ TEST(AgentConfig, FullFileParses) {
 team:
   pod_label_key: app.kubernetes.io/team
   namespace_label_key: ~
+  pod_label_overrides: true
 kubernetes:
   pod_grace_period_seconds: 30
   extra_gpu_resources: [example.com/gpu]
@@ -55,6 +57,9 @@ teams:
                               "x");
   EXPECT_EQ(c.team_rule.pod_label_key, "app.kubernetes.io/team");
   EXPECT_EQ(c.team_rule.namespace_label_key, "");
+  EXPECT_TRUE(c.team_rule.pod_label_overrides);
+  EXPECT_NE(error_of("team:\n  pod_label_overrides: yes-please\n").find("team.pod_label_overrides must be true or false"),
+            std::string::npos);
   EXPECT_EQ(c.pod_grace_period, std::chrono::seconds(30));
   EXPECT_EQ(c.pod_resources_interval, std::chrono::seconds(2));
   EXPECT_EQ(c.extra_gpu_resources, std::vector<std::string>{"example.com/gpu"});

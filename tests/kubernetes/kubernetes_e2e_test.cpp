@@ -153,7 +153,7 @@ TEST_F(KubernetesEndToEnd, TenantsInPodShapedCgroupsCarryNamespacePodContainerAn
   auto s = scrape();
   EXPECT_EQ(value(s, "gpuledger_cuda_kernel_launches_total",
                   {{"workload", std::string("k8s/") + kUidA + "/" + kHexA}, {"namespace", "ml"}, {"pod", "trainer-0"},
-                   {"container", "main"}, {"team", "nlp"}}),
+                   {"container", "main"}, {"team", "vision"}}),
             5);
   EXPECT_EQ(value(s, "gpuledger_cuda_kernel_launches_total",
                   {{"workload", std::string("k8s/") + kUidB + "/" + kHexB}, {"namespace", "ml"}, {"pod", "trainer-1"},
@@ -164,8 +164,12 @@ TEST_F(KubernetesEndToEnd, TenantsInPodShapedCgroupsCarryNamespacePodContainerAn
                    {"team", "data"}}),
             2);
   EXPECT_EQ(value(s, "gpuledger_cuda_memory_allocated_bytes_total",
-                  {{"pod", "trainer-0"}, {"container", "main"}, {"team", "nlp"}}),
+                  {{"pod", "trainer-0"}, {"container", "main"}, {"team", "vision"}}),
             4096);
+  // trainer-0's own label says team nlp, its namespace's team vision: the
+  // namespace's owner decides, and the forged label is counted.
+  EXPECT_EQ(value(s, "gpuledger_team_label_conflicts", {}), 1);
+  EXPECT_EQ(value(s, "gpuledger_team_label_conflicts_total", {}), 1);
 }
 
 TEST_F(KubernetesEndToEnd, PodDeletedMidRunKeepsItsCountersAndNames) {
@@ -195,7 +199,7 @@ TEST_F(KubernetesEndToEnd, ReplicasMigAndExclusiveGpusInTheAllocationMetric) {
   ASSERT_TRUE(eventually([] { return pod_resources_->state().up; }));
   auto s = scrape();
   const std::string m = "gpuledger_gpu_allocation_info";
-  EXPECT_EQ(value(s, m, {{"namespace", "ml"}, {"pod", "trainer-0"}, {"container", "main"}, {"team", "nlp"},
+  EXPECT_EQ(value(s, m, {{"namespace", "ml"}, {"pod", "trainer-0"}, {"container", "main"}, {"team", "vision"},
                          {"UUID", kGpu0}, {"resource", "nvidia.com/gpu"}, {"device_id", kGpu0 + "::0"},
                          {"sharing", "replicas"}}),
             1);

@@ -80,15 +80,25 @@ TEST(WatchEvents, LinesParseOrSayWhyNot) {
   EXPECT_EQ(url_encode("spec.nodeName=node-1"), "spec.nodeName%3Dnode-1");
 }
 
-TEST(TeamRule, PodLabelThenNamespaceLabelThenNamespaceName) {
+TEST(TeamRule, NamespaceLabelThenPodLabelThenNamespaceName) {
   config::TeamRule rule;
   LabelMap ns_labels = {{"team", "platform"}};
-  EXPECT_EQ(team_for(rule, {{"team", "vision"}}, "ml", &ns_labels), "vision");
+  // A pod's author cannot bill another team than its namespace's owner says.
+  EXPECT_EQ(team_for(rule, {{"team", "vision"}}, "ml", &ns_labels), "platform");
+  EXPECT_TRUE(choose_team(rule, {{"team", "vision"}}, "ml", &ns_labels).conflict);
+  EXPECT_FALSE(choose_team(rule, {{"team", "platform"}}, "ml", &ns_labels).conflict);
+  EXPECT_EQ(team_for(rule, {{"team", "vision"}}, "ml", nullptr), "vision");  // the namespace says nothing
+  EXPECT_FALSE(choose_team(rule, {{"team", "vision"}}, "ml", nullptr).conflict);
   EXPECT_EQ(team_for(rule, {{"app", "x"}}, "ml", &ns_labels), "platform");
   EXPECT_EQ(team_for(rule, {}, "ml", nullptr), "ml");
   EXPECT_EQ(team_for(rule, {{"team", ""}}, "ml", nullptr), "ml");
+  rule.pod_label_overrides = true;  // the old order, for clusters that police pod labels
+  EXPECT_EQ(team_for(rule, {{"team", "vision"}}, "ml", &ns_labels), "vision");
+  EXPECT_TRUE(choose_team(rule, {{"team", "vision"}}, "ml", &ns_labels).conflict);
+  EXPECT_EQ(team_for(rule, {{"app", "x"}}, "ml", &ns_labels), "platform");
   rule.pod_label_key = "";
   EXPECT_EQ(team_for(rule, {{"team", "vision"}}, "ml", &ns_labels), "platform");
+  EXPECT_FALSE(choose_team(rule, {{"team", "vision"}}, "ml", &ns_labels).conflict);
   rule.namespace_label_key = "cost-center";
   EXPECT_EQ(team_for(rule, {{"team", "vision"}}, "ml", &ns_labels), "ml");
 }
@@ -166,7 +176,14 @@ TEST(TeamNamer, KubernetesNamesAndTeamsOrMappingsOutsideKubernetes) {
 
   auto w = identity::classify_cgroup_path("/kubepods/burstable/pod" + kUid + "/" + kHexA);
   auto names = namer.names_for(w);
-  EXPECT_EQ(names, (identity::WorkloadNames{"ml", "trainer-0", "main", "vision"}));
+  // The pod's own label says "vision", its namespace's "ml-platform": the
+  // namespace's owner decides, and the disagreement is counted once.
+  EXPECT_EQ(names, (identity::WorkloadNames{"ml", "trainer-0", "main", "ml-platform"}));
+  EXPECT_EQ(namer.names_for(w).team, "ml-platform");
+  EXPECT_EQ(dir->team_label_conflicts_seen(), 1u);
+  config::TeamRule old_order;
+  old_order.pod_label_overrides = true;
+  EXPECT_EQ(TeamNamer(dir, old_order, {}).names_for(w).team, "vision");
 
   auto other = identity::classify_cgroup_path("/kubepods/burstable/pod" + std::string("99999999-2222-3333-4444-555555555555") + "/" + kHexA);
   EXPECT_EQ(namer.names_for(other), (identity::WorkloadNames{"", "", "", "unknown-pods"}));

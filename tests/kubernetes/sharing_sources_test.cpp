@@ -11,6 +11,7 @@
 #include "kubernetes/kubernetes_metadata.h"
 #include "kubernetes/pod_resources_client.h"
 #include "poll.h"
+#include "scheduler_records.h"
 #include "test_api_server.h"
 #include "test_kubelet.h"
 
@@ -71,16 +72,28 @@ TEST(SharingSources, EveryFormFromTheKubeletAndTheApiServer) {
     "spec":{"driver":"gpu.nvidia.com","nodeName":"node-1","pool":{"name":"node-1","generation":1,"resourceSliceCount":1},
       "devices":[{"name":"gpu-3","attributes":{"type":{"string":"gpu"},"uuid":{"string":")" + kGpu3 + R"("}}}]}})"));
   api.upsert_pod(pod_json("u-ts-a", "ml", "ts-a", {}, {}, {"main"}));
-  api.upsert_pod(pod_json("u-hami", "ml", "hami", {}, {{"hami.io/vgpu-devices-allocated", kGpu1 + ",NVIDIA,6000,0:;"},
-                                                      {"hami.io/vgpu-devices-to-allocate", ";"},
-                                                      {"hami.io/vgpu-node", "node-1"},
-                                                      {"hami.io/bind-phase", "success"}},
-                          {"main"}));
+  auto hami = pod_json("u-hami", "ml", "hami", {}, {{"hami.io/vgpu-devices-allocated", kGpu1 + ",NVIDIA,6000,0:;"},
+                                                    {"hami.io/vgpu-devices-to-allocate", ";"},
+                                                    {"hami.io/vgpu-node", "node-1"},
+                                                    {"hami.io/bind-phase", "success"}},
+                       {"main"});
+  hami["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "6000"}}}};
+  testing::set_managed_fields(hami, {testing::managed_by("kubectl-create", "2026-01-01T10:00:00Z", {}),
+                                     testing::managed_by("scheduler", "2026-01-01T10:00:01Z",
+                                                         {"hami.io/vgpu-devices-allocated", "hami.io/vgpu-node"}),
+                                     testing::managed_by("nvidia-device-plugin", "2026-01-01T10:00:02Z",
+                                                         {"hami.io/bind-phase"})});
+  api.upsert_pod(hami);
   api.upsert_pod(pod_json("u-res", "runai-reservation", "runai-reservation-gpu-node-1-q8z7w",
                           {{"runai-gpu-group", "5d2c9e1f"}, {"app", "runai-reservation"}},
                           {{"run.ai/reserve_for_gpu_index", kGpu2}}, {"runai-reservation"}));
-  api.upsert_pod(pod_json("u-kai", "team-a", "notebook", {{"runai-gpu-group", "5d2c9e1f"}},
-                          {{"gpu-fraction", "0.25"}, {"runai-gpu", kGpu2}}, {"jupyter"}));
+  auto kai = pod_json("u-kai", "team-a", "notebook", {{"runai-gpu-group", "5d2c9e1f"}},
+                      {{"gpu-fraction", "0.25"}, {"runai-gpu", kGpu2}}, {"jupyter"});
+  testing::set_managed_fields(kai, {testing::managed_by("kubectl-create", "2026-01-01T10:00:00Z", {"gpu-fraction"}),
+                                    testing::managed_by("binder", "2026-01-01T10:00:03Z", {"runai-gpu"},
+                                                        {"runai-gpu-group"})});
+  testing::set_scheduled(kai, "2026-01-01T10:00:03Z");
+  api.upsert_pod(kai);
 
   TestKubelet kubelet(dir + "/kubelet.sock");
   v1::ListPodResourcesResponse list;
@@ -159,8 +172,11 @@ TEST(SharingSources, EveryFormFromTheKubeletAndTheApiServer) {
   st = monitor.state();
   EXPECT_EQ(st.sharing.refused_annotations, 1u);
   for (const auto& a : st.allocations) {
-    if (a.pod == "hami") {
+    if (a.pod == "hami") {  // billed the whole device its slot is of, not the one its record names
       EXPECT_NE(a.mode, "fraction");
+      EXPECT_EQ(a.device.uuid, kGpu1);
+      EXPECT_EQ(a.share, 1.0);
+      EXPECT_EQ(a.share_basis, "refused");
     }
   }
   metadata.stop();

@@ -2,6 +2,8 @@
 // answer and the API server's facts (sharing.h): exact values.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "kubernetes/hami_annotations.h"
 #include "kubernetes/node_facts.h"
 #include "kubernetes/sharing.h"
@@ -119,6 +121,12 @@ TEST(Sharing, MigInstancesAndTimeSharedMigInstances) {
   EXPECT_EQ(out[2].device.mig_instance, "7/0");
 }
 
+// The owners a scheduler's record has once written (managedFields).
+FieldOwnership owned(std::map<std::string, std::vector<FieldOwner>> annotations,
+                     std::map<std::string, std::vector<FieldOwner>> labels = {}) {
+  return {true, std::move(annotations), std::move(labels)};
+}
+
 SharingFacts hami_facts(const std::string& record) {
   SharingFacts f;
   f.node_name = "node-1";
@@ -129,6 +137,8 @@ SharingFacts hami_facts(const std::string& record) {
                    {"hami.io/vgpu-devices-to-allocate", ";"},
                    {"hami.io/vgpu-node", "node-1"},
                    {"hami.io/bind-phase", "success"}};
+  p.owners = owned({{"hami.io/vgpu-devices-allocated", {{"scheduler", 1000}}}});
+  p.container_resources = {{{"nvidia.com/gpucores", "30"}, {"nvidia.com/gpumem", "3000"}}, {}, {{"nvidia.com/gpumem", "3000"}}};
   f.pods[{"ml", "frac"}] = p;
   return f;
 }
@@ -162,26 +172,56 @@ TEST(Sharing, HamiRecordsThatCannotBeTrustedAreRefusedWhole) {
     SharingStats stats;
     auto out = resolve(hami_pods(), nullptr, facts, &stats);
     EXPECT_EQ(stats.refused_annotations, 1u);
-    for (const auto& a : out) {
+    EXPECT_EQ(stats.refused.size(), 1u);
+    EXPECT_EQ(out.size(), 2u);
+    for (const auto& a : out) {  // the safe default: the whole device each slot is of
       EXPECT_NE(a.mode, "fraction");
+      EXPECT_EQ(a.device.uuid, kGpu0);
+      EXPECT_EQ(a.share, 1.0);
+      EXPECT_EQ(a.share_basis, "refused");
     }
-    return out;
+    return stats.refused.empty() ? RefusalReason::kMalformed : stats.refused.front().reason;
   };
   auto not_bound = hami_facts(good);
   not_bound.pods.begin()->second.annotations["hami.io/bind-phase"] = "allocating";
-  refused(not_bound);
+  EXPECT_EQ(refused(not_bound), RefusalReason::kNotBound);
   auto elsewhere = hami_facts(good);
   elsewhere.pods.begin()->second.annotations["hami.io/vgpu-node"] = "node-2";
-  refused(elsewhere);
+  EXPECT_EQ(refused(elsewhere), RefusalReason::kNotBound);
   // Another device than the kubelet handed out: a tenant's own annotation.
-  refused(hami_facts(kGpu1 + ",NVIDIA,3000,1:;;" + kGpu1 + ",NVIDIA,3000,1:;"));
-  refused(hami_facts(kGpu0 + ",NVIDIA,3000,101:;"));
+  EXPECT_EQ(refused(hami_facts(kGpu1 + ",NVIDIA,3000,30:;;" + kGpu1 + ",NVIDIA,3000,0:;")),
+            RefusalReason::kForeignDevice);
+  // ... or one more device than it was given: the cheat would hold it too.
+  EXPECT_EQ(refused(hami_facts(kGpu0 + ",NVIDIA,3000,30:" + kGpu1 + ",NVIDIA,3000,30:;;" + kGpu0 + ",NVIDIA,3000,0:;")),
+            RefusalReason::kForeignDevice);
+  // Below what the pod asked for (its spec cannot change once created).
+  EXPECT_EQ(refused(hami_facts(kGpu0 + ",NVIDIA,3000,1:;;" + kGpu0 + ",NVIDIA,3000,0:;")), RefusalReason::kBelowRequest);
+  EXPECT_EQ(refused(hami_facts(kGpu0 + ",NVIDIA,3000,30:;;" + kGpu0 + ",NVIDIA,100,0:;")), RefusalReason::kBelowRequest);
+  EXPECT_EQ(refused(hami_facts(kGpu0 + ",NVIDIA,3000,30:;;" + kGpu0 + ",NVIDIA,3000,5:;")), RefusalReason::kBelowRequest);
+  // Not written by HAMi's scheduler: the pod's author (or nobody known).
+  auto rewritten = hami_facts(good);
+  rewritten.pods.begin()->second.owners = owned({{"hami.io/vgpu-devices-allocated", {{"kubectl-annotate", 2000}}}});
+  EXPECT_EQ(refused(rewritten), RefusalReason::kNotSchedulerWritten);
+  auto shared = hami_facts(good);
+  shared.pods.begin()->second.owners.annotations["hami.io/vgpu-devices-allocated"].push_back({"kubectl-edit", 2000});
+  EXPECT_EQ(refused(shared), RefusalReason::kNotSchedulerWritten);
+  auto stripped = hami_facts(good);
+  stripped.pods.begin()->second.owners = {};
+  EXPECT_EQ(refused(stripped), RefusalReason::kNotSchedulerWritten);
+  auto other_name = hami_facts(good);
+  other_name.trust.hami_managers = {"my-hami"};
+  EXPECT_EQ(refused(other_name), RefusalReason::kNotSchedulerWritten);
+  EXPECT_EQ(refused(hami_facts(kGpu0 + ",NVIDIA,3000,101:;")), RefusalReason::kMalformed);
   refused(hami_facts(kGpu0 + ",NVIDIA,-3000,30:;"));
   refused(hami_facts(kGpu0 + ",NVIDIA,3000:;"));
   refused(hami_facts("GPU-x\n,NVIDIA,3000,30:;"));
   EXPECT_FALSE(parse_hami_allocated(""));
   EXPECT_EQ(parse_hami_allocated(kGpu0 + ",NVIDIA,3000,30:;")->size(), 1u);
   EXPECT_EQ(parse_hami_node_register(kGpu0 + ",10,32768,100,NVIDIA-Tesla V100,0,true:").at(kGpu0), 32768u);
+  EXPECT_EQ(hami_slot_device(kGpu0 + "-7"), kGpu0);
+  EXPECT_EQ(hami_slot_device(kGpu0), kGpu0);
+  EXPECT_EQ(hami_slot_device("GPU-x-7"), "GPU-x-7");
+  EXPECT_EQ(hami_slot_device(kGpu0 + "-7a"), kGpu0 + "-7a");
 }
 
 SharingFacts kai_facts() {
@@ -199,11 +239,22 @@ SharingFacts kai_facts() {
                                  {{"gpu-fraction", "0.01e2"}}, {"main"}};
   f.pods[{"team-d", "stranger"}] = {"team-d", "stranger", "node-1", {{"runai-gpu-group", "other"}},
                                     {{"gpu-fraction", "0.1"}}, {"main"}};
+  // As KAI leaves them: the author wrote the fraction at creation (t=1000),
+  // KAI's binder the group label and GPU index when it bound the pod (t=1005).
+  for (auto& [key, p] : f.pods) {
+    if (key.first == "runai-reservation") continue;
+    p.scheduled_at = 1005;
+    p.owners = owned({}, {{"runai-gpu-group", {{"binder", 1005}}}});
+    for (const auto& [k, v] : p.annotations)
+      p.owners.annotations[k] = {k == "runai-gpu" ? FieldOwner{"binder", 1005} : FieldOwner{"kubectl-create", 1000}};
+  }
   return f;
 }
 
-TEST(Sharing, KaiFractionsJoinTheReservationPodsGpuThroughTheGroupLabel) {
-  std::vector<PodAllocation> pods = {
+// What the kubelet says of kai_facts()'s pods: the reservation pod holds the
+// GPU, the fractional pods nothing.
+std::vector<PodAllocation> kai_pods() {
+  return {
       pod("runai-reservation", "runai-reservation-gpu-node-1-x7k2p",
           {{"runai-reservation", {{"nvidia.com/gpu", {kGpu1}}}}}),
       pod("team-a", "half", {{"train", {}}, {"logger", {}}}),
@@ -211,6 +262,10 @@ TEST(Sharing, KaiFractionsJoinTheReservationPodsGpuThroughTheGroupLabel) {
       pod("team-c", "cheat", {{"main", {}}}),
       pod("team-d", "stranger", {{"main", {}}}),
   };
+}
+
+TEST(Sharing, KaiFractionsJoinTheReservationPodsGpuThroughTheGroupLabel) {
+  const auto pods = kai_pods();
   SharingStats stats;
   auto out = resolve(pods, nullptr, kai_facts(), &stats);
   ASSERT_EQ(out.size(), 3u);  // the reservation pod is no holder; a pod of no reserved group holds nothing
@@ -224,15 +279,75 @@ TEST(Sharing, KaiFractionsJoinTheReservationPodsGpuThroughTheGroupLabel) {
   EXPECT_EQ(out[1].namespace_name, "team-b");
   EXPECT_EQ(out[1].share, 0.25);  // 2000 of 8000 MiB
   EXPECT_EQ(out[1].share_basis, "memory");
-  EXPECT_EQ(out[2].namespace_name, "team-c");  // held, but in a part nobody can tell
-  EXPECT_FALSE(out[2].share_known);
+  EXPECT_EQ(out[2].namespace_name, "team-c");  // a record that cannot be read: billed the whole GPU
+  EXPECT_TRUE(out[2].share_known);
+  EXPECT_EQ(out[2].share, 1.0);
+  EXPECT_EQ(out[2].share_basis, "refused");
   EXPECT_EQ(stats.refused_annotations, 1u);
+  ASSERT_EQ(stats.refused.size(), 1u);
+  EXPECT_EQ(stats.refused[0], (RefusedRecord{"kai", "team-c", "cheat", RefusalReason::kMalformed,
+                                             "neither gpu-fraction nor gpu-memory can be read"}));
 
   for (auto [text, value] : std::vector<std::pair<std::string, double>>{{"0.5", 0.5}, {"1", 1.0}, {"1.0", 1.0},
                                                                       {".25", 0.25}, {"0.125", 0.125}})
     EXPECT_EQ(parse_gpu_fraction(text), value) << text;
   for (std::string bad : {"0", "0.0", "1.5", "2", "-0.5", "0.5 ", "1e-1", "0,5", "", ".", "0.0000001", "NaN"})
     EXPECT_FALSE(parse_gpu_fraction(bad)) << bad;
+}
+
+// A tenant that lowers its own gpu-fraction once KAI placed it (0.5 -> 0.01),
+// labels itself into another's GPU group, or names a container it does not
+// have, is refused and billed the whole GPU; its co-tenant's share stays.
+TEST(Sharing, KaiRecordsRewrittenAfterSchedulingAreRefused) {
+  const auto pods = kai_pods();  // team-c and team-d are left out of the facts below
+  auto attacked = [&](const std::function<void(PodSharingFacts&)>& forge) {
+    auto facts = kai_facts();
+    facts.pods.erase({"team-c", "cheat"});
+    facts.pods.erase({"team-d", "stranger"});
+    forge(facts.pods.at({"team-a", "half"}));
+    SharingStats stats;
+    auto out = resolve(pods, nullptr, facts, &stats);
+    EXPECT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].pod, "half");
+    EXPECT_EQ(out[0].share, 1.0);
+    EXPECT_EQ(out[0].share_basis, "refused");
+    EXPECT_EQ(out[0].device.uuid, kGpu1);
+    EXPECT_EQ(out[1].share, 0.25);  // the co-tenant's part does not change
+    EXPECT_EQ(stats.refused.size(), 1u);
+    return stats.refused.empty() ? RefusalReason::kMalformed : stats.refused[0].reason;
+  };
+  EXPECT_EQ(attacked([](PodSharingFacts& p) {
+              p.annotations["gpu-fraction"] = "0.01";
+              p.owners.annotations["gpu-fraction"] = {{"kubectl-annotate", 4000}};
+            }),
+            RefusalReason::kChangedAfterScheduling);
+  // kubectl apply again under the creator's own name: its entry's time moves.
+  EXPECT_EQ(attacked([](PodSharingFacts& p) {
+              p.annotations["gpu-fraction"] = "0.01";
+              p.owners.annotations["gpu-fraction"] = {{"kubectl-create", 4000}};
+            }),
+            RefusalReason::kChangedAfterScheduling);
+  EXPECT_EQ(attacked([](PodSharingFacts& p) { p.scheduled_at.reset(); }), RefusalReason::kChangedAfterScheduling);
+  EXPECT_EQ(attacked([](PodSharingFacts& p) { p.owners = {}; }), RefusalReason::kNotSchedulerWritten);
+  EXPECT_EQ(attacked([](PodSharingFacts& p) { p.owners.labels["runai-gpu-group"] = {{"kubectl-label", 900}}; }),
+            RefusalReason::kNotSchedulerWritten);
+  // A container it does not have: it still holds the GPU, in its first container.
+  EXPECT_EQ(attacked([](PodSharingFacts& p) {
+              p.annotations["gpu-fraction-container-name"] = "ghost";
+              p.owners.annotations["gpu-fraction-container-name"] = {{"kubectl-create", 1000}};
+            }),
+            RefusalReason::kUnknownContainer);
+  EXPECT_EQ(attacked([](PodSharingFacts& p) { p.annotations["runai-gpu"] = kGpu0; }), RefusalReason::kInconsistent);
+  // KAI itself rewriting the fraction later (its managers) is its record.
+  auto facts = kai_facts();
+  facts.pods.erase({"team-c", "cheat"});
+  auto& half = facts.pods.at({"team-a", "half"});
+  half.annotations["gpu-fraction"] = "0.75";
+  half.owners.annotations["gpu-fraction"] = {{"binder", 4000}};
+  SharingStats stats;
+  auto out = resolve(pods, nullptr, facts, &stats);
+  EXPECT_EQ(out[0].share, 0.75);
+  EXPECT_EQ(stats.refused.size(), 0u);
 }
 
 // The reservation namespace is configured (kubernetes.kai_reservation_namespace):

@@ -1,0 +1,42 @@
+#pragma once
+// Which GPU a workload's calls land on, from the driver's side of the world.
+// A process's environment (CUDA_VISIBLE_DEVICES as /proc/PID/environ shows
+// it) is what it was given at exec, not what the driver read at cuInit: the
+// process may have changed it before (os.environ[...] before import torch),
+// so it is only a hint. The devices the workload's processes hold open
+// (/dev/nvidiaN descriptors) and NVML's process lists say where it really is;
+// when the two disagree, the device side wins (docs/security.md).
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "identity/gpu_visibility.h"
+
+namespace gpuledger::identity {
+
+inline constexpr size_t kMaxFdsExamined = 65536;
+
+// The /dev/nvidia<N> (N <= 247: the GPUs, not nvidiactl 255 or the caps)
+// minors process `pid` holds open, sorted. Each of /proc/PID/fd is read with
+// readlinkat on a descriptor of that directory: the links are the kernel's
+// and never followed; at most kMaxFdsExamined descriptors are looked at.
+// Empty when the process is gone or cannot be read.
+std::vector<unsigned> read_open_gpu_minors(const std::string& proc_root, unsigned pid);
+
+// How a workload's GPU was known: "device" (its open device files or NVML's
+// process lists say so, alone or agreeing with the environment),
+// "environment" (only its environment says so: no device-side evidence yet).
+struct GpuChoice {
+  std::optional<GpuIdentity> gpu;
+  std::string source;      // "device", "environment", "" when unknown
+  bool disagreed = false;  // the environment named a GPU the device side does not show
+};
+
+// `hint`: what the environment says (resolve_ordinal); `held`: the UUIDs of
+// the GPUs the workload's processes hold open or NVML lists them on. A MIG
+// hint is taken as it is (the device files name its parent GPU).
+GpuChoice choose_gpu(const std::optional<GpuIdentity>& hint, const std::set<std::string>& held,
+                     const std::vector<GpuIdentity>& inventory);
+
+}  // namespace gpuledger::identity

@@ -1,0 +1,80 @@
+// The GPU a workload used, from the driver's side (identity/gpu_evidence.h):
+// the device files its processes hold open, read as descriptors, and the
+// environment only as a hint.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "identity/gpu_evidence.h"
+
+namespace gpuledger::identity {
+namespace {
+namespace fs = std::filesystem;
+
+const std::string kUuid0 = "GPU-00000000-1111-2222-3333-444444444444";
+const std::string kUuid1 = "GPU-55555555-6666-7777-8888-999999999999";
+const std::vector<GpuIdentity> kInventory = {{0, kUuid0, 0}, {1, kUuid1, 1}};
+
+TEST(GpuEvidence, OpenDeviceFilesAreReadAsLinksNeverFollowed) {
+  char tmpl[] = "/tmp/gpuledger-proc-XXXXXX";
+  const fs::path root = ::mkdtemp(tmpl);
+  fs::create_directories(root / "42" / "fd");
+  auto link = [&](const std::string& fd, const std::string& target) { fs::create_symlink(target, root / "42" / "fd" / fd); };
+  link("0", "/dev/pts/3");
+  link("3", "/dev/nvidiactl");
+  link("4", "/dev/nvidia1");
+  link("5", "/dev/nvidia-uvm");
+  link("6", "/dev/nvidia1");
+  link("7", "/dev/nvidia-caps/nvidia-cap1");
+  link("8", "/dev/nvidia248");  // not a GPU minor
+  link("9", "/dev/nvidia0x");
+  link("10", "socket:[12345]");
+  link("11", "/dev/nvidia0/../../etc/shadow");  // a name, never followed
+  EXPECT_EQ(read_open_gpu_minors(root.string(), 42), (std::vector<unsigned>{1}));
+  EXPECT_TRUE(read_open_gpu_minors(root.string(), 43).empty());  // gone
+  // A tenant's fd directory replaced by a link elsewhere is not read.
+  fs::create_directories(root / "44");
+  fs::create_symlink(root / "42" / "fd", root / "44" / "fd");
+  EXPECT_TRUE(read_open_gpu_minors(root.string(), 44).empty());
+  // And the real one of this process: no NVIDIA device open here.
+  EXPECT_TRUE(read_open_gpu_minors("/proc", static_cast<unsigned>(::getpid())).empty());
+  fs::remove_all(root);
+}
+
+TEST(GpuEvidence, TheDeviceSideWinsAndTheEnvironmentIsOnlyAHint) {
+  const GpuIdentity gpu0 = kInventory[0], gpu1 = kInventory[1];
+  // Agreeing, or the environment alone.
+  auto c = choose_gpu(gpu1, {kUuid1}, kInventory);
+  EXPECT_EQ(c.gpu->uuid, kUuid1);
+  EXPECT_EQ(c.source, "device");
+  EXPECT_FALSE(c.disagreed);
+  c = choose_gpu(gpu1, {}, kInventory);
+  EXPECT_EQ(c.gpu->uuid, kUuid1);
+  EXPECT_EQ(c.source, "environment");
+  // A forged environment: the process holds GPU 0.
+  c = choose_gpu(gpu1, {kUuid0}, kInventory);
+  ASSERT_TRUE(c.gpu);
+  EXPECT_EQ(c.gpu->uuid, kUuid0);
+  EXPECT_EQ(c.gpu->index, 0u);
+  EXPECT_EQ(c.source, "device");
+  EXPECT_TRUE(c.disagreed);
+  // Held GPUs that do not include the hint, more than one: cannot say which.
+  c = choose_gpu(gpu1, {kUuid0, "GPU-99999999-0000-0000-0000-000000000000"}, kInventory);
+  EXPECT_FALSE(c.gpu);
+  EXPECT_TRUE(c.disagreed);
+  // No hint: one held GPU names it; none or several do not.
+  c = choose_gpu(std::nullopt, {kUuid0}, kInventory);
+  EXPECT_EQ(c.gpu->uuid, kUuid0);
+  EXPECT_FALSE(c.disagreed);
+  EXPECT_FALSE(choose_gpu(std::nullopt, {kUuid0, kUuid1}, kInventory).gpu);
+  EXPECT_FALSE(choose_gpu(std::nullopt, {}, kInventory).gpu);
+  // A MIG device's files name its parent GPU: the hint stands.
+  GpuIdentity mig{std::nullopt, "MIG-dddddddd-3333-4333-8333-333333333333", std::nullopt};
+  c = choose_gpu(mig, {kUuid0}, kInventory);
+  EXPECT_EQ(c.gpu->uuid, mig.uuid);
+  EXPECT_FALSE(c.disagreed);
+}
+
+}  // namespace
+}  // namespace gpuledger::identity
