@@ -1,0 +1,250 @@
+#include "report/report_charts.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "report/chart_time.h"
+#include "report/report_text.h"
+
+namespace gpuledger::report {
+
+namespace {
+
+// Nine colours for the largest series; the rest share one grey ("Other").
+const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                          "#edc948", "#b07aa1", "#ff9da7", "#9c755f"};
+constexpr size_t kColours = sizeof kPalette / sizeof kPalette[0];
+constexpr const char* kOtherColour = "#bab0ac";
+
+std::string colour(size_t i) { return i < kColours ? kPalette[i] : kOtherColour; }
+
+// One drawing size for every chart: the SVG scales to its box (CSS), so these
+// are proportions and text sizes, not pixels on the screen.
+constexpr double kW = 720, kH = 300, kL = 84, kR = 36, kT = 14, kB = 58;
+constexpr double kPlotW = kW - kL - kR, kPlotH = kH - kT - kB;
+constexpr double kAxisY = kT + kPlotH;
+
+std::string svg_open(const char* id, const std::string& label) {
+  std::ostringstream s;
+  s << "<div class=\"chart-box\"><svg id=\"" << id << "\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 "
+    << kW << " " << kH << "\" role=\"img\" aria-label=\"" << html_escape(label) << "\">";
+  return s.str();
+}
+
+std::string svg_close() { return "</svg></div>"; }
+
+// A "nice" step (1, 2 or 5 x 10^k) that cuts [0, max] into about `ticks` parts.
+double nice_step(double max, int ticks) {
+  if (max <= 0) return 1;
+  const double raw = max / ticks;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double norm = raw / mag;
+  return (norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 5 ? 5 : 10) * mag;
+}
+
+std::string tick_label(double v, double step) {
+  int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  return fixed(v, std::clamp(decimals, 0, 6));
+}
+
+// The y axis from 0 to y_max (currency units) with grid lines; returns its top
+// (a whole number of steps).
+double y_axis(std::ostringstream& s, double y_max, const std::string& title) {
+  const double step = nice_step(y_max, 5);
+  const double top = std::max(step, std::ceil(y_max / step - 1e-9) * step);
+  for (int i = 0; i * step <= top + step / 2; ++i) {
+    const double v = i * step, y = kAxisY - kPlotH * v / top;
+    s << "<line class=\"grid\" x1=\"" << kL << "\" y1=\"" << fixed(y, 1) << "\" x2=\"" << kL + kPlotW << "\" y2=\""
+      << fixed(y, 1) << "\" stroke=\"#e4e4e4\"/><text class=\"tick y-tick\" x=\"" << kL - 6 << "\" y=\""
+      << fixed(y + 4, 1) << "\" text-anchor=\"end\" font-size=\"11\">" << tick_label(v, step) << "</text>";
+  }
+  s << "<line x1=\"" << kL << "\" y1=\"" << kT << "\" x2=\"" << kL << "\" y2=\"" << kAxisY
+    << "\" stroke=\"#333\"/><line x1=\"" << kL << "\" y1=\"" << kAxisY << "\" x2=\"" << kL + kPlotW << "\" y2=\""
+    << kAxisY << "\" stroke=\"#333\"/>";
+  s << "<text class=\"axis-title\" x=\"14\" y=\"" << kT + kPlotH / 2 << "\" font-size=\"11\" text-anchor=\"middle\" "
+    << "transform=\"rotate(-90 14 " << kT + kPlotH / 2 << ")\">" << html_escape(title) << "</text>";
+  return top;
+}
+
+// An x tick: a mark and its label (and, where the date changes, a second line).
+void x_tick(std::ostringstream& s, double x, const std::string& label, const std::string& context) {
+  s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << kAxisY << "\" x2=\"" << fixed(x, 1) << "\" y2=\"" << kAxisY + 5
+    << "\" stroke=\"#333\"/><text class=\"tick x-tick\" x=\"" << fixed(x, 1) << "\" y=\"" << kAxisY + 17
+    << "\" text-anchor=\"middle\" font-size=\"11\">" << html_escape(label);
+  if (!context.empty())
+    s << "<tspan class=\"tick-context\" x=\"" << fixed(x, 1) << "\" dy=\"13\">" << html_escape(context) << "</tspan>";
+  s << "</text>";
+}
+
+void x_title(std::ostringstream& s, const std::string& title) {
+  s << "<text class=\"axis-title\" x=\"" << kL + kPlotW / 2 << "\" y=\"" << kH - 4
+    << "\" text-anchor=\"middle\" font-size=\"11\">" << html_escape(title) << "</text>";
+}
+
+void empty_note(std::ostringstream& s, const std::string& text) {
+  s << "<text class=\"empty\" x=\"" << kL + kPlotW / 2 << "\" y=\"" << kT + kPlotH / 2
+    << "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#777\">" << html_escape(text) << "</text>";
+}
+
+struct LegendItem {
+  std::string colour, text;
+};
+
+// The legend as HTML: it wraps with the page and shows every name in full.
+std::string legend(const char* id, const std::vector<LegendItem>& items) {
+  if (items.empty()) return "";
+  std::ostringstream s;
+  s << "<ul class=\"legend\" id=\"" << id << "\">";
+  for (const auto& it : items)
+    s << "<li><span class=\"swatch\" style=\"background:" << it.colour << "\"></span>" << html_escape(it.text)
+      << "</li>";
+  s << "</ul>";
+  return s.str();
+}
+
+// Teams by their total over the range (largest first); past the palette's
+// size they are drawn as one "Other" series.
+std::vector<std::string> teams_in_series(const Report& r) {
+  std::map<std::string, int64_t> totals;
+  for (const auto& [b, m] : r.cost_by_team_over_time)
+    for (const auto& [t, v] : m) totals[t] += v;
+  std::vector<std::string> teams;
+  for (const auto& [t, v] : totals) teams.push_back(t);
+  std::stable_sort(teams.begin(), teams.end(),
+                   [&](const std::string& a, const std::string& b) { return totals[a] > totals[b]; });
+  return teams;
+}
+
+std::string cost_over_time(const Report& r, const AccountName& name) {
+  const std::vector<std::string> teams = teams_in_series(r);
+  std::map<std::string, size_t> series_of;  // team -> its colour (kColours: "Other")
+  for (size_t i = 0; i < teams.size(); ++i)
+    series_of[teams[i]] = teams.size() > kColours + 1 ? std::min(i, kColours) : i;
+  const int64_t span = std::max<int64_t>(1, r.to - r.from);
+  const int64_t bucket = std::max<int64_t>(1, r.bucket_seconds);
+  // Per bucket, per series: a stack whose height never depends on rounding.
+  std::vector<std::pair<int64_t, std::map<size_t, int64_t>>> stacks;
+  int64_t max_total = 0;
+  for (const auto& [b, m] : r.cost_by_team_over_time) {
+    std::map<size_t, int64_t> stack;
+    int64_t sum = 0;
+    for (const auto& [t, v] : m) {
+      stack[series_of[t]] += v;
+      sum += v;
+    }
+    max_total = std::max(max_total, sum);
+    stacks.emplace_back(b, std::move(stack));
+  }
+  const size_t others = teams.size() > kColours + 1 ? teams.size() - kColours : 0;
+  std::ostringstream s;
+  s << svg_open("chart-cost-over-time", "Cost over time by team");
+  const double top = y_axis(s, static_cast<double>(max_total) / 1e6,
+                            "Cost per " + duration_words_short(bucket) + " (" + r.currency + ")");
+  auto x_of = [&](int64_t t) { return kL + kPlotW * static_cast<double>(t - r.from) / static_cast<double>(span); };
+  for (const auto& tick : time_ticks(r.from, r.to, static_cast<int>(kPlotW / 90))) x_tick(s, x_of(tick.t), tick.label, tick.context);
+  x_title(s, "Time (UTC)");
+  for (const auto& [b, stack] : stacks) {
+    const double x0 = x_of(std::max(b, r.from)), x1 = x_of(std::min(b + bucket, r.to));
+    const double gap = (x1 - x0) > 4 ? 1 : 0;
+    double y = kAxisY;
+    for (const auto& [series, micros] : stack) {
+      if (micros <= 0) continue;
+      const double h = kPlotH * (static_cast<double>(micros) / 1e6) / top;
+      y -= h;
+      const std::string who = series == kColours && others ? "Other (" + std::to_string(others) + " teams)"
+                                                           : name(teams[series]);
+      s << "<rect class=\"bar\" x=\"" << fixed(x0 + gap, 2) << "\" y=\"" << fixed(y, 2) << "\" width=\""
+        << fixed(std::max(0.5, x1 - x0 - 2 * gap), 2) << "\" height=\"" << fixed(h, 2) << "\" fill=\""
+        << colour(series) << "\"><title>" << html_escape(who) << ", " << bucket_range_text(b, bucket) << ": "
+        << money_cents(micros) << " " << html_escape(r.currency) << "</title></rect>";
+    }
+  }
+  if (stacks.empty()) empty_note(s, "No cost in this range");
+  s << svg_close();
+  std::vector<LegendItem> items;
+  for (size_t i = 0; i < teams.size() && (others == 0 || i < kColours); ++i) items.push_back({colour(i), name(teams[i])});
+  if (others) {
+    std::string names;
+    for (size_t i = kColours; i < teams.size(); ++i) names += (names.empty() ? "" : ", ") + name(teams[i]);
+    items.push_back({kOtherColour, "Other (" + std::to_string(others) + " teams: " + names + ")"});
+  }
+  return s.str() + legend("legend-cost-over-time", items);
+}
+
+// Points are numbered by rank (cost); the names are in the legend below, so
+// labels never overlap however close the points are.
+std::string cost_vs_efficiency(const Report& r, const AccountName& name) {
+  int64_t max_cost = 0;
+  for (const auto& row : r.rows) max_cost = std::max(max_cost, row.cost_total_micros());
+  std::ostringstream s;
+  s << svg_open("chart-cost-vs-efficiency", "Cost against SM active");
+  const double top = y_axis(s, static_cast<double>(max_cost) / 1e6, "Total cost (" + r.currency + ")");
+  for (int p = 0; p <= 100; p += 20) x_tick(s, kL + kPlotW * p / 100.0, std::to_string(p) + "%", "");
+  x_title(s, "SM active (share of time the GPU's cores were busy)");
+  std::vector<LegendItem> items;
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const Row& row = r.rows[i];
+    if (!row.efficiency.sm_active) continue;
+    const double x = kL + kPlotW * std::clamp(*row.efficiency.sm_active, 0.0, 1.0);
+    const double y = kAxisY - kPlotH * (static_cast<double>(row.cost_total_micros()) / 1e6) / top;
+    const std::string c = colour(i % kColours);
+    s << "<circle class=\"point\" cx=\"" << fixed(x, 2) << "\" cy=\"" << fixed(y, 2) << "\" r=\"7\" fill=\"" << c
+      << "\"><title>" << html_escape(name(row.key)) << ": " << money_cents(row.cost_total_micros()) << " "
+      << html_escape(r.currency) << ", SM active " << pct(row.efficiency.sm_active) << "</title></circle>";
+    s << "<text x=\"" << fixed(x, 2) << "\" y=\"" << fixed(y + 3, 2)
+      << "\" text-anchor=\"middle\" font-size=\"9\" fill=\"#fff\">" << i + 1 << "</text>";
+    items.push_back({c, std::to_string(i + 1) + ". " + name(row.key)});
+  }
+  if (items.empty()) empty_note(s, "No device readings in this range: efficiency is unknown");
+  s << svg_close();
+  return s.str() + legend("legend-cost-vs-efficiency", items);
+}
+
+// A bar per row, in HTML: the names wrap at any width and are never cut.
+std::string idle_share(const Report& r, const AccountName& name) {
+  std::ostringstream s;
+  s << "<div id=\"chart-idle-share\" class=\"hbars\" role=\"img\" aria-label=\"Idle share of cost\">";
+  for (const auto& row : r.rows) {
+    const double total = static_cast<double>(row.cost_total_micros());
+    const double share = total > 0 ? static_cast<double>(row.cost_idle_micros) / total : 0;
+    const std::string percent = fixed(share * 100, 1) + "%";
+    s << "<div class=\"hbar\"><span class=\"hbar-name\">" << html_escape(name(row.key))
+      << "</span><span class=\"hbar-track\"><span class=\"idle\" style=\"width:" << fixed(share * 100, 2)
+      << "%\" title=\"" << html_escape(name(row.key)) << ": idle " << percent << " of its cost\"></span></span>"
+      << "<span class=\"hbar-value\">" << percent << "</span></div>";
+  }
+  if (r.rows.empty()) s << "<p class=\"empty\">No cost in this range</p>";
+  s << "<p class=\"hbar-caption\"><small>Idle cost as a share of each row's total</small></p></div>";
+  return s.str();
+}
+
+}  // namespace
+
+std::string html_charts(const Report& r, const AccountName& name) {
+  return "<h2>Cost over time by team</h2>\n" + cost_over_time(r, name) + "\n<h2>Cost against efficiency</h2>\n" +
+         cost_vs_efficiency(r, name) + "\n<h2>Idle share of cost</h2>\n" + idle_share(r, name) + "\n";
+}
+
+const char* charts_and_layout_style() {
+  return
+      // Wide tables scroll in their own box; the page never scrolls sideways.
+      "table{display:block;max-width:100%;overflow-x:auto}"
+      "dl.facts{grid-template-columns:minmax(0,max-content) minmax(0,1fr)}dd,td,li,p{overflow-wrap:anywhere}"
+      "td,th{overflow-wrap:normal}"
+      ".chart-box{overflow-x:auto;max-width:100%}.chart-box svg{display:block;width:100%;max-width:900px;"
+      "min-width:520px;height:auto}"
+      "ul.legend{list-style:none;padding:0;margin:6px 0 0;display:flex;flex-wrap:wrap;gap:4px 16px;font-size:13px;"
+      "max-width:900px}ul.legend li{display:flex;align-items:baseline;gap:6px;min-width:0}"
+      ".swatch{display:inline-block;flex:none;width:11px;height:11px;border-radius:2px}"
+      ".hbars{max-width:900px;font-size:13px}.hbar{display:grid;grid-template-columns:minmax(6em,2fr) 3fr 4.5em;"
+      "gap:8px;align-items:center;margin:3px 0}.hbar-name{min-width:0}.hbar-track{background:#f0f0f0;height:14px}"
+      ".hbar-track .idle{display:block;height:100%;background:#e15759}.hbar-value{text-align:right}"
+      "@media (max-width:640px){body{margin:12px auto;padding:0 12px}dl.facts{grid-template-columns:minmax(0,1fr)}"
+      "dl.facts dd{margin-bottom:6px}.big{font-size:24px}h1{font-size:24px}"
+      ".chart-box svg text{font-size:14px}.chart-box svg text.empty{font-size:15px}"
+      ".hbar{grid-template-columns:minmax(0,1fr) 4.5em}.hbar-track{grid-column:1/-1;grid-row:2}}";
+}
+
+}  // namespace gpuledger::report
