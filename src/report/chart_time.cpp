@@ -65,11 +65,14 @@ int64_t chart_bucket_seconds(int64_t span, int64_t min_window, int64_t max_bucke
                                        2 * kDay,  kWeek,     2 * kWeek, 4 * kWeek};
   const int64_t window = std::max<int64_t>(1, min_window);
   const int64_t need = std::max<int64_t>(1, ceil_div(std::max<int64_t>(1, span), std::max<int64_t>(1, max_buckets)));
+  // Whole windows at least; a round length only where it is not much longer.
+  const int64_t whole = ceil_div(std::max(need, window), window) * window;
+  auto fits = [&](int64_t b) { return b >= need && b % window == 0 && b <= 2 * whole; };
   for (int64_t b : kRound)
-    if (b >= need && b % window == 0) return b;
-  for (int64_t b = ceil_div(need, 4 * kWeek) * 4 * kWeek; b <= 64 * need; b += 4 * kWeek)
-    if (b % window == 0) return b;
-  return ceil_div(std::max(need, window), window) * window;
+    if (fits(b)) return b;
+  for (int64_t b = ceil_div(need, 4 * kWeek) * 4 * kWeek; b <= 2 * whole; b += 4 * kWeek)
+    if (fits(b)) return b;
+  return whole;
 }
 
 std::string duration_words_short(int64_t s) {
@@ -85,11 +88,15 @@ std::vector<TimeTick> time_ticks(int64_t from, int64_t to, int max_ticks) {
   static constexpr int64_t kSteps[] = {1,          2,          5,           10,          15,          30,
                                        kMinute,    2 * kMinute, 5 * kMinute, 10 * kMinute, 15 * kMinute, 30 * kMinute,
                                        kHour,      2 * kHour,  3 * kHour,   6 * kHour,   12 * kHour,  kDay,
-                                       2 * kDay,   kWeek};
+                                       2 * kDay,   kWeek,      2 * kWeek};
   std::vector<int64_t> at;
   int64_t step = 0, months = 0;
   for (int64_t s : kSteps) {
-    at = fixed_ticks(from, to, s, s == kWeek ? kFirstMonday : 0);
+    // Weeks start on Mondays; two weeks from the range's first Monday.
+    const int64_t origin = s == kWeek        ? kFirstMonday
+                           : s == 2 * kWeek ? kFirstMonday + ceil_div(from - kFirstMonday, kWeek) * kWeek
+                                            : 0;
+    at = fixed_ticks(from, to, s, origin);
     if (static_cast<int>(at.size()) <= max_ticks) {
       step = s;
       break;

@@ -12,8 +12,8 @@ namespace gpuledger::report {
 // round length (1, 2, 5, 10, 15, 30 s; 1, 2, 5, 10, 15, 30 min; 1, 2, 3, 6,
 // 12 h; 1, 2, 7, 14, 28 days, then whole multiples of 28 days) that cuts the
 // span into at most `max_buckets` and is a whole multiple of `min_window` (the
-// shortest stored window, so that a window never straddles two buckets); when
-// no round length is, the smallest multiple of min_window that does.
+// shortest stored window, so that a window never straddles two buckets), and
+// at most twice the smallest such multiple; else that multiple.
 int64_t chart_bucket_seconds(int64_t span, int64_t min_window, int64_t max_buckets = 48);
 
 // A length in words for a chart title: "10 s", "5 min", "1 hour", "6 hours",
@@ -27,7 +27,8 @@ struct TimeTick {
 };
 
 // At most `max_ticks` ticks on round UTC times in [from, to] (every 1, 2, 5,
-// 10, 15 or 30 s or min; 1, 2, 3, 6 or 12 h; 1, 2 or 7 days (Mondays); 1, 2,
+// 10, 15 or 30 s or min; 1, 2, 3, 6 or 12 h; 1 or 2 days; 1 or 2 weeks (from
+// Mondays); 1, 2,
 // 3, 6 or 12 months, or years), each label as precise as the spacing needs:
 // seconds below a minute, the time below a day, the day, or the month. The
 // first tick, and every tick on a new day (or year, for days and months), has

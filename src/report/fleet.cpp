@@ -86,7 +86,7 @@ class Prometheus {
 
 bool is_special(const Labels& l) {
   auto team = l.count("team") ? l.at("team") : "";
-  return (team == ledger::kIdleAccount || team == ledger::kUnallocatedAccount) && (!l.count("pod") || l.at("pod").empty());
+  return ledger::is_special_account(team) && (!l.count("pod") || l.at("pod").empty());
 }
 
 std::string get(const Labels& l, const char* k) {

@@ -22,7 +22,7 @@ using ledger::WindowRecord;
 namespace {
 
 bool is_special(const std::string& account) {
-  return account == ledger::kIdleAccount || account == ledger::kUnallocatedAccount;
+  return ledger::is_special_account(account);
 }
 
 void add_opt(std::optional<double>& to, const std::optional<double>& v) {

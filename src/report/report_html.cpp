@@ -35,6 +35,7 @@ std::string group_title(GroupBy by) {
 std::string row_name(const std::string& key) {
   if (key == ledger::kIdleAccount) return "Idle (GPU held by no one)";
   if (key == ledger::kUnallocatedAccount) return "Unallocated (GPU in use, holder unknown)";
+  if (key == ledger::kAllocationUnknownAccount) return "Allocation unknown (the kubelet could not be read)";
   return key;
 }
 
@@ -240,6 +241,10 @@ std::string render_html(const Report& r) {
     << "<dt>Unallocated (GPU in use, holder unknown)</dt><dd>GPU time the agent could not tie to a workload's "
        "allocation (no Kubernetes device information, or a process outside any pod), and, billed by allocation, "
        "the part of a shared GPU no one was allocated (fractions adding up to less than the whole GPU).</dd>"
+    << "<dt>Allocation unknown (the kubelet could not be read)</dt><dd>GPU time while the kubelet's allocation "
+       "could not be read: before it first answered, or when it had not answered for longer than "
+       "kubernetes.allocation_keep_seconds (until then its last answer stands). Who held the GPU is not known; "
+       "busy time still goes to the workloads seen running on it.</dd>"
     << "<dt>SM active, SM occupancy, tensor active, memory bandwidth</dt><dd>How hard the GPU worked while held, "
        "from the GPU's own counters (DCGM). <em>unknown</em> means no device readings for those windows: a GPU "
        "without DCGM/NVML metrics, or the Idle and Unallocated rows, which run no work of their own.</dd>"

@@ -2,13 +2,15 @@
 // the DevTools protocol on a pipe (no port, no network): the page is emulated
 // at each width as a phone or desktop would show it, a script measures what a
 // reader sees (page and box widths, tick and legend boxes), and, if asked, a
-// full-page screenshot is written.
+// screenshot of the summary and of the charts is written.
 //
 //   node report_layout.mjs CHROMIUM PROFILE_DIR OUT.json WIDTHS HTML... [--shots DIR]
 //
 // WIDTHS is a comma list ("1280,390"); OUT.json gets
 // {"<html file>": {"<width>": {measurements}}}. Exit 0 when every page was
-// measured, 1 (with one sentence on stderr) otherwise.
+// measured, 1 (with one sentence on stderr) otherwise. --shots DIR writes, per
+// page and width, NAME-summary-WIDTH.png (the summary, as the page opens) and
+// NAME-charts-WIDTH.png (the three charts and their legends).
 import { spawn } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -26,8 +28,9 @@ const measure = `(() => {
   const se = document.scrollingElement;
   const charts = {};
   for (const svg of document.querySelectorAll('svg.chart')) {
+    if (!svg.getClientRects().length) continue;  // the drawing for the other width
     const holder = svg.parentElement;
-    charts[svg.id] = { svg: box(svg), holder: box(holder), holderScroll: holder.scrollWidth, holderClient: holder.clientWidth,
+    charts[svg.id.replace(/-narrow$/, '')] = { variant: svg.classList.contains('narrow') ? 'narrow' : 'wide', svg: box(svg), holder: box(holder), holderScroll: holder.scrollWidth, holderClient: holder.clientWidth,
       xTicks: texts(svg, 'text.x-tick'), yTicks: texts(svg, 'text.y-tick'), titles: texts(svg, 'text.axis-title') };
   }
   const tables = [...document.querySelectorAll('table')].map(t => ({ id: t.id, box: box(t) }));
@@ -93,11 +96,18 @@ try {
       if (got.exceptionDetails) throw new Error(got.exceptionDetails.text);
       results[page][width] = got.result.value;
       if (shots) {
-        const { cssContentSize } = await send('Page.getLayoutMetrics', {}, sessionId);
-        const full = Math.ceil(cssContentSize.height);
-        await send('Emulation.setDeviceMetricsOverride', { width, height: full, deviceScaleFactor: 1, mobile }, sessionId);
-        const { data } = await send('Page.captureScreenshot', { format: 'png' }, sessionId);
-        writeFileSync(join(shots, basename(page, '.html') + '-' + width + '.png'), Buffer.from(data, 'base64'));
+        // Two pictures a page: the summary as it opens, and the charts.
+        const regions = await send('Runtime.evaluate', { returnByValue: true, expression: `(() => {
+          const top = e => e.getBoundingClientRect().top + scrollY, bottom = e => e.getBoundingClientRect().bottom + scrollY;
+          const first = document.getElementById('chart-cost-over-time').closest('.chart-box').previousElementSibling;
+          return { summary: [0, bottom(document.getElementById('summary')) + 16],
+                   charts: [top(first) - 8, bottom(document.getElementById('chart-idle-share')) + 16] };
+        })()` }, sessionId);
+        for (const [part, [y0, y1]] of Object.entries(regions.result.value)) {
+          const clip = { x: 0, y: Math.floor(y0), width, height: Math.ceil(y1 - y0), scale: 1 };
+          const { data } = await send('Page.captureScreenshot', { format: 'png', clip, captureBeyondViewport: true }, sessionId);
+          writeFileSync(join(shots, `${basename(page, '.html')}-${part}-${width}.png`), Buffer.from(data, 'base64'));
+        }
       }
     }
   }

@@ -4,8 +4,8 @@
 // (390), and measures it: the page never scrolls sideways, the summary fits,
 // wide tables and charts scroll in their own boxes, time ticks are round,
 // distinct and apart, bucket titles name a real length, legends are whole.
-// GL_REPORT_SHOTS=DIR also writes each page's full-page screenshot there
-// (docs/reporting.md: how docs/images/ was made).
+// GL_REPORT_SHOTS=DIR also writes screenshots of each page's summary and
+// charts there (docs/report-html.md: how docs/images/ was made).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -32,19 +32,24 @@ struct Scene {
   std::string name;
   int64_t from, to, window;
   std::string bucket_title;             // the time chart's y-axis title
-  std::vector<std::string> time_ticks;  // its x ticks: label and date line, as the DOM's text
+  std::vector<std::string> wide_ticks;    // its x ticks at 1280 px: label and date line, as the DOM's text
+  std::vector<std::string> narrow_ticks;  // at 390 px (the phone's drawing)
 };
 
 const std::vector<Scene>& scenes() {
   static const std::vector<Scene> all = {
       {"40s", 1796060820, 1796060860, 5, "Cost per 5 s (USD)",
-       {"17:47:00Nov 30", "17:47:10", "17:47:20", "17:47:30", "17:47:40"}},
+       {"17:47:00Nov 30", "17:47:10", "17:47:20", "17:47:30", "17:47:40"},
+       {"17:47:00Nov 30", "17:47:15", "17:47:30"}},
       {"5min", 1796060700, 1796061000, 10, "Cost per 10 s (USD)",
-       {"17:45Nov 30", "17:46", "17:47", "17:48", "17:49", "17:50"}},
+       {"17:45Nov 30", "17:46", "17:47", "17:48", "17:49", "17:50"},
+       {"17:46Nov 30", "17:48", "17:50"}},
       {"day", 1796000000 - 1796000000 % 86400, 1796000000 - 1796000000 % 86400 + 86400, 60, "Cost per 30 min (USD)",
-       {"00:00Nov 30", "06:00", "12:00", "18:00", "00:00Dec 01"}},
+       {"00:00Nov 30", "06:00", "12:00", "18:00", "00:00Dec 01"},
+       {"00:00Nov 30", "12:00", "00:00Dec 01"}},
       {"month", 1793491200, 1796083200, 3600, "Cost per 1 day (USD)",
-       {"Nov 022026", "Nov 09", "Nov 16", "Nov 23", "Nov 30"}},
+       {"Nov 022026", "Nov 09", "Nov 16", "Nov 23", "Nov 30"},
+       {"Nov 022026", "Nov 16", "Nov 30"}},
   };
   return all;
 }
@@ -72,7 +77,7 @@ std::vector<ledger::WindowRecord> windows_of(const Scene& s) {
       a.allocated_share = held;
       a.efficiency.sm_active = 0.05 + 0.075 * static_cast<double>(i);
       w.accounts.push_back(a);
-      const int64_t busy = s.window * (400 - 25 * static_cast<int64_t>(i)) * (1 + (k + static_cast<int64_t>(i)) % 5);
+      const int64_t busy = s.window * (i == 0 ? 2000 : 400 - 25 * static_cast<int64_t>(i)) * (1 + (k + static_cast<int64_t>(i)) % 5);
       const int64_t idle = s.window * 40 * static_cast<int64_t>(i % 3);
       w.charges.push_back({a.account, ledger::ChargeKind::kBusy, busy});
       w.charges.push_back({a.account, ledger::ChargeKind::kIdle, idle});
@@ -130,8 +135,9 @@ void check_page(const Scene& scene, int width, const json& m) {
     EXPECT_EQ(std::set<std::string>(texts.begin(), texts.end()).size(), texts.size()) << chart << "two x ticks read the same";
     for (const auto& tick : c["yTicks"]) expect_inside(box_of(tick["box"]), svg, chart + "y tick " + tick["text"].get<std::string>());
     for (const auto& title : c["titles"]) expect_inside(box_of(title["box"]), svg, chart + "title " + title["text"].get<std::string>());
+    EXPECT_EQ(c["variant"], width < 640 ? "narrow" : "wide") << chart << "the drawing shown";
     if (id == "chart-cost-over-time") {
-      EXPECT_EQ(texts, scene.time_ticks) << chart;
+      EXPECT_EQ(texts, width < 640 ? scene.narrow_ticks : scene.wide_ticks) << chart;
       ASSERT_FALSE(c["titles"].empty());
       EXPECT_EQ(c["titles"][0]["text"], scene.bucket_title) << chart;
     }
@@ -150,7 +156,7 @@ void check_page(const Scene& scene, int width, const json& m) {
   const auto& teams = m["legends"][0]["items"];
   ASSERT_EQ(teams.size(), 10u) << at;
   EXPECT_EQ(teams[0]["text"], kLongTeam) << at;
-  EXPECT_EQ(teams[9]["text"].get<std::string>().rfind("Other (3 teams: ", 0), 0u) << at << teams[9]["text"];
+  EXPECT_EQ(teams[9]["text"].get<std::string>().rfind("Other (5: ", 0), 0u) << at << teams[9]["text"];
   EXPECT_EQ(m["legends"][1]["items"][0]["text"], std::string("1. ") + kLongTeam) << at;
 }
 
