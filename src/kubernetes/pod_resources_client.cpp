@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "kubelet/podresources/v1/api.grpc.pb.h"
+#include "kubernetes/socket_watch.h"
 
 namespace gpuledger::kubernetes {
 namespace {
@@ -114,11 +115,19 @@ void PodResourcesMonitor::stop() {
 }
 
 void PodResourcesMonitor::run() {
+  SocketWatch watch(socket_path_);
   while (true) {
     poll_now();
     std::unique_lock lock(mu_);
-    const auto wait = state_.up ? interval_ : std::min(interval_, kPodResourcesRetryWhileDown);
-    if (cv_.wait_for(lock, wait, [this] { return stopping_; })) return;
+    const auto until = std::chrono::steady_clock::now() +
+                       (state_.up ? interval_ : std::min(interval_, kPodResourcesRetryWhileDown));
+    // In slices, so that a socket created again (a kubelet restart) is read at once.
+    while (std::chrono::steady_clock::now() < until) {
+      const auto slice = std::min<std::chrono::steady_clock::duration>(until - std::chrono::steady_clock::now(),
+                                                                        std::chrono::milliseconds(100));
+      if (cv_.wait_for(lock, slice, [this] { return stopping_; })) return;
+      if (watch.created()) break;
+    }
   }
 }
 

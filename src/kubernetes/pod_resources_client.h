@@ -4,8 +4,10 @@
 // The socket missing (not a Kubernetes node) or answering errors leaves the
 // allocation unknown and says so in self-metrics; nothing else depends on it.
 // While it does not answer, it is polled again every 500 ms (whatever the
-// interval), so an allocation is read within a second of the socket coming
-// back; billing() says what bills the windows meanwhile (allocation_outage.h).
+// interval), and at once when its socket is created again (socket_watch.h: a
+// kubelet restart between polls), so an allocation is read within a second of
+// the socket coming back; billing() says what bills the windows meanwhile
+// (allocation_outage.h).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>

@@ -1,8 +1,8 @@
 // The GPU allocation through a kubelet outage, with a real gRPC kubelet on a
 // unix socket: an agent up before the kubelet reads it within a second of its
 // socket appearing, and one whose kubelet restarts reads it again within a
-// second of its coming back (both with a 10 s poll interval, so only the retry
-// while down can do it). Windows billed meanwhile, to the micro-unit: before
+// second of its coming back (with a 10 s or 60 s poll interval, so only the
+// retry while down, or the socket's creation, can do it). Windows billed meanwhile, to the micro-unit: before
 // the first answer, and once the last is too old, the GPUs are held by
 // __allocation_unknown__, never __unallocated__; through an outage the last
 // answer still holds them, the GPU nobody held stays unallocated.
@@ -114,6 +114,27 @@ TEST_F(AllocationOutageTest, AKubeletRestartKeepsTheLastAllocationAndIsReadAgain
   b = monitor.billing();
   EXPECT_EQ(b.basis, Basis::kUnknown);
   EXPECT_TRUE(b.allocations.empty());
+  monitor.stop();
+}
+
+TEST_F(AllocationOutageTest, AKubeletRestartedBetweenPollsIsReadAtOnce) {
+  auto kubelet = start_kubelet();
+  PodResourcesMonitor monitor(socket_, {}, std::chrono::seconds(60));
+  monitor.start();
+  ASSERT_TRUE(testing::poll_until([&] { return monitor.state().up; }));
+  ASSERT_EQ(monitor.state().allocations.size(), 1u);
+  // Restarted, with one more pod, well before the next poll (60 s): only the
+  // socket's creation can make the agent read it.
+  kubelet->shutdown();
+  kubelet = std::make_unique<TestKubelet>(socket_);
+  auto pods = node_pods();
+  TestKubelet::add_devices(TestKubelet::add_container(TestKubelet::add_pod(pods, "ml", "second"), "main"),
+                           "nvidia.com/gpu", {kFree});
+  kubelet->set_list(pods);
+  const auto from = Clock::now();
+  EXPECT_TRUE(testing::poll_until([&] { return monitor.state().allocations.size() == 2; }, std::chrono::seconds(5)));
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - from).count();
+  EXPECT_LT(took, 1000) << "read again " << took << " ms after the socket came back";
   monitor.stop();
 }
 
