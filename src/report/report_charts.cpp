@@ -79,12 +79,16 @@ double y_axis(std::ostringstream& s, const Frame& f, double y_max, const std::st
 }
 
 // An x tick: a mark and its label (and, where the date changes, a second line).
+// A label at the plot's edge is moved in (never its mark), so that it is never
+// cut by the drawing's border (half a label: about 3.4 units a character at 11).
 void x_tick(std::ostringstream& s, const Frame& f, double x, const std::string& label, const std::string& context) {
+  const double half = 3.4 * static_cast<double>(std::max(label.size(), context.size())) + 2;
+  const double tx = std::clamp(x, half, f.W - half);
   s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << f.axis_y() << "\" x2=\"" << fixed(x, 1) << "\" y2=\""
-    << f.axis_y() + 5 << "\" stroke=\"#333\"/><text class=\"tick x-tick\" x=\"" << fixed(x, 1) << "\" y=\""
+    << f.axis_y() + 5 << "\" stroke=\"#333\"/><text class=\"tick x-tick\" x=\"" << fixed(tx, 1) << "\" y=\""
     << f.axis_y() + 17 << "\" text-anchor=\"middle\" font-size=\"11\">" << html_escape(label);
   if (!context.empty())
-    s << "<tspan class=\"tick-context\" x=\"" << fixed(x, 1) << "\" dy=\"13\">" << html_escape(context) << "</tspan>";
+    s << "<tspan class=\"tick-context\" x=\"" << fixed(tx, 1) << "\" dy=\"13\">" << html_escape(context) << "</tspan>";
   s << "</text>";
 }
 
