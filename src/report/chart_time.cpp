@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <optional>
 
 #include "report/report_text.h"
 
@@ -36,10 +37,14 @@ int64_t month_index_of(int64_t t) {
   return static_cast<int64_t>(tm.tm_year - 70) * 12 + tm.tm_mon;
 }
 
-// Ticks every `step` seconds on multiples of it from `origin`, in [from, to].
-std::vector<int64_t> fixed_ticks(int64_t from, int64_t to, int64_t step, int64_t origin) {
+// Ticks every `step` seconds on multiples of it from `origin`, in [from, to];
+// nullopt when there would be more than `at_most` (counted, not listed).
+std::optional<std::vector<int64_t>> fixed_ticks(int64_t from, int64_t to, int64_t step, int64_t origin,
+                                                int64_t at_most) {
+  const int64_t first = origin + ceil_div(from - origin, step) * step;
+  if (first <= to && (to - first) / step + 1 > at_most) return std::nullopt;
   std::vector<int64_t> out;
-  for (int64_t t = origin + ceil_div(from - origin, step) * step; t <= to; t += step) out.push_back(t);
+  for (int64_t t = first; t <= to; t += step) out.push_back(t);
   return out;
 }
 
@@ -96,8 +101,8 @@ std::vector<TimeTick> time_ticks(int64_t from, int64_t to, int max_ticks) {
     const int64_t origin = s == kWeek        ? kFirstMonday
                            : s == 2 * kWeek ? kFirstMonday + ceil_div(from - kFirstMonday, kWeek) * kWeek
                                             : 0;
-    at = fixed_ticks(from, to, s, origin);
-    if (static_cast<int>(at.size()) <= max_ticks) {
+    if (auto ticks = fixed_ticks(from, to, s, origin, max_ticks)) {
+      at = std::move(*ticks);
       step = s;
       break;
     }

@@ -193,9 +193,13 @@ TEST_F(AllocationOutageTest, WindowsAreBilledToTheLastAllocationThroughAnOutageA
   };
   EXPECT_EQ(bill, expected);
   // The account is a special one under every view: its labels say only its name.
-  for (const auto& w : store.windows(kT0, kT0 + 10))
-    for (const auto& a : w.accounts)
-      if (a.account == "__allocation_unknown__") EXPECT_EQ(a.labels, (ledger::AccountLabels{"", "", "", a.account}));
+  for (const auto& w : store.windows(kT0, kT0 + 10)) {
+    for (const auto& a : w.accounts) {
+      if (a.account == "__allocation_unknown__") {
+        EXPECT_EQ(a.labels, (ledger::AccountLabels{"", "", "", a.account}));
+      }
+    }
+  }
 }
 
 }  // namespace
