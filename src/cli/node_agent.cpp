@@ -23,6 +23,7 @@
 #include "kubernetes/pod_resources_client.h"
 #include "kubernetes/team_namer.h"
 #include "ledger/agent_inputs.h"
+#include "ledger/allocation_unknown.h"
 #include "ledger/ledger_plane.h"
 #include "ledger/prices.h"
 #include "probes/pin_heartbeat.h"
@@ -158,6 +159,7 @@ NodeAgent::NodeAgent(const AgentCommand& cmd) : parts_(std::make_unique<Parts>()
         cmd.pod_resources_socket, kubernetes::AllocationOptions{p.config.extra_gpu_resources, p.config.dra_drivers},
         p.config.pod_resources_interval);
   if (p.pod_resources) {
+    p.pod_resources->set_keep_last_answer(p.config.allocation_keep);
     // Shares of shared GPUs: the API's scheduler records and node labels,
     // and each GPU's memory (used + free) for memory fractions.
     const kubernetes::KubernetesMetadata* k8s = p.k8s.get();
@@ -322,10 +324,13 @@ void NodeAgent::observe() {
   p.main_loop.beat();
   if (!p.ledger) return;
   double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  auto allocations =
-      p.pod_resources ? p.pod_resources->state().allocations : std::vector<kubernetes::GpuAllocation>{};
-  p.ledger->observe(ledger::make_observation(now, p.agent->snapshot(), p.devices->snapshot(), allocations,
-                                                 p.pod_resources != nullptr, p.prices));
+  if (!p.pod_resources) {
+    p.ledger->observe(ledger::make_observation(now, p.agent->snapshot(), p.devices->snapshot(), {}, false, p.prices));
+    return;
+  }
+  // Through a kubelet outage: its last answer, else "allocation unknown" (allocation_outage.h).
+  p.ledger->observe(ledger::make_billed_observation(now, p.agent->snapshot(), p.devices->snapshot(),
+                                                    p.pod_resources->billing(), p.prices));
 }
 
 void NodeAgent::store_window_in_progress() {

@@ -132,12 +132,15 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
     if (!k8s.IsMap()) fail(source, k8s, "kubernetes must be a mapping");
     check_keys(source, k8s, "kubernetes",
                {"pod_grace_period_seconds", "extra_gpu_resources", "dra_drivers", "pod_resources_interval_seconds",
-                "kai_reservation_namespace", "hami_scheduler_managers", "kai_scheduler_managers"});
+                "kai_reservation_namespace", "hami_scheduler_managers", "kai_scheduler_managers",
+                "allocation_keep_seconds"});
     if (auto n = k8s["pod_grace_period_seconds"])
       config.pod_grace_period = std::chrono::seconds(integer(source, n, "kubernetes.pod_grace_period_seconds", 0));
     if (auto n = k8s["pod_resources_interval_seconds"])
       config.pod_resources_interval =
           std::chrono::seconds(integer(source, n, "kubernetes.pod_resources_interval_seconds", 1));
+    if (auto n = k8s["allocation_keep_seconds"])
+      config.allocation_keep = std::chrono::seconds(integer(source, n, "kubernetes.allocation_keep_seconds", 0));
     if (auto n = k8s["extra_gpu_resources"])
       config.extra_gpu_resources = string_list(source, n, "kubernetes.extra_gpu_resources");
     if (auto n = k8s["dra_drivers"]) config.dra_drivers = string_list(source, n, "kubernetes.dra_drivers");

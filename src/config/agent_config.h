@@ -13,6 +13,8 @@
 //     extra_gpu_resources: [example.com/gpu]   # beyond nvidia.com/gpu, gpu.shared, mig-*
 //     dra_drivers: [gpu.nvidia.com]  # DRA drivers whose devices are GPUs
 //     pod_resources_interval_seconds: 10
+//     allocation_keep_seconds: 600   # while the kubelet does not answer, its last answer bills
+//                                    # the windows this long; then __allocation_unknown__ holds the GPUs
 //     kai_reservation_namespace: runai-reservation  # where KAI / Run:ai puts the pods that hold
 //                                    # fractional GPUs (a namespace tenants cannot create pods in)
 //     hami_scheduler_managers: [scheduler, hami-scheduler, vgpu-scheduler-extender]
@@ -66,6 +68,9 @@ struct AgentConfig {
   std::vector<std::string> extra_gpu_resources;
   std::vector<std::string> dra_drivers = {"gpu.nvidia.com"};
   std::chrono::seconds pod_resources_interval{10};
+  // How long the kubelet's last answer still bills the windows while its
+  // socket does not answer (kubernetes/allocation_outage.h).
+  std::chrono::seconds allocation_keep{600};
   std::string kai_reservation_namespace = "runai-reservation";
   // Empty: the defaults of kubernetes::RecordTrust.
   std::optional<std::vector<std::string>> hami_scheduler_managers, kai_scheduler_managers;

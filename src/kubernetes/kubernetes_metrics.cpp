@@ -71,6 +71,14 @@ void KubernetesMetrics::write_metrics(exporter::ExpositionWriter& out) const {
     out.family("gpuledger_pod_resources_invalid_device_ids", MetricType::kGauge,
                "Device ids in the last Pod Resources answer that could not be understood and were left out.");
     out.sample({}, st.skipped_ids);
+    using Basis = BillingAllocation::Basis;
+    const Basis basis = pod_resources_->billing().basis;
+    out.family("gpuledger_gpu_allocation_basis", MetricType::kGauge,
+               "What the GPUs' windows are billed by now (1 for one basis): the kubelet's answer (kubelet), its last "
+               "answer while it does not answer (last_answer), or nothing (unknown: __allocation_unknown__ holds "
+               "the GPUs).");
+    for (Basis b : {Basis::kAnswer, Basis::kLastAnswer, Basis::kUnknown})
+      out.sample({{"basis", std::string(to_string(b))}}, uint64_t{basis == b ? 1u : 0u});
 
     out.family("gpuledger_gpu_sharing_untrusted_records", MetricType::kGauge,
                "HAMi or KAI scheduler records (pod annotations) in the last poll that were malformed or did not "

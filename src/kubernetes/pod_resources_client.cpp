@@ -3,9 +3,12 @@
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "common/log.h"
 #include "kubelet/podresources/v1/api.grpc.pb.h"
+#include "kubernetes/socket_watch.h"
 
 namespace gpuledger::kubernetes {
 namespace {
@@ -112,10 +115,19 @@ void PodResourcesMonitor::stop() {
 }
 
 void PodResourcesMonitor::run() {
+  SocketWatch watch(socket_path_);
   while (true) {
     poll_now();
     std::unique_lock lock(mu_);
-    if (cv_.wait_for(lock, interval_, [this] { return stopping_; })) return;
+    const auto until = std::chrono::steady_clock::now() +
+                       (state_.up ? interval_ : std::min(interval_, kPodResourcesRetryWhileDown));
+    // In slices, so that a socket created again (a kubelet restart) is read at once.
+    while (std::chrono::steady_clock::now() < until) {
+      const auto slice = std::min<std::chrono::steady_clock::duration>(until - std::chrono::steady_clock::now(),
+                                                                        std::chrono::milliseconds(100));
+      if (cv_.wait_for(lock, slice, [this] { return stopping_; })) return;
+      if (watch.created()) break;
+    }
   }
 }
 
@@ -159,6 +171,8 @@ void PodResourcesMonitor::poll_now() {
     if (data.allocatable_known) state_.inventory = std::move(inventory);
     state_.skipped_ids = skipped + skipped_inv;
     state_.last_error.clear();
+    state_.last_answer = state_.allocations;
+    state_.last_answer_at = std::chrono::steady_clock::now();
     if (!was_up) spdlog::info("pod resources: {} answers ({} GPU allocations)", socket_path_, state_.allocations.size());
     if (state_.skipped_ids)
       spdlog::warn("pod resources: {} device ids could not be understood and were left out", state_.skipped_ids);
@@ -168,7 +182,11 @@ void PodResourcesMonitor::poll_now() {
     state_.allocations.clear();
     state_.inventory.clear();
     if (present) ++state_.errors;
-    if (was_up || first || state_.last_error != error) spdlog::warn("pod resources: {}", error);
+    if (was_up || first || state_.last_error != error)
+      spdlog::warn("pod resources: {}; {}", error,
+                   state_.last_answer_at ? "windows keep the last allocation read for " + std::to_string(keep_.count()) +
+                                               " s, then are billed to __allocation_unknown__"
+                                         : std::string("windows are billed to __allocation_unknown__ until it answers"));
     state_.last_error = error;
   }
   polls_.fetch_add(1);
@@ -177,6 +195,16 @@ void PodResourcesMonitor::poll_now() {
 PodResourcesState PodResourcesMonitor::state() const {
   std::lock_guard lock(mu_);
   return state_;
+}
+
+void PodResourcesMonitor::set_keep_last_answer(std::chrono::seconds keep) {
+  std::lock_guard lock(mu_);
+  keep_ = keep;
+}
+
+BillingAllocation PodResourcesMonitor::billing() const {
+  std::lock_guard lock(mu_);
+  return billing_allocation(state_, std::chrono::steady_clock::now(), keep_);
 }
 
 }  // namespace gpuledger::kubernetes

@@ -3,6 +3,11 @@
 // keeps the latest GPU allocation of the node, polled in the background.
 // The socket missing (not a Kubernetes node) or answering errors leaves the
 // allocation unknown and says so in self-metrics; nothing else depends on it.
+// While it does not answer, it is polled again every 500 ms (whatever the
+// interval), and at once when its socket is created again (socket_watch.h: a
+// kubelet restart between polls), so an allocation is read within a second of
+// the socket coming back; billing() says what bills the windows meanwhile
+// (allocation_outage.h).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -15,6 +20,9 @@
 #include <functional>
 #include <map>
 
+#include <optional>
+
+#include "kubernetes/allocation_outage.h"
 #include "kubernetes/gpu_allocation.h"
 #include "kubernetes/sharing.h"
 
@@ -46,7 +54,14 @@ struct PodResourcesState {
   std::map<std::pair<std::string, std::string>, uint64_t> refused_records;
   std::vector<GpuAllocation> inventory;
   std::string last_error;
+  // The last answer's allocations, kept through an outage (allocation_outage.h),
+  // and when it came; nullopt: the kubelet never answered.
+  std::vector<GpuAllocation> last_answer;
+  std::optional<std::chrono::steady_clock::time_point> last_answer_at;
 };
+
+// How soon a poll is retried while the kubelet does not answer.
+inline constexpr std::chrono::milliseconds kPodResourcesRetryWhileDown{500};
 
 class PodResourcesMonitor {
  public:
@@ -62,6 +77,10 @@ class PodResourcesMonitor {
   void stop();
   void poll_now();  // one synchronous poll (tests, start)
   PodResourcesState state() const;
+  // For how long after its last answer an unanswering kubelet's allocation
+  // still bills the windows (default 600 s; 0: not at all).
+  void set_keep_last_answer(std::chrono::seconds keep);
+  BillingAllocation billing() const;
   uint64_t polls() const { return polls_.load(); }
 
  private:
@@ -74,6 +93,7 @@ class PodResourcesMonitor {
   std::condition_variable cv_;
   PodResourcesState state_;
   RefusalLog refusals_;
+  std::chrono::seconds keep_{600};
   bool stopping_ = false;
   std::atomic<uint64_t> polls_{0};
   std::thread thread_;

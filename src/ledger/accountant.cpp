@@ -25,12 +25,12 @@ double busy_ns_of(const Counters& c) {
 double busy_seconds_estimate(const Usage& usage) { return busy_ns_of(usage.counters) / 1e9; }
 
 AccountLabels export_labels(const std::string& account, const AccountLabels& labels) {
-  if (account == kIdleAccount || account == kUnallocatedAccount) return AccountLabels{"", "", "", account};
+  if (is_special_account(account)) return AccountLabels{"", "", "", account};
   return labels;
 }
 
 namespace {
-bool special(const std::string& a) { return a == kIdleAccount || a == kUnallocatedAccount; }
+bool special(const std::string& a) { return is_special_account(a); }
 std::optional<double> scaled(const std::optional<double>& v, double f) {
   return v ? std::optional<double>(*v * f) : std::nullopt;
 }

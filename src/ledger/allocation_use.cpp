@@ -5,7 +5,7 @@
 namespace gpuledger::ledger {
 
 namespace {
-bool special(const std::string& a) { return a == kIdleAccount || a == kUnallocatedAccount; }
+bool special(const std::string& a) { return is_special_account(a); }
 }  // namespace
 
 std::set<std::string> unknown_allocated_shares(const WindowRecord& w) {

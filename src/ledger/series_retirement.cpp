@@ -9,7 +9,7 @@ namespace gpuledger::ledger {
 namespace {
 bool special(const AccountLabels& l) {
   return l.namespace_name.empty() && l.pod.empty() && l.container.empty() &&
-         (l.team == kIdleAccount || l.team == kUnallocatedAccount);
+         is_special_account(l.team);
 }
 }  // namespace
 

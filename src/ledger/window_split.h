@@ -92,6 +92,14 @@ namespace gpuledger::ledger {
 
 inline constexpr std::string_view kIdleAccount = "__idle__";
 inline constexpr std::string_view kUnallocatedAccount = "__unallocated__";
+// Holds a GPU whose allocation could not be read (the kubelet never answered,
+// or not for longer than kubernetes.allocation_keep_seconds): not "nobody held
+// it" (__unallocated__), but "who held it is not known" (allocation_unknown.h).
+inline constexpr std::string_view kAllocationUnknownAccount = "__allocation_unknown__";
+// The accounts the ledger bills that are no workload.
+inline bool is_special_account(std::string_view account) {
+  return account == kIdleAccount || account == kUnallocatedAccount || account == kAllocationUnknownAccount;
+}
 
 enum class IdlePolicy { kHolders, kUsage, kIdle };
 std::string_view to_string(IdlePolicy policy);

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/utf8.h"
 #include "ledger/window_split.h"
+#include "report/chart_time.h"
 #include "report/fleet_counter.h"
 #include "report/report_text.h"
 
@@ -85,7 +86,7 @@ class Prometheus {
 
 bool is_special(const Labels& l) {
   auto team = l.count("team") ? l.at("team") : "";
-  return (team == ledger::kIdleAccount || team == ledger::kUnallocatedAccount) && (!l.count("pod") || l.at("pod").empty());
+  return ledger::is_special_account(team) && (!l.count("pod") || l.at("pod").empty());
 }
 
 std::string get(const Labels& l, const char* k) {
@@ -320,7 +321,7 @@ Report fleet_report(const std::string& url, int64_t from, int64_t to, GroupBy by
 
   // Cost over time by team: differences between evaluations a bucket apart, per series.
   const int64_t span = std::max<int64_t>(1, to - from);
-  r.bucket_seconds = std::max<int64_t>(60, (span + 47) / 48);
+  r.bucket_seconds = chart_bucket_seconds(span, 60);  // Prometheus evaluates at least a minute apart
   auto data = prom.get("/api/v1/query_range", {{"query", "gpuledger_cost_total"},
                                                {"start", std::to_string(from)},
                                                {"end", std::to_string(to)},

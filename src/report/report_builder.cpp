@@ -10,6 +10,7 @@
 #include "ledger/hourly_rollup.h"
 #include "ledger/prices.h"
 #include "ledger/share_seconds.h"
+#include "report/chart_time.h"
 #include "report/memory_size_note.h"
 #include "report/report.h"
 #include "report/special_accounts.h"
@@ -337,10 +338,9 @@ Report ReportBuilder::finish() {
     if (s.by != GroupBy::kGpu) g.row.efficiency_hours = g.row.gpu_hours_held;
     r.rows.push_back(g.row);
   }
-  // Cost over time by team, in at most ~48 buckets of whole windows.
+  // Cost over time by team, in at most 48 round buckets of whole windows.
   const int64_t span = std::max<int64_t>(1, s.to - s.from);
-  int64_t bucket = std::max<int64_t>(s.min_window > 0 ? s.min_window : 60, (span + 47) / 48);
-  if (s.min_window > 0) bucket = (bucket + s.min_window - 1) / s.min_window * s.min_window;
+  const int64_t bucket = chart_bucket_seconds(span, s.min_window > 0 ? s.min_window : 1);
   r.bucket_seconds = bucket;
   std::map<int64_t, std::map<std::string, int64_t>> series;
   for (const auto& [start, teams] : s.cost_by_start) {

@@ -11,9 +11,11 @@
 #include <sstream>
 
 #include "ledger/window_split.h"
+#include "report/chart_time.h"
 #include "report/report.h"
 #include "report/bill_audit.h"
 #include "report/bill_words.h"
+#include "report/report_charts.h"
 #include "report/report_text.h"
 #include "report/shown_money.h"
 #include "report/special_accounts.h"
@@ -24,16 +26,12 @@ namespace gpuledger::report {
 
 namespace {
 
-const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                          "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
-
-std::string color(size_t i) { return kPalette[i % (sizeof kPalette / sizeof kPalette[0])]; }
-
 // What finance reads instead of the ledger's account names.
 std::string row_name(const std::string& key) {
   if (key == ledger::kIdleAccount) return "Idle (held GPUs' idle time, kept apart)";
   if (key == ledger::kUnallocatedAccount) return "Unallocated (GPU time nobody held)";
   if (key == "__overflow__") return "Overflow (work whose workload was not recorded)";
+  if (key == ledger::kAllocationUnknownAccount) return "Allocation unknown (the kubelet could not be read)";
   return key;
 }
 
@@ -101,203 +99,8 @@ std::string allocated_against_used(const Report& r) {
   return h.str();
 }
 
-// A "nice" step (1, 2 or 5 x 10^k) that cuts [0, max] into about `ticks` parts.
-double nice_step(double max, int ticks) {
-  if (max <= 0) return 1;
-  const double raw = max / ticks;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  const double norm = raw / mag;
-  return (norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 5 ? 5 : 10) * mag;
-}
-
-std::string tick_label(double v, double step) {
-  int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step)));
-  return fixed(v, std::min(decimals, 6));
-}
-
-// A tick's label says as much as the ticks' spacing needs: the day for whole
-// days apart, the time too when closer, the time alone within one day.
-std::string time_label(int64_t t, int64_t tick_spacing, int64_t span) {
-  if (tick_spacing % 86400 == 0) return format_utc(t, "%b %d");
-  return format_utc(t, span > 86400 ? "%b %d %H:%M" : "%H:%M");
-}
-
-// Axes with ticks and grid lines for a chart whose y runs from 0 to y_max
-// (currency units); returns the top of the axis (a multiple of the step).
-double y_axis(std::ostringstream& s, double y_max, double L, double T, double W_plot, double H_plot,
-              const std::string& title) {
-  const double step = nice_step(y_max, 5);
-  const double top = std::max(step, std::ceil(y_max / step) * step);
-  for (double v = 0; v <= top + step / 2; v += step) {
-    double y = T + H_plot - H_plot * v / top;
-    s << "<line class=\"grid\" x1=\"" << L << "\" y1=\"" << fixed(y, 1) << "\" x2=\"" << L + W_plot << "\" y2=\""
-      << fixed(y, 1) << "\" stroke=\"#e4e4e4\"/><text class=\"tick\" x=\"" << L - 6 << "\" y=\"" << fixed(y + 4, 1)
-      << "\" text-anchor=\"end\" font-size=\"11\">" << tick_label(v, step) << "</text>";
-  }
-  s << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << T + H_plot
-    << "\" stroke=\"#333\"/><line x1=\"" << L << "\" y1=\"" << T + H_plot << "\" x2=\"" << L + W_plot << "\" y2=\""
-    << T + H_plot << "\" stroke=\"#333\"/>";
-  s << "<text x=\"14\" y=\"" << T + H_plot / 2 << "\" font-size=\"11\" text-anchor=\"middle\" transform=\"rotate(-90 14 "
-    << T + H_plot / 2 << ")\">" << html_escape(title) << "</text>";
-  return top;
-}
-
-std::vector<std::string> teams_in_series(const Report& r) {
-  std::map<std::string, int64_t> totals;
-  for (const auto& [b, m] : r.cost_by_team_over_time)
-    for (const auto& [t, v] : m) totals[t] += v;
-  std::vector<std::string> teams;
-  for (const auto& [t, v] : totals) teams.push_back(t);
-  std::stable_sort(teams.begin(), teams.end(),
-                   [&](const std::string& a, const std::string& b) { return totals[a] > totals[b]; });
-  return teams;
-}
-
-std::string svg_cost_over_time(const Report& r) {
-  const double W = 900, H = 320, L = 80, B = 44, T = 16, R = 220;
-  const double W_plot = W - L - R, H_plot = H - B - T;
-  const std::vector<std::string> teams = teams_in_series(r);
-  int64_t max_total = 0;
-  for (const auto& [b, m] : r.cost_by_team_over_time) {
-    int64_t sum = 0;
-    for (const auto& [t, v] : m) sum += v;
-    max_total = std::max(max_total, sum);
-  }
-  const int64_t bucket = std::max<int64_t>(1, r.bucket_seconds);
-  const size_t n = std::max<size_t>(1, static_cast<size_t>((r.to - r.from + bucket - 1) / bucket));
-  const double bw = W_plot / static_cast<double>(n);
-  std::ostringstream s;
-  s << "<svg id=\"chart-cost-over-time\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"Cost over time by team\">";
-  const double top = y_axis(s, static_cast<double>(max_total) / 1e6, L, T, W_plot, H_plot,
-                            "Cost per " + (bucket % 3600 == 0 ? std::to_string(bucket / 3600) + " h"
-                                                              : std::to_string(bucket / 60) + " min") +
-                                " (" + r.currency + ")");
-  // Time ticks: about six, on bucket boundaries.
-  const size_t every = std::max<size_t>(1, (n + 5) / 6);
-  for (size_t i = 0; i <= n; i += every) {
-    const double x = L + bw * static_cast<double>(i);
-    const int64_t t = r.from + static_cast<int64_t>(i) * bucket;
-    s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << T + H_plot << "\" x2=\"" << fixed(x, 1) << "\" y2=\""
-      << T + H_plot + 5 << "\" stroke=\"#333\"/><text class=\"tick\" x=\"" << fixed(x, 1) << "\" y=\""
-      << T + H_plot + 18 << "\" text-anchor=\"middle\" font-size=\"11\">"
-      << time_label(t, static_cast<int64_t>(every) * bucket, r.to - r.from)
-      << "</text>";
-  }
-  s << "<text x=\"" << L + W_plot / 2 << "\" y=\"" << H - 6 << "\" text-anchor=\"middle\" font-size=\"11\">Time (UTC)"
-    << "</text>";
-  for (const auto& [b, m] : r.cost_by_team_over_time) {
-    const double x = L + static_cast<double>((b - r.from) / bucket) * bw;
-    double y = T + H_plot;
-    for (size_t ti = 0; ti < teams.size(); ++ti) {
-      auto it = m.find(teams[ti]);
-      if (it == m.end() || it->second == 0) continue;
-      const double h = H_plot * (static_cast<double>(it->second) / 1e6) / top;
-      y -= h;
-      s << "<rect class=\"bar\" x=\"" << fixed(x + 1, 2) << "\" y=\"" << fixed(y, 2) << "\" width=\""
-        << fixed(std::max(1.0, bw - 2), 2) << "\" height=\"" << fixed(h, 2) << "\" fill=\"" << color(ti)
-        << "\"><title>" << html_escape(row_name(teams[ti])) << ", " << format_date_time(b) << ": "
-        << money_cents(it->second) << " " << html_escape(r.currency) << "</title></rect>";
-    }
-  }
-  for (size_t ti = 0; ti < teams.size() && ti < 14; ++ti) {
-    const double y = T + 18.0 * static_cast<double>(ti);
-    std::string name = row_name(teams[ti]);
-    if (name.size() > 30) name = name.substr(0, 29) + "...";
-    s << "<rect x=\"" << W - R + 14 << "\" y=\"" << y << "\" width=\"11\" height=\"11\" fill=\"" << color(ti)
-      << "\"/><text class=\"legend\" x=\"" << W - R + 31 << "\" y=\"" << y + 10 << "\" font-size=\"11\">"
-      << html_escape(name) << "</text>";
-  }
-  s << "</svg>";
-  return s.str();
-}
-
-// Points are numbered by rank (cost); the names are in the legend beside
-// them, so labels never overlap however close the points are.
-std::string svg_cost_vs_efficiency(const Report& r) {
-  const double W = 900, H = 320, L = 80, B = 44, T = 16, R = 220;
-  const double W_plot = W - L - R, H_plot = H - B - T;
-  int64_t max_cost = 0;
-  for (const auto& row : r.rows) max_cost = std::max(max_cost, row.cost_total_micros());
-  std::ostringstream s;
-  s << "<svg id=\"chart-cost-vs-efficiency\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\""
-    << H << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"Cost against SM active\">";
-  const double top = y_axis(s, static_cast<double>(max_cost) / 1e6, L, T, W_plot, H_plot, "Total cost (" + r.currency + ")");
-  for (int p = 0; p <= 100; p += 20) {
-    const double x = L + W_plot * p / 100.0;
-    s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << T + H_plot << "\" x2=\"" << fixed(x, 1) << "\" y2=\""
-      << T + H_plot + 5 << "\" stroke=\"#333\"/><text class=\"tick\" x=\"" << fixed(x, 1) << "\" y=\""
-      << T + H_plot + 18 << "\" text-anchor=\"middle\" font-size=\"11\">" << p << "%</text>";
-  }
-  s << "<text x=\"" << L + W_plot / 2 << "\" y=\"" << H - 6
-    << "\" text-anchor=\"middle\" font-size=\"11\">SM active (share of time the GPU's cores were busy)</text>";
-  size_t plotted = 0;
-  for (size_t i = 0; i < r.rows.size(); ++i) {
-    const Row& row = r.rows[i];
-    if (!row.efficiency.sm_active) continue;
-    const double x = L + W_plot * std::clamp(*row.efficiency.sm_active, 0.0, 1.0);
-    const double y = T + H_plot - H_plot * (static_cast<double>(row.cost_total_micros()) / 1e6) / top;
-    s << "<circle class=\"point\" cx=\"" << fixed(x, 2) << "\" cy=\"" << fixed(y, 2) << "\" r=\"7\" fill=\""
-      << color(i) << "\"><title>" << html_escape(row_name(row.key)) << ": " << money_cents(row.cost_total_micros())
-      << " " << html_escape(r.currency) << ", SM active " << pct(row.efficiency.sm_active) << "</title></circle>";
-    s << "<text x=\"" << fixed(x, 2) << "\" y=\"" << fixed(y + 4, 2)
-      << "\" text-anchor=\"middle\" font-size=\"9\" fill=\"#fff\">" << i + 1 << "</text>";
-    if (plotted < 14) {
-      const double ly = T + 18.0 * static_cast<double>(plotted);
-      std::string name = row_name(row.key);
-      if (name.size() > 28) name = name.substr(0, 27) + "...";
-      s << "<circle cx=\"" << W - R + 20 << "\" cy=\"" << ly + 5 << "\" r=\"6\" fill=\"" << color(i)
-        << "\"/><text class=\"legend\" x=\"" << W - R + 32 << "\" y=\"" << ly + 9 << "\" font-size=\"11\">" << i + 1
-        << ". " << html_escape(name) << "</text>";
-    }
-    ++plotted;
-  }
-  if (plotted == 0)
-    s << "<text x=\"" << L + W_plot / 2 << "\" y=\"" << T + H_plot / 2
-      << "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#777\">No device readings in this range: efficiency is "
-         "unknown</text>";
-  s << "</svg>";
-  return s.str();
-}
-
-std::string svg_idle_share(const Report& r) {
-  const double W = 900, L = 300, R = 80, rowh = 22, T = 24;
-  const double H = T + 30 + rowh * static_cast<double>(std::max<size_t>(1, r.rows.size()));
-  const double bw = W - L - R;
-  std::ostringstream s;
-  s << "<svg id=\"chart-idle-share\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"Idle share of cost\">";
-  for (int p = 0; p <= 100; p += 25) {
-    const double x = L + bw * p / 100.0;
-    s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << T - 4 << "\" x2=\"" << fixed(x, 1) << "\" y2=\"" << H - 30
-      << "\" stroke=\"#e4e4e4\"/><text class=\"tick\" x=\"" << fixed(x, 1) << "\" y=\"" << T - 8
-      << "\" text-anchor=\"middle\" font-size=\"11\">" << p << "%</text>";
-  }
-  double y = T;
-  for (const auto& row : r.rows) {
-    const double total = static_cast<double>(row.cost_total_micros());
-    const double share = total > 0 ? static_cast<double>(row.cost_idle_micros) / total : 0;
-    std::string name = row_name(row.key);
-    if (name.size() > 44) name = name.substr(0, 43) + "...";
-    s << "<text x=\"" << L - 8 << "\" y=\"" << y + 15 << "\" text-anchor=\"end\" font-size=\"11\">"
-      << html_escape(name) << "</text>";
-    s << "<rect x=\"" << L << "\" y=\"" << y + 3 << "\" width=\"" << bw << "\" height=\"" << rowh - 6
-      << "\" fill=\"#f0f0f0\"/>";
-    s << "<rect class=\"idle\" x=\"" << L << "\" y=\"" << y + 3 << "\" width=\"" << fixed(bw * share, 2)
-      << "\" height=\"" << rowh - 6 << "\" fill=\"#e15759\"><title>" << html_escape(row_name(row.key)) << ": idle "
-      << fixed(share * 100, 1) << "% of its cost</title></rect>";
-    s << "<text x=\"" << W - R + 6 << "\" y=\"" << y + 15 << "\" font-size=\"11\">" << fixed(share * 100, 1)
-      << "%</text>";
-    y += rowh;
-  }
-  s << "<text x=\"" << L + bw / 2 << "\" y=\"" << H - 8
-    << "\" text-anchor=\"middle\" font-size=\"11\">Idle cost as a share of each row's total</text>";
-  s << "</svg>";
-  return s.str();
-}
-
 std::string duration_words(int64_t seconds) {
-  if (seconds < 3600) return std::to_string(seconds / 60) + " min";
+  if (seconds < 3600) return duration_words_short(seconds);
   if (seconds % 86400 == 0) return std::to_string(seconds / 86400) + (seconds == 86400 ? " day" : " days");
   if (seconds % 3600 == 0) return std::to_string(seconds / 3600) + (seconds == 3600 ? " hour" : " hours");
   return fixed(static_cast<double>(seconds) / 3600.0, 1) + " hours";
@@ -319,8 +122,8 @@ std::string render_html(const Report& r) {
   const std::string cur = html_escape(r.currency);
   std::ostringstream h;
   h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-    << "<title>GPU bill " << format_rfc3339(r.from) << " .. " << format_rfc3339(r.to) << "</title><style>" << kStyle
-    << "</style></head><body>\n";
+    << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>GPU bill " << format_rfc3339(r.from) << " .. " << format_rfc3339(r.to) << "</title><style>" << kStyle
+    << charts_and_layout_style() << "</style></head><body>\n";
   h << "<h1>GPU bill</h1>\n<section id=\"summary\"><p id=\"range\">" << format_date_time(r.from) << " to "
     << format_date_time(r.to) << " (" << duration_words(r.to - r.from) << ", end excluded), "
     << (r.source == "fleet"      ? "every node (from Prometheus)"
@@ -444,9 +247,7 @@ std::string render_html(const Report& r) {
   if (r.top_wasters.empty()) h << "<li>none</li>";
   h << "</ol>\n";
   if (r.rightsizing) h << rightsizing_html_section(*r.rightsizing);
-  h << "<h2>Cost over time by team</h2>\n" << svg_cost_over_time(r) << "\n";
-  h << "<h2>Cost against efficiency</h2>\n" << svg_cost_vs_efficiency(r) << "\n";
-  h << "<h2>Idle share of cost</h2>\n" << svg_idle_share(r) << "\n";
+  h << html_charts(r, row_name);
 
   const Coverage& c = r.coverage;
   h << "<h2>Data coverage</h2>\n<dl class=\"facts\" id=\"coverage\">";
@@ -489,6 +290,8 @@ std::string render_html(const Report& r) {
     << html_escape(special_account_meaning(std::string(ledger::kIdleAccount))) << ".</dd>"
     << "<dt>" << row_name(std::string(ledger::kUnallocatedAccount)) << "</dt><dd>"
     << html_escape(special_account_meaning(std::string(ledger::kUnallocatedAccount))) << ".</dd>"
+    << "<dt>" << row_name(std::string(ledger::kAllocationUnknownAccount)) << "</dt><dd>"
+    << html_escape(special_account_meaning(std::string(ledger::kAllocationUnknownAccount))) << ".</dd>"
     << "<dt>SM active, SM occupancy, tensor active, memory bandwidth</dt><dd>How hard the GPU worked, from the GPU's "
        "own counters (DCGM or NVML): of what it held (its activity over the GPU time it held) and its part of the "
        "whole GPU. <em>unknown</em> means no device readings for those windows (a GPU without DCGM/NVML metrics, or "

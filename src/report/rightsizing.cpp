@@ -43,7 +43,7 @@ GroupBy parse_rightsizing_by(const std::string& text) {
 namespace {
 
 bool is_special(const std::string& account) {
-  return account == ledger::kIdleAccount || account == ledger::kUnallocatedAccount;
+  return ledger::is_special_account(account);
 }
 
 struct Segment {

@@ -10,6 +10,10 @@ std::string special_account_meaning(const std::string& account) {
            "and under cost_policy allocated the share of it no pod was allocated";
   if (account == ledger::kIdleAccount)
     return "idle time of held GPUs kept apart from their holders (idle_policy: idle)";
+  if (account == ledger::kAllocationUnknownAccount)
+    return "GPU time while the kubelet's allocation could not be read: before it first answered, or once it had not "
+           "answered for longer than kubernetes.allocation_keep_seconds (until then its last answer stands); busy "
+           "time still goes to the workloads seen running on the GPU";
   if (account == "__overflow__")
     return "GPU work the probes could not tell the workload of, because their workload table was full "
            "(gpuledger_bpf_overflow_total counts it)";

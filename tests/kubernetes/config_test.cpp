@@ -47,6 +47,7 @@ kubernetes:
   pod_grace_period_seconds: 30
   extra_gpu_resources: [example.com/gpu]
   pod_resources_interval_seconds: 2
+  allocation_keep_seconds: 120
   kai_reservation_namespace: kai-reservation
 teams:
   - {match: systemd_unit, pattern: "trainer-*.service", team: ml}
@@ -62,6 +63,7 @@ teams:
             std::string::npos);
   EXPECT_EQ(c.pod_grace_period, std::chrono::seconds(30));
   EXPECT_EQ(c.pod_resources_interval, std::chrono::seconds(2));
+  EXPECT_EQ(c.allocation_keep, std::chrono::seconds(120));
   EXPECT_EQ(c.extra_gpu_resources, std::vector<std::string>{"example.com/gpu"});
   EXPECT_EQ(c.kai_reservation_namespace, "kai-reservation");
   ASSERT_EQ(c.teams.size(), 4u);
