@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
+#include <string>
 #include <tuple>
 #include <fstream>
 #include <iostream>
@@ -84,6 +86,19 @@ int run_rightsize(const RightsizeCommand& cmd) {
 
 namespace {
 
+ledger::BillInputs fleet_bill_inputs(const std::set<std::string>& origins) {
+  ledger::BillInputs inputs;
+  std::set<std::string> clusters, nodes;
+  for (const auto& o : origins) {
+    const auto slash = o.find('/');
+    clusters.insert(o.substr(0, slash));
+    nodes.insert(slash == std::string::npos ? o : o.substr(slash + 1));
+  }
+  if (clusters.size() == 1) inputs.cluster = *clusters.begin();
+  if (clusters.size() == 1 && nodes.size() == 1) inputs.node = *nodes.begin();
+  return inputs;
+}
+
 // An option given for a format it does not apply to is an error, not ignored.
 void check_options_apply(const ReportCommand& cmd, report::Format format) {
   using report::Format;
@@ -143,11 +158,16 @@ int run_report(const ReportCommand& cmd) {
     // The same bill as a node's, from every node's windows: the builder, the
     // FOCUS rows and the audit are fed the fleet database's records.
     BillSource source;
+    std::set<std::string> origins;  // "cluster/node" of every window read
     source.for_each_window = [&](const std::function<void(ledger::WindowRecord&&)>& fn) {
-      fleet::for_each_fleet_window(db, from, to, filter, fn);
+      fleet::for_each_fleet_window(db, from, to, filter, [&](ledger::WindowRecord&& w) {
+        origins.insert(w.node);
+        fn(std::move(w));
+      });
     };
-    source.inputs.cluster = cmd.cluster;
-    source.inputs.node = cmd.node;
+    // The bill names a node and a cluster when all its windows came from one;
+    // the price lists stay with each node's store (not in the fleet database).
+    source.inputs = [&] { return fleet_bill_inputs(origins); };
     source.report_source = "fleet-db";
     text = render_bill(source, q, &whole);
   } else if (!cmd.prometheus.empty()) {

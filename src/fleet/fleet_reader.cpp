@@ -72,6 +72,7 @@ void read_window(const PgResult& r, int i, ledger::WindowRecord& w) {
   w.source = r.text(i, 20);
   w.device = {r.opt_f64(i, 21), r.opt_f64(i, 22), r.opt_f64(i, 23), r.opt_f64(i, 24)};
   if (!r.null(i, 25)) w.energy = ledger::WindowEnergyRecord{r.i64(i, 25), r.text(i, 26), {}, r.opt_f64(i, 27)};
+  w.split_source = r.text(i, 28);
 }
 
 ledger::AccountRecord read_account(const PgResult& r, int i) {

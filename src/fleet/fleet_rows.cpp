@@ -12,7 +12,7 @@ const std::vector<std::string> kWindowColumns = {
     "end_time", "parent_uuid", "model", "mig_profile", "gpu_fraction", "currency", "cost_micros", "busy_micros",
     "idle_micros", "memory_micros", "cost_policy", "allocated_total", "busy_fraction", "busy_source", "exclusive",
     "observed_seconds", "source", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "energy_millijoules",
-    "energy_source", "carbon_g_per_kwh", "digest"};
+    "energy_source", "carbon_g_per_kwh", "split_source", "digest"};
 const std::vector<std::string> kAccountColumns = {
     "account", "namespace", "pod", "container", "team", "held_share", "allocated_share", "allocated_share_known",
     "busy_seconds", "activity_share", "gpu_busy_seconds", "vram_byte_seconds", "launches", "sm_active",
@@ -118,7 +118,7 @@ WindowRows to_rows(const Origin& origin, const ledger::WindowRecord& w) {
                        text(w.source), opt(w.device.sm_active), opt(w.device.sm_occupancy),
                        opt(w.device.tensor_active), opt(w.device.dram_active),
                        e ? num(e->millijoules) : std::nullopt, e ? text(e->source) : std::nullopt,
-                       e ? opt(e->carbon_g_per_kwh) : std::nullopt});
+                       e ? opt(e->carbon_g_per_kwh) : std::nullopt, text(w.split_source)});
   Digest d;
   d.add(rows.window);
   for (const auto* table : {&rows.accounts, &rows.charges, &rows.energy_charges})

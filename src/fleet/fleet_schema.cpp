@@ -29,6 +29,7 @@ CREATE TABLE gpuledger.windows(
   observed_seconds double precision NOT NULL, source text NOT NULL,
   sm_active double precision, sm_occupancy double precision, tensor_active double precision, dram_active double precision,
   energy_millijoules bigint CHECK (energy_millijoules >= 0), energy_source text, carbon_g_per_kwh double precision,
+  split_source text NOT NULL,
   digest text NOT NULL,
   shipped_at timestamptz NOT NULL DEFAULT now(),
   CHECK (busy_micros >= 0 AND idle_micros >= 0 AND memory_micros >= 0 AND busy_micros + idle_micros + memory_micros = cost_micros),

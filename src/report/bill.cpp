@@ -42,7 +42,7 @@ Scan scan(const BillSource& source, const BillRequest& q) {
   add_memory_size_note(s.whole, source.memory_size_unknown);
   s.whole.generated_at = q.generated_at;
   add_time_coverage(s.whole, source.first_window_start, q.generated_at);
-  fill_audit(s.whole, hasher, source.inputs, q.generated_at);
+  fill_audit(s.whole, hasher, source.inputs ? source.inputs() : ledger::BillInputs{}, q.generated_at);
   for (auto& [start, b] : periods) s.periods.push_back(b->finish());
   if (focus) s.focus = focus->finish(s.whole.audit, q.generated_at);
   return s;
@@ -56,7 +56,7 @@ BillSource store_bill_source(const ledger::Store& store, int64_t from, int64_t t
     store.for_each_window(from, to, fn);
   };
   s.first_window_start = store.first_window_start();
-  s.inputs = ledger::read_bill_inputs(store, from, to);
+  s.inputs = [&store, from, to] { return ledger::read_bill_inputs(store, from, to); };
   s.memory_size_unknown = store.memory_size_unknown(from, to);
   return s;
 }

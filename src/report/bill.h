@@ -33,7 +33,9 @@ struct BillRequest {
 struct BillSource {
   std::function<void(const std::function<void(ledger::WindowRecord&&)>&)> for_each_window;  // the range's windows
   std::optional<int64_t> first_window_start;  // coverage: "before the agent started"
-  ledger::BillInputs inputs;                  // node, cluster, price lists
+  // Node, cluster, price lists: asked for after the windows were read (a
+  // fleet bill names the node and cluster its windows came from).
+  std::function<ledger::BillInputs()> inputs;
   std::vector<ledger::Store::MemorySizeUnknown> memory_size_unknown;
   std::string report_source = "local";  // Report::source
 };
