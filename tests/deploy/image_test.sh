@@ -38,10 +38,14 @@ out=$("${podman[@]}" run --rm "${limits[@]}" --privileged --pid=host --cgroupns=
   "gpuledger:$version" demo --seconds 5 --listen 127.0.0.1:0 2>&1)
 echo "$out" | tail -25
 grep -q 'Chargeback of the simulated tenants' <<<"$out" || { echo "FAIL: the demo did not print its bill"; exit 1; }
-# Launches in the bill: counted by the probes from inside the container.
-# The bill's launches column, found by its header (energy and carbon follow it),
-# in its first TOTAL row (the shared-GPU bill after it has its own table).
-launches=$(awk '$1 == "team" {for (i = 1; i <= NF; i++) if ($i == "launches") c = i} /^TOTAL/ && c {print $c; exit}' <<<"$out")
+# Launches counted by the probes from inside the container: the demo's final
+# counts, summed down its LAUNCHES column (right-aligned under its header; the
+# tenant names before it have spaces).
+launches=$(awk '/^Final counts/ {f = 1}
+  f && /^TENANT/ {e = index($0, "LAUNCHES") + length("LAUNCHES") - 1; next}
+  f && e && NF == 0 {exit}
+  f && e {n = split(substr($0, 1, e), a, " "); s += a[n]}
+  END {print s + 0}' <<<"$out")
 [[ ${launches:-0} -gt 0 ]] || { echo "FAIL: no launches counted inside the container"; exit 1; }
 echo "ok: the demo ran in gpuledger:$version and counted $launches launches"
 
