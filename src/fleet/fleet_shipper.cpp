@@ -131,6 +131,11 @@ void FleetShipper::run() {
   for (;;) {
     std::chrono::milliseconds wait = options_.interval;
     bool more = false;
+    bool stop_seen = false;  // the stop was asked before this round read the outbox
+    {
+      std::lock_guard lock(mu_);
+      stop_seen = stopping_;
+    }
     try {
       more = round(s);
       if (more) wait = std::chrono::milliseconds(0);
@@ -150,6 +155,9 @@ void FleetShipper::run() {
     }
     std::unique_lock lock(mu_);
     if (stopping_) {
+      // A round that began before the stop may have missed the window stored
+      // on the way out (the window in progress at SIGTERM): one more after it.
+      if (!stop_seen) continue;
       if (!more || std::chrono::steady_clock::now() >= stop_deadline_ || wait != std::chrono::milliseconds(0)) return;
       continue;  // the backlog, until the stop's budget is spent
     }
