@@ -10,17 +10,18 @@
 #include <algorithm>
 
 #include "bpf_requirement.h"
+#include "csv_records.h"
 #include "pg_server.h"
 #include "reliability_support.h"
 
 namespace gpuledger::testing {
 namespace {
 
-int64_t micros_of(const std::string& money) {  // "12.345678" -> 12345678
-  std::string digits;
-  for (char c : money)
-    if (c != '.') digits += c;
-  return std::stoll(digits);
+int64_t micros_of(const std::string& money) {  // "12.345678" -> 12345678, "0.5" -> 500000
+  const size_t dot = money.find('.');
+  std::string fraction = dot == std::string::npos ? "" : money.substr(dot + 1);
+  fraction.resize(6, '0');
+  return std::stoll(money.substr(0, dot)) * 1000000 + std::stoll(fraction);
 }
 
 // A CSV bill without its bill_id values ("sha256:" and 64 hex digits).
@@ -186,6 +187,17 @@ TEST(FleetAgents, ThroughAnOutageAKillAndADeletedNodeTheFleetBillIsTheSumOfTheLo
   ASSERT_EQ(by_node["rows"].size(), 2u) << by_node.dump();
   for (const auto& row : by_node["rows"])
     EXPECT_EQ(micros_of(row["cost_total"]), row["key"] == "prod/node-a" ? cost_a : cost_b) << row.dump();
+
+  // The FOCUS export of the fleet: every node's rows, Σ BilledCost the fleet's total.
+  std::string focus;
+  EXPECT_EQ(run_cli(with({"report", "--format", "focus"}, fleet), &focus), 0) << focus;
+  const auto focus_rows = parse_csv(focus);
+  ASSERT_GT(focus_rows.size(), 1u) << focus;
+  const auto billed = std::find(focus_rows[0].begin(), focus_rows[0].end(), "BilledCost") - focus_rows[0].begin();
+  ASSERT_LT(static_cast<size_t>(billed), focus_rows[0].size()) << focus;
+  int64_t billed_micros = 0;
+  for (size_t i = 1; i < focus_rows.size(); ++i) billed_micros += micros_of(focus_rows[i].at(billed));
+  EXPECT_EQ(billed_micros, cost_a + cost_b);
 
   std::string html;
   EXPECT_EQ(run_cli(with(with({"report", "--format", "html"}, fleet), {"--by", "node"}), &html), 0);

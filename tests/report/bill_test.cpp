@@ -17,40 +17,14 @@
 #include "report/focus_export.h"
 #include "report/report_text.h"
 #include "report/shown_money.h"
+#include "csv_records.h"
 #include "report_fixture.h"
 
 namespace gpuledger::report {
 namespace {
 
 using testing::kT0;
-
-// RFC 4180 (CRLF records, quoted fields with doubled quotes).
-std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows(1);
-  std::string field;
-  bool quoted = false, was_quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
-      else if (c == '"') quoted = false;
-      else field += c;
-    } else if (c == '"') {
-      quoted = was_quoted = true;
-    } else if (c == ',') {
-      rows.back().push_back(field), field.clear(), was_quoted = false;
-    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
-      rows.back().push_back(field), field.clear(), was_quoted = false;
-      rows.emplace_back();
-      ++i;
-    } else {
-      field += c;
-    }
-  }
-  if (!field.empty() || was_quoted) rows.back().push_back(field);
-  if (rows.back().empty()) rows.pop_back();
-  return rows;
-}
+using testing::parse_csv;
 
 // An exact decimal ("0.351428", at most 6 places) in micro-units; nullopt when not one.
 std::optional<int64_t> decimal_micros(const std::string& s) {
