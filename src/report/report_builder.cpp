@@ -25,7 +25,7 @@ using ledger::WindowRecord;
 namespace {
 
 // __idle__, __unallocated__, __overflow__ and any other "__name__" account (special_accounts.h).
-bool is_special(const std::string& account) { return !special_account_meaning(account).empty(); }
+bool is_special(const std::string& account) { return is_special_account(account); }
 
 void add_opt(std::optional<double>& to, const std::optional<double>& v) {
   if (v) to = to.value_or(0) + *v;

@@ -15,6 +15,7 @@
 #include "report/report.h"
 #include "report/report_text.h"
 #include "report/rightsizing_decision.h"
+#include "report/special_accounts.h"
 
 namespace gpuledger::report {
 
@@ -42,9 +43,8 @@ GroupBy parse_rightsizing_by(const std::string& text) {
 
 namespace {
 
-bool is_special(const std::string& account) {
-  return ledger::is_special_account(account);
-}
+// No advice for gpuledger's own accounts (special_accounts.h), __overflow__ included.
+bool is_special(const std::string& account) { return is_special_account(account); }
 
 struct Segment {
   int64_t start = 0, end = 0;

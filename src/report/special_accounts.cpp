@@ -4,6 +4,10 @@
 
 namespace gpuledger::report {
 
+bool is_special_account(const std::string& account) {
+  return account.size() > 4 && account.starts_with("__") && account.ends_with("__");
+}
+
 std::string special_account_meaning(const std::string& account) {
   if (account == ledger::kUnallocatedAccount)
     return "the part of a GPU nobody held: its time while no pod held it, work no holder or user could be named for, "
@@ -17,8 +21,7 @@ std::string special_account_meaning(const std::string& account) {
   if (account == "__overflow__")
     return "GPU work the probes could not tell the workload of, because their workload table was full "
            "(gpuledger_bpf_overflow_total counts it)";
-  if (account.size() > 4 && account.rfind("__", 0) == 0 && account.compare(account.size() - 2, 2, "__") == 0)
-    return "a special account of gpuledger, not a workload";
+  if (is_special_account(account)) return "a special account of gpuledger, not a workload";
   return "";
 }
 

@@ -5,6 +5,10 @@
 
 namespace gpuledger::report {
 
+// Whether the account is one of gpuledger's own ("__name__"), not a workload:
+// the one test every report view uses.
+bool is_special_account(const std::string& account);
+
 // What the account holds, in words; empty for an account that is a workload.
 std::string special_account_meaning(const std::string& account);
 
