@@ -19,6 +19,7 @@
 #include "cli/report_output.h"
 #include "report/bill.h"
 #include "report/bill_words.h"
+#include "report/chart_time.h"
 #include "report/fleet.h"
 #include "report/report.h"
 #include "report/rightsizing_config.h"
@@ -125,6 +126,25 @@ void check_options_apply(const ReportCommand& cmd, report::Format format) {
   }
 }
 
+// The coarsest fleet roll-ups (fleet/fleet_reader.h) a bill can be read from
+// without showing less: the charge period of CSV and FOCUS rows, the chart's
+// bucket of JSON and HTML (cost over time), a whole month for the table.
+std::optional<fleet::Period> fleet_rollup_period(const report::BillRequest& q) {
+  using report::Format;
+  using report::Granularity;
+  if (q.format == Format::kCsv || q.format == Format::kFocus) {
+    if (q.granularity == Granularity::kMonth) return fleet::Period::kMonth;
+    return q.granularity == Granularity::kDay ? fleet::Period::kDay : fleet::Period::kHour;
+  }
+  if (q.format == Format::kJson || q.format == Format::kHtml) {
+    const int64_t bucket = report::chart_bucket_seconds(q.to - q.from, 60);
+    if (bucket % 86400 == 0) return fleet::Period::kDay;
+    if (bucket % 3600 == 0) return fleet::Period::kHour;
+    return std::nullopt;
+  }
+  return fleet::Period::kMonth;
+}
+
 }  // namespace
 
 int run_report(const ReportCommand& cmd) {
@@ -160,7 +180,7 @@ int run_report(const ReportCommand& cmd) {
     BillSource source;
     std::set<std::string> origins;  // "cluster/node" of every window read
     source.for_each_window = [&](const std::function<void(ledger::WindowRecord&&)>& fn) {
-      fleet::for_each_fleet_window(db, from, to, filter, [&](ledger::WindowRecord&& w) {
+      fleet::for_each_fleet_window(db, from, to, filter, fleet_rollup_period(q), [&](ledger::WindowRecord&& w) {
         origins.insert(w.node);
         fn(std::move(w));
       });

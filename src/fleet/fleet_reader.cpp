@@ -1,11 +1,13 @@
 #include "fleet/fleet_reader.h"
 
+#include <map>
 #include <memory>
 #include <tuple>
 #include <vector>
 
 #include "fleet/fleet_rows.h"
 #include "fleet/pg_connection.h"
+#include "fleet/window_json.h"
 
 namespace gpuledger::fleet {
 
@@ -16,14 +18,26 @@ constexpr int kFetchRows = 5000;
 // A server-side cursor over one table, in key order; the key is its first four columns.
 class Cursor {
  public:
+  // `from` follows "FROM gpuledger.<table> x": a WHERE clause, or a JOIN and its WHERE.
   Cursor(PgConnection& db, std::string name, const std::string& table, const std::vector<std::string>& columns,
-         const std::string& where, const std::string& order = "")
+         const std::string& from, const std::string& order = "")
       : db_(db), name_(std::move(name)) {
-    std::string sql = "DECLARE " + name_ + " NO SCROLL CURSOR FOR SELECT cluster, node, gpu_uuid, start_time";
-    for (const auto& c : columns) sql += ", " + c;
-    sql += " FROM gpuledger." + table + where + " ORDER BY cluster, node, gpu_uuid, start_time" + order;
+    std::string sql = "DECLARE " + name_ + " NO SCROLL CURSOR FOR SELECT x.cluster, x.node, x.gpu_uuid, x.start_time";
+    for (const auto& c : columns) sql += ", x." + c;
+    sql += " FROM gpuledger." + table + " x" + from + " ORDER BY x.cluster, x.node, x.gpu_uuid, x.start_time" + order;
     db_.exec(sql);
     fetch();
+  }
+  // Any query whose rows are read in turn.
+  Cursor(PgConnection& db, std::string name, const std::string& sql) : db_(db), name_(std::move(name)) {
+    db_.exec("DECLARE " + name_ + " NO SCROLL CURSOR FOR " + sql);
+    fetch();
+  }
+  ~Cursor() {
+    try {
+      if (db_.ok()) db_.exec("CLOSE " + name_);
+    } catch (...) {  // a failed transaction: its rollback closes it
+    }
   }
   bool valid() const { return row_ < rows_; }
   void next() {
@@ -104,44 +118,162 @@ ledger::AccountRecord read_account(const PgResult& r, int i) {
   return a;
 }
 
-}  // namespace
+// The four tables' rows of the windows `from` selects, assembled per window.
+void read_windows(PgConnection& db, const std::string& from, const std::function<void(ledger::WindowRecord&&)>& fn) {
+  Cursor w(db, "gl_windows", "windows", kWindowColumns, from);
+  Cursor a(db, "gl_accounts", "accounts", kAccountColumns, from, ", x.account");
+  Cursor c(db, "gl_charges", "charges", kChargeColumns, from, ", x.account, x.kind");
+  Cursor e(db, "gl_energy", "energy_charges", kEnergyChargeColumns, from, ", x.account, x.kind");
+  for (; w.valid(); w.next()) {
+    ledger::WindowRecord rec;
+    read_window(w.r(), w.row(), rec);
+    const auto key = w.key();
+    // Children of a window are written with it (one transaction): none precede it.
+    for (; a.valid() && a.key() < key; a.next()) {
+    }
+    for (; a.valid() && a.key() == key; a.next()) rec.accounts.push_back(read_account(a.r(), a.row()));
+    for (; c.valid() && c.key() < key; c.next()) {
+    }
+    for (; c.valid() && c.key() == key; c.next())
+      rec.charges.push_back({c.r().text(c.row(), 4), kind_of(c.r().text(c.row(), 5)), c.r().i64(c.row(), 6)});
+    for (; e.valid() && e.key() < key; e.next()) {
+    }
+    for (; e.valid() && e.key() == key; e.next())
+      if (rec.energy)
+        rec.energy->charges.push_back({e.r().text(e.row(), 4), kind_of(e.r().text(e.row(), 5)), e.r().i64(e.row(), 6)});
+    fn(std::move(rec));
+  }
+}
 
-void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
-                           const std::function<void(ledger::WindowRecord&&)>& fn) {
-  std::string where = " WHERE start_time >= " + std::to_string(from) + " AND start_time < " + std::to_string(to);
-  if (filter.cluster) where += " AND cluster = " + db.literal(*filter.cluster);
-  if (filter.node) where += " AND node = " + db.literal(*filter.node);
+std::string filter_sql(PgConnection& db, const FleetFilter& filter, const std::string& table) {
+  std::string sql;
+  if (filter.cluster) sql += " AND " + table + ".cluster = " + db.literal(*filter.cluster);
+  if (filter.node) sql += " AND " + table + ".node = " + db.literal(*filter.node);
+  return sql;
+}
+
+void in_snapshot(PgConnection& db, const std::function<void()>& fn) {
   db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   try {
-    Cursor w(db, "gl_windows", "windows", kWindowColumns, where);
-    Cursor a(db, "gl_accounts", "accounts", kAccountColumns, where, ", account");
-    Cursor c(db, "gl_charges", "charges", kChargeColumns, where, ", account, kind");
-    Cursor e(db, "gl_energy", "energy_charges", kEnergyChargeColumns, where, ", account, kind");
-    for (; w.valid(); w.next()) {
-      ledger::WindowRecord rec;
-      read_window(w.r(), w.row(), rec);
-      const auto key = w.key();
-      // Children of a window are written with it (one transaction): none precede it.
-      for (; a.valid() && a.key() < key; a.next()) {
-      }
-      for (; a.valid() && a.key() == key; a.next()) rec.accounts.push_back(read_account(a.r(), a.row()));
-      for (; c.valid() && c.key() < key; c.next()) {
-      }
-      for (; c.valid() && c.key() == key; c.next())
-        rec.charges.push_back({c.r().text(c.row(), 4), kind_of(c.r().text(c.row(), 5)), c.r().i64(c.row(), 6)});
-      for (; e.valid() && e.key() < key; e.next()) {
-      }
-      for (; e.valid() && e.key() == key; e.next())
-        if (rec.energy)
-          rec.energy->charges.push_back(
-              {e.r().text(e.row(), 4), kind_of(e.r().text(e.row(), 5)), e.r().i64(e.row(), 6)});
-      fn(std::move(rec));
-    }
+    fn();
     db.exec("COMMIT");
   } catch (...) {
     if (db.ok()) db.exec("ROLLBACK");
     throw;
   }
+}
+
+// Spans of one GPU's time still to read at a finer period, or as windows.
+struct SlotSpan {
+  std::string cluster, node, uuid;
+  int64_t start = 0, end = 0;
+};
+
+// An array literal of PostgreSQL's text form, quoted for SQL.
+std::string array_literal(PgConnection& db, const std::vector<std::string>& items) {
+  std::string text = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    text += i ? ",\"" : "\"";
+    for (char ch : items[i]) {
+      if (ch == '"' || ch == '\\') text += '\\';
+      text += ch;
+    }
+    text += '"';
+  }
+  return db.literal(text + "}");
+}
+
+// "unnest(...) AS k(c, n, g, a, b)" of the spans.
+std::string spans_sql(PgConnection& db, const std::vector<SlotSpan>& spans) {
+  std::vector<std::string> c, n, g, a, b;
+  for (const auto& s : spans) {
+    c.push_back(s.cluster);
+    n.push_back(s.node);
+    g.push_back(s.uuid);
+    a.push_back(std::to_string(s.start));
+    b.push_back(std::to_string(s.end));
+  }
+  return "unnest(" + array_literal(db, c) + "::text[], " + array_literal(db, n) + "::text[], " + array_literal(db, g) +
+         "::text[], " + array_literal(db, a) + "::bigint[], " + array_literal(db, b) + "::bigint[]) AS k(c, n, g, a, b)";
+}
+
+// One period's GPUs: the matching roll-ups emitted, the rest added to `finer`
+// (contiguous periods of one GPU joined into one span).
+// `totals` names the window_totals rows as t (FROM items), `where` picks them.
+void read_period(PgConnection& db, Period p, const std::string& totals, const std::string& where,
+                 std::vector<SlotSpan>& finer, const std::function<void(ledger::WindowRecord&&)>& fn) {
+  const std::string sql =
+      "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, r.body::text FROM " + totals +
+      " LEFT JOIN gpuledger.rollups r ON r.period = t.period AND r.cluster = t.cluster AND r.node = t.node"
+      " AND r.gpu_uuid = t.gpu_uuid AND r.period_start = t.period_start AND r.windows = t.windows"
+      " AND r.cost_micros = t.cost_micros" + (where.empty() ? "" : " WHERE " + where) +
+      " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
+  for (Cursor cur(db, "gl_periods", sql); cur.valid(); cur.next()) {
+    const PgResult& r = cur.r();
+    const int i = cur.row();
+    if (!r.null(i, 4)) {
+      ledger::WindowRecord w = window_from_json(r.text(i, 4));
+      w.node = r.text(i, 0) + "/" + r.text(i, 1);
+      fn(std::move(w));
+      continue;
+    }
+    const int64_t start = r.i64(i, 3);
+    SlotSpan span{r.text(i, 0), r.text(i, 1), r.text(i, 2), start, period_next(start, p)};
+    if (!finer.empty() && finer.back().cluster == span.cluster && finer.back().node == span.node &&
+        finer.back().uuid == span.uuid && finer.back().end == span.start)
+      finer.back().end = span.end;
+    else
+      finer.push_back(std::move(span));
+  }
+}
+
+}  // namespace
+
+void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
+                           const std::function<void(ledger::WindowRecord&&)>& fn) {
+  for_each_fleet_window(db, from, to, filter, std::nullopt, fn);
+}
+
+void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
+                           std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn) {
+  in_snapshot(db, [&] {
+    std::map<Period, std::vector<std::string>> whole;  // period -> the starts of the range's whole periods
+    std::vector<std::pair<int64_t, int64_t>> ragged;   // read as windows, every GPU
+    for (const auto& piece : cut_range(from, to, coarsest)) {
+      if (piece.period)
+        whole[*piece.period].push_back(std::to_string(piece.start));
+      else
+        ragged.push_back({piece.start, piece.end});
+    }
+    std::vector<SlotSpan> spans;  // from the coarser period: to read at this one
+    for (Period p : {Period::kMonth, Period::kDay, Period::kHour}) {
+      const std::string period = db.literal(to_string(p));
+      std::vector<SlotSpan> finer;
+      if (auto it = whole.find(p); it != whole.end())
+        read_period(db, p, "gpuledger.window_totals t",
+                    "t.period = " + period + " AND t.period_start = ANY(" + array_literal(db, it->second) +
+                        "::bigint[])" + filter_sql(db, filter, "t"),
+                    finer, fn);
+      if (!spans.empty())
+        read_period(db, p,
+                    spans_sql(db, spans) + " JOIN gpuledger.window_totals t ON t.period = " + period +
+                        " AND t.cluster = k.c AND t.node = k.n AND t.gpu_uuid = k.g AND t.period_start >= k.a"
+                        " AND t.period_start < k.b",
+                    "", finer, fn);
+      spans = std::move(finer);
+    }
+    for (const auto& [a, b] : ragged)
+      read_windows(db,
+                   " WHERE x.start_time >= " + std::to_string(a) + " AND x.start_time < " + std::to_string(b) +
+                       filter_sql(db, filter, "x"),
+                   fn);
+    if (!spans.empty())
+      read_windows(db,
+                   " JOIN " + spans_sql(db, spans) +
+                       " ON x.cluster = k.c AND x.node = k.n AND x.gpu_uuid = k.g AND x.start_time >= k.a"
+                       " AND x.start_time < k.b",
+                   fn);
+  });
 }
 
 }  // namespace gpuledger::fleet

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "fleet/fleet_periods.h"
 #include "ledger/store.h"
 
 namespace gpuledger::fleet {
@@ -25,5 +26,15 @@ struct FleetFilter {
 // not half seen.
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
                            const std::function<void(ledger::WindowRecord&&)>& fn);
+// The same range read as few rows as the roll-ups allow (fleet_rollups.h):
+// each whole UTC period no coarser than `coarsest` is one merged window per
+// GPU where a roll-up matches the database's own count and cost of that
+// GPU's windows there (window_totals), else its finer periods, else its
+// windows. The money is the same to the micro-unit as for_each_fleet_window's;
+// what is coarser is the time (a merged window is taken at its start) and the
+// rightsizing percentiles (hourly_rollup.h). nullopt: windows only. The
+// windows come in no particular order.
+void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
+                           std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn);
 
 }  // namespace gpuledger::fleet

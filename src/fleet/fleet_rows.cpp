@@ -79,6 +79,12 @@ class Digest {
 
 }  // namespace
 
+std::string sha256_hex(const std::string& bytes) {
+  Digest d;
+  d.add({PgParam(bytes)});
+  return d.hex();
+}
+
 WindowRows to_rows(const Origin& origin, const ledger::WindowRecord& w) {
   const std::vector<PgParam> key = {text(origin.cluster), text(origin.node), text(w.slot.uuid), num(w.start)};
   auto keyed = [&](std::vector<PgParam> values) {

@@ -28,6 +28,9 @@ struct WindowRows {
 // The rows of one window; the digest covers every value of every row.
 WindowRows to_rows(const Origin& origin, const ledger::WindowRecord& window);
 
+// SHA-256 of the bytes, as 64 lowercase hex digits.
+std::string sha256_hex(const std::string& bytes);
+
 // A float as text that reads back as the same double.
 std::string exact(double v);
 

@@ -1,5 +1,6 @@
 #include "fleet/fleet_schema.h"
 
+#include <algorithm>
 #include <ctime>
 #include <string>
 #include <vector>
@@ -94,9 +95,89 @@ GRANT EXECUTE ON FUNCTION gpuledger.ensure_month(bigint) TO gpuledger_agent;
 GRANT SELECT ON gpuledger.windows, gpuledger.accounts, gpuledger.charges, gpuledger.energy_charges TO gpuledger_reader;
 )SQL";
 
+// Roll-ups (fleet_rollups.h). window_totals is kept by the database itself: a
+// trigger counts every window committed, by GPU and UTC hour, day and month,
+// with its cost. An agent's roll-up of a period (one merged window, as JSON)
+// is used by a report only while its window count and cost equal those
+// totals; a window shipped after it makes it stale, and the report reads the
+// finer periods or the windows instead. So a roll-up can make a report
+// faster, never different. Insert-only: a new count is a new row.
+const char* kMigration2 = R"SQL(
+CREATE TABLE gpuledger.window_totals(
+  period text COLLATE "C" NOT NULL CHECK (period IN ('hour', 'day', 'month')), period_start bigint NOT NULL,
+  cluster text COLLATE "C" NOT NULL, node text COLLATE "C" NOT NULL, gpu_uuid text COLLATE "C" NOT NULL,
+  windows bigint NOT NULL CHECK (windows > 0), cost_micros bigint NOT NULL CHECK (cost_micros >= 0),
+  PRIMARY KEY (period, cluster, node, gpu_uuid, period_start)
+) PARTITION BY RANGE (period_start);
+CREATE TABLE gpuledger.rollups(
+  period text COLLATE "C" NOT NULL CHECK (period IN ('hour', 'day', 'month')), period_start bigint NOT NULL,
+  cluster text COLLATE "C" NOT NULL, node text COLLATE "C" NOT NULL, gpu_uuid text COLLATE "C" NOT NULL,
+  windows bigint NOT NULL CHECK (windows > 0), cost_micros bigint NOT NULL CHECK (cost_micros >= 0),
+  digest text NOT NULL, body jsonb NOT NULL,
+  shipped_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (period, cluster, node, gpu_uuid, period_start, windows)
+) PARTITION BY RANGE (period_start);
+
+CREATE OR REPLACE FUNCTION gpuledger.ensure_month(t bigint) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  lo timestamp := date_trunc('month', to_timestamp(t) AT TIME ZONE 'UTC');
+  hi timestamp := lo + interval '1 month';
+  tbl text;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('gpuledger.ensure_month'));
+  FOREACH tbl IN ARRAY ARRAY['windows', 'accounts', 'charges', 'energy_charges', 'window_totals', 'rollups'] LOOP
+    EXECUTE format('CREATE TABLE IF NOT EXISTS gpuledger.%I PARTITION OF gpuledger.%I FOR VALUES FROM (%s) TO (%s)',
+                   tbl || '_' || to_char(lo, 'YYYY_MM'), tbl,
+                   extract(epoch FROM lo)::bigint, extract(epoch FROM hi)::bigint);
+  END LOOP;
+END
+$fn$;
+
+-- The UTC hour, day and month of a window's start.
+CREATE FUNCTION gpuledger.periods_of(t bigint) RETURNS TABLE(period text, period_start bigint)
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
+  VALUES ('hour'::text, t - t % 3600), ('day', t - t % 86400),
+         ('month', extract(epoch FROM date_trunc('month', to_timestamp(t) AT TIME ZONE 'UTC'))::bigint)
+$fn$;
+
+CREATE FUNCTION gpuledger.count_windows() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  INSERT INTO gpuledger.window_totals AS t (period, period_start, cluster, node, gpu_uuid, windows, cost_micros)
+  SELECT p.period, p.period_start, f.cluster, f.node, f.gpu_uuid, count(*), sum(f.cost_micros)
+  FROM fresh f CROSS JOIN LATERAL gpuledger.periods_of(f.start_time) p
+  GROUP BY 1, 2, 3, 4, 5
+  ON CONFLICT (period, cluster, node, gpu_uuid, period_start)
+  DO UPDATE SET windows = t.windows + EXCLUDED.windows, cost_micros = t.cost_micros + EXCLUDED.cost_micros;
+  RETURN NULL;
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.count_windows() FROM PUBLIC;
+
+-- The months already there get their new partitions and their totals.
+DO $months$ DECLARE m bigint; BEGIN
+  FOR m IN SELECT DISTINCT extract(epoch FROM date_trunc('month', to_timestamp(start_time) AT TIME ZONE 'UTC'))::bigint
+           FROM gpuledger.windows LOOP
+    PERFORM gpuledger.ensure_month(m);
+  END LOOP;
+END $months$;
+INSERT INTO gpuledger.window_totals(period, period_start, cluster, node, gpu_uuid, windows, cost_micros)
+SELECT p.period, p.period_start, w.cluster, w.node, w.gpu_uuid, count(*), sum(w.cost_micros)
+FROM gpuledger.windows w CROSS JOIN LATERAL gpuledger.periods_of(w.start_time) p
+GROUP BY 1, 2, 3, 4, 5;
+
+CREATE TRIGGER count_windows AFTER INSERT ON gpuledger.windows
+  REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION gpuledger.count_windows();
+
+GRANT INSERT ON gpuledger.rollups TO gpuledger_agent;
+GRANT SELECT (period, period_start, cluster, node, gpu_uuid, windows, digest) ON gpuledger.rollups TO gpuledger_agent;
+GRANT SELECT ON gpuledger.window_totals, gpuledger.rollups TO gpuledger_reader;
+)SQL";
+
 // Migration n is kMigrations[n - 1]; append, never edit one that shipped.
-const std::vector<const char*> kMigrations = {kMigration1};
-static_assert(kFleetSchemaVersion == 1, "a new migration goes into kMigrations");
+const std::vector<const char*> kMigrations = {kMigration1, kMigration2};
+static_assert(kFleetSchemaVersion == 2, "a new migration goes into kMigrations");
 
 }  // namespace
 
@@ -116,14 +197,14 @@ int schema_version(PgConnection& db) {
   return static_cast<int>(v.i64(0, 0));
 }
 
-int migrate(PgConnection& db, int64_t now) {
+int migrate(PgConnection& db, int64_t now, int target) {
   db.exec("SELECT pg_advisory_lock(hashtext('gpuledger.migrate'))");
   try {
     int version = schema_version(db);
     if (version > kFleetSchemaVersion)
       throw Error("fleet database " + db.name() + ": schema version " + std::to_string(version) +
                   " is newer than this gpuledger knows (" + std::to_string(kFleetSchemaVersion) + ")");
-    for (; version < kFleetSchemaVersion; ++version) {
+    for (; version < std::min(target, kFleetSchemaVersion); ++version) {
       db.exec("BEGIN");
       try {
         db.exec(kMigrations[static_cast<size_t>(version)]);

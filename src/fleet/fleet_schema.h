@@ -7,6 +7,11 @@
 //   accounts(cluster, node, gpu_uuid, start_time, account, ...)
 //   charges(..., account, kind 'busy'|'idle'|'memory', micros)
 //   energy_charges(..., account, kind 'busy'|'idle', millijoules)
+//   window_totals(period, period_start, cluster, node, gpu_uuid, windows, cost_micros)
+//                     kept by a trigger on windows: per GPU and UTC hour, day, month
+//   rollups(period, period_start, cluster, node, gpu_uuid, windows, cost_micros, digest, body)
+//                     an agent's merged window of a period (fleet_rollups.h),
+//                     used only while windows and cost match window_totals
 // Every table is partitioned by month on start_time (Unix seconds, UTC
 // months); ensure_month(t) creates the month's partitions (SECURITY DEFINER,
 // so an agent that may only insert can still start a new month).
@@ -15,8 +20,8 @@
 // from a conflict (different content: refused, never overwritten).
 //
 // Roles (created by migration 1 when missing, NOLOGIN; grant them to login roles):
-//   gpuledger_agent   INSERT into the four tables, SELECT of the windows' key
-//                     and digest only (to tell a resend from a conflict), and
+//   gpuledger_agent   INSERT into the four tables and rollups, SELECT of their
+//                     keys and digests only (to tell a resend from a conflict), and
 //                     ensure_month(); no UPDATE, DELETE, TRUNCATE or reading of bills.
 //   gpuledger_reader  SELECT only (reports).
 // `gpuledger fleet-db migrate` runs as the database's owner (docs/fleet-db.md).
@@ -28,12 +33,13 @@ namespace gpuledger::fleet {
 class PgConnection;
 
 // The newest migration this gpuledger knows.
-inline constexpr int kFleetSchemaVersion = 1;
+inline constexpr int kFleetSchemaVersion = 2;
 
 // Applies the migrations not applied yet, each in its own transaction
 // (serialised by an advisory lock, so two runs at once are safe), and creates
 // this month's and the next month's partitions. Returns the version reached.
-int migrate(PgConnection& db, int64_t now);
+// `target` below the newest stops there (tests of an upgrade).
+int migrate(PgConnection& db, int64_t now, int target = kFleetSchemaVersion);
 // The version applied; 0 when the database was never migrated.
 int schema_version(PgConnection& db);
 // Throws Error unless the database is at kFleetSchemaVersion: one never

@@ -7,6 +7,8 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "export/prometheus_text.h"
+#include "fleet/fleet_periods.h"
+#include "fleet/fleet_rollups.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_sink_postgres.h"
 #include "fleet/pg_connection.h"
@@ -27,12 +29,54 @@ std::string fleet_error_reason(const std::string& message) {
   return "query";
 }
 
+namespace {
+
+constexpr int kRollupPeriodsPerRound = 48;
+const std::string kRolledKey = "fleet/rolled/";
+
+}  // namespace
+
 struct FleetShipper::Session {
   std::unique_ptr<ledger::Store> store;
   std::unique_ptr<ledger::Outbox> outbox;
   std::unique_ptr<PgConnection> db;
   std::unique_ptr<FleetSinkPostgres> sink;
+  std::optional<int64_t> late;  // the earliest start shipped since the roll-ups last looked
 };
+
+void FleetShipper::ship_rollups(Session& s) {
+  const auto complete = s.outbox->complete_before();
+  const auto first = s.store->first_window_start();
+  if (!complete || !first) return;
+  std::map<std::string, std::string> rolled;
+  for (auto& [key, value] : s.store->meta_with_prefix(kRolledKey)) rolled[key] = value;
+  int budget = kRollupPeriodsPerRound;
+  for (Period p : kPeriods) {
+    const std::string key = kRolledKey + to_string(p);
+    int64_t next = period_floor(*first, p);
+    if (auto it = rolled.find(key); it != rolled.end()) next = std::max<int64_t>(next, std::stoll(it->second));
+    // A window shipped into a period already rolled up: that period again (a new count, a new roll-up).
+    if (s.late && *s.late < next) {
+      next = period_floor(*s.late, p);
+      s.store->set_meta(key, std::to_string(next));  // kept even when this round's budget is spent
+    }
+    for (; budget > 0 && period_next(next, p) <= *complete; --budget) {
+      const auto rollups = build_rollups(*s.store, p, next);
+      const auto done = s.sink->ship_rollups(rollups);
+      for (size_t i = 0; i < done.size(); ++i) {
+        if (done[i] != Delivery::kConflict) continue;
+        spdlog::error("fleet db: refused the {} roll-up of {} from {} on {}: the database holds a different one "
+                      "with the same windows (another node with this --node-name?)",
+                      to_string(p), next, rollups[i].window.slot.uuid, options_.origin.node);
+        std::lock_guard lock(mu_);
+        ++errors_["conflict"];
+      }
+      next = period_next(next, p);
+      s.store->set_meta(key, std::to_string(next));
+    }
+  }
+  s.late.reset();
+}
 
 FleetShipper::FleetShipper(FleetShipperOptions options)
     : options_(std::move(options)), name_(redacted(options_.conninfo)) {
@@ -111,6 +155,9 @@ bool FleetShipper::round(Session& s) {
   }
   s.outbox->mark(shipped, ledger::Outbox::Mark::kShipped);
   s.outbox->mark(refused, ledger::Outbox::Mark::kRefused);
+  for (const auto& p : batch) s.late = std::min(s.late.value_or(p.window.start), p.window.start);
+  const bool more = batch.size() == options_.batch_windows;
+  if (!more) ship_rollups(s);
   const int64_t pending = s.outbox->pending_count();
   const auto oldest = s.outbox->oldest_pending_end();
   std::lock_guard lock(mu_);
@@ -122,7 +169,7 @@ bool FleetShipper::round(Session& s) {
   status_.refused += static_cast<int64_t>(refused.size());
   status_.oldest_pending_end = oldest;
   errors_["conflict"] += refused.size();
-  return batch.size() == options_.batch_windows;
+  return more;
 }
 
 void FleetShipper::run() {

@@ -6,6 +6,11 @@
 // the backlog (the store keeps it); it drains oldest first when the database
 // is back. Attribution and the ledger never wait on it.
 //
+// Once a UTC hour, day or month is complete in the database (every window
+// that starts in it committed, and a later one stored), the node's roll-ups of
+// it follow (fleet_rollups.h), so a fleet report reads a month of a GPU as one
+// row; a window shipped late into a rolled-up period sends its periods again.
+//
 // Self-metrics: gpuledger_fleet_db_up, gpuledger_fleet_db_pending_windows,
 // gpuledger_fleet_db_oldest_pending_window_age_seconds,
 // gpuledger_fleet_db_shipped_windows_total, gpuledger_fleet_db_refused_windows,
@@ -71,6 +76,10 @@ class FleetShipper : public exporter::MetricsContributor {
   void run();
   // One round: ship a batch; returns true when more may be waiting.
   bool round(Session& s);
+  // The roll-ups (fleet_rollups.h) of the periods the database now holds
+  // whole, oldest first and a few a round; progress in the store's meta
+  // "fleet/rolled/<period>" (the next period to roll up).
+  void ship_rollups(Session& s);
   void failed(const std::string& message);
 
   FleetShipperOptions options_;

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "fleet/fleet_schema.h"
+#include "fleet/window_json.h"
 
 namespace gpuledger::fleet {
 
@@ -43,25 +44,68 @@ std::vector<PgResult> insert_rows(PgConnection& db, const std::string& table, co
 
 FleetSinkPostgres::FleetSinkPostgres(PgConnection& db, Origin origin) : db_(db), origin_(std::move(origin)) {}
 
-void FleetSinkPostgres::ensure_months(const std::vector<const ledger::WindowRecord*>& windows) {
+void FleetSinkPostgres::ensure_month(int64_t t) {
   // Outside the batch's transaction: a partition created by one agent is seen by all.
-  for (const auto* w : windows) {
-    const int64_t month = month_start(w->start);
-    if (months_.count(month)) continue;
-    db_.query("SELECT gpuledger.ensure_month($1)", {std::to_string(month)});
-    months_.insert(month);
+  const int64_t month = month_start(t);
+  if (months_.count(month)) return;
+  db_.query("SELECT gpuledger.ensure_month($1)", {std::to_string(month)});
+  months_.insert(month);
+}
+
+void FleetSinkPostgres::in_transaction(const std::function<void()>& fn) {
+  db_.exec("BEGIN");
+  try {
+    fn();
+    db_.exec("COMMIT");
+  } catch (...) {
+    if (db_.ok()) {
+      try {
+        db_.exec("ROLLBACK");
+      } catch (...) {
+      }
+    }
+    throw;
   }
+}
+
+std::vector<Delivery> FleetSinkPostgres::ship_rollups(const std::vector<Rollup>& rollups) {
+  std::vector<Delivery> out(rollups.size(), Delivery::kStored);
+  if (rollups.empty()) return out;
+  std::vector<std::vector<PgParam>> rows;
+  for (const auto& r : rollups) {
+    ensure_month(r.period_start);
+    std::string body = window_to_json(r.window);
+    std::string digest = sha256_hex(body);
+    rows.push_back({std::string(to_string(r.period)), std::to_string(r.period_start), origin_.cluster, origin_.node,
+                    r.window.slot.uuid, std::to_string(r.windows), std::to_string(r.window.cost_micros),
+                    std::move(digest), std::move(body)});
+  }
+  in_transaction([&] {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& row = rows[i];
+      PgResult done = db_.query(
+          "INSERT INTO gpuledger.rollups(period, period_start, cluster, node, gpu_uuid, windows, cost_micros, digest, body) "
+          "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb) ON CONFLICT DO NOTHING RETURNING 1",
+          row);
+      if (done.rows() == 1) continue;
+      PgResult stored = db_.query(
+          "SELECT digest FROM gpuledger.rollups WHERE period = $1 AND period_start = $2 AND cluster = $3 AND node = $4 "
+          "AND gpu_uuid = $5 AND windows = $6",
+          {row[0], row[1], row[2], row[3], row[4], row[5]});
+      out[i] = stored.rows() == 1 && stored.text(0, 0) == *row[7] ? Delivery::kDuplicate : Delivery::kConflict;
+    }
+  });
+  return out;
 }
 
 std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::WindowRecord*>& windows) {
   std::vector<Delivery> out(windows.size(), Delivery::kStored);
   if (windows.empty()) return out;
-  ensure_months(windows);
+  for (const auto* w : windows) ensure_month(w->start);
   std::vector<WindowRows> rows;
   rows.reserve(windows.size());
   for (const auto* w : windows) rows.push_back(to_rows(origin_, *w));
-  db_.exec("BEGIN");
-  try {
+  in_transaction([&] {
     // The windows first: those already there come back missing from RETURNING.
     std::vector<const std::vector<PgParam>*> window_rows;
     for (const auto& r : rows) window_rows.push_back(&r.window);
@@ -90,16 +134,7 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
           {rows[i].window[0], rows[i].window[1], rows[i].window[2], rows[i].window[3]});
       out[i] = stored.rows() == 1 && stored.text(0, 0) == rows[i].digest ? Delivery::kDuplicate : Delivery::kConflict;
     }
-    db_.exec("COMMIT");
-  } catch (...) {
-    if (db_.ok()) {
-      try {
-        db_.exec("ROLLBACK");
-      } catch (...) {
-      }
-    }
-    throw;
-  }
+  });
   return out;
 }
 

@@ -7,10 +7,12 @@
 // and reported, never overwritten. Nothing is marked here: the caller marks
 // the outbox (ledger/outbox.h) only after ship() returned, i.e. committed.
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "fleet/fleet_rollups.h"
 #include "fleet/fleet_rows.h"
 #include "fleet/pg_connection.h"
 #include "ledger/store.h"
@@ -26,10 +28,16 @@ class FleetSinkPostgres {
   // One transaction for the batch; per window, what became of it. Throws
   // Error (nothing committed) when the database fails.
   std::vector<Delivery> ship(const std::vector<const ledger::WindowRecord*>& windows);
+  // The roll-ups (fleet_rollups.h) in one transaction, keyed by period,
+  // start, slot and window count: the same again is a duplicate, a different
+  // one under that key a conflict (refused, never overwritten).
+  std::vector<Delivery> ship_rollups(const std::vector<Rollup>& rollups);
   const Origin& origin() const { return origin_; }
 
  private:
-  void ensure_months(const std::vector<const ledger::WindowRecord*>& windows);
+  void ensure_month(int64_t t);
+  // BEGIN, fn, COMMIT; ROLLBACK and rethrow when anything fails.
+  void in_transaction(const std::function<void()>& fn);
   PgConnection& db_;
   Origin origin_;
   std::set<int64_t> months_;  // partitions known to exist

@@ -89,4 +89,14 @@ std::optional<int64_t> Outbox::oldest_pending_end() const {
   return std::nullopt;
 }
 
+std::optional<int64_t> Outbox::complete_before() const {
+  Query latest(store_.db_, "SELECT max(start) FROM windows", store_);
+  if (!latest.step() || sqlite3_column_type(latest.s, 0) == SQLITE_NULL) return std::nullopt;
+  int64_t t = sqlite3_column_int64(latest.s, 0);
+  Query pending(store_.db_, "SELECT min(start) FROM windows WHERE shipped = 0", store_);
+  if (pending.step() && sqlite3_column_type(pending.s, 0) != SQLITE_NULL)
+    t = std::min<int64_t>(t, sqlite3_column_int64(pending.s, 0));
+  return t;
+}
+
 }  // namespace gpuledger::ledger

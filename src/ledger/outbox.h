@@ -40,6 +40,12 @@ class Outbox {
   int64_t refused_count() const;
   // The end of the oldest pending window (Unix seconds); nullopt: none pending.
   std::optional<int64_t> oldest_pending_end() const;
+  // A time t such that the fleet database holds every stored window that
+  // starts before t (none of them pending) and a later window is stored: the
+  // periods that end by t are complete there (the fleet's roll-ups,
+  // fleet/fleet_rollups.h). The earliest pending start or the latest stored
+  // start, whichever is earlier; nullopt: no windows.
+  std::optional<int64_t> complete_before() const;
 
  private:
   int64_t count(const char* sql) const;

@@ -17,6 +17,7 @@
 #include "fleet/fleet_shipper.h"
 #include "fleet/fleet_sink_postgres.h"
 #include "fleet/pg_connection.h"
+#include "fleet_db_fixture.h"
 #include "fleet_windows.h"
 #include "ledger/outbox.h"
 #include "pg_server.h"
@@ -28,58 +29,24 @@ namespace {
 namespace fs = std::filesystem;
 using fleet::Delivery;
 
-bool eventually(const std::function<bool()>& ok, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (ok()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return ok();
-}
-
-class FleetDb : public ::testing::Test {
- protected:
-  void SetUp() override {
-    pg_ = std::make_unique<PgServer>();
-    admin_ = std::make_unique<fleet::PgConnection>(pg_->conninfo(), pg_->admin_password_file());
-    ASSERT_EQ(fleet::migrate(*admin_, kFleetT0), fleet::kFleetSchemaVersion);
-    char tmpl[] = "/tmp/gpuledger-fleet-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    scratch_ = tmpl;
-  }
-  void TearDown() override {
-    admin_.reset();
-    pg_.reset();
-    std::error_code ec;
-    fs::remove_all(scratch_, ec);
-  }
-  int64_t count(const std::string& table) { return std::stoll(pg_->psql("SELECT count(*) FROM gpuledger." + table)); }
-  std::unique_ptr<PgServer> pg_;
-  std::unique_ptr<fleet::PgConnection> admin_;
-  fs::path scratch_;
-};
-
-std::vector<const ledger::WindowRecord*> pointers(const std::vector<ledger::WindowRecord>& ws) {
-  std::vector<const ledger::WindowRecord*> out;
-  for (const auto& w : ws) out.push_back(&w);
-  return out;
-}
-
 TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
-  EXPECT_EQ(fleet::schema_version(*admin_), 1);
-  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 1) << "a second run changes nothing";
-  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "1\n");
+  EXPECT_EQ(fleet::schema_version(*admin_), 2);
+  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 2) << "a second run changes nothing";
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "2\n");
   // This month's and the next month's partitions, of every table.
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'windows'"),
             "windows_2027_01,windows_2027_02\n");
+  EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
+                      "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'rollups'"),
+            "rollups_2027_01,rollups_2027_02\n");
   EXPECT_NO_THROW(fleet::check_schema(*admin_));
-  pg_->psql("INSERT INTO gpuledger.schema_migrations(version) VALUES (2)");
+  pg_->psql("INSERT INTO gpuledger.schema_migrations(version) VALUES (3)");
   try {
     fleet::check_schema(*admin_);
     FAIL() << "a newer schema was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("schema version 2 is newer than this gpuledger knows (1)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("schema version 3 is newer than this gpuledger knows (2)"), std::string::npos)
         << e.what();
   }
   EXPECT_THROW(fleet::migrate(*admin_, kFleetT0), Error);
@@ -164,6 +131,14 @@ TEST_F(FleetDb, AgentsMayOnlyInsertAndReportsOnlyRead) {
   EXPECT_TRUE(denied(agent, "SELECT * FROM gpuledger.charges"));
   EXPECT_TRUE(denied(agent, "CREATE TABLE gpuledger.x(i int)"));
   EXPECT_TRUE(denied(agent, "DROP TABLE gpuledger.windows_2027_01"));
+  // The totals a roll-up is checked against are the database's own; roll-ups are insert-only.
+  EXPECT_TRUE(denied(agent, "INSERT INTO gpuledger.window_totals VALUES ('day', 0, 'prod', 'node-1', 'GPU-a', 1, 0)"));
+  EXPECT_TRUE(denied(agent, "UPDATE gpuledger.window_totals SET cost_micros = 0"));
+  EXPECT_TRUE(denied(agent, "SELECT cost_micros FROM gpuledger.window_totals"));
+  EXPECT_TRUE(denied(agent, "UPDATE gpuledger.rollups SET cost_micros = 0"));
+  EXPECT_TRUE(denied(agent, "DELETE FROM gpuledger.rollups"));
+  EXPECT_TRUE(denied(agent, "SELECT body FROM gpuledger.rollups"));
+  EXPECT_TRUE(denied(agent, "SELECT gpuledger.count_windows()"));
   fleet::PgConnection reader(pg_->conninfo("finance"), reader_pw);
   fleet::check_schema(reader);
   int seen = 0;
@@ -172,6 +147,8 @@ TEST_F(FleetDb, AgentsMayOnlyInsertAndReportsOnlyRead) {
   EXPECT_TRUE(denied(reader, "INSERT INTO gpuledger.charges VALUES ('c','n','g',1,'a','busy',1)"));
   EXPECT_TRUE(denied(reader, "DELETE FROM gpuledger.charges"));
   EXPECT_TRUE(denied(reader, "SELECT gpuledger.ensure_month(0)"));
+  EXPECT_TRUE(denied(reader, "DELETE FROM gpuledger.window_totals"));
+  EXPECT_EQ(reader.query("SELECT windows FROM gpuledger.window_totals WHERE period = 'month'").text(0, 0), "1");
   EXPECT_EQ(count("windows"), 1);
 }
 

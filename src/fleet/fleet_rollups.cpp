@@ -1,0 +1,68 @@
+#include "fleet/fleet_rollups.h"
+
+#include <map>
+
+#include "ledger/hourly_rollup.h"
+
+namespace gpuledger::fleet {
+
+namespace {
+
+struct Piece {
+  std::vector<ledger::WindowRecord> parts;  // in start order
+  int64_t windows = 0;
+  bool mergeable = true;
+};
+
+bool same_terms(const ledger::WindowRecord& a, const ledger::WindowRecord& b) {
+  return a.currency == b.currency && a.gpu_fraction == b.gpu_fraction;
+}
+
+void add_part(Piece& p, ledger::WindowRecord&& w, int64_t windows, bool mergeable) {
+  if (!p.parts.empty() && !same_terms(p.parts.front(), w)) p.mergeable = false;
+  p.mergeable = p.mergeable && mergeable;
+  p.windows += windows;
+  p.parts.push_back(std::move(w));
+}
+
+struct Merged {
+  Rollup rollup;
+  bool mergeable = true;
+};
+
+// Per slot uuid: the period's windows (an hour) merged, or its finer periods' merges.
+std::map<std::string, Merged> merged(const ledger::Store& store, Period period, int64_t start) {
+  std::map<std::string, Piece> pieces;
+  const int64_t end = period_next(start, period);
+  if (const auto sub = finer(period)) {
+    for (int64_t t = start; t < end; t = period_next(t, *sub))
+      for (auto& [uuid, m] : merged(store, *sub, t))
+        add_part(pieces[uuid], std::move(m.rollup.window), m.rollup.windows, m.mergeable);
+  } else {
+    for (auto& w : store.windows(start, end)) {  // by (start, uuid): each slot's in start order
+      const std::string uuid = w.slot.uuid;
+      add_part(pieces[uuid], std::move(w), 1, true);
+    }
+  }
+  std::map<std::string, Merged> out;
+  for (auto& [uuid, p] : pieces) {
+    Merged& m = out[uuid];
+    m.mergeable = p.mergeable;
+    m.rollup.period = period;
+    m.rollup.period_start = start;
+    m.rollup.windows = p.windows;
+    if (p.mergeable) m.rollup.window = ledger::merge_windows(p.parts);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Rollup> build_rollups(const ledger::Store& store, Period period, int64_t period_start) {
+  std::vector<Rollup> out;
+  for (auto& [uuid, m] : merged(store, period, period_start))
+    if (m.mergeable) out.push_back(std::move(m.rollup));
+  return out;
+}
+
+}  // namespace gpuledger::fleet

@@ -1,0 +1,17 @@
+#pragma once
+// A window as one JSON document and back, exactly: the body of a roll-up in
+// the fleet database (fleet_rollups.h, rollups.body). Numbers are written so
+// that they read back as the same double or integer (PostgreSQL's jsonb keeps
+// their digits), and every field a report reads is there; the node and the
+// not-stored split_disagreement are not.
+#include <string>
+
+#include "ledger/store.h"
+
+namespace gpuledger::fleet {
+
+std::string window_to_json(const ledger::WindowRecord& window);
+// Throws Error when the text is not such a document.
+ledger::WindowRecord window_from_json(const std::string& text);
+
+}  // namespace gpuledger::fleet

@@ -1,0 +1,203 @@
+// The fleet's roll-ups against a real PostgreSQL server: the database counts
+// every window it commits (window_totals), an agent's roll-ups of closed
+// hours and days follow its windows, and a report reads a roll-up only while
+// it matches those counts: a late window, a forged cost or a missing roll-up
+// make the report read finer rows, never a different bill.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+
+#include "common/error.h"
+#include "fleet/fleet_periods.h"
+#include "fleet/fleet_reader.h"
+#include "fleet/fleet_rollups.h"
+#include "fleet/fleet_shipper.h"
+#include "fleet/fleet_sink_postgres.h"
+#include "fleet/window_json.h"
+#include "fleet_db_fixture.h"
+#include "ledger/hourly_rollup.h"
+#include "ledger/outbox.h"
+#include "report/report.h"
+
+namespace gpuledger::testing {
+namespace {
+
+using fleet::Delivery;
+using fleet::Period;
+
+constexpr int64_t kDay0 = kFleetT0 / 86400 * 86400;  // 2027-01-15T00:00:00Z
+
+// Two GPUs, a window a minute from day 0 22:00 to day 2 01:30.
+std::vector<ledger::WindowRecord> two_gpus() {
+  std::vector<ledger::WindowRecord> ws;
+  for (int64_t t = kDay0 + 22 * 3600; t < kDay0 + 2 * 86400 + 5400; t += 60)
+    for (const char* gpu : {"GPU-a", "GPU-b"}) ws.push_back(fleet_window(t, gpu, (t / 60) % 97));
+  return ws;
+}
+
+struct Read {
+  int records = 0;
+  std::map<std::string, std::pair<int64_t, int64_t>> cost_by_team;  // busy, idle micros
+  int64_t energy = 0, total = 0;
+};
+Read read(fleet::PgConnection& db, int64_t from, int64_t to, std::optional<Period> coarsest) {
+  Read out;
+  report::ReportBuilder builder(from, to, report::GroupBy::kTeam);
+  fleet::for_each_fleet_window(db, from, to, {}, coarsest, [&](ledger::WindowRecord&& w) {
+    ++out.records;
+    builder.add(w);
+  });
+  const auto r = builder.finish();
+  for (const auto& row : r.rows) out.cost_by_team[row.key] = {row.cost_busy_micros, row.cost_idle_micros};
+  out.energy = r.total.energy_millijoules.value_or(0);
+  out.total = r.total.cost_total_micros();
+  return out;
+}
+void expect_same_bill(const Read& a, const Read& b) {
+  EXPECT_EQ(a.cost_by_team, b.cost_by_team);
+  EXPECT_EQ(a.energy, b.energy);
+  EXPECT_EQ(a.total, b.total);
+}
+
+TEST(FleetPeriods, ARangeIsCutIntoTheFewestWholePeriods) {
+  const int64_t jan = 1798761600;  // 2027-01-01T00:00:00Z
+  const int64_t feb = 1801440000, mar = 1803859200;
+  auto pieces = fleet::cut_range(jan - 1800, mar + 86400 + 3600 + 120, Period::kMonth);
+  ASSERT_EQ(pieces.size(), 6u);
+  EXPECT_FALSE(pieces[0].period);  // the half hour before January: windows
+  EXPECT_EQ(pieces[0].end, jan);
+  EXPECT_EQ(pieces[1].period, Period::kMonth);
+  EXPECT_EQ(pieces[2].period, Period::kMonth);
+  EXPECT_EQ(pieces[2].start, feb);
+  EXPECT_EQ(pieces[3].period, Period::kDay);
+  EXPECT_EQ(pieces[4].period, Period::kHour);
+  EXPECT_FALSE(pieces[5].period);
+  EXPECT_EQ(pieces[5].end - pieces[5].start, 120);
+  EXPECT_EQ(fleet::cut_range(jan, feb, std::nullopt).size(), 1u);
+  EXPECT_EQ(fleet::cut_range(jan, feb, Period::kDay).size(), 31u);
+  EXPECT_EQ(fleet::period_next(feb, Period::kMonth), mar);
+  EXPECT_EQ(fleet::period_floor(mar - 1, Period::kMonth), feb);
+}
+
+TEST(FleetRollupBody, AMergedWindowReadsBackExactly) {
+  auto ws = two_gpus();
+  std::vector<ledger::WindowRecord> a;
+  for (const auto& w : ws)
+    if (w.slot.uuid == "GPU-a" && w.start < kDay0 + 23 * 3600) a.push_back(w);
+  auto merged = ledger::merge_windows(a);
+  merged.accounts[0].efficiency.sm_active = 0.1 + 0.2;  // not a short decimal
+  merged.slot.mig_profile = "3g.40gb";
+  EXPECT_EQ(fleet::window_from_json(fleet::window_to_json(merged)), merged);
+  merged.energy.reset();
+  EXPECT_EQ(fleet::window_from_json(fleet::window_to_json(merged)), merged);
+  EXPECT_THROW(fleet::window_from_json("{\"start\": 1}"), Error);
+}
+
+TEST_F(FleetDb, TheDatabaseCountsEveryWindowItCommitsByHourDayAndMonth) {
+  fleet::FleetSinkPostgres sink(*admin_, {"prod", "node-1"});
+  const auto ws = two_gpus();
+  for (size_t i = 0; i < ws.size(); i += 500) {
+    std::vector<ledger::WindowRecord> part(ws.begin() + i, ws.begin() + std::min(ws.size(), i + 500));
+    sink.ship(pointers(part));
+  }
+  sink.ship(pointers(ws));  // all resent: counted once
+  const std::string windows = pg_->psql("SELECT count(*) || ' ' || sum(cost_micros) FROM gpuledger.windows");
+  for (const char* period : {"hour", "day", "month"})
+    EXPECT_EQ(pg_->psql(std::string("SELECT sum(windows) || ' ' || sum(cost_micros) FROM gpuledger.window_totals "
+                                     "WHERE period = '") + period + "'"),
+              windows)
+        << period;
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.window_totals WHERE period = 'hour'"), "56\n");  // 28 h x 2
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.window_totals WHERE period = 'day'"), "6\n");
+  EXPECT_EQ(pg_->psql("SELECT windows FROM gpuledger.window_totals WHERE period = 'day' AND gpu_uuid = 'GPU-a' "
+                      "AND period_start = " + std::to_string(kDay0 + 86400)),
+            "1440\n");
+}
+
+TEST_F(FleetDb, AnUpgradeFromSchemaOneCountsTheWindowsAlreadyThere) {
+  pg_->psql("CREATE DATABASE upgrade");
+  fleet::PgConnection db(pg_->conninfo("gpuledger_admin", "upgrade"), pg_->admin_password_file());
+  ASSERT_EQ(fleet::migrate(db, kFleetT0, 1), 1);
+  fleet::FleetSinkPostgres sink(db, {"prod", "node-1"});
+  const auto ws = two_gpus();
+  std::vector<ledger::WindowRecord> part(ws.begin(), ws.begin() + 300);
+  sink.ship(pointers(part));
+  ASSERT_EQ(fleet::migrate(db, kFleetT0), 2);
+  EXPECT_EQ(db.query("SELECT sum(windows) FROM gpuledger.window_totals WHERE period = 'day'").text(0, 0), "300");
+  std::vector<ledger::WindowRecord> more(ws.begin() + 300, ws.begin() + 400);
+  sink.ship(pointers(more));
+  EXPECT_EQ(db.query("SELECT sum(windows) FROM gpuledger.window_totals WHERE period = 'month'").text(0, 0), "400");
+}
+
+// The agent's shipper sends roll-ups of the hours and days it completed; the
+// report reads them where they match, and the bill is the same to the micro-unit.
+TEST_F(FleetDb, AReportReadsRollUpsOnlyWhileTheyMatchAndTheBillNeverChanges) {
+  const std::string path = (scratch_ / "ledger.db").string();
+  ledger::Store store(path);
+  store.insert_windows(two_gpus());
+  fleet::FleetShipperOptions o;
+  o.conninfo = pg_->conninfo();
+  o.password_file = pg_->admin_password_file();
+  o.store_path = path;
+  o.origin = {"prod", "node-1"};
+  o.interval = std::chrono::milliseconds(50);
+  auto run_shipper = [&](int64_t rollups) {
+    fleet::FleetShipper shipper(o);
+    shipper.start();
+    EXPECT_TRUE(eventually([&] { return shipper.status().pending == 0 && count("rollups") == rollups; },
+                           std::chrono::seconds(60)))
+        << shipper.status().reason << "; roll-ups: " << count("rollups");
+    shipper.stop();
+  };
+  // Complete: hours 22:00 of day 0 to 00:00 of day 2 (27 a GPU), days 0 and 1; not 01:00 of day 2 (its last
+  // window is the latest stored), nor January.
+  run_shipper(2 * 27 + 2 * 2);
+  EXPECT_EQ(pg_->psql("SELECT period, count(*) FROM gpuledger.rollups GROUP BY 1 ORDER BY 1"), "day|4\nhour|54\n");
+
+  const int64_t from = kDay0, to = kDay0 + 3 * 86400;
+  const Read windows = read(*admin_, from, to, std::nullopt);
+  EXPECT_EQ(windows.records, static_cast<int>(two_gpus().size()));
+  // Days 0 and 1 as one row a GPU; day 2: hour 00 as one row, then 01:00-01:30 as windows.
+  const Read days = read(*admin_, from, to, Period::kMonth);
+  EXPECT_EQ(days.records, 2 * 2 + 2 * 1 + 2 * 30);
+  expect_same_bill(days, windows);
+  const Read hours = read(*admin_, from, to, Period::kHour);
+  EXPECT_EQ(hours.records, 2 * 27 + 2 * 30);
+  expect_same_bill(hours, windows);
+  // A ragged range: windows at both ends, hours between.
+  const Read ragged = read(*admin_, kDay0 + 22 * 3600 + 600, kDay0 + 86400 + 3 * 3600 + 60, Period::kDay);
+  expect_same_bill(ragged, read(*admin_, kDay0 + 22 * 3600 + 600, kDay0 + 86400 + 3 * 3600 + 60, std::nullopt));
+  EXPECT_EQ(ragged.records, 2 * 50 + 2 * 1 + 2 * 3 + 2 * 1);  // 22:10-23:00, 23:00, day 1 00-03 hours, 03:00-03:01
+
+  // A late window into day 1's 05:00 (shipped by the sink, the roll-ups not yet sent again):
+  // that hour and that day are stale, read finer, and the bill still equals the windows'.
+  auto late = fleet_window(kDay0 + 86400 + 5 * 3600 + 30, "GPU-a", 5);
+  store.insert_window(late);
+  fleet::FleetSinkPostgres sink(*admin_, {"prod", "node-1"});
+  ASSERT_EQ(sink.ship({&late}), std::vector<Delivery>{Delivery::kStored});
+  const Read after = read(*admin_, from, to, std::nullopt);
+  EXPECT_EQ(after.total, windows.total + late.cost_micros);
+  const Read stale = read(*admin_, from, to, Period::kMonth);
+  expect_same_bill(stale, after);
+  EXPECT_EQ(stale.records, days.records - 1 + 23 + 61) << "GPU-a's day 1: 23 hour roll-ups and 05:00's 61 windows";
+
+  // The shipper sends the late window again (a duplicate), then that hour's and day's roll-ups.
+  run_shipper(2 * 27 + 2 * 2 + 2);
+  const Read rolled = read(*admin_, from, to, Period::kMonth);
+  EXPECT_EQ(rolled.records, days.records);
+  expect_same_bill(rolled, after);
+
+  // A forged roll-up: the right count, the wrong cost. Ignored.
+  auto forged = ledger::merge_windows({fleet_window(kDay0 + 2 * 86400 + 3600, "GPU-b")});
+  forged.cost_micros = forged.busy_micros = 0;
+  pg_->psql("INSERT INTO gpuledger.rollups(period, period_start, cluster, node, gpu_uuid, windows, cost_micros, "
+            "digest, body) VALUES ('hour', " + std::to_string(kDay0 + 2 * 86400 + 3600) +
+            ", 'prod', 'node-1', 'GPU-b', 30, 0, 'x', '" + fleet::window_to_json(forged) + "')");
+  const Read still = read(*admin_, from, to, Period::kMonth);
+  EXPECT_EQ(still.records, days.records);
+  expect_same_bill(still, after);
+}
+
+}  // namespace
+}  // namespace gpuledger::testing
