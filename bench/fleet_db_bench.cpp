@@ -1,42 +1,52 @@
 // gpuledger-fleet-db-bench: the fleet ledger at scale (docs/performance.md,
 // "The fleet ledger in PostgreSQL").
-//   1. a real PostgreSQL server of its own (tests/fleet/pg_server.h), migrated
-//   2. a synthetic fleet shipped through the agents' own sink
-//      (fleet_sink_postgres.h) in batches of 500 windows, one connection per
-//      --writers: --nodes x --gpus x --days of 60 s windows, --accounts per GPU
-//      (teams and namespaces spread over them), with charges and energy
-//   3. reports: the ingest rate, table + index bytes per node-month, and the
+//   1. a real PostgreSQL server of its own (tests/fleet/pg_server.h), durable
+//      (fsync on), migrated
+//   2. --nodes nodes shipped for real: each a local store of --days of 60 s
+//      windows on --gpus GPUs with --accounts holders each (charges, energy),
+//      drained by the agent's own shipper (fleet_shipper.h: batches of 500,
+//      one connection a node), roll-ups of every complete hour, day and month
+//      included (fleet_rollups.h)
+//   3. --fleet-nodes: the fleet grown to that many nodes by copying the
+//      shipped nodes' roll-ups and window totals under new node and GPU names
+//      (their windows are not copied: no report of whole periods reads them,
+//      and 1,000 node-months of them would not fit this VM's disk)
+//   4. reports: the ingest rate, table + index bytes per node-month, and the
 //      time of a month's report by team and by namespace (`gpuledger report
-//      --fleet-db`, a separate process), with EXPLAIN (ANALYZE, BUFFERS) of its
-//      scans and of a plain SQL aggregate by team
-//   4. checks the bill: the report's total equals every charge written, exactly
-// The full shape (1,000 nodes x 8 GPUs x 30 days) is 345.6 M windows: pass it
-// explicitly; the default is a slice whose figures scale per node-month.
+//      --fleet-db`, a separate process), the JSON and FOCUS exports of that
+//      month, with the plans PostgreSQL ran for the table (auto_explain)
+//   5. checks the bill: the JSON total equals every charge of the fleet, exactly
+// The full shape: --nodes 2 --fleet-nodes 1000 --days 30.
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "fleet/fleet_periods.h"
 #include "fleet/fleet_schema.h"
-#include "fleet/fleet_sink_postgres.h"
+#include "fleet/fleet_shipper.h"
 #include "fleet/pg_connection.h"
+#include "ledger/store.h"
 #include "pg_server.h"
 
 namespace {
 
 using namespace gpuledger;
+namespace fs = std::filesystem;
 
 struct Shape {
-  int nodes = 10, gpus = 8, accounts = 3, writers = 2;
-  double days = 3;
+  int nodes = 2, fleet_nodes = 0, gpus = 8, accounts = 3;
+  double days = 30;
   int64_t start = 1'793'491'200;  // 2026-11-01T00:00:00Z
 };
 
@@ -51,6 +61,7 @@ ledger::WindowRecord window(int node, int gpu, int64_t start, const Shape& s) {
   w.idle_micros = 24'000;
   w.busy_fraction = 0.6;
   w.busy_source = "device";
+  w.split_source = "nvml";
   w.observed_seconds = 60;
   w.allocated_total = 1;
   w.device = {0.55, 0.3, 0.1, 0.2};
@@ -67,6 +78,7 @@ ledger::WindowRecord window(int node, int gpu, int64_t start, const Shape& s) {
     r.vram_byte_seconds = 6e11;
     r.launches = 1000;
     r.efficiency = {0.55, 0.3, 0.1, 0.2};
+    r.evidence.vram_peak_bytes = uint64_t{20} << 30;
     const bool last = a + 1 == s.accounts;
     const int64_t busy = last ? busy_left : w.busy_micros / s.accounts, idle = last ? idle_left : w.idle_micros / s.accounts;
     const int64_t eb = last ? mj_busy : 12'000'000 / s.accounts, ei = last ? mj_idle : 6'000'000 / s.accounts;
@@ -87,7 +99,11 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 // `gpuledger report ...` as a separate process: wall seconds, stdout in `out`.
 double run_report(const std::string& binary, const std::vector<std::string>& args, std::string& out) {
   std::string cmd = binary + " report";
-  for (const auto& a : args) cmd += " '" + a + "'";
+  for (const auto& a : args) {
+    cmd += " '";
+    for (char c : a) cmd += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cmd += "'";
+  }
   const auto began = std::chrono::steady_clock::now();
   FILE* p = ::popen(cmd.c_str(), "r");
   char buf[4096];
@@ -97,6 +113,39 @@ double run_report(const std::string& binary, const std::vector<std::string>& arg
   const int status = p ? ::pclose(p) : -1;
   if (status != 0) throw std::runtime_error("gpuledger report failed: " + out);
   return seconds_since(began);
+}
+
+// Table and index bytes of the gpuledger tables' partitions, by table.
+int64_t print_sizes(fleet::PgConnection& db, double node_months, const char* what) {
+  fleet::PgResult sizes = db.query(
+      "SELECT p.relname, sum(pg_table_size(c.oid)), sum(pg_indexes_size(c.oid)) FROM pg_inherits i JOIN pg_class c "
+      "ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace n ON n.oid = p.relnamespace "
+      "WHERE n.nspname = 'gpuledger' AND c.relkind = 'r' GROUP BY 1 ORDER BY 1");
+  int64_t table_bytes = 0, index_bytes = 0;
+  std::printf("%s:\n", what);
+  for (int r = 0; r < sizes.rows(); ++r) {
+    table_bytes += sizes.i64(r, 1), index_bytes += sizes.i64(r, 2);
+    std::printf("  %-15s table %9.1f MiB  index %9.1f MiB\n", sizes.text(r, 0).c_str(), sizes.i64(r, 1) / 1048576.0,
+                sizes.i64(r, 2) / 1048576.0);
+  }
+  std::printf("  per node-month: table %.1f MiB + index %.1f MiB = %.1f MiB\n", table_bytes / node_months / 1048576.0,
+              index_bytes / node_months / 1048576.0, (table_bytes + index_bytes) / node_months / 1048576.0);
+  return table_bytes + index_bytes;
+}
+
+// The shipped nodes' roll-ups and totals under the names of nodes [from, to).
+void grow_fleet(fleet::PgConnection& db, const Shape& s) {
+  const std::string from = std::to_string(s.nodes), to = std::to_string(s.fleet_nodes - 1),
+                    n = std::to_string(s.nodes);
+  // GPU-<src>-<g> becomes GPU-<k>-<g>; src = k mod the shipped nodes.
+  const std::string uuid = "'GPU-' || k || substr(x.gpu_uuid, length('GPU-' || (k % " + n + ")) + 1)";
+  const std::string pick = " FROM generate_series(" + from + ", " + to + ") k JOIN gpuledger.";
+  const std::string same = " x ON x.node = 'node-' || (k % " + n + ")";
+  db.exec("INSERT INTO gpuledger.window_totals SELECT x.period, x.period_start, x.cluster, 'node-' || k, " + uuid +
+          ", x.windows, x.cost_micros, x.digests" + pick + "window_totals" + same);
+  db.exec("INSERT INTO gpuledger.rollups SELECT x.period, x.period_start, x.cluster, 'node-' || k, " + uuid +
+          ", x.windows, x.cost_micros, x.digests, x.digest, jsonb_set(x.body, '{slot,0}', to_jsonb(" + uuid + ")), x.shipped_at" +
+          pick + "rollups" + same);
 }
 
 }  // namespace
@@ -110,99 +159,133 @@ int main(int argc, char** argv) {
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
     if (a == "--quick") quick = true;
     else if (a == "--nodes") s.nodes = std::stoi(next());
+    else if (a == "--fleet-nodes") s.fleet_nodes = std::stoi(next());
     else if (a == "--gpus") s.gpus = std::stoi(next());
     else if (a == "--days") s.days = std::stod(next());
     else if (a == "--accounts") s.accounts = std::stoi(next());
-    else if (a == "--writers") s.writers = std::stoi(next());
     else if (a == "--plans") plans = next();
     else if (a == "--gpuledger") binary = next();
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--nodes N] [--gpus N] [--days D] [--accounts N] [--writers N] "
+      std::fprintf(stderr, "usage: %s [--quick] [--nodes N] [--fleet-nodes N] [--gpus N] [--days D] [--accounts N] "
                    "[--plans FILE] [--gpuledger BINARY]\n", argv[0]);
       return 2;
     }
   }
-  if (quick) s.nodes = 2, s.days = 0.05;
+  if (quick) s.nodes = 2, s.fleet_nodes = 4, s.days = 2;  // two days: the JSON reads hours, which the grown nodes have
+  if (s.fleet_nodes < s.nodes) s.fleet_nodes = s.nodes;
   try {
-    testing::PgServer pg;
+    testing::PgServer pg("-c shared_buffers=2GB -c work_mem=64MB -c max_wal_size=8GB -c checkpoint_timeout=30min");
     const std::string admin = pg.conninfo(), pw = pg.admin_password_file();
     fleet::PgConnection db(admin, pw);
     fleet::migrate(db, s.start);
     const int64_t windows_per_gpu = static_cast<int64_t>(s.days * 1440);
-    // Ingest: nodes spread over the writers, each node's windows in time order, 500 a batch.
-    std::atomic<int64_t> written{0};
-    const auto began = std::chrono::steady_clock::now();
-    std::vector<std::thread> writers;
-    for (int t = 0; t < s.writers; ++t)
-      writers.emplace_back([&, t] {
-        fleet::PgConnection conn(admin, pw);
-        for (int node = t; node < s.nodes; node += s.writers) {
-          fleet::FleetSinkPostgres sink(conn, {"bench", "node-" + std::to_string(node)});
-          std::vector<ledger::WindowRecord> batch;
-          auto flush = [&] {
-            std::vector<const ledger::WindowRecord*> ptrs;
-            for (const auto& w : batch) ptrs.push_back(&w);
-            for (auto d : sink.ship(ptrs))
-              if (d != fleet::Delivery::kStored) throw std::runtime_error("bench: a window was not stored");
-            written += static_cast<int64_t>(batch.size());
-            batch.clear();
-          };
-          for (int64_t i = 0; i < windows_per_gpu; ++i)
-            for (int g = 0; g < s.gpus; ++g) {
-              batch.push_back(window(node, g, s.start + 60 * i, s));
-              if (batch.size() == 500) flush();
-            }
-          flush();
-        }
-      });
-    for (auto& w : writers) w.join();
-    const double ingest = seconds_since(began);
-    db.exec("VACUUM ANALYZE");
-    fleet::PgResult sizes = db.query(
-        "SELECT p.relname, sum(pg_table_size(c.oid)), sum(pg_indexes_size(c.oid)) FROM pg_inherits i JOIN pg_class c "
-        "ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace n ON n.oid = p.relnamespace "
-        "WHERE n.nspname = 'gpuledger' AND c.relkind = 'r' GROUP BY 1 ORDER BY 1");
-    const double node_months = s.nodes * s.days / 30.0;
-    int64_t table_bytes = 0, index_bytes = 0;
-    std::printf("fleet: %d nodes x %d GPUs x %.2f days, %d accounts per GPU: %lld windows\n", s.nodes, s.gpus, s.days,
-                s.accounts, static_cast<long long>(written.load()));
-    std::printf("ingest: %.1f s, %.0f windows/s (%d writers)\n", ingest, written / ingest, s.writers);
-    for (int r = 0; r < sizes.rows(); ++r) {
-      table_bytes += sizes.i64(r, 1), index_bytes += sizes.i64(r, 2);
-      std::printf("  %-15s table %8.1f MiB  index %8.1f MiB\n", sizes.text(r, 0).c_str(), sizes.i64(r, 1) / 1048576.0,
-                  sizes.i64(r, 2) / 1048576.0);
+    // The nodes' stores: the windows, then an hour more (so the last day is complete).
+    const fs::path dir = fs::path(pg.dir()) / "stores";
+    fs::create_directories(dir);
+    const auto wrote = std::chrono::steady_clock::now();
+    int64_t written = 0;
+    int64_t last_start = 0;
+    for (int node = 0; node < s.nodes; ++node) {
+      ledger::Store store((dir / ("node-" + std::to_string(node) + ".db")).string());
+      std::vector<ledger::WindowRecord> batch;
+      for (int64_t i = 0; i < windows_per_gpu + 60; ++i) {
+        for (int g = 0; g < s.gpus; ++g) batch.push_back(window(node, g, s.start + 60 * i, s));
+        last_start = s.start + 60 * i;
+        if (batch.size() >= 4000) store.insert_windows(batch), written += batch.size(), batch.clear();
+      }
+      store.insert_windows(batch);
+      written += static_cast<int64_t>(batch.size());
     }
-    std::printf("per node-month: table %.1f MiB + index %.1f MiB = %.1f MiB\n", table_bytes / node_months / 1048576.0,
-                index_bytes / node_months / 1048576.0, (table_bytes + index_bytes) / node_months / 1048576.0);
+    std::printf("fleet: %d nodes shipped x %d GPUs x %.2f days (+1 h), %d accounts per GPU: %lld windows "
+                "(local stores written in %.1f s)\n",
+                s.nodes, s.gpus, s.days, s.accounts, static_cast<long long>(written), seconds_since(wrote));
+    // Ingest: every node's shipper at once, until its windows are shipped and its periods rolled up.
+    const auto began = std::chrono::steady_clock::now();
+    std::vector<std::unique_ptr<fleet::FleetShipper>> shippers;
+    for (int node = 0; node < s.nodes; ++node) {
+      fleet::FleetShipperOptions o;
+      o.conninfo = admin;
+      o.password_file = pw;
+      o.store_path = (dir / ("node-" + std::to_string(node) + ".db")).string();
+      o.origin = {"bench", "node-" + std::to_string(node)};
+      o.interval = std::chrono::milliseconds(20);
+      shippers.push_back(std::make_unique<fleet::FleetShipper>(o));
+      shippers.back()->start();
+    }
+    auto rolled_up = [&](int node) {
+      ledger::Store store((dir / ("node-" + std::to_string(node) + ".db")).string(), ledger::Store::Mode::kReadOnly);
+      const auto meta = store.meta_with_prefix("fleet/rolled/");
+      for (fleet::Period p : fleet::kPeriods) {
+        int64_t next = fleet::period_floor(s.start, p);  // nothing rolled up yet
+        for (const auto& [key, value] : meta)
+          if (key == std::string("fleet/rolled/") + fleet::to_string(p)) next = std::stoll(value);
+        if (next != fleet::period_floor(last_start, p)) return false;  // the period of the latest window never completes
+      }
+      return true;
+    };
+    const auto deadline = began + std::chrono::hours(3);
+    for (int node = 0; node < s.nodes; ++node)
+      while (shippers[node]->status().pending > 0 || shippers[node]->status().shipped == 0 || !rolled_up(node)) {
+        if (std::chrono::steady_clock::now() > deadline)
+          throw std::runtime_error("node-" + std::to_string(node) + " did not finish shipping: " +
+                                   shippers[node]->status().reason);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    const double ingest = seconds_since(began);
+    for (auto& sh : shippers) sh->stop();
+    std::printf("ingest: %.1f s, %.0f windows/s with their roll-ups (%d shippers)\n", ingest, written / ingest, s.nodes);
+    db.exec("VACUUM ANALYZE");
+    print_sizes(db, s.nodes * s.days / 30.0, "shipped nodes");
+    if (s.fleet_nodes > s.nodes) {
+      const auto grew = std::chrono::steady_clock::now();
+      grow_fleet(db, s);
+      db.exec("VACUUM ANALYZE");
+      std::printf("fleet grown to %d nodes in %.1f s\n", s.fleet_nodes, seconds_since(grew));
+      print_sizes(db, s.fleet_nodes * s.days / 30.0, "whole fleet (windows of the shipped nodes only)");
+    }
+    std::printf("%s", db.query("SELECT string_agg(period || ' ' || n, ', ' ORDER BY period) FROM (SELECT period, "
+                               "count(*) n FROM gpuledger.rollups GROUP BY 1) x").text(0, 0).c_str());
+    std::printf(" roll-ups\n");
     // Reports over the month, as finance runs them (a separate process).
-    const std::string from = std::to_string(s.start), to = std::to_string(s.start + 30 * 86400);
-    int64_t expected = written * 60'000, failures = 0;
+    // A month, or the whole days shipped when fewer (the grown nodes have roll-ups of complete periods only).
+    const int64_t days = std::min<int64_t>(30, static_cast<int64_t>(s.days));
+    const std::string from = std::to_string(s.start), to = std::to_string(s.start + days * 86400);
+    const std::vector<std::string> range = {"--fleet-db", admin, "--fleet-db-password-file", pw, "--from", from, "--to", to};
+    auto report = [&](std::vector<std::string> extra, std::string& out) {
+      std::vector<std::string> args = range;
+      args.insert(args.end(), extra.begin(), extra.end());
+      return run_report(binary, args, out);
+    };
+    const int64_t expected = int64_t{s.fleet_nodes} * s.gpus * days * 1440 * 60'000;
+    int failures = 0;
+    std::string out;
     for (const char* by : {"team", "namespace"}) {
-      std::string out;
-      const double t = run_report(binary, {"--fleet-db", admin, "--fleet-db-password-file", pw, "--from", from, "--to",
-                                           to, "--by", by, "--format", "json"},
-                                  out);
+      const double t = report({"--by", by}, out);
+      std::printf("report --by %-9s (table)  %6.2f s, %zu lines\n", by, t,
+                  static_cast<size_t>(std::count(out.begin(), out.end(), '\n')));
+    }
+    {
+      const double t = report({"--by", "team", "--format", "json"}, out);
       const auto j = nlohmann::json::parse(out);
       std::string total = j["total"]["cost_total"];
       total.erase(total.find('.'), 1);
       const bool exact = std::stoll(total) == expected;
       failures += exact ? 0 : 1;
-      std::printf("report --by %-9s %.2f s, %zu rows, total %s micro-units (%s)\n", by, t, j["rows"].size(),
+      std::printf("report --by team --format json  %6.2f s, %zu rows, total %s micro-units (%s)\n", t, j["rows"].size(),
                   total.c_str(), exact ? "exact" : "WRONG");
     }
-    // The plans behind those numbers.
-    std::string text;
-    const std::string where = " WHERE start_time >= " + from + " AND start_time < " + to;
-    for (const std::string sql :
-         {"SELECT cluster, node, gpu_uuid, start_time, account, team FROM gpuledger.accounts" + where +
-              " ORDER BY cluster, node, gpu_uuid, start_time, account",
-          "SELECT a.team, sum(c.micros) FROM gpuledger.charges c JOIN gpuledger.accounts a USING (cluster, node, "
-          "gpu_uuid, start_time, account)" + where + " GROUP BY a.team"}) {
-      fleet::PgResult plan = db.query("EXPLAIN (ANALYZE, BUFFERS) " + sql);
-      text += "-- " + sql + "\n";
-      for (int r = 0; r < plan.rows(); ++r) text += plan.text(r, 0) + "\n";
-      text += "\n";
+    {
+      const double t = report({"--format", "focus"}, out);
+      std::printf("report --format focus (daily)   %6.2f s, %zu rows\n", t,
+                  static_cast<size_t>(std::count(out.begin(), out.end(), '\n')) - 1);
     }
+    // The plans PostgreSQL ran for the table report by team (auto_explain, in the server's log).
+    const size_t log_before = pg.log().size();
+    std::vector<std::string> traced = range;
+    traced[1] += " options='-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=0 "
+                 "-c auto_explain.log_analyze=on -c auto_explain.log_buffers=on'";
+    run_report(binary, [&] { auto a = traced; a.insert(a.end(), {"--by", "team"}); return a; }(), out);
+    const std::string text = pg.log().substr(log_before);
     if (!plans.empty()) std::ofstream(plans) << text;
     else std::fputs(text.c_str(), stdout);
     return failures ? 1 : 0;

@@ -179,12 +179,17 @@ int run_report(const ReportCommand& cmd) {
     // FOCUS rows and the audit are fed the fleet database's records.
     BillSource source;
     std::set<std::string> origins;  // "cluster/node" of every window read
+    std::string windows_digest;     // the same whichever roll-ups the format reads
     source.for_each_window = [&](const std::function<void(ledger::WindowRecord&&)>& fn) {
-      fleet::for_each_fleet_window(db, from, to, filter, fleet_rollup_period(q), [&](ledger::WindowRecord&& w) {
-        origins.insert(w.node);
-        fn(std::move(w));
-      });
+      fleet::for_each_fleet_window(
+          db, from, to, filter, fleet_rollup_period(q),
+          [&](ledger::WindowRecord&& w) {
+            origins.insert(w.node);
+            fn(std::move(w));
+          },
+          &windows_digest);
     };
+    source.windows_digest = [&] { return windows_digest; };
     // The bill names a node and a cluster when all its windows came from one;
     // the price lists stay with each node's store (not in the fleet database).
     source.inputs = [&] { return fleet_bill_inputs(origins); };

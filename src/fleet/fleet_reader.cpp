@@ -206,7 +206,7 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
       "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, r.body::text FROM " + totals +
       " LEFT JOIN gpuledger.rollups r ON r.period = t.period AND r.cluster = t.cluster AND r.node = t.node"
       " AND r.gpu_uuid = t.gpu_uuid AND r.period_start = t.period_start AND r.windows = t.windows"
-      " AND r.cost_micros = t.cost_micros" + (where.empty() ? "" : " WHERE " + where) +
+      " AND r.cost_micros = t.cost_micros AND r.digests = t.digests" + (where.empty() ? "" : " WHERE " + where) +
       " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
   for (Cursor cur(db, "gl_periods", sql); cur.valid(); cur.next()) {
     const PgResult& r = cur.r();
@@ -227,6 +227,37 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
   }
 }
 
+// The range's windows named (for_each_fleet_window's windows_digest).
+std::string digest_of_windows(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter) {
+  Sha256 sha;
+  sha.add("gpuledger fleet windows v1\n");
+  auto hash_rows = [&](const std::string& sql) {
+    for (Cursor cur(db, "gl_digest", sql); cur.valid(); cur.next()) {
+      for (int c = 0; c < cur.r().columns(); ++c) {
+        sha.add(cur.r().text(cur.row(), c));
+        sha.add("\x1f");
+      }
+      sha.add("\n");
+    }
+  };
+  std::map<Period, std::vector<std::string>> whole;
+  for (const auto& piece : cut_range(from, to, Period::kMonth)) {
+    if (piece.period) {
+      whole[*piece.period].push_back(std::to_string(piece.start));
+      continue;
+    }
+    hash_rows("SELECT x.cluster, x.node, x.gpu_uuid, x.start_time, x.digest FROM gpuledger.windows x WHERE "
+              "x.start_time >= " + std::to_string(piece.start) + " AND x.start_time < " + std::to_string(piece.end) +
+              filter_sql(db, filter, "x") + " ORDER BY x.cluster, x.node, x.gpu_uuid, x.start_time");
+  }
+  for (const auto& [p, starts] : whole)
+    hash_rows("SELECT t.period, t.period_start, t.cluster, t.node, t.gpu_uuid, t.windows, t.cost_micros, t.digests "
+              "FROM gpuledger.window_totals t WHERE t.period = " + db.literal(to_string(p)) +
+              " AND t.period_start = ANY(" + array_literal(db, starts) + "::bigint[])" + filter_sql(db, filter, "t") +
+              " ORDER BY t.period_start, t.cluster, t.node, t.gpu_uuid");
+  return "sha256:" + sha.hex();
+}
+
 }  // namespace
 
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
@@ -235,8 +266,10 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
 }
 
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
-                           std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn) {
+                           std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
+                           std::string* windows_digest) {
   in_snapshot(db, [&] {
+    if (windows_digest) *windows_digest = digest_of_windows(db, from, to, filter);
     std::map<Period, std::vector<std::string>> whole;  // period -> the starts of the range's whole periods
     std::vector<std::pair<int64_t, int64_t>> ragged;   // read as windows, every GPU
     for (const auto& piece : cut_range(from, to, coarsest)) {

@@ -28,13 +28,18 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
                            const std::function<void(ledger::WindowRecord&&)>& fn);
 // The same range read as few rows as the roll-ups allow (fleet_rollups.h):
 // each whole UTC period no coarser than `coarsest` is one merged window per
-// GPU where a roll-up matches the database's own count and cost of that
-// GPU's windows there (window_totals), else its finer periods, else its
-// windows. The money is the same to the micro-unit as for_each_fleet_window's;
-// what is coarser is the time (a merged window is taken at its start) and the
+// GPU where a roll-up matches the database's own count, cost and digest sum
+// of that GPU's windows there (window_totals), else its finer periods, else
+// its windows. The money is the same to the micro-unit as the windows'; what
+// is coarser is the time (a merged window is taken at its start) and the
 // rightsizing percentiles (hourly_rollup.h). nullopt: windows only. The
 // windows come in no particular order.
+// `windows_digest`, when given, receives (from the same snapshot) a SHA-256
+// that names the windows the range holds, the same whatever was read: over
+// the database's count, cost and digest sum of every GPU's whole periods
+// (window_totals) and the digests of the windows at the range's ragged ends.
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
-                           std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn);
+                           std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
+                           std::string* windows_digest = nullptr);
 
 }  // namespace gpuledger::fleet

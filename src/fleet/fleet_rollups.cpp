@@ -11,6 +11,7 @@ namespace {
 struct Piece {
   std::vector<ledger::WindowRecord> parts;  // in start order
   int64_t windows = 0;
+  unsigned __int128 digests = 0;
   bool mergeable = true;
 };
 
@@ -18,10 +19,11 @@ bool same_terms(const ledger::WindowRecord& a, const ledger::WindowRecord& b) {
   return a.currency == b.currency && a.gpu_fraction == b.gpu_fraction;
 }
 
-void add_part(Piece& p, ledger::WindowRecord&& w, int64_t windows, bool mergeable) {
+void add_part(Piece& p, ledger::WindowRecord&& w, int64_t windows, unsigned __int128 digests, bool mergeable) {
   if (!p.parts.empty() && !same_terms(p.parts.front(), w)) p.mergeable = false;
   p.mergeable = p.mergeable && mergeable;
   p.windows += windows;
+  p.digests += digests;
   p.parts.push_back(std::move(w));
 }
 
@@ -31,17 +33,18 @@ struct Merged {
 };
 
 // Per slot uuid: the period's windows (an hour) merged, or its finer periods' merges.
-std::map<std::string, Merged> merged(const ledger::Store& store, Period period, int64_t start) {
+std::map<std::string, Merged> merged(const ledger::Store& store, const Origin& origin, Period period, int64_t start) {
   std::map<std::string, Piece> pieces;
   const int64_t end = period_next(start, period);
   if (const auto sub = finer(period)) {
     for (int64_t t = start; t < end; t = period_next(t, *sub))
-      for (auto& [uuid, m] : merged(store, *sub, t))
-        add_part(pieces[uuid], std::move(m.rollup.window), m.rollup.windows, m.mergeable);
+      for (auto& [uuid, m] : merged(store, origin, *sub, t))
+        add_part(pieces[uuid], std::move(m.rollup.window), m.rollup.windows, m.rollup.digests, m.mergeable);
   } else {
     for (auto& w : store.windows(start, end)) {  // by (start, uuid): each slot's in start order
       const std::string uuid = w.slot.uuid;
-      add_part(pieces[uuid], std::move(w), 1, true);
+      const uint64_t digest = digest_part(to_rows(origin, w).digest);
+      add_part(pieces[uuid], std::move(w), 1, digest, true);
     }
   }
   std::map<std::string, Merged> out;
@@ -51,6 +54,7 @@ std::map<std::string, Merged> merged(const ledger::Store& store, Period period, 
     m.rollup.period = period;
     m.rollup.period_start = start;
     m.rollup.windows = p.windows;
+    m.rollup.digests = p.digests;
     if (p.mergeable) m.rollup.window = ledger::merge_windows(p.parts);
   }
   return out;
@@ -58,9 +62,10 @@ std::map<std::string, Merged> merged(const ledger::Store& store, Period period, 
 
 }  // namespace
 
-std::vector<Rollup> build_rollups(const ledger::Store& store, Period period, int64_t period_start) {
+std::vector<Rollup> build_rollups(const ledger::Store& store, const Origin& origin, Period period,
+                                  int64_t period_start) {
   std::vector<Rollup> out;
-  for (auto& [uuid, m] : merged(store, period, period_start))
+  for (auto& [uuid, m] : merged(store, origin, period, period_start))
     if (m.mergeable) out.push_back(std::move(m.rollup));
   return out;
 }

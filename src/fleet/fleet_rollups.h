@@ -2,10 +2,11 @@
 // An agent's roll-ups for the fleet database: per GPU slot, the node's
 // windows of one closed UTC hour, day or month merged into one window
 // (ledger/hourly_rollup.h: money, held time and energy conserved exactly),
-// with how many windows it stands for. The database keeps its own count and
-// cost of the windows it holds (window_totals, fleet_schema.h); a report reads
-// a roll-up instead of its windows only while both agree, so a stale or wrong
-// roll-up makes a report slower, never different in money.
+// with how many windows it stands for and the sum of their digests. The
+// database keeps its own count, cost and digest sum of the windows it holds
+// (window_totals, fleet_schema.h); a report reads a roll-up instead of its
+// windows only while they agree, so a stale or wrong roll-up makes a report
+// slower, never different in money.
 //
 // A day is merged from its hours and a month from its days, so the agent
 // holds one hour of one node's windows at a time, whatever the period.
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "fleet/fleet_periods.h"
+#include "fleet/fleet_rows.h"
 #include "ledger/store.h"
 
 namespace gpuledger::fleet {
@@ -23,11 +25,14 @@ struct Rollup {
   int64_t period_start = 0;
   ledger::WindowRecord window;  // merged; its start and end are its windows' first start and last end
   int64_t windows = 0;          // the store's windows it merged
+  unsigned __int128 digests = 0;  // the sum of their digest_part (fleet_rows.h), as the database sums them
 };
 
 // The period's roll-ups, one per slot with windows in it. A slot whose
 // windows cannot be merged (its currency or GPU fraction changed within the
 // period) has none: a report reads its finer periods.
-std::vector<Rollup> build_rollups(const ledger::Store& store, Period period, int64_t period_start);
+// The digests are those of the windows as `origin` ships them.
+std::vector<Rollup> build_rollups(const ledger::Store& store, const Origin& origin, Period period,
+                                  int64_t period_start);
 
 }  // namespace gpuledger::fleet

@@ -45,44 +45,57 @@ PgParam opt(const std::optional<int64_t>& v) { return v ? num(*v) : std::nullopt
 PgParam opt(const std::optional<uint64_t>& v) { return v ? num(static_cast<int64_t>(*v)) : std::nullopt; }
 PgParam opt(const std::optional<std::string>& v) { return v ? text(*v) : std::nullopt; }
 
-// SHA-256 over every value, each length-prefixed (NULL apart from "").
+// SHA-256 over every value of the rows, each length-prefixed (NULL apart from "").
 class Digest {
  public:
-  Digest() : ctx_(EVP_MD_CTX_new()) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) throw Error("fleet: SHA-256 unavailable");
-  }
-  ~Digest() { EVP_MD_CTX_free(ctx_); }
   void add(const std::vector<PgParam>& row) {
     for (const auto& v : row) {
-      const std::string head = v ? std::to_string(v->size()) + ":" : "N;";
-      EVP_DigestUpdate(ctx_, head.data(), head.size());
-      if (v) EVP_DigestUpdate(ctx_, v->data(), v->size());
+      sha_.add(v ? std::to_string(v->size()) + ":" : "N;");
+      if (v) sha_.add(*v);
     }
-    EVP_DigestUpdate(ctx_, "|", 1);
+    sha_.add("|");
   }
-  std::string hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx_, md, &n);
-    static const char* kHex = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < n; ++i) {
-      out += kHex[md[i] >> 4];
-      out += kHex[md[i] & 15];
-    }
-    return out;
-  }
+  std::string hex() { return sha_.hex(); }
 
  private:
-  EVP_MD_CTX* ctx_;
+  Sha256 sha_;
 };
 
 }  // namespace
 
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+  if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) throw Error("fleet: SHA-256 unavailable");
+}
+Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
+void Sha256::add(std::string_view bytes) { EVP_DigestUpdate(ctx_, bytes.data(), bytes.size()); }
+std::string Sha256::hex() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(ctx_, md, &n);
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < n; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
+  }
+  return out;
+}
+
 std::string sha256_hex(const std::string& bytes) {
-  Digest d;
-  d.add({PgParam(bytes)});
+  Sha256 d;
+  d.add(bytes);
   return d.hex();
+}
+
+uint64_t digest_part(const std::string& hex) { return std::stoull(hex.substr(0, 15), nullptr, 16); }
+
+std::string decimal(unsigned __int128 v) {
+  std::string out;
+  do {
+    out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v > 0);
+  return out;
 }
 
 WindowRows to_rows(const Origin& origin, const ledger::WindowRecord& w) {

@@ -2,12 +2,16 @@
 // A window as the fleet database's rows (fleet_schema.h), and back: the one
 // place that knows which field goes to which column, for the sink that writes
 // them and the reader that rebuilds windows for `report --fleet-db`.
+#include <cstdint>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
 #include "fleet/pg_connection.h"
 #include "ledger/store.h"
+
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
 
 namespace gpuledger::fleet {
 
@@ -28,8 +32,25 @@ struct WindowRows {
 // The rows of one window; the digest covers every value of every row.
 WindowRows to_rows(const Origin& origin, const ledger::WindowRecord& window);
 
-// SHA-256 of the bytes, as 64 lowercase hex digits.
+// SHA-256, fed in parts; hex(): 64 lowercase hex digits (once).
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void add(std::string_view bytes);
+  std::string hex();
+
+ private:
+  ::evp_md_ctx_st* ctx_;
+};
 std::string sha256_hex(const std::string& bytes);
+
+// A window digest's first 60 bits as a number (the database's
+// gpuledger.digest_part): summed, they name a set of windows in any order.
+uint64_t digest_part(const std::string& hex);
+std::string decimal(unsigned __int128 v);
 
 // A float as text that reads back as the same double.
 std::string exact(double v);

@@ -97,23 +97,26 @@ GRANT SELECT ON gpuledger.windows, gpuledger.accounts, gpuledger.charges, gpuled
 
 // Roll-ups (fleet_rollups.h). window_totals is kept by the database itself: a
 // trigger counts every window committed, by GPU and UTC hour, day and month,
-// with its cost. An agent's roll-up of a period (one merged window, as JSON)
-// is used by a report only while its window count and cost equal those
-// totals; a window shipped after it makes it stale, and the report reads the
-// finer periods or the windows instead. So a roll-up can make a report
-// faster, never different. Insert-only: a new count is a new row.
+// with its cost and the sum of the windows' digests (digest_part). An agent's
+// roll-up of a period (one merged window, as JSON) is used by a report only
+// while its count, cost and digest sum equal those totals, i.e. it merged the
+// very windows the database holds; a window shipped after it makes it stale,
+// and the report reads the finer periods or the windows instead. So a roll-up
+// can make a report faster, never different. Insert-only: a new count is a
+// new row.
 const char* kMigration2 = R"SQL(
 CREATE TABLE gpuledger.window_totals(
   period text COLLATE "C" NOT NULL CHECK (period IN ('hour', 'day', 'month')), period_start bigint NOT NULL,
   cluster text COLLATE "C" NOT NULL, node text COLLATE "C" NOT NULL, gpu_uuid text COLLATE "C" NOT NULL,
   windows bigint NOT NULL CHECK (windows > 0), cost_micros bigint NOT NULL CHECK (cost_micros >= 0),
+  digests numeric NOT NULL,
   PRIMARY KEY (period, cluster, node, gpu_uuid, period_start)
 ) PARTITION BY RANGE (period_start);
 CREATE TABLE gpuledger.rollups(
   period text COLLATE "C" NOT NULL CHECK (period IN ('hour', 'day', 'month')), period_start bigint NOT NULL,
   cluster text COLLATE "C" NOT NULL, node text COLLATE "C" NOT NULL, gpu_uuid text COLLATE "C" NOT NULL,
   windows bigint NOT NULL CHECK (windows > 0), cost_micros bigint NOT NULL CHECK (cost_micros >= 0),
-  digest text NOT NULL, body jsonb NOT NULL,
+  digests numeric NOT NULL, digest text NOT NULL, body jsonb NOT NULL,
   shipped_at timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (period, cluster, node, gpu_uuid, period_start, windows)
 ) PARTITION BY RANGE (period_start);
@@ -134,6 +137,13 @@ BEGIN
 END
 $fn$;
 
+-- A window's digest as a number: its first 60 bits. window_totals.digests sums
+-- them, so it names the set of windows counted, whatever order they came in.
+CREATE FUNCTION gpuledger.digest_part(digest text) RETURNS bigint
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
+  SELECT ('x' || substr(digest, 1, 15))::bit(60)::bigint
+$fn$;
+
 -- The UTC hour, day and month of a window's start.
 CREATE FUNCTION gpuledger.periods_of(t bigint) RETURNS TABLE(period text, period_start bigint)
 LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
@@ -144,12 +154,14 @@ $fn$;
 CREATE FUNCTION gpuledger.count_windows() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-  INSERT INTO gpuledger.window_totals AS t (period, period_start, cluster, node, gpu_uuid, windows, cost_micros)
-  SELECT p.period, p.period_start, f.cluster, f.node, f.gpu_uuid, count(*), sum(f.cost_micros)
+  INSERT INTO gpuledger.window_totals AS t (period, period_start, cluster, node, gpu_uuid, windows, cost_micros, digests)
+  SELECT p.period, p.period_start, f.cluster, f.node, f.gpu_uuid, count(*), sum(f.cost_micros),
+         sum(gpuledger.digest_part(f.digest))
   FROM fresh f CROSS JOIN LATERAL gpuledger.periods_of(f.start_time) p
   GROUP BY 1, 2, 3, 4, 5
   ON CONFLICT (period, cluster, node, gpu_uuid, period_start)
-  DO UPDATE SET windows = t.windows + EXCLUDED.windows, cost_micros = t.cost_micros + EXCLUDED.cost_micros;
+  DO UPDATE SET windows = t.windows + EXCLUDED.windows, cost_micros = t.cost_micros + EXCLUDED.cost_micros,
+                digests = t.digests + EXCLUDED.digests;
   RETURN NULL;
 END
 $fn$;
@@ -162,8 +174,9 @@ DO $months$ DECLARE m bigint; BEGIN
     PERFORM gpuledger.ensure_month(m);
   END LOOP;
 END $months$;
-INSERT INTO gpuledger.window_totals(period, period_start, cluster, node, gpu_uuid, windows, cost_micros)
-SELECT p.period, p.period_start, w.cluster, w.node, w.gpu_uuid, count(*), sum(w.cost_micros)
+INSERT INTO gpuledger.window_totals(period, period_start, cluster, node, gpu_uuid, windows, cost_micros, digests)
+SELECT p.period, p.period_start, w.cluster, w.node, w.gpu_uuid, count(*), sum(w.cost_micros),
+       sum(gpuledger.digest_part(w.digest))
 FROM gpuledger.windows w CROSS JOIN LATERAL gpuledger.periods_of(w.start_time) p
 GROUP BY 1, 2, 3, 4, 5;
 
@@ -171,7 +184,7 @@ CREATE TRIGGER count_windows AFTER INSERT ON gpuledger.windows
   REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION gpuledger.count_windows();
 
 GRANT INSERT ON gpuledger.rollups TO gpuledger_agent;
-GRANT SELECT (period, period_start, cluster, node, gpu_uuid, windows, digest) ON gpuledger.rollups TO gpuledger_agent;
+GRANT SELECT (period, period_start, cluster, node, gpu_uuid, windows, digests, digest) ON gpuledger.rollups TO gpuledger_agent;
 GRANT SELECT ON gpuledger.window_totals, gpuledger.rollups TO gpuledger_reader;
 )SQL";
 

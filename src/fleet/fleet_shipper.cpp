@@ -61,7 +61,7 @@ void FleetShipper::ship_rollups(Session& s) {
       s.store->set_meta(key, std::to_string(next));  // kept even when this round's budget is spent
     }
     for (; budget > 0 && period_next(next, p) <= *complete; --budget) {
-      const auto rollups = build_rollups(*s.store, p, next);
+      const auto rollups = build_rollups(*s.store, options_.origin, p, next);
       const auto done = s.sink->ship_rollups(rollups);
       for (size_t i = 0; i < done.size(); ++i) {
         if (done[i] != Delivery::kConflict) continue;

@@ -78,21 +78,21 @@ std::vector<Delivery> FleetSinkPostgres::ship_rollups(const std::vector<Rollup>&
     std::string digest = sha256_hex(body);
     rows.push_back({std::string(to_string(r.period)), std::to_string(r.period_start), origin_.cluster, origin_.node,
                     r.window.slot.uuid, std::to_string(r.windows), std::to_string(r.window.cost_micros),
-                    std::move(digest), std::move(body)});
+                    decimal(r.digests), std::move(digest), std::move(body)});
   }
   in_transaction([&] {
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& row = rows[i];
       PgResult done = db_.query(
-          "INSERT INTO gpuledger.rollups(period, period_start, cluster, node, gpu_uuid, windows, cost_micros, digest, body) "
-          "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb) ON CONFLICT DO NOTHING RETURNING 1",
+          "INSERT INTO gpuledger.rollups(period, period_start, cluster, node, gpu_uuid, windows, cost_micros, digests, "
+          "digest, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb) ON CONFLICT DO NOTHING RETURNING 1",
           row);
       if (done.rows() == 1) continue;
       PgResult stored = db_.query(
           "SELECT digest FROM gpuledger.rollups WHERE period = $1 AND period_start = $2 AND cluster = $3 AND node = $4 "
           "AND gpu_uuid = $5 AND windows = $6",
           {row[0], row[1], row[2], row[3], row[4], row[5]});
-      out[i] = stored.rows() == 1 && stored.text(0, 0) == *row[7] ? Delivery::kDuplicate : Delivery::kConflict;
+      out[i] = stored.rows() == 1 && stored.text(0, 0) == *row[8] ? Delivery::kDuplicate : Delivery::kConflict;
     }
   });
   return out;

@@ -80,6 +80,7 @@ PgResult::~PgResult() {
   if (r_) PQclear(r_);
 }
 int PgResult::rows() const { return PQntuples(r_); }
+int PgResult::columns() const { return PQnfields(r_); }
 bool PgResult::null(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
 std::string PgResult::text(int row, int col) const {
   return std::string(PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col)));

@@ -32,6 +32,7 @@ class PgResult {
   PgResult(PgResult&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
   PgResult& operator=(PgResult&&) = delete;
   int rows() const;
+  int columns() const;
   bool null(int row, int col) const;
   std::string text(int row, int col) const;
   int64_t i64(int row, int col) const;

@@ -25,6 +25,7 @@ Scan scan(const BillSource& source, const BillRequest& q) {
   std::unique_ptr<FocusBuilder> focus;
   if (q.format == Format::kFocus) focus = std::make_unique<FocusBuilder>(q.from, q.to, q.granularity);
   std::map<int64_t, std::unique_ptr<ReportBuilder>> periods;
+  if (source.windows_digest) hasher.windows_named_by_source();
   source.for_each_window([&](ledger::WindowRecord&& w) {
     whole.add(w);
     hasher.add(w);
@@ -36,6 +37,7 @@ Scan scan(const BillSource& source, const BillRequest& q) {
       b->add(w);
     }
   });
+  if (source.windows_digest) hasher.use_windows_digest(source.windows_digest());
   Scan s;
   s.whole = whole.finish();
   s.whole.source = source.report_source;

@@ -38,6 +38,9 @@ struct BillSource {
   std::function<ledger::BillInputs()> inputs;
   std::vector<ledger::Store::MemorySizeUnknown> memory_size_unknown;
   std::string report_source = "local";  // Report::source
+  // What names the windows in the bill id (BillHasher::use_windows_digest),
+  // asked for after the windows were read; unset: every window read.
+  std::function<std::string()> windows_digest;
 };
 BillSource store_bill_source(const ledger::Store& store, int64_t from, int64_t to);
 

@@ -55,6 +55,8 @@ void efficiency(Canon& c, const ledger::Efficiency& e) {
 }  // namespace
 
 void BillHasher::add(const ledger::WindowRecord& w) {
+  if (std::find(policies_.begin(), policies_.end(), w.cost_policy) == policies_.end()) policies_.push_back(w.cost_policy);
+  if (named_by_source_) return;
   Canon c;
   c.i(w.start).i(w.end).s(w.slot.uuid).s(w.slot.model).s(w.slot.mig_profile.value_or("")).s(w.slot.parent_uuid);
   c.d(w.gpu_fraction).s(w.currency).i(w.cost_micros).i(w.busy_micros).i(w.idle_micros).i(w.memory_micros);
@@ -76,7 +78,6 @@ void BillHasher::add(const ledger::WindowRecord& w) {
     for (const auto& e : w.energy->charges) c.s(e.account).s(std::string(ledger::to_string(e.kind))).i(e.millijoules);
   }
   windows_.push_back({w.start, w.slot.uuid, sha256(c.bytes())});
-  if (std::find(policies_.begin(), policies_.end(), w.cost_policy) == policies_.end()) policies_.push_back(w.cost_policy);
 }
 
 std::string BillHasher::finish(int64_t from, int64_t to, const ledger::BillInputs& inputs) {
@@ -86,8 +87,12 @@ std::string BillHasher::finish(int64_t from, int64_t to, const ledger::BillInput
   c.s("gpuledger bill v1").i(from).i(to).s(inputs.node).s(inputs.cluster);
   c.i(static_cast<int64_t>(inputs.price_lists.size()));
   for (const auto& p : inputs.price_lists) c.i(p.since).s(p.json);
-  c.i(static_cast<int64_t>(windows_.size()));
-  for (const auto& e : windows_) c.s(std::string(e.digest.begin(), e.digest.end()));
+  if (!windows_digest_.empty()) {
+    c.s("windows named by their source").s(windows_digest_);
+  } else {
+    c.i(static_cast<int64_t>(windows_.size()));
+    for (const auto& e : windows_) c.s(std::string(e.digest.begin(), e.digest.end()));
+  }
   const auto digest = sha256(c.bytes());
   std::string hex = "sha256:";
   char buf[3];

@@ -21,6 +21,13 @@ namespace gpuledger::report {
 class BillHasher {
  public:
   void add(const ledger::WindowRecord& window);
+  // The windows named by their source instead of one by one (a fleet
+  // database's digest of the windows it holds, fleet/fleet_reader.h): the
+  // same bill id whichever of its roll-ups or windows were read.
+  void use_windows_digest(std::string digest) { windows_digest_ = std::move(digest); }
+  // Said before the windows are added: they will be named by their source,
+  // so add() only notes their policies.
+  void windows_named_by_source() { named_by_source_ = true; }
   // "sha256:<64 hex digits>"
   std::string finish(int64_t from, int64_t to, const ledger::BillInputs& inputs);
 
@@ -31,6 +38,8 @@ class BillHasher {
     std::array<unsigned char, 32> digest;
   };
   std::vector<Entry> windows_;
+  std::string windows_digest_;
+  bool named_by_source_ = false;
   std::vector<std::string> policies_;
   friend void fill_audit(Report&, BillHasher&, const ledger::BillInputs&, int64_t);
 };

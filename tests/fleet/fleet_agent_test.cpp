@@ -91,7 +91,7 @@ TEST(FleetAgents, ThroughAnOutageAKillAndADeletedNodeTheFleetBillIsTheSumOfTheLo
                     &out),
             0)
       << out;
-  EXPECT_NE(out.find("schema version 1 (was 0)"), std::string::npos) << out;
+  EXPECT_NE(out.find("schema version 2 (was 0)"), std::string::npos) << out;
   // A password on the command line is refused before anything starts.
   EXPECT_NE(run_cli({"fleet-db", "migrate", "--fleet-db", pg.conninfo() + " password=admin-secret"}, &out), 0);
   EXPECT_NE(out.find("--fleet-db carries a password"), std::string::npos) << out;
@@ -187,6 +187,10 @@ TEST(FleetAgents, ThroughAnOutageAKillAndADeletedNodeTheFleetBillIsTheSumOfTheLo
   ASSERT_EQ(by_node["rows"].size(), 2u) << by_node.dump();
   for (const auto& row : by_node["rows"])
     EXPECT_EQ(micros_of(row["cost_total"]), row["key"] == "prod/node-a" ? cost_a : cost_b) << row.dump();
+  // One bill, whatever the view: the grouping and the format do not change its id.
+  const std::string bill_id = all["audit"]["bill_id"];
+  EXPECT_EQ(bill_id.rfind("sha256:", 0), 0u) << bill_id;
+  EXPECT_EQ(by_node["audit"]["bill_id"], bill_id);
 
   // The FOCUS export of the fleet: every node's rows, Σ BilledCost the fleet's total.
   std::string focus;
@@ -198,6 +202,7 @@ TEST(FleetAgents, ThroughAnOutageAKillAndADeletedNodeTheFleetBillIsTheSumOfTheLo
   int64_t billed_micros = 0;
   for (size_t i = 1; i < focus_rows.size(); ++i) billed_micros += micros_of(focus_rows[i].at(billed));
   EXPECT_EQ(billed_micros, cost_a + cost_b);
+  EXPECT_NE(focus.find(bill_id), std::string::npos) << "the FOCUS rows name the same bill";
 
   std::string html;
   EXPECT_EQ(run_cli(with(with({"report", "--format", "html"}, fleet), {"--by", "node"}), &html), 0);

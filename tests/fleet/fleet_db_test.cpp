@@ -132,7 +132,7 @@ TEST_F(FleetDb, AgentsMayOnlyInsertAndReportsOnlyRead) {
   EXPECT_TRUE(denied(agent, "CREATE TABLE gpuledger.x(i int)"));
   EXPECT_TRUE(denied(agent, "DROP TABLE gpuledger.windows_2027_01"));
   // The totals a roll-up is checked against are the database's own; roll-ups are insert-only.
-  EXPECT_TRUE(denied(agent, "INSERT INTO gpuledger.window_totals VALUES ('day', 0, 'prod', 'node-1', 'GPU-a', 1, 0)"));
+  EXPECT_TRUE(denied(agent, "INSERT INTO gpuledger.window_totals VALUES ('day', 0, 'prod', 'node-1', 'GPU-a', 1, 0, 0)"));
   EXPECT_TRUE(denied(agent, "UPDATE gpuledger.window_totals SET cost_micros = 0"));
   EXPECT_TRUE(denied(agent, "SELECT cost_micros FROM gpuledger.window_totals"));
   EXPECT_TRUE(denied(agent, "UPDATE gpuledger.rollups SET cost_micros = 0"));

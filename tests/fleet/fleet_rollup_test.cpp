@@ -1,7 +1,7 @@
 // The fleet's roll-ups against a real PostgreSQL server: the database counts
 // every window it commits (window_totals), an agent's roll-ups of closed
 // hours and days follow its windows, and a report reads a roll-up only while
-// it matches those counts: a late window, a forged cost or a missing roll-up
+// it matches those counts: a late window, a forged roll-up or a missing one
 // make the report read finer rows, never a different bill.
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include "fleet/fleet_periods.h"
 #include "fleet/fleet_reader.h"
 #include "fleet/fleet_rollups.h"
+#include "fleet/fleet_rows.h"
 #include "fleet/fleet_shipper.h"
 #include "fleet/fleet_sink_postgres.h"
 #include "fleet/window_json.h"
@@ -40,14 +41,18 @@ struct Read {
   int records = 0;
   std::map<std::string, std::pair<int64_t, int64_t>> cost_by_team;  // busy, idle micros
   int64_t energy = 0, total = 0;
+  std::string windows_digest;  // names the windows, whatever was read
 };
 Read read(fleet::PgConnection& db, int64_t from, int64_t to, std::optional<Period> coarsest) {
   Read out;
   report::ReportBuilder builder(from, to, report::GroupBy::kTeam);
-  fleet::for_each_fleet_window(db, from, to, {}, coarsest, [&](ledger::WindowRecord&& w) {
-    ++out.records;
-    builder.add(w);
-  });
+  fleet::for_each_fleet_window(
+      db, from, to, {}, coarsest,
+      [&](ledger::WindowRecord&& w) {
+        ++out.records;
+        builder.add(w);
+      },
+      &out.windows_digest);
   const auto r = builder.finish();
   for (const auto& row : r.rows) out.cost_by_team[row.key] = {row.cost_busy_micros, row.cost_idle_micros};
   out.energy = r.total.energy_millijoules.value_or(0);
@@ -55,6 +60,7 @@ Read read(fleet::PgConnection& db, int64_t from, int64_t to, std::optional<Perio
   return out;
 }
 void expect_same_bill(const Read& a, const Read& b) {
+  EXPECT_EQ(a.windows_digest, b.windows_digest);
   EXPECT_EQ(a.cost_by_team, b.cost_by_team);
   EXPECT_EQ(a.energy, b.energy);
   EXPECT_EQ(a.total, b.total);
@@ -102,12 +108,18 @@ TEST_F(FleetDb, TheDatabaseCountsEveryWindowItCommitsByHourDayAndMonth) {
     sink.ship(pointers(part));
   }
   sink.ship(pointers(ws));  // all resent: counted once
-  const std::string windows = pg_->psql("SELECT count(*) || ' ' || sum(cost_micros) FROM gpuledger.windows");
+  const std::string windows = pg_->psql(
+      "SELECT count(*) || ' ' || sum(cost_micros) || ' ' || sum(gpuledger.digest_part(digest)) FROM gpuledger.windows");
   for (const char* period : {"hour", "day", "month"})
-    EXPECT_EQ(pg_->psql(std::string("SELECT sum(windows) || ' ' || sum(cost_micros) FROM gpuledger.window_totals "
-                                     "WHERE period = '") + period + "'"),
+    EXPECT_EQ(pg_->psql(std::string("SELECT sum(windows) || ' ' || sum(cost_micros) || ' ' || sum(digests) FROM "
+                                     "gpuledger.window_totals WHERE period = '") + period + "'"),
               windows)
         << period;
+  // The agent's sum of the same digests (fleet_rows.h) is the database's.
+  unsigned __int128 sum = 0;
+  for (const auto& w : ws) sum += fleet::digest_part(fleet::to_rows({"prod", "node-1"}, w).digest);
+  EXPECT_EQ(pg_->psql("SELECT sum(digests) FROM gpuledger.window_totals WHERE period = 'month'"),
+            fleet::decimal(sum) + "\n");
   EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.window_totals WHERE period = 'hour'"), "56\n");  // 28 h x 2
   EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.window_totals WHERE period = 'day'"), "6\n");
   EXPECT_EQ(pg_->psql("SELECT windows FROM gpuledger.window_totals WHERE period = 'day' AND gpu_uuid = 'GPU-a' "
@@ -178,6 +190,7 @@ TEST_F(FleetDb, AReportReadsRollUpsOnlyWhileTheyMatchAndTheBillNeverChanges) {
   ASSERT_EQ(sink.ship({&late}), std::vector<Delivery>{Delivery::kStored});
   const Read after = read(*admin_, from, to, std::nullopt);
   EXPECT_EQ(after.total, windows.total + late.cost_micros);
+  EXPECT_NE(after.windows_digest, windows.windows_digest) << "another set of windows, another bill";
   const Read stale = read(*admin_, from, to, Period::kMonth);
   expect_same_bill(stale, after);
   EXPECT_EQ(stale.records, days.records - 1 + 23 + 61) << "GPU-a's day 1: 23 hour roll-ups and 05:00's 61 windows";
@@ -188,12 +201,17 @@ TEST_F(FleetDb, AReportReadsRollUpsOnlyWhileTheyMatchAndTheBillNeverChanges) {
   EXPECT_EQ(rolled.records, days.records);
   expect_same_bill(rolled, after);
 
-  // A forged roll-up: the right count, the wrong cost. Ignored.
+  // A forged roll-up: the right count and cost, not the windows' digests. Ignored.
   auto forged = ledger::merge_windows({fleet_window(kDay0 + 2 * 86400 + 3600, "GPU-b")});
-  forged.cost_micros = forged.busy_micros = 0;
+  const std::string hour = std::to_string(kDay0 + 2 * 86400 + 3600);
+  const std::string cost = pg_->psql("SELECT cost_micros FROM gpuledger.window_totals WHERE period = 'hour' AND "
+                                     "gpu_uuid = 'GPU-b' AND period_start = " + hour);
+  forged.cost_micros = forged.busy_micros = std::stoll(cost);
+  forged.idle_micros = forged.memory_micros = 0;
   pg_->psql("INSERT INTO gpuledger.rollups(period, period_start, cluster, node, gpu_uuid, windows, cost_micros, "
-            "digest, body) VALUES ('hour', " + std::to_string(kDay0 + 2 * 86400 + 3600) +
-            ", 'prod', 'node-1', 'GPU-b', 30, 0, 'x', '" + fleet::window_to_json(forged) + "')");
+            "digests, digest, body) VALUES ('hour', " + hour + ", 'prod', 'node-1', 'GPU-b', 30, " + cost.substr(0, cost.size() - 1) +
+            ", 0, 'x', '" + fleet::window_to_json(forged) + "')");
+  EXPECT_EQ(count("rollups"), 2 * 27 + 2 * 2 + 2 + 1);
   const Read still = read(*admin_, from, to, Period::kMonth);
   EXPECT_EQ(still.records, days.records);
   expect_same_bill(still, after);

@@ -69,7 +69,7 @@ std::string postgres_bin_dir() {
   throw std::runtime_error("no PostgreSQL server found under /usr/lib/postgresql (apt install postgresql)");
 }
 
-PgServer::PgServer() {
+PgServer::PgServer(std::string settings) : settings_(std::move(settings)) {
   char tmpl[] = "/tmp/gpuledger-pg-XXXXXX";
   if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -103,7 +103,7 @@ void PgServer::start() {
   if (running_) return;
   const std::string bin = postgres_bin_dir();
   if (run_as_postgres({bin + "/pg_ctl", "-D", dir_ + "/data", "-w", "-t", "60", "-l", dir_ + "/server.log", "-o",
-                       "-k " + dir_ + " -c listen_addresses= -c fsync=off -c max_connections=50", "start"},
+                       "-k " + dir_ + " -c listen_addresses= -c max_connections=50 " + settings_, "start"},
                       dir_ + "/pg_ctl.log") != 0)
     throw std::runtime_error("PostgreSQL did not start:\n" + read_file(dir_ + "/pg_ctl.log") +
                              read_file(dir_ + "/server.log"));
@@ -122,6 +122,8 @@ std::string PgServer::conninfo(const std::string& user, const std::string& dbnam
 }
 
 std::string PgServer::admin_password_file() const { return dir_ + "/admin.pw"; }
+
+std::string PgServer::log() const { return read_file(dir_ + "/server.log"); }
 
 std::string PgServer::add_login(const std::string& name, const std::string& group) {
   psql("CREATE ROLE " + name + " LOGIN PASSWORD '" + name + "' IN ROLE " + group);

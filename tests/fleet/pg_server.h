@@ -11,7 +11,8 @@ namespace gpuledger::testing {
 class PgServer {
  public:
   // Throws std::runtime_error (with initdb's or the server's log) when it cannot start.
-  PgServer();
+  // `settings`: the server's -c options (tests: no fsync; a benchmark: durable).
+  explicit PgServer(std::string settings = "-c fsync=off");
   ~PgServer();
   PgServer(const PgServer&) = delete;
   PgServer& operator=(const PgServer&) = delete;
@@ -27,9 +28,11 @@ class PgServer {
   // Runs SQL as the admin through psql; returns its stdout (tuples only, unaligned).
   std::string psql(const std::string& sql, const std::string& user = "gpuledger_admin") const;
   const std::string& dir() const { return dir_; }
+  std::string log() const;  // the server's log so far
 
  private:
   std::string dir_;
+  std::string settings_;
   bool running_ = false;
 };
 
