@@ -151,9 +151,11 @@ void grow_fleet(fleet::PgConnection& db, const Shape& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress as it comes, also into a file
   Shape s;
   std::string binary = GPULEDGER_BINARY, plans;
   bool quick = false;
+  int repeat = 1, hold_seconds = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -164,10 +166,12 @@ int main(int argc, char** argv) {
     else if (a == "--days") s.days = std::stod(next());
     else if (a == "--accounts") s.accounts = std::stoi(next());
     else if (a == "--plans") plans = next();
+    else if (a == "--repeat") repeat = std::max(1, std::stoi(next()));
+    else if (a == "--hold-seconds") hold_seconds = std::stoi(next());
     else if (a == "--gpuledger") binary = next();
     else {
       std::fprintf(stderr, "usage: %s [--quick] [--nodes N] [--fleet-nodes N] [--gpus N] [--days D] [--accounts N] "
-                   "[--plans FILE] [--gpuledger BINARY]\n", argv[0]);
+                   "[--plans FILE] [--repeat N] [--hold-seconds S] [--gpuledger BINARY]\n", argv[0]);
       return 2;
     }
   }
@@ -260,8 +264,9 @@ int main(int argc, char** argv) {
     int failures = 0;
     std::string out;
     for (const char* by : {"team", "namespace"}) {
-      const double t = report({"--by", by}, out);
-      std::printf("report --by %-9s (table)  %6.2f s, %zu lines\n", by, t,
+      std::string times;
+      for (int r = 0; r < repeat; ++r) times += (r ? ", " : "") + std::to_string(report({"--by", by}, out)).substr(0, 4) + " s";
+      std::printf("report --by %-9s (table)  %s, %zu lines\n", by, times.c_str(),
                   static_cast<size_t>(std::count(out.begin(), out.end(), '\n')));
     }
     {
@@ -288,6 +293,11 @@ int main(int argc, char** argv) {
     const std::string text = pg.log().substr(log_before);
     if (!plans.empty()) std::ofstream(plans) << text;
     else std::fputs(text.c_str(), stdout);
+    if (hold_seconds > 0) {  // to look at it: psql, EXPLAIN, more reports
+      std::printf("holding the server for %d s: %s (password file %s)\n", hold_seconds, admin.c_str(), pw.c_str());
+      std::fflush(stdout);
+      std::this_thread::sleep_for(std::chrono::seconds(hold_seconds));
+    }
     return failures ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpuledger-fleet-db-bench: %s\n", e.what());

@@ -64,7 +64,11 @@ void FleetShipper::ship_rollups(Session& s) {
       const auto rollups = build_rollups(*s.store, options_.origin, p, next);
       const auto done = s.sink->ship_rollups(rollups);
       for (size_t i = 0; i < done.size(); ++i) {
-        if (done[i] != Delivery::kConflict) continue;
+        if (done[i] != Delivery::kConflict) {
+          std::lock_guard lock(mu_);
+          ++rollups_[to_string(p)];
+          continue;
+        }
         spdlog::error("fleet db: refused the {} roll-up of {} from {} on {}: the database holds a different one "
                       "with the same windows (another node with this --node-name?)",
                       to_string(p), next, rollups[i].window.slot.uuid, options_.origin.node);
@@ -81,6 +85,7 @@ void FleetShipper::ship_rollups(Session& s) {
 FleetShipper::FleetShipper(FleetShipperOptions options)
     : options_(std::move(options)), name_(redacted(options_.conninfo)) {
   for (const char* reason : kFleetErrorReasons) errors_[reason] = 0;
+  for (Period p : kPeriods) rollups_[to_string(p)] = 0;
   status_.reason = "not connected yet to " + name_;
 }
 
@@ -214,11 +219,12 @@ void FleetShipper::run() {
 
 void FleetShipper::write_metrics(exporter::ExpositionWriter& out) const {
   Status st;
-  std::map<std::string, uint64_t> errors;
+  std::map<std::string, uint64_t> errors, rollups;
   {
     std::lock_guard lock(mu_);
     st = status_;
     errors = errors_;
+    rollups = rollups_;
   }
   using exporter::MetricType;
   out.family("gpuledger_fleet_db_up", MetricType::kGauge,
@@ -242,6 +248,10 @@ void FleetShipper::write_metrics(exporter::ExpositionWriter& out) const {
              "Failures shipping to the fleet database by class: connect, schema, privilege, conflict (a refused "
              "window), store, query");
   for (const auto& [reason, n] : errors) out.sample({{"reason", reason}}, n);
+  out.family("gpuledger_fleet_db_shipped_rollups_total", MetricType::kCounter,
+             "Roll-ups of complete hours, days and months (one per GPU) the fleet database committed (or already "
+             "held) since the agent started; a fleet report reads them instead of the windows");
+  for (const auto& [period, n] : rollups) out.sample({{"period", period}}, n);
 }
 
 }  // namespace gpuledger::fleet

@@ -14,7 +14,8 @@
 // Self-metrics: gpuledger_fleet_db_up, gpuledger_fleet_db_pending_windows,
 // gpuledger_fleet_db_oldest_pending_window_age_seconds,
 // gpuledger_fleet_db_shipped_windows_total, gpuledger_fleet_db_refused_windows,
-// gpuledger_fleet_db_errors_total{reason} (kFleetErrorReasons).
+// gpuledger_fleet_db_errors_total{reason} (kFleetErrorReasons),
+// gpuledger_fleet_db_shipped_rollups_total{period}.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -90,6 +91,7 @@ class FleetShipper : public exporter::MetricsContributor {
   std::chrono::steady_clock::time_point stop_deadline_{};
   Status status_;
   std::map<std::string, uint64_t> errors_;
+  std::map<std::string, uint64_t> rollups_;  // by period: shipped (or already there)
   std::thread thread_;
 };
 

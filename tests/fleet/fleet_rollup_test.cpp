@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "export/prometheus_text.h"
 #include "fleet/fleet_periods.h"
 #include "fleet/fleet_reader.h"
 #include "fleet/fleet_rollups.h"
@@ -161,10 +162,16 @@ TEST_F(FleetDb, AReportReadsRollUpsOnlyWhileTheyMatchAndTheBillNeverChanges) {
                            std::chrono::seconds(60)))
         << shipper.status().reason << "; roll-ups: " << count("rollups");
     shipper.stop();
+    exporter::ExpositionWriter out;
+    shipper.write_metrics(out);
+    return out.text();
   };
   // Complete: hours 22:00 of day 0 to 00:00 of day 2 (27 a GPU), days 0 and 1; not 01:00 of day 2 (its last
   // window is the latest stored), nor January.
-  run_shipper(2 * 27 + 2 * 2);
+  const std::string page = run_shipper(2 * 27 + 2 * 2);
+  EXPECT_NE(page.find("gpuledger_fleet_db_shipped_rollups_total{period=\"hour\"} 54\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("gpuledger_fleet_db_shipped_rollups_total{period=\"day\"} 4\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("gpuledger_fleet_db_shipped_rollups_total{period=\"month\"} 0\n"), std::string::npos) << page;
   EXPECT_EQ(pg_->psql("SELECT period, count(*) FROM gpuledger.rollups GROUP BY 1 ORDER BY 1"), "day|4\nhour|54\n");
 
   const int64_t from = kDay0, to = kDay0 + 3 * 86400;
