@@ -144,7 +144,8 @@ void grow_fleet(fleet::PgConnection& db, const Shape& s) {
   db.exec("INSERT INTO gpuledger.window_totals SELECT x.period, x.period_start, x.cluster, 'node-' || k, " + uuid +
           ", x.windows, x.cost_micros, x.digests" + pick + "window_totals" + same);
   db.exec("INSERT INTO gpuledger.rollups SELECT x.period, x.period_start, x.cluster, 'node-' || k, " + uuid +
-          ", x.windows, x.cost_micros, x.digests, x.digest, jsonb_set(x.body, '{slot,0}', to_jsonb(" + uuid + ")), x.shipped_at" +
+          ", x.windows, x.cost_micros, x.digests, x.digest, replace(x.body::text, '\"slot\":[\"GPU-' || (k % " + n + ") || '-', '\"slot\":[\"GPU-' || k || '-')::json, "
+          "x.shipped_at" +
           pick + "rollups" + same);
 }
 

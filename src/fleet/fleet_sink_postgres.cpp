@@ -85,7 +85,7 @@ std::vector<Delivery> FleetSinkPostgres::ship_rollups(const std::vector<Rollup>&
       const auto& row = rows[i];
       PgResult done = db_.query(
           "INSERT INTO gpuledger.rollups(period, period_start, cluster, node, gpu_uuid, windows, cost_micros, digests, "
-          "digest, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb) ON CONFLICT DO NOTHING RETURNING 1",
+          "digest, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json) ON CONFLICT DO NOTHING RETURNING 1",
           row);
       if (done.rows() == 1) continue;
       PgResult stored = db_.query(

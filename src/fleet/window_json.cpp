@@ -29,57 +29,57 @@ ledger::Efficiency efficiency(const json& j) {
   return {at(0), at(1), at(2), at(3)};
 }
 
+// An account as an array (positions kAccount*): a month of a fleet's day
+// roll-ups is 720,000 accounts, and arrays parse about twice as fast as objects.
+enum AccountField {
+  kAccount, kNamespace, kPod, kContainer, kTeam, kHeld, kAllocated, kAllocatedKnown, kBusySeconds, kActivity,
+  kGpuBusySeconds, kVramByteSeconds, kLaunches, kEfficiency, kVramPeak, kVramP95, kNvmlVramPeak, kNvmlVramP95,
+  kSmActiveP95, kSmOccupancyP95, kBusyP95, kWindows, kIdle, kAccountFields
+};
+
 json account(const ledger::AccountRecord& a) {
   const auto& ev = a.evidence;
-  json j = {{"account", a.account},
-            {"labels", {a.labels.namespace_name, a.labels.pod, a.labels.container, a.labels.team}},
-            {"held", a.held_share},
-            {"allocated", a.allocated_share},
-            {"allocated_known", a.allocated_share_known},
-            {"busy_s", a.busy_seconds},
-            {"activity", a.activity_share},
-            {"gpu_busy_s", a.gpu_busy_seconds},
-            {"vram_bs", a.vram_byte_seconds},
-            {"launches", a.launches},
-            {"eff", efficiency(a.efficiency)},
-            {"vram_peak", opt(ev.vram_peak_bytes)},
-            {"vram_p95", opt(ev.vram_p95_bytes)},
-            {"nvml_vram_peak", opt(ev.nvml_vram_peak_bytes)},
-            {"nvml_vram_p95", opt(ev.nvml_vram_p95_bytes)},
-            {"sm_active_p95", opt(ev.sm_active_p95)},
-            {"sm_occupancy_p95", opt(ev.sm_occupancy_p95)},
-            {"busy_p95", opt(ev.busy_p95)},
-            {"windows", opt(ev.windows)}};
-  if (ev.idle) j["idle"] = {ev.idle->lead, ev.idle->trail, ev.idle->longest};
-  return j;
+  json idle = ev.idle ? json::array({ev.idle->lead, ev.idle->trail, ev.idle->longest}) : json(nullptr);
+  return json::array({a.account, a.labels.namespace_name, a.labels.pod, a.labels.container, a.labels.team,
+                      a.held_share, a.allocated_share, a.allocated_share_known, a.busy_seconds, a.activity_share,
+                      a.gpu_busy_seconds, a.vram_byte_seconds, a.launches, efficiency(a.efficiency),
+                      opt(ev.vram_peak_bytes), opt(ev.vram_p95_bytes), opt(ev.nvml_vram_peak_bytes),
+                      opt(ev.nvml_vram_p95_bytes), opt(ev.sm_active_p95), opt(ev.sm_occupancy_p95), opt(ev.busy_p95),
+                      opt(ev.windows), idle});
+}
+
+template <typename T>
+std::optional<T> at_opt(const json& j, size_t i) {
+  const json& v = j.at(i);
+  return v.is_null() ? std::nullopt : std::optional<T>(v.get<T>());
 }
 
 ledger::AccountRecord account(const json& j) {
+  if (!j.is_array() || j.size() != kAccountFields) throw Error("fleet database: a roll-up's account is malformed");
   ledger::AccountRecord a;
-  a.account = j.at("account").get<std::string>();
-  const json& l = j.at("labels");
-  a.labels = {l.at(0).get<std::string>(), l.at(1).get<std::string>(), l.at(2).get<std::string>(),
-              l.at(3).get<std::string>()};
-  a.held_share = j.at("held").get<double>();
-  a.allocated_share = j.at("allocated").get<double>();
-  a.allocated_share_known = j.at("allocated_known").get<bool>();
-  a.busy_seconds = j.at("busy_s").get<double>();
-  a.activity_share = j.at("activity").get<double>();
-  a.gpu_busy_seconds = j.at("gpu_busy_s").get<double>();
-  a.vram_byte_seconds = j.at("vram_bs").get<double>();
-  a.launches = j.at("launches").get<uint64_t>();
-  a.efficiency = efficiency(j.at("eff"));
+  a.account = j.at(kAccount).get<std::string>();
+  a.labels = {j.at(kNamespace).get<std::string>(), j.at(kPod).get<std::string>(), j.at(kContainer).get<std::string>(),
+              j.at(kTeam).get<std::string>()};
+  a.held_share = j.at(kHeld).get<double>();
+  a.allocated_share = j.at(kAllocated).get<double>();
+  a.allocated_share_known = j.at(kAllocatedKnown).get<bool>();
+  a.busy_seconds = j.at(kBusySeconds).get<double>();
+  a.activity_share = j.at(kActivity).get<double>();
+  a.gpu_busy_seconds = j.at(kGpuBusySeconds).get<double>();
+  a.vram_byte_seconds = j.at(kVramByteSeconds).get<double>();
+  a.launches = j.at(kLaunches).get<uint64_t>();
+  a.efficiency = efficiency(j.at(kEfficiency));
   auto& ev = a.evidence;
-  ev.vram_peak_bytes = get_opt<uint64_t>(j, "vram_peak");
-  ev.vram_p95_bytes = get_opt<uint64_t>(j, "vram_p95");
-  ev.nvml_vram_peak_bytes = get_opt<uint64_t>(j, "nvml_vram_peak");
-  ev.nvml_vram_p95_bytes = get_opt<uint64_t>(j, "nvml_vram_p95");
-  ev.sm_active_p95 = get_opt<double>(j, "sm_active_p95");
-  ev.sm_occupancy_p95 = get_opt<double>(j, "sm_occupancy_p95");
-  ev.busy_p95 = get_opt<double>(j, "busy_p95");
-  ev.windows = get_opt<int64_t>(j, "windows");
-  if (const auto it = j.find("idle"); it != j.end())
-    ev.idle = ledger::IdleRun{it->at(0).get<double>(), it->at(1).get<double>(), it->at(2).get<double>()};
+  ev.vram_peak_bytes = at_opt<uint64_t>(j, kVramPeak);
+  ev.vram_p95_bytes = at_opt<uint64_t>(j, kVramP95);
+  ev.nvml_vram_peak_bytes = at_opt<uint64_t>(j, kNvmlVramPeak);
+  ev.nvml_vram_p95_bytes = at_opt<uint64_t>(j, kNvmlVramP95);
+  ev.sm_active_p95 = at_opt<double>(j, kSmActiveP95);
+  ev.sm_occupancy_p95 = at_opt<double>(j, kSmOccupancyP95);
+  ev.busy_p95 = at_opt<double>(j, kBusyP95);
+  ev.windows = at_opt<int64_t>(j, kWindows);
+  if (const json& idle = j.at(kIdle); !idle.is_null())
+    ev.idle = ledger::IdleRun{idle.at(0).get<double>(), idle.at(1).get<double>(), idle.at(2).get<double>()};
   return a;
 }
 

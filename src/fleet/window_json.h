@@ -1,8 +1,8 @@
 #pragma once
 // A window as one JSON document and back, exactly: the body of a roll-up in
 // the fleet database (fleet_rollups.h, rollups.body). Numbers are written so
-// that they read back as the same double or integer (PostgreSQL's jsonb keeps
-// their digits), and every field a report reads is there; the node and the
+// that they read back as the same double or integer (the database keeps
+// the text as written), and every field a report reads is there; the node and the
 // not-stored split_disagreement are not.
 #include <string>
 
