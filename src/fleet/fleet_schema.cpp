@@ -122,6 +122,16 @@ CREATE TABLE gpuledger.rollups(
   PRIMARY KEY (period, cluster, node, gpu_uuid, period_start, windows)
 ) PARTITION BY RANGE (period_start);
 
+-- A report finds a range's whole periods by (period, start), and a GPU's
+-- finer periods by the key; the windows at a range's ragged ends by start
+-- (BRIN: windows arrive in time order, and a summary per 128 pages costs
+-- next to nothing to keep).
+CREATE INDEX window_totals_by_start ON gpuledger.window_totals (period, period_start);
+CREATE INDEX windows_by_start ON gpuledger.windows USING brin (start_time);
+CREATE INDEX accounts_by_start ON gpuledger.accounts USING brin (start_time);
+CREATE INDEX charges_by_start ON gpuledger.charges USING brin (start_time);
+CREATE INDEX energy_charges_by_start ON gpuledger.energy_charges USING brin (start_time);
+
 CREATE OR REPLACE FUNCTION gpuledger.ensure_month(t bigint) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
