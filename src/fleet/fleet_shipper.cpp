@@ -162,7 +162,13 @@ bool FleetShipper::round(Session& s) {
   s.outbox->mark(refused, ledger::Outbox::Mark::kRefused);
   for (const auto& p : batch) s.late = std::min(s.late.value_or(p.window.start), p.window.start);
   const bool more = batch.size() == options_.batch_windows;
-  if (!more) ship_rollups(s);
+  bool stopping = false;
+  {
+    std::lock_guard lock(mu_);
+    stopping = stopping_;
+  }
+  // Not on the way out: a month's roll-ups take seconds to merge, and the next agent sends them.
+  if (!more && !stopping) ship_rollups(s);
   const int64_t pending = s.outbox->pending_count();
   const auto oldest = s.outbox->oldest_pending_end();
   std::lock_guard lock(mu_);
