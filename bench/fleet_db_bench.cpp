@@ -221,10 +221,10 @@ int main(int argc, char** argv) {
       ledger::Store store((dir / ("node-" + std::to_string(node) + ".db")).string(), ledger::Store::Mode::kReadOnly);
       const auto meta = store.meta_with_prefix("fleet/rolled/");
       for (fleet::Period p : fleet::kPeriods) {
-        int64_t next = fleet::period_floor(s.start, p);  // nothing rolled up yet
+        int64_t next = report::period_start(s.start, p);  // nothing rolled up yet
         for (const auto& [key, value] : meta)
-          if (key == std::string("fleet/rolled/") + fleet::to_string(p)) next = std::stoll(value);
-        if (next != fleet::period_floor(last_start, p)) return false;  // the period of the latest window never completes
+          if (key == std::string("fleet/rolled/") + report::to_string(p)) next = std::stoll(value);
+        if (next != report::period_start(last_start, p)) return false;  // the period of the latest window never completes
       }
       return true;
     };

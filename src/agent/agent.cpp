@@ -370,8 +370,11 @@ Agent::GpuLabels Agent::gpu_labels(const probes::CounterKey& key, const std::vec
   }
   if (!choice.gpu) return {};
   GpuLabels labels{choice.gpu->index ? std::to_string(*choice.gpu->index) : "", choice.gpu->uuid, choice.source};
-  // Wait for the index too when the inventory will know it.
-  if (choice.source == "device" && (!labels.gpu.empty() || inventory.empty())) gpu_labels_[key] = labels;
+  // Wait for the index too when the inventory will know it. A MIG instance
+  // is settled by its environment: its device files name only the parent
+  // (choose_gpu), so no later scan could tell more.
+  const bool mig = hint && hint->uuid.rfind("GPU-", 0) != 0;
+  if ((choice.source == "device" && (!labels.gpu.empty() || inventory.empty())) || mig) gpu_labels_[key] = labels;
   return labels;
 }
 

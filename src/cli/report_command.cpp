@@ -91,7 +91,7 @@ ledger::BillInputs fleet_bill_inputs(const std::set<std::string>& origins) {
   ledger::BillInputs inputs;
   std::set<std::string> clusters, nodes;
   for (const auto& o : origins) {
-    const auto slash = o.find('/');
+    const auto slash = o.rfind('/');  // node names hold no slash; a cluster name might
     clusters.insert(o.substr(0, slash));
     nodes.insert(slash == std::string::npos ? o : o.substr(slash + 1));
   }

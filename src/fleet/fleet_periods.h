@@ -1,20 +1,19 @@
 #pragma once
-// The periods the fleet database rolls windows up to: UTC hours, days and
-// calendar months (the same the database's window_totals count, migration 2),
-// and how a report's range is cut into whole periods.
+// The periods the fleet database rolls windows up to: the UTC hours, days and
+// calendar months of the bill's charge periods (report/charge_period.h, the
+// same the database's window_totals count, migration 2), and how a report's
+// range is cut into whole periods.
 #include <cstdint>
 #include <optional>
-#include <string>
 #include <vector>
+
+#include "report/charge_period.h"
 
 namespace gpuledger::fleet {
 
-enum class Period { kHour = 0, kDay = 1, kMonth = 2 };
+using Period = report::Granularity;  // report::period_start / period_end / to_string
 inline constexpr Period kPeriods[] = {Period::kHour, Period::kDay, Period::kMonth};
 
-const char* to_string(Period p);       // "hour", "day", "month"
-int64_t period_floor(int64_t t, Period p);  // the start of the period that holds t
-int64_t period_next(int64_t start, Period p);  // the start of the one after
 // The next finer period; nullopt below an hour (the windows themselves).
 std::optional<Period> finer(Period p);
 

@@ -152,6 +152,12 @@ std::string filter_sql(PgConnection& db, const FleetFilter& filter, const std::s
   return sql;
 }
 
+// The windows with a <= start < b (and the filter), as read_windows' `from`.
+std::string starting_in(PgConnection& db, int64_t a, int64_t b, const FleetFilter& filter) {
+  return " WHERE x.start_time >= " + std::to_string(a) + " AND x.start_time < " + std::to_string(b) +
+         filter_sql(db, filter, "x");
+}
+
 void in_snapshot(PgConnection& db, const std::function<void()>& fn) {
   db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   try {
@@ -218,13 +224,35 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
       continue;
     }
     const int64_t start = r.i64(i, 3);
-    SlotSpan span{r.text(i, 0), r.text(i, 1), r.text(i, 2), start, period_next(start, p)};
+    SlotSpan span{r.text(i, 0), r.text(i, 1), r.text(i, 2), start, report::period_end(start, p)};
     if (!finer.empty() && finer.back().cluster == span.cluster && finer.back().node == span.node &&
         finer.back().uuid == span.uuid && finer.back().end == span.start)
       finer.back().end = span.end;
     else
       finer.push_back(std::move(span));
   }
+}
+
+// window_totals rows (as t) of the period's given starts, and the filter.
+std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter) {
+  return "t.period = " + db.literal(report::to_string(p)) + " AND t.period_start = ANY(" + array_literal(db, starts) +
+         "::bigint[])" + filter_sql(db, filter, "t");
+}
+
+// A range cut (cut_range) into the starts of its whole periods, by period, and its ragged ends.
+struct RangePlan {
+  std::map<Period, std::vector<std::string>> whole;
+  std::vector<std::pair<int64_t, int64_t>> ragged;
+};
+RangePlan plan_range(int64_t from, int64_t to, std::optional<Period> coarsest) {
+  RangePlan plan;
+  for (const auto& piece : cut_range(from, to, coarsest)) {
+    if (piece.period)
+      plan.whole[*piece.period].push_back(std::to_string(piece.start));
+    else
+      plan.ragged.push_back({piece.start, piece.end});
+  }
+  return plan;
 }
 
 // The range's windows named (for_each_fleet_window's windows_digest).
@@ -240,20 +268,13 @@ std::string digest_of_windows(PgConnection& db, int64_t from, int64_t to, const 
       sha.add("\n");
     }
   };
-  std::map<Period, std::vector<std::string>> whole;
-  for (const auto& piece : cut_range(from, to, Period::kMonth)) {
-    if (piece.period) {
-      whole[*piece.period].push_back(std::to_string(piece.start));
-      continue;
-    }
-    hash_rows("SELECT x.cluster, x.node, x.gpu_uuid, x.start_time, x.digest FROM gpuledger.windows x WHERE "
-              "x.start_time >= " + std::to_string(piece.start) + " AND x.start_time < " + std::to_string(piece.end) +
-              filter_sql(db, filter, "x") + " ORDER BY x.cluster, x.node, x.gpu_uuid, x.start_time");
-  }
-  for (const auto& [p, starts] : whole)
+  const RangePlan plan = plan_range(from, to, Period::kMonth);
+  for (const auto& [a, b] : plan.ragged)
+    hash_rows("SELECT x.cluster, x.node, x.gpu_uuid, x.start_time, x.digest FROM gpuledger.windows x" +
+              starting_in(db, a, b, filter) + " ORDER BY x.cluster, x.node, x.gpu_uuid, x.start_time");
+  for (const auto& [p, starts] : plan.whole)
     hash_rows("SELECT t.period, t.period_start, t.cluster, t.node, t.gpu_uuid, t.windows, t.cost_micros, t.digests "
-              "FROM gpuledger.window_totals t WHERE t.period = " + db.literal(to_string(p)) +
-              " AND t.period_start = ANY(" + array_literal(db, starts) + "::bigint[])" + filter_sql(db, filter, "t") +
+              "FROM gpuledger.window_totals t WHERE " + whole_periods(db, p, starts, filter) +
               " ORDER BY t.period_start, t.cluster, t.node, t.gpu_uuid");
   return "sha256:" + sha.hex();
 }
@@ -270,36 +291,22 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
                            std::string* windows_digest) {
   in_snapshot(db, [&] {
     if (windows_digest) *windows_digest = digest_of_windows(db, from, to, filter);
-    std::map<Period, std::vector<std::string>> whole;  // period -> the starts of the range's whole periods
-    std::vector<std::pair<int64_t, int64_t>> ragged;   // read as windows, every GPU
-    for (const auto& piece : cut_range(from, to, coarsest)) {
-      if (piece.period)
-        whole[*piece.period].push_back(std::to_string(piece.start));
-      else
-        ragged.push_back({piece.start, piece.end});
-    }
+    const RangePlan plan = plan_range(from, to, coarsest);
     std::vector<SlotSpan> spans;  // from the coarser period: to read at this one
     for (Period p : {Period::kMonth, Period::kDay, Period::kHour}) {
-      const std::string period = db.literal(to_string(p));
       std::vector<SlotSpan> finer;
-      if (auto it = whole.find(p); it != whole.end())
-        read_period(db, p, "gpuledger.window_totals t",
-                    "t.period = " + period + " AND t.period_start = ANY(" + array_literal(db, it->second) +
-                        "::bigint[])" + filter_sql(db, filter, "t"),
-                    finer, fn);
+      if (auto it = plan.whole.find(p); it != plan.whole.end())
+        read_period(db, p, "gpuledger.window_totals t", whole_periods(db, p, it->second, filter), finer, fn);
       if (!spans.empty())
         read_period(db, p,
-                    spans_sql(db, spans) + " JOIN gpuledger.window_totals t ON t.period = " + period +
+                    spans_sql(db, spans) + " JOIN gpuledger.window_totals t ON t.period = " +
+                        db.literal(report::to_string(p)) +
                         " AND t.cluster = k.c AND t.node = k.n AND t.gpu_uuid = k.g AND t.period_start >= k.a"
                         " AND t.period_start < k.b",
                     "", finer, fn);
       spans = std::move(finer);
     }
-    for (const auto& [a, b] : ragged)
-      read_windows(db,
-                   " WHERE x.start_time >= " + std::to_string(a) + " AND x.start_time < " + std::to_string(b) +
-                       filter_sql(db, filter, "x"),
-                   fn);
+    for (const auto& [a, b] : plan.ragged) read_windows(db, starting_in(db, a, b, filter), fn);
     if (!spans.empty())
       read_windows(db,
                    " JOIN " + spans_sql(db, spans) +

@@ -35,9 +35,9 @@ struct Merged {
 // Per slot uuid: the period's windows (an hour) merged, or its finer periods' merges.
 std::map<std::string, Merged> merged(const ledger::Store& store, const Origin& origin, Period period, int64_t start) {
   std::map<std::string, Piece> pieces;
-  const int64_t end = period_next(start, period);
+  const int64_t end = report::period_end(start, period);
   if (const auto sub = finer(period)) {
-    for (int64_t t = start; t < end; t = period_next(t, *sub))
+    for (int64_t t = start; t < end; t = report::period_end(t, *sub))
       for (auto& [uuid, m] : merged(store, origin, *sub, t))
         add_part(pieces[uuid], std::move(m.rollup.window), m.rollup.windows, m.rollup.digests, m.mergeable);
   } else {

@@ -1,12 +1,12 @@
 #include "fleet/fleet_schema.h"
 
 #include <algorithm>
-#include <ctime>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "fleet/pg_connection.h"
+#include "report/charge_period.h"
 
 namespace gpuledger::fleet {
 
@@ -205,15 +205,6 @@ static_assert(kFleetSchemaVersion == 2, "a new migration goes into kMigrations")
 
 }  // namespace
 
-int64_t month_start(int64_t t) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  tm.tm_mday = 1;
-  tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-  return static_cast<int64_t>(timegm(&tm));
-}
-
 int schema_version(PgConnection& db) {
   PgResult exists = db.query("SELECT to_regclass('gpuledger.schema_migrations') IS NOT NULL");
   if (exists.text(0, 0) != "t") return 0;
@@ -239,9 +230,9 @@ int migrate(PgConnection& db, int64_t now, int target) {
         throw;
       }
     }
-    const int64_t month = month_start(now);
+    const int64_t month = report::period_start(now, report::Granularity::kMonth);
     db.query("SELECT gpuledger.ensure_month($1)", {std::to_string(month)});
-    db.query("SELECT gpuledger.ensure_month($1)", {std::to_string(month_start(month + 32 * 86400))});
+    db.query("SELECT gpuledger.ensure_month($1)", {std::to_string(report::period_end(month, report::Granularity::kMonth))});
     db.exec("SELECT pg_advisory_unlock(hashtext('gpuledger.migrate'))");
     return version;
   } catch (...) {

@@ -46,7 +46,5 @@ int schema_version(PgConnection& db);
 // migrated or older says to run `gpuledger fleet-db migrate`; one newer is
 // refused (a newer gpuledger wrote it).
 void check_schema(PgConnection& db);
-// The first second of the UTC month that holds t.
-int64_t month_start(int64_t t);
 
 }  // namespace gpuledger::fleet

@@ -53,14 +53,14 @@ void FleetShipper::ship_rollups(Session& s) {
   int budget = kRollupPeriodsPerRound;
   for (Period p : kPeriods) {
     const std::string key = kRolledKey + to_string(p);
-    int64_t next = period_floor(*first, p);
+    int64_t next = report::period_start(*first, p);
     if (auto it = rolled.find(key); it != rolled.end()) next = std::max<int64_t>(next, std::stoll(it->second));
     // A window shipped into a period already rolled up: that period again (a new count, a new roll-up).
     if (s.late && *s.late < next) {
-      next = period_floor(*s.late, p);
+      next = report::period_start(*s.late, p);
       s.store->set_meta(key, std::to_string(next));  // kept even when this round's budget is spent
     }
-    for (; budget > 0 && period_next(next, p) <= *complete; --budget) {
+    for (; budget > 0 && report::period_end(next, p) <= *complete; --budget) {
       const auto rollups = build_rollups(*s.store, options_.origin, p, next);
       const auto done = s.sink->ship_rollups(rollups);
       for (size_t i = 0; i < done.size(); ++i) {
@@ -75,7 +75,7 @@ void FleetShipper::ship_rollups(Session& s) {
         std::lock_guard lock(mu_);
         ++errors_["conflict"];
       }
-      next = period_next(next, p);
+      next = report::period_end(next, p);
       s.store->set_meta(key, std::to_string(next));
     }
   }

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/window_json.h"
+#include "report/charge_period.h"
 
 namespace gpuledger::fleet {
 
@@ -46,7 +47,7 @@ FleetSinkPostgres::FleetSinkPostgres(PgConnection& db, Origin origin) : db_(db),
 
 void FleetSinkPostgres::ensure_month(int64_t t) {
   // Outside the batch's transaction: a partition created by one agent is seen by all.
-  const int64_t month = month_start(t);
+  const int64_t month = report::period_start(t, report::Granularity::kMonth);
   if (months_.count(month)) return;
   db_.query("SELECT gpuledger.ensure_month($1)", {std::to_string(month)});
   months_.insert(month);

@@ -2,11 +2,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
-#include <string_view>
 
 namespace gpuledger::identity {
 
@@ -21,19 +21,13 @@ std::vector<unsigned> read_open_gpu_minors(const std::string& proc_root, unsigne
     return out;
   }
   size_t examined = 0;
-  constexpr std::string_view kPrefix = "/dev/nvidia";
   while (auto* e = ::readdir(d)) {
     if (e->d_name[0] == '.') continue;
     if (++examined > kMaxFdsExamined) break;
-    char target[64];
-    ssize_t n = ::readlinkat(::dirfd(d), e->d_name, target, sizeof(target));
-    if (n <= 0 || static_cast<size_t>(n) >= sizeof(target)) continue;
-    std::string_view t(target, static_cast<size_t>(n));
-    if (!t.starts_with(kPrefix)) continue;
-    t.remove_prefix(kPrefix.size());
-    unsigned minor = 0;
-    auto [p, err] = std::from_chars(t.data(), t.data() + t.size(), minor);
-    if (err == std::errc() && p == t.data() + t.size() && !t.empty() && minor <= 247) out.push_back(minor);
+    // The open file itself (the /proc fd entry's target), not a name in anyone's namespace.
+    struct stat st {};
+    if (::fstatat(::dirfd(d), e->d_name, &st, 0) != 0 || !S_ISCHR(st.st_mode)) continue;
+    if (major(st.st_rdev) == kNvidiaMajor && minor(st.st_rdev) <= 247) out.push_back(minor(st.st_rdev));
   }
   ::closedir(d);
   std::sort(out.begin(), out.end());

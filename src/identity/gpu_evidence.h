@@ -16,12 +16,16 @@
 namespace gpuledger::identity {
 
 inline constexpr size_t kMaxFdsExamined = 65536;
+inline constexpr unsigned kNvidiaMajor = 195;  // the NVIDIA driver's character devices
 
-// The /dev/nvidia<N> (N <= 247: the GPUs, not nvidiactl 255 or the caps)
-// minors process `pid` holds open, sorted. Each of /proc/PID/fd is read with
-// readlinkat on a descriptor of that directory: the links are the kernel's
-// and never followed; at most kMaxFdsExamined descriptors are looked at.
-// Empty when the process is gone or cannot be read.
+// The NVIDIA GPU minors (character device 195:N, N <= 247: the GPUs, not
+// nvidiactl 255 or the caps) process `pid` holds open, sorted. Each entry of
+// /proc/PID/fd is stat'ed through a descriptor of that directory: the kernel
+// answers for the file the process really holds open, whatever its name, so a
+// tenant's own file called /dev/nvidia5 counts for nothing (and a device node
+// its device cgroup denies cannot be held open). No path is resolved by name;
+// at most kMaxFdsExamined descriptors are looked at. Empty when the process is
+// gone or cannot be read.
 std::vector<unsigned> read_open_gpu_minors(const std::string& proc_root, unsigned pid);
 
 // How a workload's GPU was known: "device" (its open device files or NVML's

@@ -30,7 +30,6 @@ AccountLabels export_labels(const std::string& account, const AccountLabels& lab
 }
 
 namespace {
-bool special(const std::string& a) { return is_special_account(a); }
 std::optional<double> scaled(const std::optional<double>& v, double f) {
   return v ? std::optional<double>(*v * f) : std::nullopt;
 }
@@ -127,7 +126,7 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
     if (auto it = in.vram_peak_bytes.find(name); it != in.vram_peak_bytes.end()) a.evidence.vram_peak_bytes = it->second;
     if (auto it = in.nvml_vram_peak_bytes.find(name); it != in.nvml_vram_peak_bytes.end())
       a.evidence.nvml_vram_peak_bytes = it->second;
-    if (!special(name)) {
+    if (!is_special_account(name)) {
       double f = split.exclusive ? 1.0 : a.activity_share;
       a.efficiency = {scaled(in.device.sm_active, f), scaled(in.device.sm_occupancy, f),
                       scaled(in.device.tensor_active, f), scaled(in.device.dram_active, f)};

@@ -4,13 +4,17 @@
 
 namespace gpuledger::ledger {
 
+namespace {
+
+// Every slot held, whole, by __allocation_unknown__.
 void hold_by_allocation_unknown(Observation& observation) {
   const std::string account(kAllocationUnknownAccount);
   observation.holders.clear();
   for (const auto& slot : observation.slots)
     observation.holders.push_back({slot.uuid, account, AccountLabels{"", "", "", account}, 1.0, true});
-  observation.allocation_known = true;
 }
+
+}  // namespace
 
 Observation make_billed_observation(double now, const agent::AgentSnapshot& snapshot,
                                     const device::DeviceSnapshot& devices,

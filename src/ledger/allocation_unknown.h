@@ -11,8 +11,6 @@
 
 namespace gpuledger::ledger {
 
-void hold_by_allocation_unknown(Observation& observation);
-
 // make_observation (agent_inputs.h) with the allocation the kubelet's state
 // leaves to bill by: its answer, its last answer, or unknown.
 Observation make_billed_observation(double now, const agent::AgentSnapshot& snapshot,

@@ -5,13 +5,12 @@
 namespace gpuledger::ledger {
 
 namespace {
-bool special(const std::string& a) { return is_special_account(a); }
 }  // namespace
 
 std::set<std::string> unknown_allocated_shares(const WindowRecord& w) {
   std::set<std::string> out;
   for (const auto& a : w.accounts)
-    if (!a.allocated_share_known && !special(a.account)) out.insert(a.account);
+    if (!a.allocated_share_known && !is_special_account(a.account)) out.insert(a.account);
   return out;
 }
 
@@ -20,7 +19,7 @@ std::map<std::string, double> allocated_shares(const WindowRecord& w) {
   double total = 0;
   const std::set<std::string> unknown = unknown_allocated_shares(w);
   for (const auto& a : w.accounts)
-    if (a.allocated_share > 0 && !special(a.account) && !unknown.contains(a.account)) {
+    if (a.allocated_share > 0 && !is_special_account(a.account) && !unknown.contains(a.account)) {
       out[a.account] += a.allocated_share;
       total += a.allocated_share;
     }
@@ -37,17 +36,17 @@ std::map<std::string, UsedShares> used_shares(const WindowRecord& w) {
   std::map<std::string, UsedShares> out;
   double vram = 0;
   for (const auto& a : w.accounts)
-    if (!special(a.account) && a.vram_byte_seconds > 0) vram += a.vram_byte_seconds;
+    if (!is_special_account(a.account) && a.vram_byte_seconds > 0) vram += a.vram_byte_seconds;
   std::map<std::string, int64_t> busy_mj;
   int64_t busy_total = 0;
   if (w.energy)
     for (const auto& c : w.energy->charges)
-      if (c.kind == ChargeKind::kBusy && !special(c.account)) {
+      if (c.kind == ChargeKind::kBusy && !is_special_account(c.account)) {
         busy_mj[c.account] += c.millijoules;
         busy_total += c.millijoules;
       }
   for (const auto& a : w.accounts) {
-    if (special(a.account)) continue;
+    if (is_special_account(a.account)) continue;
     UsedShares& u = out[a.account];
     u.activity = a.activity_share;
     u.vram = vram > 0 ? std::max(0.0, a.vram_byte_seconds) / vram : 0;

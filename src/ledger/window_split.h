@@ -96,7 +96,9 @@ inline constexpr std::string_view kUnallocatedAccount = "__unallocated__";
 // or not for longer than kubernetes.allocation_keep_seconds): not "nobody held
 // it" (__unallocated__), but "who held it is not known" (allocation_unknown.h).
 inline constexpr std::string_view kAllocationUnknownAccount = "__allocation_unknown__";
-// The accounts the ledger bills that are no workload.
+// The accounts the ledger bills that are no workload. Not __overflow__,
+// which is billed as an account of its own; the report views treat every
+// "__name__" as special (report/special_accounts.h).
 inline bool is_special_account(std::string_view account) {
   return account == kIdleAccount || account == kUnallocatedAccount || account == kAllocationUnknownAccount;
 }

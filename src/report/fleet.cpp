@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/utf8.h"
 #include "ledger/window_split.h"
+#include "report/special_accounts.h"
 #include "report/chart_time.h"
 #include "report/fleet_counter.h"
 #include "report/report_text.h"
@@ -86,7 +87,7 @@ class Prometheus {
 
 bool is_special(const Labels& l) {
   auto team = l.count("team") ? l.at("team") : "";
-  return ledger::is_special_account(team) && (!l.count("pod") || l.at("pod").empty());
+  return is_special_account(team) && (!l.count("pod") || l.at("pod").empty());
 }
 
 std::string get(const Labels& l, const char* k) {

@@ -25,7 +25,6 @@ using ledger::WindowRecord;
 namespace {
 
 // __idle__, __unallocated__, __overflow__ and any other "__name__" account (special_accounts.h).
-bool is_special(const std::string& account) { return is_special_account(account); }
 
 void add_opt(std::optional<double>& to, const std::optional<double>& v) {
   if (v) to = to.value_or(0) + *v;
@@ -59,14 +58,14 @@ std::optional<double> Row::used_share() const { return ratio_of(used_hours, shar
 std::optional<double> Row::used_vram_share() const { return ratio_of(vram_used_hours, share_hours); }
 std::optional<double> Row::used_energy_share() const { return ratio_of(energy_used_hours, energy_share_hours); }
 ledger::ShareFlag Row::share_flag() const {
-  if (is_special(key) || !(share_hours > 0) || !allocated_share()) return ledger::ShareFlag::kNone;
+  if (is_special_account(key) || !(share_hours > 0) || !allocated_share()) return ledger::ShareFlag::kNone;
   return ledger::share_flag(*allocated_share(), *used_share());
 }
 
 std::string group_key(GroupBy by, const WindowRecord& w, const AccountRecord& a) {
   if (by == GroupBy::kGpu) return w.slot.uuid;
   if (by == GroupBy::kNode) return w.node.empty() ? "(this node)" : w.node;  // idle and unallocated included
-  if (is_special(a.account)) return a.account;
+  if (is_special_account(a.account)) return a.account;
   switch (by) {
     case GroupBy::kTeam: return a.labels.team.empty() ? "(no team)" : a.labels.team;
     case GroupBy::kNamespace: return a.labels.namespace_name.empty() ? "(no namespace)" : a.labels.namespace_name;
@@ -440,7 +439,7 @@ void finish_report(Report& r) {
   r.total.efficiency_of_held = r.total.efficiency;
   r.top_wasters.clear();
   for (const auto& row : r.rows)
-    if (row.cost_idle_micros > 0 && !is_special(row.key)) r.top_wasters.push_back(row);
+    if (row.cost_idle_micros > 0 && !is_special_account(row.key)) r.top_wasters.push_back(row);
   std::stable_sort(r.top_wasters.begin(), r.top_wasters.end(),
                    [](const Row& a, const Row& b) { return a.cost_idle_micros > b.cost_idle_micros; });
   if (r.top_wasters.size() > 5) r.top_wasters.resize(5);
@@ -465,7 +464,7 @@ void finish_report(Report& r) {
                 r.notes.end());
   std::vector<std::string> share_unknown;
   for (const auto& row : r.rows)
-    if (row.allocated_unknown_hours > 0 && !is_special(row.key)) share_unknown.push_back(row.key);
+    if (row.allocated_unknown_hours > 0 && !is_special_account(row.key)) share_unknown.push_back(row.key);
   if (!share_unknown.empty()) {
     std::string names;
     for (size_t i = 0; i < share_unknown.size() && i < 5; ++i) names += (i ? ", " : "") + share_unknown[i];

@@ -44,7 +44,6 @@ GroupBy parse_rightsizing_by(const std::string& text) {
 namespace {
 
 // No advice for gpuledger's own accounts (special_accounts.h), __overflow__ included.
-bool is_special(const std::string& account) { return is_special_account(account); }
 
 struct Segment {
   int64_t start = 0, end = 0;
@@ -228,7 +227,7 @@ void RightsizingBuilder::add(const WindowRecord& w) {
   const auto shares = ledger::share_seconds(w);
   std::map<Unit*, WindowPart> parts;  // each unit's part of this window
   for (const auto& a : w.accounts) {
-    if (is_special(a.account)) continue;
+    if (is_special_account(a.account)) continue;
     Unit& u = s.unit_of(w, a);
     auto [part, first_in_window] = parts.try_emplace(&u);
     int64_t charged = 0;  // a window has a handful of charges: searched in place

@@ -83,8 +83,8 @@ TEST(FleetPeriods, ARangeIsCutIntoTheFewestWholePeriods) {
   EXPECT_EQ(pieces[5].end - pieces[5].start, 120);
   EXPECT_EQ(fleet::cut_range(jan, feb, std::nullopt).size(), 1u);
   EXPECT_EQ(fleet::cut_range(jan, feb, Period::kDay).size(), 31u);
-  EXPECT_EQ(fleet::period_next(feb, Period::kMonth), mar);
-  EXPECT_EQ(fleet::period_floor(mar - 1, Period::kMonth), feb);
+  EXPECT_EQ(report::period_end(feb, Period::kMonth), mar);
+  EXPECT_EQ(report::period_start(mar - 1, Period::kMonth), feb);
 }
 
 TEST(FleetRollupBody, AMergedWindowReadsBackExactly) {

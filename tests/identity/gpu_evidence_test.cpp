@@ -2,9 +2,12 @@
 // the device files its processes hold open, read as descriptors, and the
 // environment only as a hint.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "identity/gpu_evidence.h"
 
@@ -16,22 +19,36 @@ const std::string kUuid0 = "GPU-00000000-1111-2222-3333-444444444444";
 const std::string kUuid1 = "GPU-55555555-6666-7777-8888-999999999999";
 const std::vector<GpuIdentity> kInventory = {{0, kUuid0, 0}, {1, kUuid1, 1}};
 
-TEST(GpuEvidence, OpenDeviceFilesAreReadAsLinksNeverFollowed) {
+// A fake /proc: fd entries are links to device nodes made here (root: mknod)
+// and to files a tenant could name anything.
+TEST(GpuEvidence, TheOpenFilesAreAskedWhatTheyAreNotWhatTheyAreCalled) {
+  if (::geteuid() != 0) GTEST_SKIP() << "device nodes need root (mknod)";
   char tmpl[] = "/tmp/gpuledger-proc-XXXXXX";
   const fs::path root = ::mkdtemp(tmpl);
   fs::create_directories(root / "42" / "fd");
+  fs::create_directories(root / "dev");
+  auto node = [&](const std::string& name, unsigned maj, unsigned min) {
+    const fs::path p = root / "dev" / name;
+    EXPECT_EQ(::mknod(p.c_str(), S_IFCHR | 0600, makedev(maj, min)), 0) << p;
+    return p.string();
+  };
   auto link = [&](const std::string& fd, const std::string& target) { fs::create_symlink(target, root / "42" / "fd" / fd); };
-  link("0", "/dev/pts/3");
-  link("3", "/dev/nvidiactl");
-  link("4", "/dev/nvidia1");
-  link("5", "/dev/nvidia-uvm");
-  link("6", "/dev/nvidia1");
-  link("7", "/dev/nvidia-caps/nvidia-cap1");
-  link("8", "/dev/nvidia248");  // not a GPU minor
-  link("9", "/dev/nvidia0x");
-  link("10", "socket:[12345]");
-  link("11", "/dev/nvidia0/../../etc/shadow");  // a name, never followed
-  EXPECT_EQ(read_open_gpu_minors(root.string(), 42), (std::vector<unsigned>{1}));
+  link("0", node("pts3", 136, 3));
+  link("3", node("nvidiactl", 195, 255));
+  link("4", node("nvidia1", 195, 1));
+  link("5", node("nvidia-uvm", 511, 0));
+  link("6", root / "dev" / "nvidia1");
+  link("7", node("nvidia-cap1", 237, 1));
+  link("8", node("gpu7-by-another-name", 195, 7));  // the device counts, not its name
+  link("9", node("nvidia248", 195, 248));           // not a GPU minor
+  // A tenant's forgeries: a plain file and a directory named like GPUs, and a dangling name.
+  std::ofstream(root / "dev" / "nvidia5") << "not a device\n";
+  link("10", root / "dev" / "nvidia5");
+  fs::create_directories(root / "dev" / "nvidia6");
+  link("11", root / "dev" / "nvidia6");
+  link("12", (root / "dev" / "nvidia3-gone").string());
+  link("13", "socket:[12345]");
+  EXPECT_EQ(read_open_gpu_minors(root.string(), 42), (std::vector<unsigned>{1, 7}));
   EXPECT_TRUE(read_open_gpu_minors(root.string(), 43).empty());  // gone
   // A tenant's fd directory replaced by a link elsewhere is not read.
   fs::create_directories(root / "44");
