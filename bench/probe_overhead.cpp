@@ -17,18 +17,18 @@
 #include <utility>
 #include <vector>
 
-#include "agent/agent.h"
+#include "attribution/attribution_plane.h"
 #include "cgroup_tree.h"
 #include "common/error.h"
+#include "cuda_runtime_sim.h"
 #include "empty_probe.skel.h"
+#include "private_copy.h"
 #include "probes/bpf_handles.h"
 #include "probes/cuda_entry_points.h"
 #include "probes/elf_symbols.h"
-#include "private_copy.h"
+#include "probes/uprobe_multi.h"
 #include "report.h"
 #include "sim_library.h"
-#include "cuda_runtime_sim.h"
-#include "probes/uprobe_multi.h"
 
 namespace gpuledger::bench {
 namespace {
@@ -148,12 +148,12 @@ class EmptyProbes : public Attachment {
 class AgentProbes : public Attachment {
  public:
   AgentProbes(const std::string& path, bool launch_returns, bool per_probe_links) {
-    agent::AgentOptions options;
+    attribution::AttributionOptions options;
     options.cuda_libs = {path};
     options.discover = false;
     options.launch_returns = launch_returns;
     options.per_probe_links = per_probe_links;
-    agent_ = std::make_unique<agent::Agent>(options);
+    agent_ = std::make_unique<attribution::AttributionPlane>(options);
     agent_->start();
     auto self = agent_->snapshot().self;
     if (self.probes_attached == 0 || self.probe_attach_failures != 0)
@@ -175,7 +175,7 @@ class AgentProbes : public Attachment {
   size_t probe_count() const override { return probes_; }
 
  private:
-  std::unique_ptr<agent::Agent> agent_;
+  std::unique_ptr<attribution::AttributionPlane> agent_;
   size_t probes_ = 0;
 };
 
@@ -557,12 +557,12 @@ class RuntimeFloor : public Attachment {
 class RuntimeAgent : public Attachment {
  public:
   RuntimeAgent(const std::string& driver, const std::string& runtime, probes::RuntimeProbes mode) {
-    agent::AgentOptions options;
+    attribution::AttributionOptions options;
     options.cuda_libs = {driver};
     options.discover = false;
     options.runtime_probes = mode;
     options.runtime_libs = {runtime};
-    agent_ = std::make_unique<agent::Agent>(options);
+    agent_ = std::make_unique<attribution::AttributionPlane>(options);
     agent_->start();
     auto self = agent_->snapshot().self;
     if (self.probe_attach_failures != 0 || (mode != probes::RuntimeProbes::kOff) != !self.runtime_libraries.empty())
@@ -576,7 +576,7 @@ class RuntimeAgent : public Attachment {
   }
 
  private:
-  std::unique_ptr<agent::Agent> agent_;
+  std::unique_ptr<attribution::AttributionPlane> agent_;
 };
 
 }  // namespace

@@ -18,19 +18,23 @@
 
 #include <httplib.h>
 
-#include "agent/agent.h"
+#include "attribution/attribution_plane.h"
+#include <CLI/CLI.hpp>
+
 #include "cli/commands.h"
 #include "cli/demo_shared_bill.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/stop_signals.h"
 #include "device/device_plane.h"
 #include "export/http_server.h"
 #include "identity/cgroup_fs.h"
 #include "kubernetes/device_ids.h"
 #include "ledger/accountant.h"
-#include "ledger/agent_inputs.h"
-#include "ledger/store.h"
 #include "ledger/bill_inputs.h"
+#include "ledger/store.h"
+#include "node/observation_inputs.h"
+#include "node/served_content.h"
 #include "report/bill.h"
 #include "report/report.h"
 #include "simulation/tenant.h"
@@ -173,14 +177,14 @@ std::string human_bytes(uint64_t b) {
 }
 
 // The demo's label for a workload, from the cgroup its tenant runs in.
-std::string tenant_label(const agent::WorkloadView& w) {
+std::string tenant_label(const attribution::WorkloadView& w) {
   for (const auto& t : kTenants)
     for (const auto& path : w.cgroup_paths)
       if (path == t.cgroup) return t.label;
   return "";
 }
 
-void print_table(const agent::AgentSnapshot& snap, double elapsed) {
+void print_table(const attribution::AttributionSnapshot& snap, double elapsed) {
   std::printf("\n-- gpuledger demo: SIMULATED tenants and GPUs, real probes -- t=%.0fs, %zu probes on %zu librar%s\n",
               elapsed, snap.self.probes_attached, snap.self.libraries.size(),
               snap.self.libraries.size() == 1 ? "y" : "ies");
@@ -241,13 +245,13 @@ int run_demo(const DemoCommand& cmd) {
   device::DevicePlane devices(device_options);
   devices.start();
 
-  agent::AgentOptions options;
+  attribution::AttributionOptions options;
   options.cuda_libs = {lib};
   options.discover = false;
   options.classifier.cgroup_roots = {"/gpuledger-demo"};  // the demo's tenants live below it
   options.namer = std::make_shared<DemoNamer>();
   options.gpu_inventory = [&devices] { return device::gpu_identities(devices.snapshot()); };
-  agent::Agent agent(options);
+  attribution::AttributionPlane agent(options);
   agent.start();
 
   // Prices for the simulated H100s; short windows so a short demo closes some.
@@ -261,10 +265,10 @@ int run_demo(const DemoCommand& cmd) {
   ledger::record_bill_inputs(store, "demo-node", "demo", prices, static_cast<int64_t>(unix_now()));
   const auto allocations = demo_allocations();
   auto observe = [&](double at) {
-    accountant.observe(ledger::make_observation(at, agent.snapshot(), devices.snapshot(), allocations, true, prices));
+    accountant.observe(node::make_observation(at, agent.snapshot(), devices.snapshot(), allocations, true, prices));
   };
 
-  exporter::HttpServer server(agent);
+  exporter::HttpServer server(node::served_content(agent));
   server.add_contributor(&devices);
   server.add_contributor(&accountant);
   auto [host, port] = exporter::parse_listen_address(cmd.listen);
@@ -336,6 +340,20 @@ int run_demo(const DemoCommand& cmd) {
   dcgm.stop();
   dcgm_thread.join();
   return 0;
+}
+
+Subcommand add_demo_command(CLI::App& app) {
+  auto o = std::make_shared<DemoCommand>();
+  CLI::App* cmd = app.add_subcommand("demo", "Run the agent on a simulated node (no GPU needed)");
+  cmd->footer(
+      "Runs the agent against the bundled CUDA driver and NVML simulators, with simulated tenants in pod-shaped "
+      "cgroups: real probes, real cgroups, real processes.");
+  cmd->add_option("--listen", o->listen, "Where the demo's agent serves /metrics")->capture_default_str();
+  cmd->add_option("--seconds", o->seconds, "How long the tenants run")->capture_default_str();
+  cmd->add_option("--cuda-lib", o->cuda_lib, "The simulator library (default: next to gpuledger)");
+  cmd->add_option("--cudasim", o->cudasim, "The workload generator (default: next to gpuledger)");
+
+  return {cmd, [o] { return run_demo(*o); }};
 }
 
 }  // namespace gpuledger::cli

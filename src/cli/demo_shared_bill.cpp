@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "kubernetes/gpu_allocation.h"
-#include "ledger/agent_inputs.h"
+#include "node/observation_inputs.h"
 #include "report/report.h"
 #include "report/report_text.h"
 
@@ -64,7 +64,7 @@ ledger::WindowRecord bill(const SharedGpu& g, const ledger::PriceBook& prices, i
       allocations.push_back(a);
     }
   }
-  sw.holders = ledger::holders_from(allocations, agent::AgentSnapshot{});
+  sw.holders = node::holders_from(allocations, attribution::AttributionSnapshot{});
   for (const auto& t : g.tenants) {
     const std::string account = std::string("k8s/shared/") + t.pod + "/main";
     sw.activity[account] = {t.busy_seconds, t.vram_gib * kGiB * kWindow, 100};

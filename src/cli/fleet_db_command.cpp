@@ -3,26 +3,16 @@
 #include <cstdlib>
 #include <iostream>
 
+#include <CLI/CLI.hpp>
+
 #include "cli/commands.h"
+#include "cli/shared_options.h"
 #include "common/error.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/pg_connection.h"
 
 namespace gpuledger::cli {
 
-std::string FleetDbOptions::resolve(bool from_environment) const {
-  if (!url.empty()) {
-    // A command line is readable by every user of the node (ps, /proc/PID/cmdline).
-    if (fleet::has_password(url))
-      throw Error("--fleet-db carries a password, which every user of this machine can read on its command line; "
-                  "put it in --fleet-db-password-file, PGPASSFILE or $GPULEDGER_FLEET_DB instead");
-    return url;
-  }
-  const char* env = from_environment ? std::getenv("GPULEDGER_FLEET_DB") : nullptr;
-  if (!env || !*env) return "";
-  fleet::redacted(env);  // refuses a malformed string before anything starts
-  return env;
-}
 
 int run_fleet_db_migrate(const FleetDbCommand& cmd) {
   const std::string conninfo = cmd.db.resolve();
@@ -35,6 +25,18 @@ int run_fleet_db_migrate(const FleetDbCommand& cmd) {
   std::cout << "fleet database " << db.name() << ": schema version " << after
             << (after == before ? " (already current)" : " (was " + std::to_string(before) + ")") << "\n";
   return 0;
+}
+
+Subcommand add_fleet_db_command(CLI::App& app) {
+  auto o = std::make_shared<FleetDbCommand>();
+  CLI::App* fleet_db_cmd = app.add_subcommand("fleet-db", "The PostgreSQL fleet ledger (docs/fleet-db.md)");
+  fleet_db_cmd->require_subcommand(1);
+  CLI::App* cmd = fleet_db_cmd->add_subcommand(
+      "migrate", "Apply the fleet database's schema migrations (as its owner; safe to repeat)");
+  cmd->footer("Also creates the month partitions; agents refuse a schema older or newer than they know.");
+  add_fleet_db_options(cmd, o->db, "The fleet database (default: $GPULEDGER_FLEET_DB)");
+
+  return {cmd, [o] { return run_fleet_db_migrate(*o); }};
 }
 
 }  // namespace gpuledger::cli

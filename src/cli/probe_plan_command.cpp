@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <map>
 
+#include <CLI/CLI.hpp>
+
 #include "cli/commands.h"
 #include "probes/billable_entry_points.h"
 #include "probes/cuda_entry_points.h"
@@ -48,6 +50,22 @@ int run_probe_plan(const ProbePlanCommand& cmd) {
   for (const auto& name : unprobed) std::printf("# unprobed %s\n", name.c_str());
   std::printf("# check: %zu billable entry points unprobed\n", unprobed.size());
   return unprobed.empty() ? 0 : 1;
+}
+
+Subcommand add_probe_plan_command(CLI::App& app) {
+  auto o = std::make_shared<ProbePlanCommand>();
+  // Diagnostic, hidden from --help (empty group): used by scripts/gpu-validate.sh.
+  CLI::App* cmd = app.add_subcommand(
+      "probe-plan", "Print the CUDA driver entry points the agent probes in one library, one family a line");
+  cmd->group("");
+  cmd->add_option("--cuda-lib", o->cuda_lib, "The driver library (libcuda.so.1) to read")
+      ->required();
+  cmd->add_flag("--launch-returns", o->launch_returns, "As the agent's --launch-returns");
+  cmd->add_flag("--check", o->check,
+                           "Also list, as '# unprobed NAME' lines, every exported entry point that changes a bill "
+                           "(by its name) the plan lacks; exit 1 when there is one");
+
+  return {cmd, [o] { return run_probe_plan(*o); }};
 }
 
 }  // namespace gpuledger::cli

@@ -182,7 +182,7 @@ DeviceSnapshot DevicePlane::snapshot() const {
   return snapshot_;
 }
 
-void DevicePlane::write_metrics(exporter::ExpositionWriter& out) const { write_device_metrics(snapshot(), out); }
+void DevicePlane::write_metrics(metrics::ExpositionWriter& out) const { write_device_metrics(snapshot(), out); }
 
 namespace {
 std::string index_label(const std::optional<unsigned>& i) { return i ? std::to_string(*i) : std::string(); }
@@ -200,9 +200,9 @@ bool preferred_source(const DeviceSnapshot& s, const DeviceReading& r, DeviceFie
 }
 }  // namespace
 
-void write_device_metrics(const DeviceSnapshot& s, exporter::ExpositionWriter& out) {
-  using exporter::Labels;
-  using exporter::MetricType;
+void write_device_metrics(const DeviceSnapshot& s, metrics::ExpositionWriter& out) {
+  using metrics::Labels;
+  using metrics::MetricType;
   out.family("gpuledger_gpu_info", MetricType::kGauge,
              "GPUs on this node (from /proc/driver/nvidia, NVML and dcgm-exporter labels); always 1.");
   for (const auto& g : s.gpus) {

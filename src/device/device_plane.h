@@ -19,8 +19,8 @@
 #include "device/device_snapshot.h"
 #include "device/nvml_client.h"
 #include "device/proc_inventory.h"
-#include "export/metrics_contributor.h"
 #include "identity/gpu_visibility.h"
+#include "metrics/metrics_contributor.h"
 
 namespace gpuledger::device {
 
@@ -43,7 +43,7 @@ std::vector<identity::GpuIdentity> gpu_identities(const DeviceSnapshot& snapshot
 // Host pid -> the GPUs NVML's compute and MPS process lists show it on.
 std::map<uint32_t, std::set<std::string>> gpu_processes(const DeviceSnapshot& snapshot);
 
-class DevicePlane : public exporter::MetricsContributor {
+class DevicePlane : public metrics::MetricsContributor {
  public:
   explicit DevicePlane(DevicePlaneOptions options);  // throws Error on a bad exporter URL
   ~DevicePlane() override;
@@ -57,7 +57,7 @@ class DevicePlane : public exporter::MetricsContributor {
   void poll_dcgm();
 
   DeviceSnapshot snapshot() const;
-  void write_metrics(exporter::ExpositionWriter& out) const override;
+  void write_metrics(metrics::ExpositionWriter& out) const override;
 
  private:
   void rebuild_locked();
@@ -82,6 +82,6 @@ class DevicePlane : public exporter::MetricsContributor {
 };
 
 // Renders a snapshot as exposition families (what write_metrics writes).
-void write_device_metrics(const DeviceSnapshot& snapshot, exporter::ExpositionWriter& out);
+void write_device_metrics(const DeviceSnapshot& snapshot, metrics::ExpositionWriter& out);
 
 }  // namespace gpuledger::device

@@ -5,7 +5,7 @@
 //
 // This is the join surface for the attribution plane: ProcessReading::pid is a
 // HOST pid (NVML reports host pids even for containerised processes), so it
-// joins agent::ProcessView::pid directly; DeviceReading::uuid / GpuInfo::uuid
+// joins attribution::ProcessView::pid directly; DeviceReading::uuid / GpuInfo::uuid
 // is the GPU UUID ("GPU-..."; "MIG-..." for a MIG instance that dcgm-exporter
 // names by its own UUID) that the Kubernetes pod-resources API also reports.
 //

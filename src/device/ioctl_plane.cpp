@@ -239,9 +239,9 @@ std::map<std::string, uint64_t> IoctlPlane::dropped() const {
   return out;
 }
 
-void IoctlPlane::write_metrics(exporter::ExpositionWriter& out) const {
-  using exporter::Labels;
-  using exporter::MetricType;
+void IoctlPlane::write_metrics(metrics::ExpositionWriter& out) const {
+  using metrics::Labels;
+  using metrics::MetricType;
   const auto totals = refresh();
   std::map<uint64_t, std::pair<identity::Workload, identity::WorkloadNames>> named;
   std::vector<std::pair<Labels, IoctlTotals>> rows;

@@ -31,11 +31,11 @@
 #include <vector>
 
 #include "device/ioctl_names.h"
-#include "export/metrics_contributor.h"
 #include "identity/workload.h"
 #include "identity/workload_classifier.h"
 #include "identity/workload_directory.h"
 #include "identity/workload_names.h"
+#include "metrics/metrics_contributor.h"
 
 struct nvidia_ioctl;
 namespace gpuledger::probes {
@@ -92,7 +92,7 @@ class IoctlTotalsFolder {
   std::map<IoctlKey, IoctlTotals> totals_, last_;
 };
 
-class IoctlPlane : public exporter::MetricsContributor {
+class IoctlPlane : public metrics::MetricsContributor {
  public:
   explicit IoctlPlane(IoctlPlaneOptions options);  // never throws for BPF trouble: see up()
   ~IoctlPlane() override;
@@ -112,7 +112,7 @@ class IoctlPlane : public exporter::MetricsContributor {
   // Entries in the kernel counter map now, all or one cgroup's (tests).
   size_t kernel_entries(std::optional<uint64_t> cgroup_id = std::nullopt) const;
 
-  void write_metrics(exporter::ExpositionWriter& out) const override;
+  void write_metrics(metrics::ExpositionWriter& out) const override;
 
  private:
   IoctlDeviceKind kind_of(uint32_t major, uint32_t minor) const;

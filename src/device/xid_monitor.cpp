@@ -132,7 +132,7 @@ void XidMonitor::count(const XidEvent& ev) {
   for (const auto& w : workloads) {
     identity::WorkloadNames names =
         options_.namer && !w.id.empty() ? options_.namer->names_for(w) : identity::WorkloadNames{};
-    exporter::Labels labels{{"gpu", gpu.index ? std::to_string(*gpu.index) : ""},
+    metrics::Labels labels{{"gpu", gpu.index ? std::to_string(*gpu.index) : ""},
                             {"UUID", gpu.uuid},
                             {"pci_bus_id", gpu.pci_bus_id},
                             {"xid", std::to_string(ev.xid)},
@@ -145,13 +145,13 @@ void XidMonitor::count(const XidEvent& ev) {
   }
 }
 
-std::map<exporter::Labels, uint64_t> XidMonitor::counts() const {
+std::map<metrics::Labels, uint64_t> XidMonitor::counts() const {
   std::lock_guard lock(mu_);
   return counts_;
 }
 
-void XidMonitor::write_metrics(exporter::ExpositionWriter& out) const {
-  using exporter::MetricType;
+void XidMonitor::write_metrics(metrics::ExpositionWriter& out) const {
+  using metrics::MetricType;
   out.family("gpuledger_gpu_xid_errors_total", MetricType::kCounter,
              "Xid errors the NVIDIA driver logged since the agent started, per GPU, Xid and the workload on "
              "that GPU at the time (the process the driver named).");

@@ -31,9 +31,9 @@
 
 #include "device/device_snapshot.h"
 #include "device/xid_parser.h"
-#include "export/metrics_contributor.h"
 #include "identity/workload.h"
 #include "identity/workload_names.h"
+#include "metrics/metrics_contributor.h"
 
 namespace gpuledger::device {
 
@@ -59,7 +59,7 @@ std::optional<identity::Workload> workload_of_process(const std::string& proc_ro
 std::vector<identity::Workload> workloads_holding_gpu(const DeviceSnapshot& snapshot, const GpuInfo& gpu,
                                                       const std::string& proc_root = "/proc");
 
-class XidMonitor : public exporter::MetricsContributor {
+class XidMonitor : public metrics::MetricsContributor {
  public:
   explicit XidMonitor(XidMonitorOptions options);
   ~XidMonitor() override;
@@ -76,10 +76,10 @@ class XidMonitor : public exporter::MetricsContributor {
   void ingest_message(std::string_view message);
 
   // Counts so far, keyed by their exported labels.
-  std::map<exporter::Labels, uint64_t> counts() const;
+  std::map<metrics::Labels, uint64_t> counts() const;
   uint64_t overruns() const { return overruns_; }
 
-  void write_metrics(exporter::ExpositionWriter& out) const override;
+  void write_metrics(metrics::ExpositionWriter& out) const override;
 
  private:
   void run();
@@ -92,7 +92,7 @@ class XidMonitor : public exporter::MetricsContributor {
   std::atomic<uint64_t> overruns_{0};
   std::thread thread_;
   mutable std::mutex mu_;
-  std::map<exporter::Labels, uint64_t> counts_;
+  std::map<metrics::Labels, uint64_t> counts_;
 };
 
 }  // namespace gpuledger::device

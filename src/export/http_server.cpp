@@ -4,19 +4,12 @@
 #include <charconv>
 #include <chrono>
 
-#include "agent/agent.h"
 #include "common/error.h"
-#include "export/metrics_page.h"
 #include "export/tls_context.h"
-#include "export/prometheus_text.h"
-#include "export/workloads_json.h"
+#include "metrics/prometheus_text.h"
 
 namespace gpuledger::exporter {
 namespace {
-
-// The attribution loop polls every 100 ms; a library scan under heavy churn
-// can hold it for seconds, never this long.
-constexpr std::chrono::seconds kAttributionLoopAllowance{30};
 
 // Kubelet probes: answered without credentials, never queued behind a bcrypt.
 bool is_probe(const HttpRequest& r) { return r.path == "/healthz" || r.path == "/readyz"; }
@@ -28,26 +21,27 @@ std::unique_ptr<HttpListener> make_listener(const HttpServerOptions& options) {
   return std::make_unique<HttpListener>(options.limits, std::move(tls));
 }
 
-HttpServer::HttpServer(agent::Agent& agent, HttpServerOptions options)
-    : HttpServer(agent, options.web, make_listener(options)) {}
+HttpServer::HttpServer(ServedContent content, HttpServerOptions options)
+    : HttpServer(std::move(content), options.web, make_listener(options)) {}
 
-HttpServer::HttpServer(agent::Agent& agent, const WebConfig& web, std::unique_ptr<HttpListener> listener)
-    : agent_(agent), auth_(web.basic_auth_users), extra_headers_(web.headers), listener_(std::move(listener)) {
-  liveness_.push_back([this] { return loop_alive("attribution", agent_.health().last_loop, kAttributionLoopAllowance); });
+HttpServer::HttpServer(ServedContent content, const WebConfig& web, std::unique_ptr<HttpListener> listener)
+    : content_(std::move(content)), auth_(web.basic_auth_users), extra_headers_(web.headers),
+      listener_(std::move(listener)) {
+  if (content_.liveness) liveness_.push_back(content_.liveness);
 }
 
 HttpServer::~HttpServer() { stop(); }
 
-void HttpServer::add_contributor(const MetricsContributor* contributor) { contributors_.push_back(contributor); }
+void HttpServer::add_contributor(const metrics::MetricsContributor* contributor) { contributors_.push_back(contributor); }
 void HttpServer::add_liveness_check(HealthCheck check) { liveness_.push_back(std::move(check)); }
 
-HttpResponse HttpServer::metrics() {
+HttpResponse HttpServer::metrics_response() {
   auto started = std::chrono::steady_clock::now();
   HttpResponse res;
-  res.content_type = std::string(kPrometheusContentType);
-  res.body = render_metrics(agent_.snapshot(), last_scrape_seconds_.load());
+  res.content_type = std::string(metrics::kPrometheusContentType);
+  if (content_.metrics_page) res.body = content_.metrics_page(last_scrape_seconds_.load());
   for (const auto* contributor : contributors_) {
-    ExpositionWriter extra;
+    metrics::ExpositionWriter extra;
     contributor->write_metrics(extra);
     res.body += extra.text();
   }
@@ -63,18 +57,16 @@ HttpResponse HttpServer::handle(const HttpRequest& request) {
     res = status_response(401);
     res.headers.push_back({"WWW-Authenticate", "Basic realm=\"gpuledger\", charset=\"UTF-8\""});
   } else if (request.path == "/metrics") {
-    res = metrics();
+    res = metrics_response();
   } else if (request.path == "/api/v1/workloads") {
     res.content_type = "application/json";
-    // Tenant-chosen names may hold any bytes: replaced, never a 500.
-    res.body = workloads_json(agent_.snapshot()).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    res.body = content_.workloads_json ? content_.workloads_json() : "[]";
   } else if (is_probe(request)) {
     std::vector<HealthCheck> checks = liveness_;
-    if (request.path == "/readyz")
-      checks = {[this] {
-        auto h = agent_.health();
-        return attribution_ready(h.probes_attached, h.map_read);
-      }};
+    if (request.path == "/readyz") {
+      checks.clear();
+      if (content_.readiness) checks.push_back(content_.readiness);
+    }
     HealthAnswer answer = run_health_checks(checks);
     res.status = answer.status;
     res.body = answer.body;

@@ -1,8 +1,10 @@
 #pragma once
-// Serves /metrics, /api/v1/workloads, /healthz and /readyz from an agent,
-// over the hardened listener (http_listener.h), with the TLS and basic
-// authentication of --web-config-file (web_config.h).
+// Serves /metrics, /api/v1/workloads, /healthz and /readyz over the hardened
+// listener (http_listener.h), with the TLS and basic authentication of
+// --web-config-file (web_config.h). It knows no plane: what it serves comes
+// in as ServedContent and contributors (node/served_content.h wires them).
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,10 +12,10 @@
 #include "export/basic_auth.h"
 #include "export/health.h"
 #include "export/http_listener.h"
-#include "export/metrics_contributor.h"
 #include "export/web_config.h"
+#include "metrics/metrics_contributor.h"
 
-namespace gpuledger::agent {
+namespace gpuledger::attribution {
 class Agent;
 }
 
@@ -24,17 +26,27 @@ struct HttpServerOptions {
   HttpLimits limits;
 };
 
+// The node's own answers: the head of /metrics (given how long the last
+// scrape took), the /api/v1/workloads document (JSON text), the check every
+// /healthz runs first and the one /readyz runs.
+struct ServedContent {
+  std::function<std::string(double last_scrape_seconds)> metrics_page;
+  std::function<std::string()> workloads_json;
+  HealthCheck liveness;
+  HealthCheck readiness;
+};
+
 // A listener with the options' TLS, not yet bound; throws Error on bad TLS files.
 std::unique_ptr<HttpListener> make_listener(const HttpServerOptions& options);
 
 class HttpServer {
  public:
-  explicit HttpServer(agent::Agent& agent, HttpServerOptions options = {});  // throws Error on bad TLS files
+  explicit HttpServer(ServedContent content, HttpServerOptions options = {});  // throws Error on bad TLS files
   // Serves on a listener already bound (make_listener, then bind): start() then only serves.
-  HttpServer(agent::Agent& agent, const WebConfig& web, std::unique_ptr<HttpListener> bound);
+  HttpServer(ServedContent content, const WebConfig& web, std::unique_ptr<HttpListener> bound);
   // Adds series to /metrics; the contributor must outlive the server.
-  void add_contributor(const MetricsContributor* contributor);
-  // Adds a check to /healthz beside the attribution loop's own.
+  void add_contributor(const metrics::MetricsContributor* contributor);
+  // Adds a check to /healthz after the content's own.
   void add_liveness_check(HealthCheck check);
   ~HttpServer();
   // Binds host:port (port 0 picks one) and serves in the background;
@@ -45,14 +57,14 @@ class HttpServer {
 
  private:
   HttpResponse handle(const HttpRequest& request);
-  HttpResponse metrics();
+  HttpResponse metrics_response();
 
-  agent::Agent& agent_;
+  ServedContent content_;
   BasicAuth auth_;
   std::vector<std::pair<std::string, std::string>> extra_headers_;
   std::unique_ptr<HttpListener> listener_;
   std::atomic<double> last_scrape_seconds_{0.0};
-  std::vector<const MetricsContributor*> contributors_;
+  std::vector<const metrics::MetricsContributor*> contributors_;
   std::vector<HealthCheck> liveness_;
 };
 

@@ -6,7 +6,6 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "export/prometheus_text.h"
 #include "fleet/fleet_periods.h"
 #include "fleet/fleet_rollups.h"
 #include "fleet/fleet_schema.h"
@@ -14,6 +13,7 @@
 #include "fleet/pg_connection.h"
 #include "ledger/outbox.h"
 #include "ledger/store.h"
+#include "metrics/prometheus_text.h"
 
 namespace gpuledger::fleet {
 
@@ -223,7 +223,7 @@ void FleetShipper::run() {
   }
 }
 
-void FleetShipper::write_metrics(exporter::ExpositionWriter& out) const {
+void FleetShipper::write_metrics(metrics::ExpositionWriter& out) const {
   Status st;
   std::map<std::string, uint64_t> errors, rollups;
   {
@@ -232,7 +232,7 @@ void FleetShipper::write_metrics(exporter::ExpositionWriter& out) const {
     errors = errors_;
     rollups = rollups_;
   }
-  using exporter::MetricType;
+  using metrics::MetricType;
   out.family("gpuledger_fleet_db_up", MetricType::kGauge,
              "1 while the fleet database takes this node's windows, 0 while shipping fails (why: /healthz, the log)");
   out.sample({}, uint64_t{st.up ? 1u : 0u});

@@ -26,8 +26,8 @@
 #include <string>
 #include <thread>
 
-#include "export/metrics_contributor.h"
 #include "fleet/fleet_rows.h"
+#include "metrics/metrics_contributor.h"
 
 namespace gpuledger::fleet {
 
@@ -52,7 +52,7 @@ struct FleetShipperOptions {
   std::chrono::milliseconds stop_budget{std::chrono::seconds(5)};
 };
 
-class FleetShipper : public exporter::MetricsContributor {
+class FleetShipper : public metrics::MetricsContributor {
  public:
   explicit FleetShipper(FleetShipperOptions options);
   ~FleetShipper() override;  // stops
@@ -70,7 +70,7 @@ class FleetShipper : public exporter::MetricsContributor {
     uint64_t shipped = 0;
   };
   Status status() const;
-  void write_metrics(exporter::ExpositionWriter& out) const override;
+  void write_metrics(metrics::ExpositionWriter& out) const override;
 
  private:
   struct Session;  // the store, the outbox, the connection and the sink

@@ -2,14 +2,14 @@
 
 namespace gpuledger::kubernetes {
 
-using exporter::Labels;
-using exporter::MetricType;
+using metrics::Labels;
+using metrics::MetricType;
 
 KubernetesMetrics::KubernetesMetrics(std::shared_ptr<PodDirectory> directory, config::TeamRule rule,
                                      const KubernetesMetadata* metadata, const PodResourcesMonitor* pod_resources)
     : directory_(std::move(directory)), rule_(std::move(rule)), metadata_(metadata), pod_resources_(pod_resources) {}
 
-void KubernetesMetrics::write_metrics(exporter::ExpositionWriter& out) const {
+void KubernetesMetrics::write_metrics(metrics::ExpositionWriter& out) const {
   if (directory_) directory_->expire();
 
   if (metadata_) {

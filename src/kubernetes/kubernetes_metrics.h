@@ -5,19 +5,19 @@
 #include <memory>
 
 #include "config/agent_config.h"
-#include "export/metrics_contributor.h"
 #include "kubernetes/kubernetes_metadata.h"
 #include "kubernetes/pod_directory.h"
 #include "kubernetes/pod_resources_client.h"
+#include "metrics/metrics_contributor.h"
 
 namespace gpuledger::kubernetes {
 
-class KubernetesMetrics : public exporter::MetricsContributor {
+class KubernetesMetrics : public metrics::MetricsContributor {
  public:
   // Any of metadata and pod_resources may be null (not configured).
   KubernetesMetrics(std::shared_ptr<PodDirectory> directory, config::TeamRule rule,
                     const KubernetesMetadata* metadata, const PodResourcesMonitor* pod_resources);
-  void write_metrics(exporter::ExpositionWriter& out) const override;
+  void write_metrics(metrics::ExpositionWriter& out) const override;
 
  private:
   std::shared_ptr<PodDirectory> directory_;

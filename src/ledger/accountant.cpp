@@ -11,19 +11,6 @@
 
 namespace gpuledger::ledger {
 
-namespace {
-template <typename Counters>
-double busy_ns_of(const Counters& c) {
-  if constexpr (requires { c.busy_ns; }) {
-    return static_cast<double>(c.busy_ns);  // launch-to-completion spans (kernel side)
-  } else {
-    return static_cast<double>(c.sync_ns);  // until then: time blocked in synchronisation
-  }
-}
-}  // namespace
-
-double busy_seconds_estimate(const Usage& usage) { return busy_ns_of(usage.counters) / 1e9; }
-
 AccountLabels export_labels(const std::string& account, const AccountLabels& labels) {
   if (is_special_account(account)) return AccountLabels{"", "", "", account};
   return labels;

@@ -71,24 +71,17 @@
 #include <tuple>
 #include <vector>
 
-#include "export/metrics_contributor.h"
 #include "ledger/energy_meter.h"
-#include "ledger/series_retirement.h"
-#include "ledger/share_seconds.h"
 #include "ledger/prices.h"
 #include "ledger/process_sm_meter.h"
+#include "ledger/series_retirement.h"
+#include "ledger/share_seconds.h"
 #include "ledger/store.h"
-#include "ledger/usage.h"
 #include "ledger/vram_price.h"
 #include "ledger/window_split.h"
+#include "metrics/metrics_contributor.h"
 
 namespace gpuledger::ledger {
-
-// The estimate of GPU-busy seconds from a workload's counters: the kernel's
-// launch-to-completion spans (gl_counters::busy_ns) when the ABI has that
-// field; otherwise the time blocked in synchronisation calls (sync_ns), the
-// closest span the kernel side measured before. Chosen at compile time.
-double busy_seconds_estimate(const Usage& usage);
 
 struct HolderEntry {
   std::string slot_uuid;
@@ -105,7 +98,7 @@ struct HolderEntry {
 struct WorkloadUsage {
   std::string account;  // workload id (identity::Workload::id)
   AccountLabels labels;
-  double busy_seconds = 0;  // cumulative (busy_seconds_estimate)
+  double busy_seconds = 0;  // cumulative (probes::busy_seconds_estimate)
   uint64_t launches = 0;    // cumulative
   uint64_t live_bytes = 0;  // now
   std::vector<std::string> slots;  // slot uuids it runs on, when known (NVML processes, allocation)
@@ -165,7 +158,7 @@ struct SlotWindow {
 WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end, const SlotWindow& in,
                             double observed_seconds, const std::string& source);
 
-class Accountant : public exporter::MetricsContributor {
+class Accountant : public metrics::MetricsContributor {
  public:
   Accountant(Store& store, PriceBook prices, int64_t max_backfill_seconds = 86400);
   void observe(const Observation& obs);
@@ -181,7 +174,7 @@ class Accountant : public exporter::MetricsContributor {
   // one that outlives the agent). Call before the first observation.
   void set_counter_set(std::string id) { counter_set_ = std::move(id); }
   // Writes the metrics families (gpuledger_cost_total, ...). Thread-safe.
-  void write_metrics(exporter::ExpositionWriter& out) const override;
+  void write_metrics(metrics::ExpositionWriter& out) const override;
   uint64_t windows_written() const;
   uint64_t unattributed_workloads() const;
   const PriceBook& prices() const { return prices_; }
@@ -212,11 +205,11 @@ class Accountant : public exporter::MetricsContributor {
   void add_process_sm(const Observation& obs);
   ProcessSmMeter sm_meter_;
   void record_energy_locked(const WindowRecord& w);
-  void write_energy_metrics(exporter::ExpositionWriter& out) const;
+  void write_energy_metrics(metrics::ExpositionWriter& out) const;
   // Windows by (uuid, split_source), from the store at start, and NVML/span
   // disagreements by uuid since the agent started (accountant_split.cpp).
   void count_split_locked(const WindowRecord& w);
-  void write_split_metrics(exporter::ExpositionWriter& out) const;
+  void write_split_metrics(metrics::ExpositionWriter& out) const;
   std::map<std::pair<std::string, std::string>, uint64_t> split_windows_;
   std::map<std::string, uint64_t> split_disagreements_;
 
@@ -282,15 +275,15 @@ class Accountant : public exporter::MetricsContributor {
   std::map<SeriesKey, ShareSeconds> share_seconds_;
   std::map<SeriesKey, double> carbon_grams_;
   void add_share_seconds_locked(const WindowRecord& w);
-  void write_share_seconds_metrics(exporter::ExpositionWriter& out) const;
+  void write_share_seconds_metrics(metrics::ExpositionWriter& out) const;
   // The labels of an account's series (namespace, pod, container, team, UUID).
-  static exporter::Labels series_labels(const SeriesKey& k);
+  static metrics::Labels series_labels(const SeriesKey& k);
   void retire_series_locked(double now);
   SeriesRetirement retirement_;
   // The series continued from the store's totals count as seen at the first
   // observation: an account that never shows up again retires after that.
   bool stored_series_seen_ = false;
-  void write_share_metrics(exporter::ExpositionWriter& out) const;
+  void write_share_metrics(metrics::ExpositionWriter& out) const;
   std::map<SeriesKey, uint64_t> launches_;
   std::map<SeriesKey, std::array<double, 4>> efficiency_weighted_, efficiency_known_;  // LedgerTotals::Seconds
   std::map<std::string, double> gpu_busy_seconds_;

@@ -51,8 +51,8 @@ void Accountant::record_metrics_locked(const WindowRecord& w) {
   count_split_locked(w);
 }
 
-exporter::Labels Accountant::series_labels(const SeriesKey& k) {
-  return exporter::Labels{{"namespace", k.labels.namespace_name}, {"pod", k.labels.pod},
+metrics::Labels Accountant::series_labels(const SeriesKey& k) {
+  return metrics::Labels{{"namespace", k.labels.namespace_name}, {"pod", k.labels.pod},
                           {"container", k.labels.container},      {"team", k.labels.team},
                           {"UUID", k.uuid}};
 }
@@ -65,10 +65,10 @@ void Accountant::add_share_seconds_locked(const WindowRecord& w) {
   for (const auto& [account, grams] : carbon_grams(w)) carbon_grams_[key_of(account)] += grams;
 }
 
-void Accountant::write_share_seconds_metrics(exporter::ExpositionWriter& out) const {
+void Accountant::write_share_seconds_metrics(metrics::ExpositionWriter& out) const {
   const auto labels = &Accountant::series_labels;
   auto family = [&](const char* name, const char* help, double ShareSeconds::*field) {
-    out.family(name, exporter::MetricType::kCounter, help);
+    out.family(name, metrics::MetricType::kCounter, help);
     for (const auto& [key, s] : share_seconds_) out.sample(labels(key), s.*field);
   };
   family("gpuledger_ledger_share_gpu_seconds_total",
@@ -81,7 +81,7 @@ void Accountant::write_share_seconds_metrics(exporter::ExpositionWriter& out) co
   family("gpuledger_ledger_allocated_share_unknown_gpu_seconds_total",
          "Window GPU-seconds of the account's windows where its allocated share was unknown",
          &ShareSeconds::allocated_unknown);
-  out.family("gpuledger_ledger_used_share_gpu_seconds_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_ledger_used_share_gpu_seconds_total", metrics::MetricType::kCounter,
              "The account's used share of the GPU times window GPU-seconds, by resource: activity, vram, or energy "
              "(over the windows with known busy energy only)");
   static const std::pair<const char*, double ShareSeconds::*> kResources[] = {
@@ -94,12 +94,12 @@ void Accountant::write_share_seconds_metrics(exporter::ExpositionWriter& out) co
       l.emplace_back("resource", resource);
       out.sample(l, s.*field);
     }
-  out.family("gpuledger_ledger_energy_share_gpu_seconds_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_ledger_energy_share_gpu_seconds_total", metrics::MetricType::kCounter,
              "Window GPU-seconds of the account's windows with known busy energy: the denominator of its used energy "
              "share in fleet reports");
   for (const auto& [key, s] : share_seconds_)
     if (s.energy_share > 0) out.sample(labels(key), s.energy_share);
-  out.family("gpuledger_ledger_carbon_grams_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_ledger_carbon_grams_total", metrics::MetricType::kCounter,
              "Carbon attributed to the account, grams CO2e: its GPU energy (busy and idle) times the carbon "
              "intensity configured when each window was written; absent without one");
   for (const auto& [key, g] : carbon_grams_) out.sample(labels(key), g);
@@ -124,18 +124,18 @@ void Accountant::record_shares_locked(const WindowRecord& w) {
   }
 }
 
-void Accountant::write_share_metrics(exporter::ExpositionWriter& out) const {
+void Accountant::write_share_metrics(metrics::ExpositionWriter& out) const {
   auto labels = [](const SeriesKey& k) {
-    return exporter::Labels{{"namespace", k.labels.namespace_name}, {"pod", k.labels.pod},
+    return metrics::Labels{{"namespace", k.labels.namespace_name}, {"pod", k.labels.pod},
                             {"container", k.labels.container},      {"team", k.labels.team},
                             {"UUID", k.uuid}};
   };
-  out.family("gpuledger_gpu_allocated_share_ratio", exporter::MetricType::kGauge,
+  out.family("gpuledger_gpu_allocated_share_ratio", metrics::MetricType::kGauge,
              "Share of the GPU (or MIG instance) allocated to the account in its last accounted window: 1 whole, 1/N "
              "a time-slicing or MPS replica, a fractional allocation; over-committed shares scaled to add up to 1; "
              "team=\"__unallocated__\" the unallocated rest; 0 for a user that holds no allocation");
   for (const auto& [key, v] : allocated_share_) out.sample(labels(key), v);
-  out.family("gpuledger_gpu_used_share_ratio", exporter::MetricType::kGauge,
+  out.family("gpuledger_gpu_used_share_ratio", metrics::MetricType::kGauge,
              "The account's measured share of what the GPU did in its last accounted window, by resource: activity "
              "(attributed busy time), vram (VRAM byte-seconds held) or energy (busy energy)");
   for (const auto& [key, v] : used_share_) {
@@ -156,13 +156,13 @@ void Accountant::record_energy_locked(const WindowRecord& w) {
   }
 }
 
-void Accountant::write_energy_metrics(exporter::ExpositionWriter& out) const {
-  out.family("gpuledger_workload_gpu_energy_joules_total", exporter::MetricType::kCounter,
+void Accountant::write_energy_metrics(metrics::ExpositionWriter& out) const {
+  out.family("gpuledger_workload_gpu_energy_joules_total", metrics::MetricType::kCounter,
              "GPU energy attributed to the account, joules, split like its cost: by account, GPU, kind (busy or idle) "
              "and source (dcgm or nvml energy counter, or power_integrated)");
   for (const auto& [key, mj] : energy_millijoules_) {
     const auto& [series, kind, source] = key;
-    exporter::Labels l{{"namespace", series.labels.namespace_name}, {"pod", series.labels.pod},
+    metrics::Labels l{{"namespace", series.labels.namespace_name}, {"pod", series.labels.pod},
                        {"container", series.labels.container},      {"team", series.labels.team},
                        {"UUID", series.uuid},                       {"kind", std::string(to_string(kind))},
                        {"source", source}};
@@ -170,10 +170,10 @@ void Accountant::write_energy_metrics(exporter::ExpositionWriter& out) const {
   }
 }
 
-void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
+void Accountant::write_metrics(metrics::ExpositionWriter& out) const {
   std::lock_guard lock(mu_);
   const auto labels = &Accountant::series_labels;
-  out.family("gpuledger_cost_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_cost_total", metrics::MetricType::kCounter,
              "GPU cost charged, in the currency of the price list, by account, GPU and kind (busy, idle, or memory: the memory part billed by VRAM held)");
   for (const auto& [key, micros] : cost_micros_) {
     auto l = labels(key.first);
@@ -181,23 +181,23 @@ void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
     out.sample(l, static_cast<double>(micros) / 1e6);
   }
   write_energy_metrics(out);
-  out.family("gpuledger_gpu_busy_seconds_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_gpu_busy_seconds_total", metrics::MetricType::kCounter,
              "Seconds the GPU (or MIG instance) was busy: device busy fraction, else eBPF spans, times window length");
   for (const auto& [uuid, s] : gpu_busy_seconds_) out.sample({{"UUID", uuid}}, s);
-  out.family("gpuledger_gpu_share_ratio", exporter::MetricType::kGauge,
+  out.family("gpuledger_gpu_share_ratio", metrics::MetricType::kGauge,
              "Share of the GPU's cost charged to the account in the last accounted window");
   for (const auto& [key, v] : share_) out.sample(labels(key), v);
   write_share_metrics(out);
-  out.family("gpuledger_held_gpu_seconds_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_held_gpu_seconds_total", metrics::MetricType::kCounter,
              "GPU-seconds held (reserved) by the account (a MIG instance counts its fraction of a GPU)");
   for (const auto& [key, v] : held_gpu_seconds_) out.sample(labels(key), v);
-  out.family("gpuledger_busy_gpu_seconds_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_busy_gpu_seconds_total", metrics::MetricType::kCounter,
              "Busy GPU-seconds attributed to the account (a MIG instance counts its fraction of a GPU)");
   for (const auto& [key, v] : busy_gpu_seconds_) out.sample(labels(key), v);
-  out.family("gpuledger_ledger_vram_byte_seconds_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_ledger_vram_byte_seconds_total", metrics::MetricType::kCounter,
              "GPU memory the account held over time, in byte-seconds, from the ledger's windows");
   for (const auto& [key, v] : vram_byte_seconds_) out.sample(labels(key), v);
-  out.family("gpuledger_ledger_launches_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_ledger_launches_total", metrics::MetricType::kCounter,
              "Launches (kernels and graphs) counted for the account in the ledger's windows");
   for (const auto& [key, v] : launches_) out.sample(labels(key), v);
   // Efficiency for fleet reports: weighted / known is the account's average ratio.
@@ -210,21 +210,21 @@ void Accountant::write_metrics(exporter::ExpositionWriter& out) const {
         out.sample(l, v[i]);
       }
   };
-  out.family("gpuledger_ledger_efficiency_weighted_gpu_seconds_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_ledger_efficiency_weighted_gpu_seconds_total", metrics::MetricType::kCounter,
              "Device efficiency ratio (label ratio) times window GPU-seconds, over the account's windows that had a "
              "device value; divided by gpuledger_ledger_efficiency_known_gpu_seconds_total: the average ratio");
   per_ratio(efficiency_weighted_);
-  out.family("gpuledger_ledger_efficiency_known_gpu_seconds_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_ledger_efficiency_known_gpu_seconds_total", metrics::MetricType::kCounter,
              "Window GPU-seconds of the account's windows that had a device value for the ratio (label ratio)");
   per_ratio(efficiency_known_);
   write_share_seconds_metrics(out);
   write_split_metrics(out);
-  out.family("gpuledger_ledger_info", exporter::MetricType::kGauge, "The ledger's currency (label), always 1");
+  out.family("gpuledger_ledger_info", metrics::MetricType::kGauge, "The ledger's currency (label), always 1");
   out.sample({{"currency", prices_.currency}}, uint64_t{1});
-  out.family("gpuledger_ledger_first_window_timestamp_seconds", exporter::MetricType::kGauge,
+  out.family("gpuledger_ledger_first_window_timestamp_seconds", metrics::MetricType::kGauge,
              "Start (Unix seconds) of the earliest window the ledger's counters include; absent while empty");
   if (counters_since_) out.sample({}, static_cast<double>(*counters_since_));
-  out.family("gpuledger_ledger_windows_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_ledger_windows_total", metrics::MetricType::kCounter,
              "Accounting windows written to the ledger store by this agent");
   out.sample({}, static_cast<uint64_t>(windows_written_));
 }

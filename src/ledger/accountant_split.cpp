@@ -15,13 +15,13 @@ void Accountant::count_split_locked(const WindowRecord& w) {
   if (w.split_disagreement) ++split_disagreements_[w.slot.uuid];
 }
 
-void Accountant::write_split_metrics(exporter::ExpositionWriter& out) const {
-  out.family("gpuledger_ledger_split_windows_total", exporter::MetricType::kCounter,
+void Accountant::write_split_metrics(metrics::ExpositionWriter& out) const {
+  out.family("gpuledger_ledger_split_windows_total", metrics::MetricType::kCounter,
              "Accounting windows in the ledger by GPU and the evidence that split their busy part among the users "
              "(split_source: nvml per-process SM samples, spans, launches, vram, none; unknown: written before "
              "gpuledger recorded it)");
   for (const auto& [key, n] : split_windows_) out.sample({{"UUID", key.first}, {"split_source", key.second}}, n);
-  out.family("gpuledger_ledger_split_disagreements_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_ledger_split_disagreements_total", metrics::MetricType::kCounter,
              "Windows written since the agent started where NVML's per-process SM time split the busy part and the "
              "eBPF span shares differed from it by more than 10 points for some user (NVML's split was used)");
   for (const auto& [uuid, n] : split_disagreements_) out.sample({{"UUID", uuid}}, n);

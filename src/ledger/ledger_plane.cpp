@@ -144,7 +144,7 @@ LedgerPlane::Status LedgerPlane::status(Clock::time_point now) const {
                              static_cast<double>(std::max<int64_t>(0, wait)) / 1000.0)};
 }
 
-void LedgerPlane::write_metrics(exporter::ExpositionWriter& out) const {
+void LedgerPlane::write_metrics(metrics::ExpositionWriter& out) const {
   std::shared_ptr<Open> open;
   std::map<std::string, uint64_t> errors;
   bool up = false;
@@ -155,11 +155,11 @@ void LedgerPlane::write_metrics(exporter::ExpositionWriter& out) const {
     up = up_locked();
   }
   if (open) open->accountant.write_metrics(out);
-  out.family("gpuledger_ledger_up", exporter::MetricType::kGauge,
+  out.family("gpuledger_ledger_up", metrics::MetricType::kGauge,
              "1 while the ledger store can be written, 0 while the ledger is degraded (the reason is in /healthz and "
              "the log; attribution goes on)");
   out.sample({}, uint64_t{up ? 1u : 0u});
-  out.family("gpuledger_ledger_errors_total", exporter::MetricType::kCounter,
+  out.family("gpuledger_ledger_errors_total", metrics::MetricType::kCounter,
              "Failures of the ledger store (opening or writing) by class: full, read_only, corrupt, busy, other");
   for (const auto& [reason, n] : errors) out.sample({{"reason", reason}}, n);
 }

@@ -19,9 +19,9 @@
 #include <string>
 
 #include "common/file_lock.h"
-#include "export/metrics_contributor.h"
 #include "ledger/accountant.h"
 #include "ledger/prices.h"
+#include "metrics/metrics_contributor.h"
 
 namespace gpuledger::ledger {
 
@@ -43,7 +43,7 @@ struct LedgerPlaneOptions {
   std::string node{}, cluster{};
 };
 
-class LedgerPlane : public exporter::MetricsContributor {
+class LedgerPlane : public metrics::MetricsContributor {
  public:
   using Clock = std::chrono::steady_clock;
   // Takes the store's lock and opens the store; throws LockHeld when another
@@ -65,7 +65,7 @@ class LedgerPlane : public exporter::MetricsContributor {
     std::string reason;  // why not, with the retry; empty when up
   };
   Status status(Clock::time_point now = Clock::now()) const;
-  void write_metrics(exporter::ExpositionWriter& out) const override;
+  void write_metrics(metrics::ExpositionWriter& out) const override;
 
  private:
   struct Open;  // the store and its accountant, together

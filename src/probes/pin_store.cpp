@@ -125,6 +125,11 @@ std::optional<std::string> find_bpffs(const std::string& mountinfo) {
   return found;
 }
 
+std::string default_pin_dir(bool may_mount) {
+  auto bpffs = may_mount ? std::optional(find_or_mount_bpffs()) : find_bpffs();
+  return bpffs ? *bpffs + "/gpuledger" : "";
+}
+
 std::string find_or_mount_bpffs(const std::string& mountinfo) {
   if (auto found = find_bpffs(mountinfo)) return *found;
   const std::string point = "/sys/fs/bpf";

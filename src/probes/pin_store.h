@@ -38,6 +38,9 @@ namespace gpuledger::probes {
 std::string find_or_mount_bpffs(const std::string& mountinfo = "/proc/self/mountinfo");
 // The bpffs mount point, if there is one (never mounts).
 std::optional<std::string> find_bpffs(const std::string& mountinfo = "/proc/self/mountinfo");
+// <bpffs>/gpuledger, where the agent pins by default; "" when no bpffs is
+// mounted and `may_mount` is false.
+std::string default_pin_dir(bool may_mount);
 // Whether `path` (or its nearest existing parent) is on a bpffs.
 bool on_bpffs(const std::string& path);
 // Another agent holds the pins: this one must not start (two agents would

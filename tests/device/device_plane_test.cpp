@@ -16,7 +16,7 @@ const std::string kA100_0 = "GPU-3f6a2c1e-8b4d-7e21-9c0a-5d1e2f3a4b5c";
 const std::string kA100_1 = "GPU-9e8d7c6b-5a49-3827-1605-f4e3d2c1b0a9";
 
 std::string render(const DevicePlane& plane) {
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   plane.write_metrics(out);
   return out.text();
 }

@@ -19,10 +19,10 @@
 
 #include "bpf_requirement.h"
 #include "device/ioctl_plane.h"
-#include "probes/pin_store.h"
 #include "exposition_parser.h"
 #include "identity/cgroup_fs.h"
 #include "identity/workload_classifier.h"
+#include "probes/pin_store.h"
 #include "simulation/tenant.h"
 
 namespace gpuledger::device {
@@ -111,7 +111,7 @@ TEST(IoctlPlane, CountsCallsPerWorkloadDeviceAndEscape) {
   for (const auto& [escape, t] : mine) EXPECT_GT(t.ns, 0u) << escape;
   for (const auto& [reason, n] : plane.dropped()) EXPECT_EQ(n, 0u) << reason;
 
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   plane.write_metrics(out);
   auto samples = testing::parse_exposition(out.text());
   const std::string workload = identity::classify_cgroup_path(cg.path()).id;
@@ -251,7 +251,7 @@ TEST(IoctlPlane, UvmDevicesKeepTheWholeRequestNumber) {
     if (key.cgroup_id == self_cgroup && key.escape == 0x30000001u) seen += t.calls;
   EXPECT_GE(seen, 4u);  // other /dev/null ioctls on the node may use the same number: at least ours
 
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   plane.write_metrics(out);
   EXPECT_NE(out.text().find("escape=\"UVM_INITIALIZE\""), std::string::npos) << out.text();
 }

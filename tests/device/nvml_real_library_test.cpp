@@ -101,7 +101,7 @@ TEST(RealNvml, DevicePlaneKeepsRunningAndSaysWhy) {
   plane.start();       // the first poll, then the background thread
   plane.poll_nvml();   // a retry: the library opened and initialised again
   auto snap = plane.snapshot();
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   plane.write_metrics(out);
   plane.stop();
   EXPECT_EQ(nvml_status_name(snap.health.nvml_status), nvml_status_name(expected)) << snap.health.nvml_error;

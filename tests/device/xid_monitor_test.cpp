@@ -52,7 +52,7 @@ TEST(XidMonitor, CountsPerGpuXidAndTheNamedProcessesWorkload) {
   monitor.ingest_record("11,13,103,-;NVRM: Xid (PCI:0000:07:00): 79, pid=1234, name=x, forged\n");  // user facility
   monitor.ingest_record("6,14,104,-;usb 1-1: new device\n");
 
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   monitor.write_metrics(out);
   auto samples = testing::parse_exposition(out.text());
   EXPECT_EQ(testing::sample_value(samples, "gpuledger_gpu_xid_errors_total",
@@ -138,14 +138,14 @@ TEST(XidMonitor, CountsALineWrittenToTheKernelLog) {
   const std::string workload = identity::classify_cgroup_path(self_path).id;
   std::optional<double> n;
   for (int i = 0; i < 50 && !n; ++i) {
-    exporter::ExpositionWriter out;
+    metrics::ExpositionWriter out;
     monitor.write_metrics(out);
     n = testing::sample_value(testing::parse_exposition(out.text()), "gpuledger_gpu_xid_errors_total",
                               {{"pci_bus_id", normalized}, {"xid", "79"}, {"gpu", "3"}, {"workload", workload}});
     if (!n) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_EQ(n, 1.0);
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   monitor.write_metrics(out);
   EXPECT_NE(out.text().find("gpuledger_xid_source_up{source=\"kmsg\"} 1"), std::string::npos) << out.text();
   monitor.stop();

@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "common/error.h"
-#include "export/prometheus_text.h"
 #include "fleet/fleet_reader.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_shipper.h"
@@ -20,6 +19,7 @@
 #include "fleet_db_fixture.h"
 #include "fleet_windows.h"
 #include "ledger/outbox.h"
+#include "metrics/prometheus_text.h"
 #include "pg_server.h"
 #include "report/report.h"
 
@@ -175,7 +175,7 @@ TEST_F(FleetDb, ConnectionStringsAreRedactedAndPasswordsComeFromFiles) {
 }
 
 std::string metrics(const fleet::FleetShipper& s) {
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   s.write_metrics(out);
   return out.text();
 }

@@ -9,7 +9,6 @@
 #include <optional>
 
 #include "common/error.h"
-#include "export/prometheus_text.h"
 #include "fleet/fleet_periods.h"
 #include "fleet/fleet_reader.h"
 #include "fleet/fleet_rollups.h"
@@ -20,6 +19,7 @@
 #include "fleet_db_fixture.h"
 #include "ledger/hourly_rollup.h"
 #include "ledger/outbox.h"
+#include "metrics/prometheus_text.h"
 #include "report/report.h"
 
 namespace gpuledger::testing {
@@ -162,7 +162,7 @@ TEST_F(FleetDb, AReportReadsRollUpsOnlyWhileTheyMatchAndTheBillNeverChanges) {
                            std::chrono::seconds(60)))
         << shipper.status().reason << "; roll-ups: " << count("rollups");
     shipper.stop();
-    exporter::ExpositionWriter out;
+    metrics::ExpositionWriter out;
     shipper.write_metrics(out);
     return out.text();
   };

@@ -9,12 +9,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/agent.h"
 #include "agent_under_test.h"
+#include "attribution/attribution_plane.h"
 #include "bpf_requirement.h"
 #include "device/capabilities.h"
 #include "export/http_server.h"
 #include "exposition_parser.h"
+#include "node/served_content.h"
 #include "probes/library_discovery.h"
 #include "tenant_harness.h"
 
@@ -40,8 +41,8 @@ std::string underscored(std::string uid) {
 const std::string kUuid0 = "GPU-00000000-1111-2222-3333-444444444444";
 const std::string kUuid1 = "GPU-55555555-6666-7777-8888-999999999999";
 
-agent::AgentOptions sim_options(bool discover) {
-  agent::AgentOptions options;
+attribution::AttributionOptions sim_options(bool discover) {
+  attribution::AttributionOptions options;
   options.gpu_inventory = [] {
     return std::vector<identity::GpuIdentity>{{0, kUuid0, 0}, {1, kUuid1, 1}};
   };
@@ -68,9 +69,9 @@ class AgentIntegration : public ::testing::Test {
       port_ = external_->port();
       return;
     }
-    agent_ = new agent::Agent(sim_options(true));
+    agent_ = new attribution::AttributionPlane(sim_options(true));
     agent_->start();
-    server_ = new exporter::HttpServer(*agent_);
+    server_ = new exporter::HttpServer(node::served_content(*agent_));
     port_ = server_->start("127.0.0.1", 0);
   }
   static void TearDownTestSuite() {
@@ -93,7 +94,7 @@ class AgentIntegration : public ::testing::Test {
     return res->body;
   }
 
-  static inline agent::Agent* agent_ = nullptr;
+  static inline attribution::AttributionPlane* agent_ = nullptr;
   static inline exporter::HttpServer* server_ = nullptr;
   static inline AgentUnderTest* external_ = nullptr;
   static inline int port_ = 0;
@@ -520,7 +521,7 @@ TEST_F(AgentOwnInstance, ProcessRunningBeforeTheAgentIsCountedFromThenOn) {
       {cg.dir()}, "init; alloc 1000; launch 1 1 1 1 1 1 x3; print-ready; wait-stdin; launch 1 1 1 2 1 1 x5; alloc 2000; "
                   "free; sync; exit 0");
   await_ready(*child);
-  agent::Agent agent(sim_options(false));
+  attribution::AttributionPlane agent(sim_options(false));
   finish_interactive_tenant(*child);
 
   auto snap = agent.snapshot();
@@ -544,10 +545,10 @@ TEST_F(AgentOwnInstance, ALibraryReplacedOnDiskIsAttachedAgain) {
   fs::create_directories(dir);
   const auto lib = dir / "libcuda.so.1";
   fs::copy_file(kSimLib, lib, fs::copy_options::overwrite_existing);
-  agent::AgentOptions options = sim_options(true);
+  attribution::AttributionOptions options = sim_options(true);
   options.cuda_libs = {lib.string()};
   options.scan_interval = std::chrono::milliseconds(100);
-  agent::Agent agent(options);
+  attribution::AttributionPlane agent(options);
   agent.start();
   auto old_id = probes::file_id_of(lib.string());
 
@@ -578,9 +579,9 @@ TEST_F(AgentOwnInstance, ALibraryReplacedOnDiskIsAttachedAgain) {
 TEST_F(AgentOwnInstance, BadLibrariesAreReportedAndTheAgentKeepsRunning) {
   auto text = fs::temp_directory_path() / ("gpuledger-not-elf-" + std::to_string(::getpid()));
   std::ofstream(text) << "not a library\n";
-  agent::AgentOptions options = sim_options(false);
+  attribution::AttributionOptions options = sim_options(false);
   options.cuda_libs = {"/nonexistent/libcuda.so.1", text.string(), "/lib/x86_64-linux-gnu/libm.so.6", kSimLib};
-  agent::Agent agent(options);
+  attribution::AttributionPlane agent(options);
 
   auto self = agent.snapshot().self;
   ASSERT_EQ(self.libraries.size(), 1u);
@@ -603,9 +604,9 @@ TEST_F(AgentOwnInstance, BadLibrariesAreReportedAndTheAgentKeepsRunning) {
 
 // Kernels before 6.6 have no multi-uprobe links: one perf-event link per probe.
 TEST_F(AgentOwnInstance, PerProbeLinksCountTheSame) {
-  agent::AgentOptions options = sim_options(false);
+  attribution::AttributionOptions options = sim_options(false);
   options.per_probe_links = true;
-  agent::Agent agent(options);
+  attribution::AttributionPlane agent(options);
   auto snap = agent.snapshot();
   ASSERT_EQ(snap.self.libraries.size(), 1u);
   EXPECT_GT(snap.self.libraries[0].probes, 90u);
@@ -627,7 +628,7 @@ TEST_F(AgentOwnInstance, PerProbeLinksCountTheSame) {
 // more: what does not fit is counted as an overflow, and another workload's
 // request is still counted as a call (its error), only not by id.
 TEST_F(AgentOwnInstance, ExportTableIdsFillABoundedMapAndTheRestIsCounted) {
-  agent::Agent agent(sim_options(false));
+  attribution::AttributionPlane agent(sim_options(false));
   const uint64_t capacity = [&] {
     for (const auto& m : agent.snapshot().self.maps)
       if (m.name == "export_tables") return static_cast<uint64_t>(m.capacity);
@@ -653,9 +654,9 @@ TEST_F(AgentOwnInstance, ExportTableIdsFillABoundedMapAndTheRestIsCounted) {
 }
 
 TEST_F(AgentOwnInstance, LaunchReturnsCountOnlySuccessfulLaunchesAndTheirErrors) {
-  agent::AgentOptions options = sim_options(false);
+  attribution::AttributionOptions options = sim_options(false);
   options.launch_returns = true;
-  agent::Agent agent(options);
+  attribution::AttributionPlane agent(options);
   ScopedCgroup cg(mounts().v2, test_cgroup("/system.slice/launch-errors.service"));
   ASSERT_EQ(run_tenant({cg.dir()}, "init; launch 1 1 1 4 1 1 x3; launch-invalid; free-invalid", {}, {"--quiet"}).exit_code,
             0);

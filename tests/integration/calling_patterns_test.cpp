@@ -16,11 +16,11 @@
 #include <fstream>
 #include <thread>
 
-#include "agent/agent.h"
+#include "attribution/attribution_plane.h"
 #include "bpf_requirement.h"
 #include "device/nvml_client.h"
-#include "ledger/agent_inputs.h"
 #include "ledger/store.h"
+#include "node/observation_inputs.h"
 #include "tenant_harness.h"
 
 namespace gpuledger::testing {
@@ -31,8 +31,8 @@ using namespace std::chrono_literals;
 constexpr uint64_t kWorkNs = 200'000'000;  // 10 launches x 20 ms
 const std::vector<std::string> kKernel20ms = {"--kernel-us", "20000", "--quiet"};
 
-agent::AgentOptions options() {
-  agent::AgentOptions o;
+attribution::AttributionOptions options() {
+  attribution::AttributionOptions o;
   o.gpu_inventory = [] { return std::vector<identity::GpuIdentity>{{0, "GPU-calling-patterns", 0}}; };
   o.cuda_libs = {kSimLib};
   o.discover = false;
@@ -44,7 +44,7 @@ class CallingPatterns : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!bpf_unavailable_reason().empty()) return;
-    agent_ = new agent::Agent(options());
+    agent_ = new attribution::AttributionPlane(options());
     agent_->start();
   }
   static void TearDownTestSuite() {
@@ -67,7 +67,7 @@ class CallingPatterns : public ::testing::Test {
     eventually([&] { return (busy = busy_ns(id)) >= kWorkNs; }, 3000ms);
     return busy;
   }
-  static inline agent::Agent* agent_ = nullptr;
+  static inline attribution::AttributionPlane* agent_ = nullptr;
 };
 
 struct Pattern {
@@ -174,7 +174,7 @@ class SharedGpuTruth : public CallingPatterns {
       dev.gpus = poll.gpus;
       dev.readings = poll.readings;
       if (nvml_per_process) dev.process_sm = poll.process_sm;
-      acc.observe(ledger::make_observation(t, agent_->snapshot(), dev, {}, false, prices));
+      acc.observe(node::make_observation(t, agent_->snapshot(), dev, {}, false, prices));
     };
     observe(kT0 + 1);  // the baseline
     std::vector<std::unique_ptr<ScopedCgroup>> cgroups;

@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/agent.h"
+#include "attribution/attribution_plane.h"
+#include "attribution/metrics_page.h"
 #include "bpf_requirement.h"
 #include "device/device_plane.h"
 #include "device/nvml_client.h"
-#include "export/metrics_page.h"
 #include "exposition_parser.h"
 #include "tenant_harness.h"
 
@@ -51,7 +51,7 @@ TEST(ForgedVisibleDevices, TheDeviceSideWinsOverTheEnvironment) {
   ::setenv("GPULEDGER_NVML_SIM_CONFIG", script.c_str(), 1);
   auto nvml = device::NvmlClient::open(GPULEDGER_NVML_SIM);
 
-  agent::AgentOptions options;
+  attribution::AttributionOptions options;
   options.gpu_inventory = [] { return std::vector<identity::GpuIdentity>{{0, kUuid0, 0}, {1, kUuid1, 1}}; };
   std::mutex nvml_mu;
   options.gpu_processes = [&] {
@@ -63,7 +63,7 @@ TEST(ForgedVisibleDevices, TheDeviceSideWinsOverTheEnvironment) {
   options.cuda_libs = {kSimLib};
   options.discover = false;
   options.classifier.cgroup_roots = {test_cgroup("")};
-  agent::Agent agent(options);
+  attribution::AttributionPlane agent(options);
   agent.start();
 
   ScopedCgroup cheat_cg(mounts().v2, test_cgroup("/system.slice/forged-env.service"));
@@ -82,9 +82,9 @@ TEST(ForgedVisibleDevices, TheDeviceSideWinsOverTheEnvironment) {
   await_ready(*plain);
   write_nvml_script(script, {cheat->pid()}, {holder->pid()});
 
-  auto on = [](const agent::AgentSnapshot& snap, const std::string& id) -> std::vector<agent::GpuUsage> {
+  auto on = [](const attribution::AttributionSnapshot& snap, const std::string& id) -> std::vector<attribution::GpuUsage> {
     const auto* w = find_workload(snap, id);
-    return w ? w->by_gpu : std::vector<agent::GpuUsage>{};
+    return w ? w->by_gpu : std::vector<attribution::GpuUsage>{};
   };
   ASSERT_TRUE(eventually(
       [&] {
@@ -108,7 +108,7 @@ TEST(ForgedVisibleDevices, TheDeviceSideWinsOverTheEnvironment) {
   EXPECT_EQ(p[0].gpu_source, "environment");  // no device-side evidence: the hint, said as such
   EXPECT_EQ(snap.self.gpu_identity_disagreements, 1u);
 
-  auto samples = parse_exposition(exporter::render_metrics(snap, 0));
+  auto samples = parse_exposition(attribution::render_metrics(snap, 0));
   EXPECT_EQ(sample_value(samples, "gpuledger_cuda_kernel_launches_total",
                          {{"workload", "systemd/forged-env.service"}, {"gpu", "0"}, {"UUID", kUuid0}}),
             3);

@@ -19,10 +19,11 @@
 #include <set>
 #include <sstream>
 
-#include "agent/agent.h"
+#include "attribution/attribution_plane.h"
 #include "bpf_requirement.h"
 #include "export/http_server.h"
 #include "exposition_parser.h"
+#include "node/served_content.h"
 #include "probes/library_discovery.h"
 #include "tenant_harness.h"
 
@@ -31,8 +32,8 @@ namespace {
 namespace fs = std::filesystem;
 using simulation::ScopedCgroup;
 
-agent::AgentOptions hostile_options() {
-  agent::AgentOptions options;
+attribution::AttributionOptions hostile_options() {
+  attribution::AttributionOptions options;
   options.cuda_libs = {kSimLib};
   options.discover = true;  // the attacks go through discovery
   options.scan_interval = std::chrono::milliseconds(200);
@@ -62,7 +63,7 @@ class HostileTenant : public ::testing::Test {
 // The driver loaded through a renamed copy (libgpushim.so, reached through a
 // libcuda.so.1 symlink) is found by its symbols and counted exactly.
 TEST_F(HostileTenant, ARenamedDriverCopyIsCountedLikeLibcuda) {
-  agent::Agent agent(hostile_options());
+  attribution::AttributionPlane agent(hostile_options());
   agent.start();
   const auto dir = scratch("renamed");
   fs::copy_file(kSimLib, dir / "libgpushim.so");
@@ -91,7 +92,7 @@ TEST_F(HostileTenant, ARenamedDriverCopyIsCountedLikeLibcuda) {
 // Attaching through the path would plant breakpoints in the host file; the
 // host file's bytes as mapped by another process must never change.
 TEST_F(HostileTenant, ASymlinkSwapNeverPlantsBreakpointsInAHostFile) {
-  agent::Agent agent(hostile_options());
+  attribution::AttributionPlane agent(hostile_options());
   agent.start();
   const auto dir = scratch("swap");
   // The victim: a host library mapped executable by an innocent process (us).
@@ -164,7 +165,7 @@ TEST_F(HostileTenant, ASymlinkSwapNeverPlantsBreakpointsInAHostFile) {
 // builds a path that ends like a victim's pod. It must be billed as itself;
 // the victim keeps exactly its own calls.
 TEST_F(HostileTenant, APodPathBuiltInsideAUsersTreeIsNotThatPod) {
-  agent::Agent agent(hostile_options());
+  attribution::AttributionPlane agent(hostile_options());
   agent.start();
   const std::string uid = "5e4d3c2b-1a09-4f8e-9d7c-6b5a49382716";
   const std::string cid_victim(64, 'd');
@@ -193,7 +194,7 @@ TEST_F(HostileTenant, APodPathBuiltInsideAUsersTreeIsNotThatPod) {
 // counted, not probed; a copy no process maps and whose file is deleted is
 // detached, which makes room for the one refused before.
 TEST_F(HostileTenant, DriverCopiesMeetABoundAndDeletedOnesAreDetached) {
-  agent::AgentOptions options = hostile_options();
+  attribution::AttributionOptions options = hostile_options();
   // The named simulator library, the driver files other processes on this
   // machine map now (discovery is node-wide), and one copy.
   std::set<probes::FileId> others;
@@ -204,7 +205,7 @@ TEST_F(HostileTenant, DriverCopiesMeetABoundAndDeletedOnesAreDetached) {
     if (auto id = probes::file_id_of(path)) others.insert(*id);
   others.erase(probes::file_id_of(kSimLib).value());
   options.max_libraries = 2 + others.size();
-  agent::Agent agent(options);
+  attribution::AttributionPlane agent(options);
   agent.start();
   const auto dir_a = scratch("bound-a");
   const auto dir_b = scratch("bound-b");
@@ -245,9 +246,9 @@ TEST_F(HostileTenant, DriverCopiesMeetABoundAndDeletedOnesAreDetached) {
 
 // A cgroup name that is not UTF-8 cannot make the node's page unparsable.
 TEST_F(HostileTenant, AnInvalidUtf8CgroupNameLeavesMetricsValid) {
-  agent::Agent agent(hostile_options());
+  attribution::AttributionPlane agent(hostile_options());
   agent.start();
-  exporter::HttpServer server(agent);
+  exporter::HttpServer server(node::served_content(agent));
   const int port = server.start("127.0.0.1", 0);
   ScopedCgroup bad(mounts().v2, test_cgroup("/system.slice/bad\xff\xfe\xc3(name.service"));
   ASSERT_EQ(run_tenant({bad.dir()}, "init; launch 1 1 1 1 1 1 x3", {}, {"--quiet"}).exit_code, 0);

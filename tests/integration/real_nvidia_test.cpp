@@ -18,7 +18,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/agent.h"
+#include "attribution/attribution_plane.h"
 #include "bpf_requirement.h"
 #include "probes/library_discovery.h"
 #include "real_nvidia_requirement.h"
@@ -45,13 +45,13 @@ class RealNvidia : public ::testing::Test {
   void SetUp() override {
     GL_REQUIRE_BPF();
     GL_REQUIRE_REAL_NVIDIA(!kRealLibcuda.empty() && fs::exists(kRealLibcuda) && fs::exists(kRealLibcudart));
-    agent::AgentOptions options;
+    attribution::AttributionOptions options;
     options.cuda_libs = {kRealLibcuda};
     options.discover = true;
     options.runtime_probes = probes::RuntimeProbes::kAuto;
     options.scan_interval = std::chrono::milliseconds(200);
     options.classifier.cgroup_roots = {test_cgroup("")};
-    agent_ = std::make_unique<agent::Agent>(options);
+    agent_ = std::make_unique<attribution::AttributionPlane>(options);
     agent_->start();
   }
   void TearDown() override {
@@ -80,8 +80,8 @@ class RealNvidia : public ::testing::Test {
   }
 
   // The workload's usage once the agent has read it (`ready` holds).
-  ledger::Usage usage_of(const std::string& id, const std::function<bool(const ledger::Usage&)>& ready) {
-    ledger::Usage found;
+  probes::Usage usage_of(const std::string& id, const std::function<bool(const probes::Usage&)>& ready) {
+    probes::Usage found;
     bool seen = eventually(
         [&] {
           auto snap = agent_->snapshot();
@@ -95,16 +95,16 @@ class RealNvidia : public ::testing::Test {
     return found;
   }
 
-  std::unique_ptr<agent::Agent> agent_;
+  std::unique_ptr<attribution::AttributionPlane> agent_;
 };
 
-uint64_t total_errors(const ledger::Usage& u) {
+uint64_t total_errors(const probes::Usage& u) {
   uint64_t n = 0;
   for (const auto& [call, count] : u.errors_by_call) n += count;
   return n;
 }
 
-std::string errors_text(const ledger::Usage& u) {
+std::string errors_text(const probes::Usage& u) {
   std::string out;
   for (const auto& [call, count] : u.errors_by_call) out += call + "=" + std::to_string(count) + " ";
   return out;
@@ -134,7 +134,7 @@ TEST_F(RealNvidia, AFailedInitialisationOnTheRealRuntimeIsOneErrorAndNothingElse
   EXPECT_EQ(result["driver_version"], 12020);
   EXPECT_EQ(result["cudaGetDeviceCount"], 100);
   EXPECT_EQ(result["cudaMalloc"], 100);
-  auto u = usage_of(id, [](const ledger::Usage& u) { return total_errors(u) > 0; });
+  auto u = usage_of(id, [](const probes::Usage& u) { return total_errors(u) > 0; });
   EXPECT_EQ(u.errors_by_call.at("cuInit"), 1u) << errors_text(u);
   EXPECT_EQ(total_errors(u), 1u) << "one failed initialisation, one error: " << errors_text(u);
   EXPECT_EQ(u.counters.allocations, 0u);
@@ -150,7 +150,7 @@ TEST_F(RealNvidia, TheCuda13StaticRuntimeAgainstDriver535IsInsufficientDriverAnd
       "11112222-3333-4444-9555-666677778888", std::string(64, 'b'), {kStatic13},
       [&] { EXPECT_TRUE(eventually([&] { return runtime_probed(kStatic13); }, std::chrono::seconds(5))); }, &id);
   EXPECT_EQ(result["cudaMalloc"], 35) << "cudaErrorInsufficientDriver: " << result.dump();
-  auto u = usage_of(id, [](const ledger::Usage& u) { return u.errors_by_call.contains("cudaMalloc"); });
+  auto u = usage_of(id, [](const probes::Usage& u) { return u.errors_by_call.contains("cudaMalloc"); });
   EXPECT_EQ(u.errors_by_call["cudaMalloc"], 1u) << errors_text(u);
   EXPECT_EQ(u.counters.allocations, 0u);
   EXPECT_EQ(u.counters.launches, 0u);
@@ -172,7 +172,7 @@ TEST_F(RealNvidia, AStrippedStaticRuntimeIsReportedAsNotProbed) {
   EXPECT_EQ(result["cudaMalloc"], 35) << result.dump();
   EXPECT_FALSE(runtime_probed(kStatic13Stripped));
   // The driver-level probes still see what reaches the driver's exports.
-  auto u = usage_of(id, [](const ledger::Usage& u) { return !u.export_tables.empty(); });
+  auto u = usage_of(id, [](const probes::Usage& u) { return !u.export_tables.empty(); });
   EXPECT_EQ(u.counters.allocations, 0u);
   EXPECT_EQ(u.counters.launches, 0u);
 }

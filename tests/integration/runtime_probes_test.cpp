@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "agent/agent.h"
+#include "attribution/attribution_plane.h"
 #include "bpf_requirement.h"
 #include "common/error.h"
 #include "probes/elf_symbols.h"
@@ -47,7 +47,7 @@ class RuntimeProbesTest : public ::testing::Test {
   }
 
   void start_agent(RuntimeProbes mode, size_t max_libraries = probes::LibraryAttacher::kDefaultMaxLibraries) {
-    agent::AgentOptions options;
+    attribution::AttributionOptions options;
     options.max_libraries = max_libraries;
     options.cuda_libs = {kSimLib};
     options.discover = true;
@@ -55,7 +55,7 @@ class RuntimeProbesTest : public ::testing::Test {
     options.scan_interval = std::chrono::milliseconds(200);
     options.gpu_inventory = [] { return std::vector<identity::GpuIdentity>{{0, kUuid0, 0}, {1, kUuid1, 1}}; };
     mode_ = mode;
-    agent_ = std::make_unique<agent::Agent>(options);
+    agent_ = std::make_unique<attribution::AttributionPlane>(options);
     agent_->start();
   }
 
@@ -85,8 +85,8 @@ class RuntimeProbesTest : public ::testing::Test {
     return truth;
   }
 
-  const agent::WorkloadView* workload(const std::string& id) {
-    static agent::AgentSnapshot snap;
+  const attribution::WorkloadView* workload(const std::string& id) {
+    static attribution::AttributionSnapshot snap;
     eventually([&] {
       snap = agent_->snapshot();
       return find_workload(snap, id) != nullptr;
@@ -131,7 +131,7 @@ class RuntimeProbesTest : public ::testing::Test {
     return w && w->usage.errors_by_call.size() == 1 ? w->usage.errors_by_call.begin()->first : "";
   }
 
-  std::unique_ptr<agent::Agent> agent_;
+  std::unique_ptr<attribution::AttributionPlane> agent_;
   RuntimeProbes mode_ = RuntimeProbes::kAuto;
 };
 

@@ -76,7 +76,7 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
   }
 }
 
-const agent::WorkloadView* find_workload(const agent::AgentSnapshot& snap, const std::string& id) {
+const attribution::WorkloadView* find_workload(const attribution::AttributionSnapshot& snap, const std::string& id) {
   for (const auto& w : snap.workloads)
     if (w.workload.id == id) return &w;
   return nullptr;

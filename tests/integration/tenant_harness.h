@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/agent.h"
+#include "attribution/attribution_plane.h"
 #include "identity/cgroup_fs.h"
 #include "simulation/tenant.h"
 
@@ -46,6 +46,6 @@ bool eventually(const std::function<bool()>& condition,
                 std::chrono::milliseconds deadline = std::chrono::milliseconds(3000));
 
 // The view of one workload in a snapshot, or nullptr.
-const agent::WorkloadView* find_workload(const agent::AgentSnapshot& snap, const std::string& id);
+const attribution::WorkloadView* find_workload(const attribution::AttributionSnapshot& snap, const std::string& id);
 
 }  // namespace gpuledger::testing

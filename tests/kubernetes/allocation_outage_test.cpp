@@ -16,8 +16,8 @@
 #include "exposition_parser.h"
 #include "kubernetes/kubernetes_metrics.h"
 #include "kubernetes/pod_resources_client.h"
-#include "ledger/allocation_unknown.h"
 #include "ledger/store.h"
+#include "node/allocation_unknown.h"
 #include "poll.h"
 #include "test_kubelet.h"
 
@@ -61,7 +61,7 @@ class AllocationOutageTest : public ::testing::Test {
   }
   static std::string basis_metric(const PodResourcesMonitor& monitor) {
     KubernetesMetrics metrics(nullptr, {}, nullptr, &monitor);
-    exporter::ExpositionWriter out;
+    metrics::ExpositionWriter out;
     metrics.write_metrics(out);
     for (const char* b : {"kubelet", "last_answer", "unknown"})
       if (out.text().find(std::string("gpuledger_gpu_allocation_basis{basis=\"") + b + "\"} 1") != std::string::npos)
@@ -178,7 +178,7 @@ TEST_F(AllocationOutageTest, WindowsAreBilledToTheLastAllocationThroughAnOutageA
   // Two observations a window, each billed by what the monitor says then.
   auto window = [&](int64_t start) {
     for (int64_t t : {start, start + 5})
-      accountant.observe(ledger::make_billed_observation(static_cast<double>(kT0 + t), {}, devices,
+      accountant.observe(node::make_billed_observation(static_cast<double>(kT0 + t), {}, devices,
                                                          monitor.billing(), prices));
   };
   monitor.poll_now();  // the node boots: no socket yet
@@ -194,7 +194,7 @@ TEST_F(AllocationOutageTest, WindowsAreBilledToTheLastAllocationThroughAnOutageA
   kubelet = start_kubelet();
   monitor.poll_now();
   window(40);
-  accountant.observe(ledger::make_billed_observation(static_cast<double>(kT0 + 50), {}, devices, monitor.billing(),
+  accountant.observe(node::make_billed_observation(static_cast<double>(kT0 + 50), {}, devices, monitor.billing(),
                                                      prices));
 
   Bill bill;

@@ -111,7 +111,7 @@ TEST_F(ApiWatchTest, ListWatchBookmarksDeletesAndGoneOverHttpsWithAToken) {
 
   // The self-metrics say so.
   KubernetesMetrics metrics(directory_, {}, metadata_.get(), nullptr);
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   metrics.write_metrics(out);
   EXPECT_NE(out.text().find("gpuledger_kubernetes_api_up{resource=\"pods\"} 1"), std::string::npos) << out.text();
   EXPECT_NE(out.text().find("gpuledger_kubernetes_relists_gone_total{resource=\"pods\"} 1"), std::string::npos);

@@ -128,7 +128,7 @@ struct Cluster {
   }
   std::string metrics() const {
     KubernetesMetrics m(directory, {}, metadata.get(), monitor.get());
-    exporter::ExpositionWriter out;
+    metrics::ExpositionWriter out;
     m.write_metrics(out);
     return out.text();
   }

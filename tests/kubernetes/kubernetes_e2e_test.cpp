@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "agent/agent.h"
+#include "attribution/attribution_plane.h"
 #include "bpf_requirement.h"
 #include "export/http_server.h"
 #include "exposition_parser.h"
@@ -16,6 +16,7 @@
 #include "kubernetes/kubernetes_metrics.h"
 #include "kubernetes/pod_resources_client.h"
 #include "kubernetes/team_namer.h"
+#include "node/served_content.h"
 #include "tenant_harness.h"
 #include "test_api_server.h"
 #include "test_kubelet.h"
@@ -84,15 +85,15 @@ class KubernetesEndToEnd : public ::testing::Test {
     pod_resources_ = new kubernetes::PodResourcesMonitor(kubelet_->socket_path(), {}, std::chrono::milliseconds(100));
     pod_resources_->start();
 
-    agent::AgentOptions options;
+    attribution::AttributionOptions options;
     options.cuda_libs = {kSimLib};
     options.discover = false;
     options.classifier.cgroup_roots = {test_cgroup("")};  // the tenants' hierarchy starts there
     options.namer = std::make_shared<kubernetes::TeamNamer>(*directory_, config.team_rule, config.teams);
-    agent_ = new agent::Agent(options);
+    agent_ = new attribution::AttributionPlane(options);
     agent_->start();
     metrics_ = new kubernetes::KubernetesMetrics(*directory_, config.team_rule, metadata_, pod_resources_);
-    server_ = new exporter::HttpServer(*agent_);
+    server_ = new exporter::HttpServer(node::served_content(*agent_));
     server_->add_contributor(metrics_);
     port_ = server_->start("127.0.0.1", 0);
   }
@@ -136,7 +137,7 @@ class KubernetesEndToEnd : public ::testing::Test {
   static inline kubernetes::KubernetesMetadata* metadata_ = nullptr;
   static inline kubernetes::PodResourcesMonitor* pod_resources_ = nullptr;
   static inline kubernetes::KubernetesMetrics* metrics_ = nullptr;
-  static inline agent::Agent* agent_ = nullptr;
+  static inline attribution::AttributionPlane* agent_ = nullptr;
   static inline exporter::HttpServer* server_ = nullptr;
   static inline int port_ = 0;
 };

@@ -13,18 +13,18 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/agent.h"
+#include "attribution/attribution_plane.h"
+#include "attribution/workloads_json.h"
 #include "bpf_requirement.h"
 #include "device/nvml_client.h"
 #include "export/http_server.h"
-#include "export/workloads_json.h"
 #include "exposition_parser.h"
 #include "identity/infrastructure.h"
 #include "kubernetes/kubernetes_metadata.h"
 #include "kubernetes/kubernetes_metrics.h"
 #include "kubernetes/pod_resources_client.h"
 #include "kubernetes/team_namer.h"
-#include "ledger/snapshot_usage.h"
+#include "node/snapshot_usage.h"
 #include "tenant_harness.h"
 #include "test_api_server.h"
 #include "test_kubelet.h"
@@ -113,14 +113,14 @@ TEST(MpsEndToEnd, ClientsAreBilledTheServerIsInfrastructureAndNoSlotIsDuplicated
   ASSERT_TRUE(eventually([&] { return directory->pods() == 4 && metadata.sharing_facts().node_labels.size() == 2; },
                          std::chrono::seconds(10)));
 
-  agent::AgentOptions options;
+  attribution::AttributionOptions options;
   options.cuda_libs = {kSimLib};
   options.discover = false;
   options.classifier.cgroup_roots = {test_cgroup("")};
   config::TeamRule rule;
   options.namer = std::make_shared<kubernetes::TeamNamer>(directory, rule, std::vector<config::TeamMapping>{});
   options.infrastructure = std::make_shared<identity::InfrastructureJudge>(identity::InfrastructureOptions{});
-  agent::Agent agent(options);
+  attribution::AttributionPlane agent(options);
   agent.start();
 
   {
@@ -190,7 +190,7 @@ TEST(MpsEndToEnd, ClientsAreBilledTheServerIsInfrastructureAndNoSlotIsDuplicated
 
     // Shown apart in /api/v1/workloads.
     std::map<std::string, std::string> roles;
-    const auto listing = exporter::workloads_json(snap);
+    const auto listing = attribution::workloads_json(snap);
     for (const auto& w : listing["workloads"])
       roles[w["workload"].get<std::string>()] = w["role"].get<std::string>();
     EXPECT_EQ(roles[daemon_id], "infrastructure");
@@ -200,7 +200,7 @@ TEST(MpsEndToEnd, ClientsAreBilledTheServerIsInfrastructureAndNoSlotIsDuplicated
 
     // The ledger's users: the clients and the impostor, never the servers.
     std::set<std::string> users;
-    for (const auto& u : ledger::workload_usages(snap)) users.insert(u.account);
+    for (const auto& u : node::workload_usages(snap)) users.insert(u.account);
     EXPECT_TRUE(users.count(k8s_id(kUidA, kHexA)));
     EXPECT_TRUE(users.count(k8s_id(kUidB, kHexB)));
     EXPECT_TRUE(users.count(sneaky_id));
@@ -225,7 +225,7 @@ TEST(MpsEndToEnd, ClientsAreBilledTheServerIsInfrastructureAndNoSlotIsDuplicated
   EXPECT_EQ(st.allocations[1].share, 0.25);
   EXPECT_EQ(st.allocations[1].mode, "mps");
   kubernetes::KubernetesMetrics metrics(directory, rule, &metadata, &pod_resources);
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   metrics.write_metrics(out);
   size_t series = 0;
   for (const auto& s : parse_exposition(out.text()))

@@ -88,7 +88,7 @@ TEST_F(PodResourcesTest, AllocationOfReplicasMigExclusiveAndDraFromARealKubelet)
   directory->upsert_pod(a);
   directory->upsert_namespace("research", {{"team", "science"}});
   KubernetesMetrics metrics(directory, {}, nullptr, &monitor);
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   metrics.write_metrics(out);
   auto samples = testing::parse_exposition(out.text());
   auto info = [&](std::map<std::string, std::string> labels) {
@@ -137,7 +137,7 @@ TEST_F(PodResourcesTest, AbsentSocketMeansUnknownAllocationNotFailure) {
   EXPECT_FALSE(st.socket_present);
   EXPECT_EQ(st.errors, 0u);
   KubernetesMetrics metrics(nullptr, {}, nullptr, &monitor);
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   metrics.write_metrics(out);
   EXPECT_NE(out.text().find("gpuledger_pod_resources_up 0"), std::string::npos) << out.text();
   EXPECT_NE(out.text().find("gpuledger_pod_resources_socket_present 0"), std::string::npos);

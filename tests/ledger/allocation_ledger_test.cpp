@@ -18,9 +18,9 @@
 
 #include "ledger/accountant.h"
 #include "ledger/hourly_rollup.h"
+#include "ledger_dir_test.h"
 #include "ledger_fixture.h"
 #include "report/report.h"
-#include "ledger_dir_test.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -134,7 +134,7 @@ TEST_F(AllocationLedgerTest, UnknownShareIsBilledByActivityAndHasNoAllocatedShar
   // The other slots are as before.
   EXPECT_EQ(window_of(ws, "MIG-m").charges, (std::vector<Charge>{{"m", K::kIdle, 6'000}, {"m", K::kMemory, 2'571}}));
 
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   acc.write_metrics(out);
   const std::string& t = out.text();
   const std::string x = R"(namespace="shared",pod="x",container="main",team="t-x",UUID="GPU-ts")";
@@ -217,7 +217,7 @@ TEST_F(AllocationLedgerTest, MetricsSayAllocatedAgainstUsedAndPassPromtool) {
   Store store(db());
   Accountant acc(store, parse_prices(kPrices));
   run(acc);
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   acc.write_metrics(out);
   const std::string& t = out.text();
   auto has = [&](const std::string& line) { EXPECT_NE(t.find(line + "\n"), std::string::npos) << line << "\n" << t; };
@@ -400,7 +400,7 @@ TEST_F(AllocationLedgerTest, ShareCountersGrowByWindowAndContinueFromTheStore) {
   const std::string a = R"({namespace="shared",pod="a",container="main",team="t-a",UUID="GPU-frac"})";
   const std::string c = R"({namespace="shared",pod="c",container="main",team="t-c",UUID="GPU-frac"})";
   auto page = [](const Accountant& acc) {
-    exporter::ExpositionWriter out;
+    metrics::ExpositionWriter out;
     acc.write_metrics(out);
     return out.text();
   };
@@ -465,7 +465,7 @@ TEST_F(AllocationLedgerTest, CarbonAndEnergyShareCountersWhereEnergyIsKnown) {
   {
     Accountant acc(store, prices);
     for (int s = 0; s <= 120; s += 10) acc.observe(testing::fixture_observation_with_energy(s));
-    exporter::ExpositionWriter out;
+    metrics::ExpositionWriter out;
     acc.write_metrics(out);
     t = out.text();
   }
@@ -485,7 +485,7 @@ TEST_F(AllocationLedgerTest, CarbonAndEnergyShareCountersWhereEnergyIsKnown) {
   EXPECT_EQ(lint.find("error"), std::string::npos) << lint;
 
   Accountant restarted(store, prices);
-  exporter::ExpositionWriter again;
+  metrics::ExpositionWriter again;
   restarted.write_metrics(again);
   EXPECT_DOUBLE_EQ(value(again.text(), "gpuledger_ledger_carbon_grams_total" + pod_a),
                    value(t, "gpuledger_ledger_carbon_grams_total" + pod_a));

@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "ledger/accountant.h"
+#include "ledger_dir_test.h"
 #include "ledger_fixture.h"
 #include "report/report.h"
-#include "ledger_dir_test.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -88,7 +88,7 @@ TEST_F(EnergyLedgerTest, MetricsSeriesAndContinuityAcrossRestart) {
     Store store(db());
     Accountant acc(store, prices_);
     run(acc);
-    exporter::ExpositionWriter out;
+    metrics::ExpositionWriter out;
     acc.write_metrics(out);
     const std::string& t = out.text();
     EXPECT_NE(t.find("# TYPE gpuledger_workload_gpu_energy_joules_total counter\n"), std::string::npos);
@@ -104,7 +104,7 @@ TEST_F(EnergyLedgerTest, MetricsSeriesAndContinuityAcrossRestart) {
   }
   Store store(db());
   Accountant again(store, prices_);  // counters continue from the store
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   again.write_metrics(out);
   EXPECT_NE(out.text().find("team=\"nlp\",UUID=\"GPU-shared\",kind=\"idle\",source=\"nvml\"} 7200\n"),
             std::string::npos)

@@ -87,4 +87,21 @@ inline void run_fixture(ledger::Accountant& acc, int from, int to) {
   for (int t = from; t <= to; t += 10) acc.observe(fixture_observation(t));
 }
 
+// What the windows `ws` charged `account`: its launches and busy seconds.
+struct Totals {
+  uint64_t launches = 0;
+  double busy_seconds = 0;
+};
+
+inline Totals accounted(const std::vector<ledger::WindowRecord>& ws, const std::string& account) {
+  Totals t;
+  for (const auto& w : ws)
+    for (const auto& a : w.accounts)
+      if (a.account == account) {
+        t.launches += a.launches;
+        t.busy_seconds += a.busy_seconds;
+      }
+  return t;
+}
+
 }  // namespace gpuledger::testing

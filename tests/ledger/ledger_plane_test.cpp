@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ledger_fixture.h"
 #include "ledger_dir_test.h"
+#include "ledger_fixture.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -22,7 +22,7 @@ class LedgerPlaneTest : public testing::LedgerDirTest {
     return {(dir_ / "ledger.db").string(), parse_prices(testing::kFixturePrices), 1000ms, 4000ms};
   }
   std::string metrics(const LedgerPlane& plane) const {
-    exporter::ExpositionWriter out;
+    metrics::ExpositionWriter out;
     plane.write_metrics(out);
     return out.text();
   }

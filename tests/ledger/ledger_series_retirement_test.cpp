@@ -21,7 +21,7 @@ using testing::kT0;
 // Sample lines of the page (every family the accountant writes), those
 // containing `part` only when given.
 size_t series_count(const Accountant& acc, const std::string& part = "") {
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   acc.write_metrics(out);
   std::istringstream in(out.text());
   size_t n = 0;
@@ -34,7 +34,7 @@ size_t series_count(const Accountant& acc, const std::string& part = "") {
 }
 
 std::string page(const Accountant& acc) {
-  exporter::ExpositionWriter out;
+  metrics::ExpositionWriter out;
   acc.write_metrics(out);
   return out.text();
 }

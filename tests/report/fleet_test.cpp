@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "export/prometheus_text.h"
+#include "metrics/prometheus_text.h"
 #include "prometheus_server.h"
 #include "report_fixture.h"
 
@@ -35,9 +35,9 @@ struct Node {
     acc = std::make_unique<ledger::Accountant>(store, ledger::parse_prices(prices));
     for (int t = 0; t <= until; t += 10) acc->observe(observation(t));
     server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      exporter::ExpositionWriter out;
+      metrics::ExpositionWriter out;
       acc->write_metrics(out);
-      res.set_content(out.text(), std::string(exporter::kPrometheusContentType));
+      res.set_content(out.text(), std::string(metrics::kPrometheusContentType));
     });
     port = server.bind_to_any_port("127.0.0.1");
     thread = std::thread([this] { server.listen_after_bind(); });

@@ -1,0 +1,85 @@
+#pragma once
+// A consistent view of everything the agent knows, handed to the exporters.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpuledger_abi.h"
+#include "identity/workload.h"
+#include "identity/workload_names.h"
+#include "probes/library_attacher.h"
+#include "probes/usage.h"
+
+namespace gpuledger::attribution {
+
+struct ProcessView {
+  uint32_t pid = 0;
+  std::string comm;
+  uint64_t live_bytes = 0;
+};
+
+// A workload's usage on one GPU. `gpu` (the node's GPU index, as
+// dcgm-exporter labels it) and `uuid` are empty when not known for sure: the
+// process made no context current that the agent saw, or its device ordinal
+// cannot be tied to a physical GPU (see identity/gpu_visibility.h).
+struct GpuUsage {
+  std::string gpu;
+  std::string uuid;
+  probes::Usage usage;
+  // How the GPU was known (identity/gpu_evidence.h): "device" (the devices its
+  // processes hold open, or NVML's process lists), "environment" (only
+  // CUDA_VISIBLE_DEVICES and kin), "" when unknown.
+  std::string gpu_source;
+};
+
+struct WorkloadView {
+  identity::Workload workload;
+  identity::WorkloadNames names;  // empty where no namer knows them
+  std::vector<std::string> cgroup_paths;  // several when nested cgroups fold into one workload
+  probes::Usage usage;                    // over all GPUs
+  std::vector<GpuUsage> by_gpu;           // sorted by (gpu, uuid)
+  std::vector<ProcessView> processes;
+  // GPU infrastructure, not a tenant: the CUDA MPS control daemon and server
+  // (identity/infrastructure.h). Never a holder, a user in the cost split or
+  // __unallocated__ activity; its usage is shown apart.
+  bool infrastructure = false;
+};
+
+struct MapUsage {
+  std::string name;
+  size_t entries = 0;
+  size_t capacity = 0;
+};
+
+struct SelfView {
+  size_t probes_attached = 0;
+  size_t probe_attach_failures = 0;
+  std::vector<probes::LibraryRecord> libraries;
+  std::vector<probes::LibraryRecord> rejected_libraries;
+  std::vector<probes::LibraryRecord> runtime_libraries;  // files whose CUDA runtime is probed
+  uint64_t runtime_libraries_detached = 0;         // like libraries_detached, for runtime files
+  uint64_t runtime_library_limit_rejections = 0;   // runtime files refused at the bound (--max-libraries)
+  size_t runtime_libraries_incomplete = 0;         // attached in part, attach retries spent
+  size_t runtime_libraries_stripped = 0;           // static runtimes stripped of symbols: found, not probed
+  uint64_t runtime_bypass_processes = 0;  // processes seen reaching the driver around its exported symbols
+  uint64_t gpu_identity_disagreements = 0;  // (workload, ordinal)s whose environment named another GPU than the device side
+  std::vector<MapUsage> maps;
+  std::array<uint64_t, GL_STAT_COUNT> kernel_stats{};
+  uint64_t library_events_dropped = 0;
+  size_t files_judged_not_driver = 0;  // mapped executable files read and found not to be the driver
+  uint64_t libraries_detached = 0;       // unmapped and deleted: probes and descriptor released
+  uint64_t library_limit_rejections = 0;  // driver copies refused at the bound (--max-libraries)
+  size_t libraries_incomplete = 0;  // attached in part, attach retries spent
+  bool library_watcher = false;  // event-driven discovery is on
+  uint64_t workloads_retired = 0;
+  size_t workloads_known = 0;  // cgroup keys the directory names: live, or gone for less than --retire-after
+  probes::PinReport pins;  // the data plane's pins in bpffs (enabled false: none)
+};
+
+struct AttributionSnapshot {
+  std::vector<WorkloadView> workloads;  // sorted by workload id
+  SelfView self;
+};
+
+}  // namespace gpuledger::attribution

@@ -1,0 +1,65 @@
+#include <chrono>
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "cli/shared_options.h"
+#include "common/duration_text.h"
+#include "common/log.h"
+#include "device/doctor.h"
+#include "fleet/fleet_doctor.h"
+#include "node/node_agent.h"
+#include "probes/pin_store.h"
+
+namespace gpuledger::cli {
+
+int run_doctor(const DoctorCommand& cmd) {
+  device::DoctorOptions options;
+  options.nvml_library = cmd.nvml_lib;
+  options.dcgm_exporter_url = cmd.dcgm_exporter;
+  options.pod_resources_socket = cmd.pod_resources_socket;
+  options.nvidia_proc_root = cmd.nvidia_proc_root;
+  options.btf_path = cmd.btf;
+  options.bpf_pin_dir = cmd.bpf_pin_dir.empty() ? probes::default_pin_dir(false) : cmd.bpf_pin_dir;
+  options.orphaned_pins_after =
+      std::chrono::duration_cast<std::chrono::seconds>(parse_duration(cmd.orphaned_pins_after));
+  auto reports = device::run_doctor(options);
+  if (const std::string fleet_db = cmd.fleet_db.resolve(); !fleet_db.empty()) {
+    const auto check = fleet::check_fleet_db(fleet_db, cmd.fleet_db.password_file, cmd.store);
+    reports.push_back({"fleet-db", check.ok ? device::PlaneStatus::kOk : device::PlaneStatus::kUnavailable, check.reason});
+  }
+  std::fputs(device::format_doctor_table(reports).c_str(), stdout);
+  return device::doctor_exit_code(reports);
+}
+
+Subcommand add_doctor_command(CLI::App& app) {
+  auto o = std::make_shared<DoctorCommand>();
+  CLI::App* cmd = app.add_subcommand("doctor", "Check which planes work on this node, and why not");
+  cmd->footer(
+      "Checks eBPF attribution, NVML, dcgm-exporter, Kubernetes, the pinned data plane and the fleet database; "
+      "exits 0 when the attribution plane works.");
+  cmd->add_option("--nvml-lib", o->nvml_lib, "NVML library to try")->capture_default_str();
+  cmd->add_option("--dcgm-exporter", o->dcgm_exporter, "dcgm-exporter metrics URL to try");
+  cmd->add_option("--pod-resources-socket", o->pod_resources_socket, "kubelet pod-resources socket")
+      ->capture_default_str();
+  cmd->add_option("--nvidia-proc-root", o->nvidia_proc_root, "The NVIDIA driver's procfs directory")
+      ->capture_default_str();
+  cmd->add_option("--btf", o->btf, "Kernel BTF file")->capture_default_str();
+  cmd->add_option("--bpf-pin-dir", o->bpf_pin_dir,
+                         "The agent's --bpf-pin-dir, checked for pins no agent holds (default: <bpffs>/gpuledger)");
+  add_fleet_db_options(cmd, o->fleet_db,
+                       "Check that this node can ship to the fleet database (default: $GPULEDGER_FLEET_DB)");
+  cmd->add_option("--store", o->store, "The agent's ledger store, for the fleet backlog it holds");
+  cmd->add_option("--orphaned-pins-after", o->orphaned_pins_after,
+                         "Pins whose last agent heartbeat is older than this are called orphaned")
+      ->check(duration_validator())
+      ->capture_default_str();
+
+  return {cmd, [o] {
+            log::set_level("error");  // the table carries each failure's reason; no verifier dumps
+            return run_doctor(*o);
+          }};
+}
+
+}  // namespace gpuledger::cli

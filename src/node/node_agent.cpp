@@ -1,0 +1,379 @@
+#include "node/node_agent.h"
+
+#include <malloc.h>
+
+#include <cstdlib>
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "attribution/attribution_plane.h"
+#include "common/duration_text.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/stop_signals.h"
+#include "config/agent_config.h"
+#include "device/device_plane.h"
+#include "device/ioctl_plane.h"
+#include "device/xid_monitor.h"
+#include "export/health.h"
+#include "export/http_server.h"
+#include "export/web_config.h"
+#include "fleet/fleet_shipper.h"
+#include "kubernetes/cluster_config.h"
+#include "kubernetes/kubernetes_metadata.h"
+#include "kubernetes/kubernetes_metrics.h"
+#include "kubernetes/pod_resources_client.h"
+#include "kubernetes/team_namer.h"
+#include "ledger/ledger_plane.h"
+#include "ledger/prices.h"
+#include "node/allocation_unknown.h"
+#include "node/observation_inputs.h"
+#include "node/pins_on_exit.h"
+#include "node/served_content.h"
+#include "node/workload_efficiency.h"
+#include "probes/pin_heartbeat.h"
+#include "probes/pin_store.h"
+
+namespace gpuledger::node {
+namespace {
+
+// --cluster-name (or $GPULEDGER_CLUSTER_NAME, through the option), then the
+// $CLUSTER_NAME many clusters already set; empty: not named.
+std::string resolve_cluster_name(const std::string& given) {
+  if (!given.empty()) return given;
+  const char* env = std::getenv("CLUSTER_NAME");
+  return env ? env : "";
+}
+
+device::DevicePlaneOptions device_options(const NodeOptions& cmd) {
+  device::DevicePlaneOptions o;
+  o.nvml = !cmd.no_nvml;
+  o.nvml_library = cmd.nvml_lib;
+  o.nvml_interval = std::chrono::milliseconds(cmd.nvml_interval_ms);
+  o.dcgm_exporter_url = cmd.dcgm_exporter;
+  o.dcgm_interval = std::chrono::milliseconds(cmd.dcgm_interval_ms);
+  o.scrape.timeout = std::chrono::milliseconds(cmd.dcgm_timeout_ms);
+  o.dcgm_stale_after = std::max(std::chrono::milliseconds(60000), 3 * o.dcgm_interval);
+  o.nvidia_proc_root = cmd.nvidia_proc_root;
+  o.hostname = kubernetes::resolve_node_name(cmd.node_name);  // the `Hostname` label: the node, not the pod
+  return o;
+}
+
+std::optional<kubernetes::ClusterConfig> cluster_config(const NodeOptions& cmd) {
+  try {
+    return kubernetes::discover_cluster_config(cmd.kubeconfig);
+  } catch (const Error& e) {
+    if (!cmd.kubeconfig.empty()) throw;  // an explicit --kubeconfig that cannot be used is an operator error
+    spdlog::error("kubernetes: {}; going on without pod names", e.what());
+    return std::nullopt;
+  }
+}
+
+ledger::PriceBook price_book(const NodeOptions& cmd) {
+  if (!cmd.prices.empty()) return ledger::load_prices(cmd.prices);
+  if (!cmd.config.empty())
+    if (auto section = ledger::load_cost_section(cmd.config)) return *section;
+  spdlog::warn(
+      "ledger: no GPU prices are configured, so every GPU-hour is billed at 0. Give the agent a price list "
+      "with --prices FILE or a `cost:` section in --config (docs/ledger.md)");
+  return {};
+}
+
+// The fleet shipper of --fleet-db (src/fleet), which needs the store: its outbox.
+std::unique_ptr<fleet::FleetShipper> fleet_shipper(const NodeOptions& cmd) {
+  const std::string conninfo = cmd.fleet_db.resolve();
+  if (conninfo.empty()) return nullptr;
+  if (cmd.store.empty()) throw Error("--fleet-db ships the ledger's windows: it needs a --store");
+  fleet::FleetShipperOptions o;
+  o.conninfo = conninfo;
+  o.password_file = cmd.fleet_db.password_file;
+  o.store_path = cmd.store;
+  const std::string cluster = resolve_cluster_name(cmd.cluster_name);
+  o.origin = {cluster.empty() ? "default" : cluster, kubernetes::resolve_node_name(cmd.node_name)};
+  o.interval = std::chrono::milliseconds(cmd.fleet_db_interval_ms);
+  o.batch_windows = cmd.fleet_db_batch;
+  return std::make_unique<fleet::FleetShipper>(std::move(o));
+}
+
+}  // namespace
+
+struct NodeAgent::Parts {
+  // First in, last out: its store lock is held until everything else stopped.
+  std::unique_ptr<ledger::LedgerPlane> ledger;  // null with --store ""
+  std::unique_ptr<fleet::FleetShipper> shipper;  // null without --fleet-db; stops before the ledger closes
+  std::unique_ptr<exporter::HttpListener> listener;  // bound early; the server takes it
+  exporter::Heartbeat main_loop;
+  config::AgentConfig config;
+  std::shared_ptr<kubernetes::PodDirectory> pods;
+  std::optional<kubernetes::ClusterConfig> cluster;
+  std::unique_ptr<kubernetes::KubernetesMetadata> k8s;
+  std::unique_ptr<kubernetes::PodResourcesMonitor> pod_resources;
+  std::unique_ptr<kubernetes::KubernetesMetrics> k8s_metrics;
+  std::unique_ptr<device::DevicePlane> devices;
+  std::unique_ptr<device::IoctlPlane> ioctls;  // null with --no-nvidia-ioctl
+  std::unique_ptr<device::XidMonitor> xids;    // null with --no-xid
+  std::unique_ptr<attribution::AttributionPlane> agent;
+  ledger::PriceBook prices;
+  std::unique_ptr<WorkloadEfficiencyMetrics> efficiency;  // outlives the server that reads it
+  std::unique_ptr<exporter::HttpServer> server;
+  int port = 0;
+  std::string bpf_pin_dir;
+};
+
+NodeAgent::NodeAgent(const NodeOptions& cmd) : parts_(std::make_unique<Parts>()) {
+  Parts& p = *parts_;
+  auto [host, port] = exporter::parse_listen_address(cmd.listen);
+  // A second agent for this node is refused before it loads a probe: two on
+  // one store would double-charge, two on one port would split the scrapes.
+  // A store that cannot be used degrades the ledger only (ledger_plane.h).
+  if (!cmd.store.empty()) {
+    p.prices = price_book(cmd);
+    ledger::LedgerPlaneOptions ledger_options{cmd.store, p.prices};
+    ledger_options.node = kubernetes::resolve_node_name(cmd.node_name);
+    ledger_options.cluster = resolve_cluster_name(cmd.cluster_name);
+    // Ledger series of gone accounts leave /metrics like the workloads do
+    // (at least two ledger observations, as for the workloads below).
+    ledger_options.retire_series_after =
+        std::max(parse_duration(cmd.retire_after), 2 * std::chrono::milliseconds(cmd.ledger_interval_ms));
+    p.ledger = std::make_unique<ledger::LedgerPlane>(std::move(ledger_options));
+  }
+  p.shipper = fleet_shipper(cmd);
+  exporter::HttpServerOptions http;
+  if (!cmd.web_config_file.empty()) http.web = exporter::load_web_config(cmd.web_config_file);
+  p.listener = exporter::make_listener(http);
+  p.port = p.listener->bind(host, port);
+  p.config = cmd.config.empty() ? config::AgentConfig{} : config::load_agent_config(cmd.config);
+
+  p.devices = std::make_unique<device::DevicePlane>(device_options(cmd));
+  p.devices->start();
+
+  // Names and teams: the Kubernetes API (retried in the background; the
+  // UID-based identity meanwhile) and the configuration's rules.
+  p.pods = std::make_shared<kubernetes::PodDirectory>(p.config.pod_grace_period);
+  p.cluster = cluster_config(cmd);
+  if (p.cluster) {
+    kubernetes::KubernetesOptions k8s_options;
+    k8s_options.cluster = *p.cluster;
+    k8s_options.node_name = kubernetes::resolve_node_name(cmd.node_name);
+    k8s_options.watch_namespaces = !p.config.team_rule.namespace_label_key.empty();
+    p.k8s = std::make_unique<kubernetes::KubernetesMetadata>(k8s_options, p.pods);
+  } else {
+    spdlog::info("kubernetes: no --kubeconfig and not in a cluster: workloads keep their cgroup identity");
+  }
+  if (!cmd.pod_resources_socket.empty())
+    p.pod_resources = std::make_unique<kubernetes::PodResourcesMonitor>(
+        cmd.pod_resources_socket, kubernetes::AllocationOptions{p.config.extra_gpu_resources, p.config.dra_drivers},
+        p.config.pod_resources_interval);
+  if (p.pod_resources) {
+    p.pod_resources->set_keep_last_answer(p.config.allocation_keep);
+    // Shares of shared GPUs: the API's scheduler records and node labels,
+    // and each GPU's memory (used + free) for memory fractions.
+    const kubernetes::KubernetesMetadata* k8s = p.k8s.get();
+    device::DevicePlane* device_plane = p.devices.get();
+    kubernetes::RecordTrust trust;
+    if (p.config.hami_scheduler_managers) trust.hami_managers = *p.config.hami_scheduler_managers;
+    if (p.config.kai_scheduler_managers) trust.kai_managers = *p.config.kai_scheduler_managers;
+    p.pod_resources->set_sharing_facts([k8s, device_plane, reservation = p.config.kai_reservation_namespace, trust] {
+      auto facts = k8s ? k8s->sharing_facts() : kubernetes::SharingFacts{};
+      facts.kai_reservation_namespace = reservation;
+      facts.trust = trust;
+      for (const auto& r : device_plane->snapshot().readings) {
+        auto used = r[device::DeviceField::kMemoryUsedBytes], free = r[device::DeviceField::kMemoryFreeBytes];
+        if (r.gpu_instance_id.empty() && used && free)
+          facts.device_memory_mib.try_emplace(r.uuid, static_cast<uint64_t>((*used + *free) / (1024.0 * 1024.0)));
+      }
+      return facts;
+    });
+  }
+  p.k8s_metrics = std::make_unique<kubernetes::KubernetesMetrics>(p.pods, p.config.team_rule, p.k8s.get(),
+                                                                  p.pod_resources.get());
+
+  attribution::AttributionOptions options;
+  options.cuda_libs = cmd.cuda_libs;
+  options.discover = !cmd.no_discovery;
+  options.hold_new_drivers = !cmd.no_hold_new_drivers;
+  options.launch_returns = cmd.launch_returns;
+  options.runtime_probes = probes::parse_runtime_probes(cmd.runtime_probes).value_or(probes::RuntimeProbes::kAuto);
+  options.runtime_libs = cmd.cuda_runtime_libs;
+  options.per_probe_links = cmd.per_probe_links;
+  options.max_workloads = cmd.max_workloads;
+  options.max_libraries = cmd.max_libraries;
+  options.scan_interval = std::chrono::milliseconds(cmd.scan_interval_ms);
+  options.retire_after = parse_duration(cmd.retire_after);
+  if (p.ledger && options.retire_after < 2 * std::chrono::milliseconds(cmd.ledger_interval_ms)) {
+    // The ledger must read a workload's last totals before it leaves.
+    options.retire_after = 2 * std::chrono::milliseconds(cmd.ledger_interval_ms);
+    spdlog::warn("--retire-after {} is shorter than two ledger observations: {} ms", cmd.retire_after,
+                 options.retire_after.count());
+  }
+  // Gone workloads are looked for every 10 s, more often for a short --retire-after.
+  options.gc_interval = std::min(options.gc_interval,
+                                 std::max(std::chrono::milliseconds(1000), options.retire_after / 2));
+  if (!cmd.no_bpf_pins) {
+    try {
+      const std::string fallback = probes::default_pin_dir(true);  // mounts a bpffs when none is
+      options.bpf_pin_dir = cmd.bpf_pin_dir.empty() ? fallback : cmd.bpf_pin_dir;
+    } catch (const Error& e) {  // attribution works without pins; a restart then loses its state
+      spdlog::error("{}: the data plane is not pinned, a restart starts it from zero", e.what());
+    }
+  }
+  // Read before anything here touches the pins: how long they went without an agent.
+  options.pins_heartbeat_age = probes::pins_heartbeat_age(options.bpf_pin_dir);
+  options.orphaned_pins_after = std::chrono::duration_cast<std::chrono::seconds>(parse_duration(cmd.orphaned_pins_after));
+  p.bpf_pin_dir = options.bpf_pin_dir;
+  options.classifier.cgroup_roots = cmd.cgroup_roots;
+  identity::InfrastructureOptions infrastructure;
+  if (!cmd.infrastructure_namespaces.empty()) infrastructure.namespaces = cmd.infrastructure_namespaces;
+  options.infrastructure = std::make_shared<identity::InfrastructureJudge>(infrastructure);
+  options.namer = std::make_shared<kubernetes::TeamNamer>(p.cluster ? p.pods : nullptr, p.config.team_rule,
+                                                          p.config.teams);
+  device::DevicePlane* devices = p.devices.get();
+  options.gpu_inventory = [devices] { return device::gpu_identities(devices->snapshot()); };
+  options.gpu_processes = [devices] { return device::gpu_processes(devices->snapshot()); };
+
+  // The NVIDIA driver ioctl plane and Xid errors: each degrades to its
+  // self-metrics when it cannot run (no BPF, no readable kernel log).
+  if (!cmd.no_nvidia_ioctl) {
+    device::IoctlPlaneOptions ioctl_options;
+    ioctl_options.devices = device::resolve_ioctl_devices(cmd.nvidia_ioctl_devices);
+    ioctl_options.max_entries = cmd.nvidia_ioctl_max_entries;
+    ioctl_options.bpf_pin_dir = options.bpf_pin_dir;
+    ioctl_options.namer = options.namer;
+    ioctl_options.classifier = options.classifier;
+    p.ioctls = std::make_unique<device::IoctlPlane>(ioctl_options);
+  }
+  p.agent = std::make_unique<attribution::AttributionPlane>(options);
+  if (p.ledger) p.ledger->set_counter_set(p.agent->counter_set_id());
+  p.agent->start();
+  if (!cmd.no_xid) {
+    device::XidMonitorOptions xid_options;
+    xid_options.kmsg_path = cmd.kmsg;
+    xid_options.gpu_inventory = [devices] { return devices->snapshot().gpus; };
+    // An Xid without a pid: the workloads NVML sees on that GPU, else those
+    // the attribution agent last saw using it with live processes.
+    attribution::AttributionPlane* attribution = p.agent.get();
+    xid_options.workloads_on_gpu = [devices, attribution](const device::GpuInfo& gpu) {
+      auto out = device::workloads_holding_gpu(devices->snapshot(), gpu);
+      if (!out.empty() || gpu.uuid.empty()) return out;
+      for (const auto& w : attribution->snapshot().workloads)
+        if (!w.processes.empty() &&
+            std::any_of(w.by_gpu.begin(), w.by_gpu.end(), [&](const auto& g) { return g.uuid == gpu.uuid; }))
+          out.push_back(w.workload);
+      return out;
+    };
+    xid_options.namer = options.namer;
+    p.xids = std::make_unique<device::XidMonitor>(xid_options);
+    p.xids->start();
+  }
+  if (p.k8s) p.k8s->start();
+  if (p.pod_resources) p.pod_resources->start();
+
+  p.server = std::make_unique<exporter::HttpServer>(served_content(*p.agent), http.web, std::move(p.listener));
+  // The main loop feeds the ledger every --ledger-interval-ms.
+  const auto allowed = std::max(std::chrono::seconds(60),
+                                std::chrono::seconds(3 * (cmd.ledger_interval_ms / 1000 + 1)));
+  p.server->add_liveness_check([&p, allowed] { return exporter::loop_alive("main", p.main_loop.last(), allowed); });
+  if (p.ledger) {
+    p.server->add_contributor(p.ledger.get());
+    // Liveness stays 200 with a degraded ledger (restarting would not mend the
+    // store); the body says why.
+    ledger::LedgerPlane* ledger = p.ledger.get();
+    const std::string store = cmd.store;
+    p.server->add_liveness_check([ledger, store] {
+      auto s = ledger->status();
+      return exporter::HealthStatus{true, s.up ? "ledger writing to " + store : "ledger degraded: " + s.reason};
+    });
+  }
+  p.server->add_contributor(p.devices.get());
+  p.server->add_contributor(p.k8s_metrics.get());
+  // Device counters per workload: whole on an exclusive GPU, split by
+  // measured activity on a shared one.
+  attribution::AttributionPlane* attribution = p.agent.get();
+  p.efficiency = std::make_unique<WorkloadEfficiencyMetrics>(
+      [attribution] { return attribution->snapshot(); }, [devices] { return devices->snapshot(); });
+  p.server->add_contributor(p.efficiency.get());
+  if (p.ioctls) p.server->add_contributor(p.ioctls.get());
+  if (p.xids) p.server->add_contributor(p.xids.get());
+  if (p.shipper) {
+    p.server->add_contributor(p.shipper.get());
+    // Like the ledger's: restarting would not mend a database; the body says why.
+    fleet::FleetShipper* shipper = p.shipper.get();
+    p.server->add_liveness_check([shipper] {
+      const auto s = shipper->status();
+      return exporter::HealthStatus{true, "fleet db " + std::string(s.up ? "" : "failing: ") + s.reason + "; " +
+                                              std::to_string(s.pending) + " windows pending"};
+    });
+    p.shipper->start();
+  }
+  p.main_loop.beat();  // started; run_agent's loop beats from here on
+  p.server->serve();
+  spdlog::info("gpuledger agent serving {}://{}:{}/metrics", http.web.tls ? "https" : "http", host, p.port);
+}
+
+NodeAgent::~NodeAgent() {
+  Parts& p = *parts_;
+  p.server->stop();
+  if (p.shipper) p.shipper->stop();
+  if (p.k8s) p.k8s->stop();
+  if (p.pod_resources) p.pod_resources->stop();
+  if (p.xids) p.xids->stop();
+  p.agent->stop();
+  p.devices->stop();
+}
+
+int NodeAgent::port() const { return parts_->port; }
+const std::string& NodeAgent::bpf_pin_dir() const { return parts_->bpf_pin_dir; }
+const std::optional<kubernetes::ClusterConfig>& NodeAgent::cluster() const { return parts_->cluster; }
+
+void NodeAgent::observe() {
+  Parts& p = *parts_;
+  p.main_loop.beat();
+  if (!p.ledger) return;
+  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (!p.pod_resources) {
+    p.ledger->observe(make_observation(now, p.agent->snapshot(), p.devices->snapshot(), {}, false, p.prices));
+    return;
+  }
+  // Through a kubelet outage: its last answer, else "allocation unknown" (allocation_outage.h).
+  p.ledger->observe(make_billed_observation(now, p.agent->snapshot(), p.devices->snapshot(),
+                                                    p.pod_resources->billing(), p.prices));
+}
+
+void NodeAgent::store_window_in_progress() {
+  Parts& p = *parts_;
+  if (!p.ledger) return;
+  observe();
+  p.ledger->store_window_in_progress();
+}
+
+
+int run_node_agent(const NodeOptions& cmd) {
+  // Before the start: a stop asked for while the agent starts is a stop too,
+  // done when the start is (the pins' fate included).
+  install_stop_signals();
+  PinsOnExit pins_on_exit;
+  std::string pin_dir;
+  {
+    NodeAgent node(cmd);
+    auto next_observation = std::chrono::steady_clock::now();
+    while (!stop_requested()) {
+      if (std::chrono::steady_clock::now() >= next_observation) {
+        node.observe();
+        next_observation += std::chrono::milliseconds(cmd.ledger_interval_ms);
+        // Scrape pages for thousands of workloads are tens of MiB, built whole:
+        // hand the heap they used back instead of keeping it resident.
+        ::malloc_trim(0);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    spdlog::info("stopping");
+    node.store_window_in_progress();
+    pin_dir = node.bpf_pin_dir();
+    if (!pin_dir.empty()) pins_on_exit = decide_pins_on_exit(cmd, node.cluster());
+  }  // every probe's descriptor closed, every plane's lock released
+  apply_pins_on_exit(pins_on_exit, pin_dir);
+  return 0;
+}
+
+}  // namespace gpuledger::node

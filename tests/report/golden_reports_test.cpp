@@ -1,0 +1,141 @@
+// Every report the CLI writes, byte for byte, against files kept in
+// tests/report/golden/: a refactoring that changes one byte of a bill, a
+// rightsizing table or the store's rows fails here. A change meant to alter
+// them rewrites the files with GPULEDGER_UPDATE_GOLDEN=1 and shows the diff in
+// its commit.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../ledger/ledger_fixture.h"
+#include "cli_process.h"
+#include "ledger/accountant.h"
+#include "ledger/store.h"
+
+namespace gpuledger::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kGoldenDir = GPULEDGER_GOLDEN_DIR;
+
+// Observations of the fixture node (ledger_fixture.h) with energy, every 10 s
+// over [0, 300] and, after a stall, [540, 900]: whole windows, gap windows, a
+// partial last one.
+void write_scenario(const std::string& path) {
+  ledger::Store store(path);
+  ledger::Accountant acc(store, ledger::parse_prices(kFixturePrices));
+  for (int t = 0; t <= 300; t += 10) acc.observe(fixture_observation_with_energy(t));
+  for (int t = 540; t <= 900; t += 10) acc.observe(fixture_observation_with_energy(t));
+  acc.store_window_in_progress();
+}
+
+// Every row of every table, in rowid order, as text: what the store holds.
+std::string dump_store(const std::string& path) {
+  sqlite3* db = nullptr;
+  std::ostringstream out;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) return "cannot open";
+  std::vector<std::string> tables;
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name", -1, &st, nullptr);
+  while (sqlite3_step(st) == SQLITE_ROW) tables.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+  sqlite3_finalize(st);
+  for (const auto& t : tables) {
+    out << "== " << t << "\n";
+    sqlite3_prepare_v2(db, ("SELECT * FROM \"" + t + "\"").c_str(), -1, &st, nullptr);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      for (int c = 0; c < sqlite3_column_count(st); ++c) {
+        if (c) out << " | ";
+        const unsigned char* v = sqlite3_column_text(st, c);
+        out << sqlite3_column_name(st, c) << "=" << (v ? reinterpret_cast<const char*>(v) : "NULL");
+      }
+      out << "\n";
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return out.str();
+}
+
+class GoldenReports : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("gl_golden_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    write_scenario(store());
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static std::string store() { return (dir_ / "ledger.db").string(); }
+
+  // Compares `got` with golden/<name>, or writes it there when asked to.
+  static void expect_golden(const std::string& name, const std::string& got) {
+    const fs::path file = kGoldenDir / name;
+    if (std::getenv("GPULEDGER_UPDATE_GOLDEN")) {
+      std::ofstream(file, std::ios::binary) << got;
+      return;
+    }
+    ASSERT_TRUE(fs::exists(file)) << file << " is missing: run with GPULEDGER_UPDATE_GOLDEN=1";
+    EXPECT_EQ(got, slurp(file)) << "differs from " << file;
+  }
+
+  static std::string cli(const std::string& args) {
+    const std::string epoch = std::to_string(kT0 + 7200);  // a reproducible generation time
+    Proc p = run("SOURCE_DATE_EPOCH=" + epoch + " " + gpuledger() + " " + args, " 2>&1");
+    return "exit " + std::to_string(p.status) + "\n" + p.out;
+  }
+
+  static inline fs::path dir_;
+};
+
+const std::string kWhole = " --from 2027-01-15T08:00:00Z --to 2027-01-15T08:16:00Z";
+
+TEST_F(GoldenReports, TheStoreHoldsTheSameRows) { expect_golden("store.txt", dump_store(store())); }
+
+TEST_F(GoldenReports, EveryFormatAndGroupingOfTheBill) {
+  for (const char* by : {"team", "namespace", "pod", "workload", "gpu"})
+    for (const char* fmt : {"table", "csv", "json", "html"})
+      expect_golden(std::string("report-") + by + "." + fmt,
+                    cli("report --store " + store() + kWhole + " --by " + by + " --format " + fmt));
+}
+
+TEST_F(GoldenReports, TheBillsVariants) {
+  expect_golden("report-wide.table", cli("report --store " + store() + kWhole + " --wide"));
+  expect_golden("report-pod-wide.table", cli("report --store " + store() + kWhole + " --by pod --wide"));
+  expect_golden("report-totals.csv", cli("report --store " + store() + kWhole + " --format csv --csv-totals"));
+  expect_golden("report-hour.csv", cli("report --store " + store() + kWhole + " --format csv --granularity hour"));
+  expect_golden("report-month.table", cli("report --store " + store() + " --month 2027-01"));
+  expect_golden("report-ragged.json",
+                cli("report --store " + store() + " --from 2027-01-15T08:01:30Z --to 2027-01-15T08:07:10Z --format json"));
+  expect_golden("report-empty.json",
+                cli("report --store " + store() + " --from 2027-02-01T00:00:00Z --to 2027-02-02T00:00:00Z --format json"));
+}
+
+TEST_F(GoldenReports, FocusAtEveryGranularity) {
+  for (const char* g : {"hour", "day", "month"})
+    expect_golden(std::string("focus-") + g + ".csv",
+                  cli("report --store " + store() + kWhole + " --format focus --granularity " + g));
+}
+
+TEST_F(GoldenReports, Rightsizing) {
+  for (const char* by : {"pod", "workload", "namespace", "team"})
+    for (const char* fmt : {"table", "json", "csv"})
+      expect_golden(std::string("rightsize-") + by + "." + fmt,
+                    cli("rightsize --store " + store() + kWhole + " --by " + by + " --format " + fmt));
+  expect_golden("rightsize-idle.table", cli("rightsize --store " + store() + kWhole + " --idle-after 2m"));
+}
+
+TEST_F(GoldenReports, ErrorsAreTheSameSentences) {
+  expect_golden("error-format.txt", cli("report --store " + store() + kWhole + " --format pdf"));
+  expect_golden("error-range.txt", cli("report --store " + store() + " --from 2027-01-15T09:00:00Z --to 2027-01-15T08:00:00Z"));
+  expect_golden("error-store.txt", cli("report --store /nonexistent/ledger.db" + kWhole));
+}
+
+}  // namespace
+}  // namespace gpuledger::testing
