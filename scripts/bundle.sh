@@ -15,14 +15,15 @@
 #                     the bundle needs (gpuledger-run decides; see MANIFEST)
 #   gpuledger-run     runs a bundled program with the right C library
 #   MANIFEST          version, commit, glibc needed, files and sizes
-# Everything is stripped; the size is printed and must stay under --max-mib (48).
+# Everything is stripped; the size is printed and must stay under --max-mib (56): with the
+# working tree (about 5 MiB) it fits the GPU machine's 64 MiB carry.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="$ROOT/build"
 OUT_DIR="$ROOT/dist"
 BUILD=1
-MAX_MIB=48
+MAX_MIB=56
 TARGETS=(gpuledger gpuledger-cudasim cudasim nvmlsim gpuledger-cuda-address-check)
 # glibc's own libraries: the host provides them (or glibc/ does, below).
 GLIBC_SONAMES=(ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libmvec.so.1 libpthread.so.0 libdl.so.2 librt.so.1
