@@ -162,6 +162,16 @@ def functions(path):
     return found
 
 
+def architecture_paths_missing():
+    """The files docs/architecture.md names (`bpf/...`, `src/...`, `scripts/...`) that are not in the tree:
+    the map must name only stages that exist."""
+    doc = os.path.join(ROOT, "docs", "architecture.md")
+    if not os.path.exists(doc):
+        return ["docs/architecture.md"]
+    named = set(re.findall(r"`((?:src|bpf|scripts|docs|tests|deploy)/[\w./-]+)`", open(doc).read()))
+    return sorted(p for p in named if not os.path.exists(os.path.join(ROOT, p)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--field", action="append", default=[], help="count the files of src/ that name this word")
@@ -189,6 +199,8 @@ def main():
     print(f"longest functions (lines):")
     for n, path, line, name in longest[: args.longest]:
         print(f"  {n:4d} {path}:{line} {name}")
+    missing_docs = architecture_paths_missing()
+    print("paths docs/architecture.md names that do not exist: " + ("none" if not missing_docs else ", ".join(missing_docs)))
     for field in args.field:
         word = re.compile(r"\b" + re.escape(field) + r"\b")
         files = sorted(os.path.relpath(p, ROOT) for _, p in sources() if word.search(open(p, errors="replace").read()))
@@ -203,7 +215,9 @@ def main():
         for a, b in upward:
             print(f"structure-check: src/{a} includes src/{b}, which is not below it ({', '.join(edges[(a, b)][:3])})",
                   file=sys.stderr)
-        if found_cycles or upward or too_long:
+        for path in missing_docs:
+            print(f"structure-check: docs/architecture.md names {path}, which does not exist", file=sys.stderr)
+        if found_cycles or upward or too_long or missing_docs:
             return 1
     return 0
 
