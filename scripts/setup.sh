@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
-# Installs what gpuledger needs from Debian 12's packages (scripts/packages.txt)
-# and builds it into build/. Idempotent: a second run only rebuilds.
+# Installs what gpuledger needs from Debian 12's packages and builds it into
+# build/. Idempotent: a second run only rebuilds.
+#   scripts/setup.sh          everything (scripts/test.sh, CI): the runtime and
+#                             test package lists, the npm test tools, NVIDIA's
+#                             real libraries, every target and test
+#   scripts/setup.sh --demo   only what `gpuledger demo` runs (scripts/demo.sh):
+#                             the runtime list, the binary and the simulators
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+mode=full
+case "${1-}" in
+  "") ;;
+  --demo) mode=demo ;;
+  *) echo "setup: unknown argument '$1' (usage: scripts/setup.sh [--demo])" >&2; exit 2 ;;
+esac
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "setup: run as root (it installs Debian packages; the agent loads eBPF programs)" >&2
   exit 1
 fi
 
-mapfile -t packages < <(grep -v '^\s*#' scripts/packages.txt | awk 'NF')
+lists=(scripts/packages-runtime.txt)
+[[ $mode == full ]] && lists+=(scripts/packages-test.txt)
+mapfile -t packages < <(cat "${lists[@]}" | grep -v '^\s*#' | awk 'NF')
 missing=()
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for line in "${packages[@]}"; do
@@ -31,10 +45,20 @@ if [[ ! -r /sys/kernel/btf/vmlinux ]]; then
   exit 1
 fi
 
-scripts/install-test-tools.sh
-# NVIDIA's real driver library, runtime and NVML (non-free, unpacked privately
-# under build/nvidia; nothing on the host changes): the tests run against them.
-scripts/fetch-nvidia-libs.sh build/nvidia
+if [[ $mode == demo ]]; then
+  # The demo runs on the simulators: no NVIDIA libraries, no test tools. A build
+  # already configured with its tests keeps them (the demo's targets are in it).
+  options=()
+  [[ -f build/CMakeCache.txt ]] || options=(-DGPULEDGER_TESTS=OFF -DGPULEDGER_BENCH=OFF)
+  targets=(--target gpuledger gpuledger-cudasim cudasim nvmlsim)
+else
+  scripts/install-test-tools.sh
+  # NVIDIA's real driver library, runtime and NVML (non-free, unpacked privately
+  # under build/nvidia; nothing on the host changes): the tests run against them.
+  scripts/fetch-nvidia-libs.sh build/nvidia
+  options=(-DGPULEDGER_TESTS=ON -DGPULEDGER_BENCH=ON)
+  targets=()
+fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}"
-cmake --build build -j"$(nproc)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "${options[@]}"
+cmake --build build -j"$(nproc)" "${targets[@]}"

@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/demo_hint.h"
 #include "cli/demo_shared_bill.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -330,10 +331,7 @@ int run_demo(const DemoCommand& cmd) {
   std::fputs(shared_gpu_bill(prices.default_micros_per_hour, prices.currency, static_cast<int64_t>(ended_at) / 60 * 60 - 60)
                  .c_str(),
              stdout);
-  std::printf("\nThe ledger is in %s: try\n  %s report --store %s --from %ld --to %ld --by pod --format html -o "
-              "report.html\n",
-              (workdir / "ledger.db").c_str(), beside_self("gpuledger").c_str(), (workdir / "ledger.db").c_str(),
-              static_cast<long>(from), static_cast<long>(to));
+  std::fputs(demo_report_hint(beside_self("gpuledger"), (workdir / "ledger.db").string(), from, to).c_str(), stdout);
   server.stop();
   agent.stop();
   devices.stop();
