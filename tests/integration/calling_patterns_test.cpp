@@ -11,11 +11,13 @@
 
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "attribution/attribution_plane.h"
@@ -33,8 +35,17 @@ using namespace std::chrono_literals;
 constexpr uint64_t kWorkNs = 200'000'000;  // 10 launches x 20 ms
 const std::vector<std::string> kKernel20ms = {"--kernel-us", "20000", "--quiet"};
 
+// The pids the test has NVML list: a GPU user the probes never see (Vulkan,
+// OpenCL). None unless a test adds one.
+std::mutex nvml_listed_mu;
+std::map<uint32_t, std::set<std::string>> nvml_listed;
+
 attribution::AttributionOptions options() {
   attribution::AttributionOptions o;
+  o.gpu_processes = [] {
+    std::lock_guard lock(nvml_listed_mu);
+    return nvml_listed;
+  };
   o.gpu_inventory = [] { return std::vector<identity::GpuIdentity>{{0, "GPU-calling-patterns", 0}}; };
   o.cuda_libs = {kSimLib};
   o.discover = false;
@@ -140,6 +151,42 @@ TEST_F(CallingPatterns, StreamsBeyondTheSlotsShareTheOverflowSlotWhichOnlyAConte
   EXPECT_GE(agent_->snapshot().self.kernel_stats[GL_STAT_SPAN_STREAMS_FULL], full_before + 3);  // streams 8..10
 }
 
+// Issue 29: a process NVML lists that never called CUDA is named from its
+// /proc/PID/cgroup, so its NVML time goes to its workload.
+TEST_F(CallingPatterns, AGpuUserTheProbesNeverSawIsNamedFromProc) {
+  ScopedCgroup cgroup(mounts().v2, test_cgroup("/system.slice/vulkan.service"));
+  auto child = start_interactive_tenant({cgroup.dir()}, "print-ready; wait-stdin; exit 0");
+  await_ready(*child);
+  const auto pid = static_cast<uint32_t>(child->pid());
+  {
+    std::lock_guard lock(nvml_listed_mu);
+    nvml_listed[pid] = {"GPU-calling-patterns"};
+  }
+  const auto snap = agent_->snapshot();
+  {
+    std::lock_guard lock(nvml_listed_mu);
+    nvml_listed.clear();
+  }
+  finish_interactive_tenant(*child);
+  EXPECT_FALSE(find_workload(snap, "systemd/vulkan.service"));  // the probes never saw it
+  auto it = std::find_if(snap.other_processes.begin(), snap.other_processes.end(),
+                         [&](const auto& o) { return o.pid == pid; });
+  ASSERT_NE(it, snap.other_processes.end());
+  EXPECT_EQ(it->account, "systemd/vulkan.service");
+  EXPECT_EQ(it->until_us, 0u);  // alive
+  EXPECT_GT(it->from_us, 0u);
+  // Its NVML samples (stamped now) go to that workload, not to nobody.
+  device::DeviceSnapshot dev;
+  dev.gpus = {{.index = 0, .uuid = "GPU-calling-patterns"}};
+  const auto now_us = static_cast<unsigned long long>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  dev.process_sm = {{"GPU-calling-patterns", pid, 3.0, now_us}};
+  const auto uses = node::process_sm_uses(snap, dev);
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_EQ(uses[0].account, "systemd/vulkan.service");
+  EXPECT_EQ(uses[0].gpu, "0");
+}
+
 // Known truth end to end: tenants on one GPU, each running a known amount of
 // work with its own calling pattern, at the same time; NVML's per-process
 // samples come from the NVML simulator, which derives them from the work the
@@ -174,28 +221,12 @@ class SharedGpuTruth : public CallingPatterns {
     ledger::Store store((dir / "ledger.db").string());
     ledger::PriceBook prices = ledger::parse_prices("currency: USD\ndefault_per_hour: 3.60\nwindow_seconds: 60\n");
     ledger::Accountant acc(store, prices);
-    // NVML is polled on a steady cadence, as the device plane does (the
-    // client's SM-seconds take the sampling period from the gaps:
-    // process_sm_time.h); an observation reads the latest poll.
-    std::mutex poll_mu;
-    device::NvmlPoll latest = nvml->poll("node");
-    std::atomic<bool> polling{true};
-    std::thread poller([&] {
-      for (auto next = std::chrono::steady_clock::now(); polling;) {
-        std::this_thread::sleep_until(next += 500ms);
-        device::NvmlPoll poll = nvml->poll("node");
-        std::lock_guard lock(poll_mu);
-        latest = std::move(poll);
-      }
-    });
     auto observe = [&](double t) {
+      device::NvmlPoll poll = nvml->poll("node");
       device::DeviceSnapshot dev;
-      {
-        std::lock_guard lock(poll_mu);
-        dev.gpus = latest.gpus;
-        dev.readings = latest.readings;
-        if (nvml_per_process) dev.process_sm = latest.process_sm;
-      }
+      dev.gpus = poll.gpus;
+      dev.readings = poll.readings;
+      if (nvml_per_process) dev.process_sm = poll.process_sm;
       acc.observe(node::make_observation(t, agent_->snapshot(), dev, {}, false, prices));
     };
     observe(kT0 + 1);  // the baseline
@@ -211,20 +242,25 @@ class SharedGpuTruth : public CallingPatterns {
           env));
     }
     for (auto& c : children) await_ready(*c);
-    double t = kT0 + 2;
+    // The short-lived processes one after the other, none alive at the next
+    // observation (one NVML read covers them all: the client's period is the
+    // first gap between reads, process_sm_time.h).
     for (size_t i = 0; i < tenants.size(); ++i)
       for (int k = 0; tenants[i].processes > 1 && k < tenants[i].processes; ++k) {
         const std::string launches = std::to_string(tenants[i].launches / tenants[i].processes);
         EXPECT_EQ(run_tenant({cgroups[i]->dir()}, "init; launch 1 1 1 1 1 1 x" + launches + "; " + tenants[i].wait + "; exit 0",
                              env).exit_code, 0);
-        observe(t++);  // the process is gone: its pid is in no workload's view
+        // Its exit event read (the ring buffer is polled every 100 ms).
+        const std::string id = "systemd/" + tenants[i].name + ".service";
+        EXPECT_TRUE(eventually([&] {
+          const auto snap = agent_->snapshot();
+          return std::count_if(snap.other_processes.begin(), snap.other_processes.end(),
+                               [&](const auto& o) { return o.account == id; }) > k;
+        }));
       }
     observe(kT0 + 30);  // every long-lived tenant alive: its pids are named
     for (auto& c : children) finish_interactive_tenant(*c);
-    std::this_thread::sleep_for(1200ms);  // two polls: every sample of the work is read
     observe(kT0 + 61);  // closes the window [kT0, kT0 + 60)
-    polling = false;
-    poller.join();
     auto windows = store.windows(kT0, kT0 + 60);
     std::filesystem::remove_all(dir);
     std::map<std::string, double> shares;
