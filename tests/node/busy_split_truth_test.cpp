@@ -54,6 +54,16 @@ TEST(ProcessSmTime, EachSampleCountsOnceAtTheDevicePeriod) {
   EXPECT_DOUBLE_EQ(totals.at(2), 0.25 + 0.25);
 }
 
+TEST(ProcessSmTime, TheNewestSampleOfEachPidIsKeptForItsOwner) {
+  device::ProcessSmTime t;
+  t.add("G", 0, {{1, 1'000'000, 50}, {2, 1'000'000, 25}, {1, 2'000'000, 50}});
+  t.add("G", 2'000'000, {{2, 3'000'000, 10}});
+  EXPECT_EQ(t.last_sample_us("G", 1), 2'000'000u);
+  EXPECT_EQ(t.last_sample_us("G", 2), 3'000'000u);
+  EXPECT_EQ(t.last_sample_us("G", 3), 0u);
+  EXPECT_EQ(t.last_sample_us("H", 1), 0u);
+}
+
 TEST(ProcessSmTime, AProcessWithoutSamplesIsKeptAWhileThenDropped) {
   device::ProcessSmTime t;
   t.add("G", 0, {{1, 1'000'000, 50}, {1, 2'000'000, 50}});
