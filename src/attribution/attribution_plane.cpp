@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "identity/gpu_evidence.h"
+#include "identity/process_cgroup.h"
 #include <fmt/format.h>
 #include "probes/map_reader.h"
 #include "probes/pin_heartbeat.h"
@@ -54,6 +55,11 @@ std::string read_comm(const std::string& proc_root, uint32_t pid) {
 }
 
 constexpr uint64_t kHoldLimitNs = 10'000'000'000ull;
+
+uint64_t unix_now_us() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
 
 // Holding a process is safe only where the agent can continue it: a pid the
 // kernel reports is a pid here only in the host's pid namespace.
@@ -250,6 +256,7 @@ void AttributionPlane::handle_event(const void* data, size_t size) {
       break;
     case GL_EV_PROC_EXIT:
       spdlog::debug("process {} ended its CUDA life", h->tgid);
+      if (size >= sizeof(gl_proc_event)) record_exit(*static_cast<const gl_proc_event*>(data));
       break;
     case GL_EV_RUNTIME_BYPASS:
       ++runtime_bypass_processes_;
@@ -475,6 +482,34 @@ bool AttributionPlane::judge_infrastructure(const WorkloadView& view) {
   return verdict;
 }
 
+bool AttributionPlane::infrastructure_verdict(const std::string& workload_id) {
+  std::lock_guard lock(infrastructure_mu_);
+  auto it = infrastructure_.find(workload_id);
+  return it != infrastructure_.end() && it->second;
+}
+
+void AttributionPlane::record_exit(const gl_proc_event& ev) {
+  const uint64_t now_us = unix_now_us();
+  // The start is the kernel's monotonic clock: its age, taken from now.
+  const uint64_t age_us = (probes::monotonic_now_ns() - std::min(ev.start_ns, probes::monotonic_now_ns())) / 1000;
+  const std::string id = directory_.resolve(ev.h.cgroup_key).id;
+  exited_.add({ev.h.tgid, id, infrastructure_verdict(id), ev.start_ns ? now_us - std::min(age_us, now_us) : 0, now_us});
+}
+
+void AttributionPlane::add_unprobed_gpu_processes(const std::map<uint32_t, gl_proc_state>& processes,
+                                                  std::vector<ProcessOwner>& out) {
+  if (!options_.gpu_processes) return;
+  size_t reads = 0;
+  for (const auto& [pid, gpus] : options_.gpu_processes()) {
+    if (processes.contains(pid)) continue;
+    if (++reads > kMaxUnprobedReads) break;  // the rest stay __unattributed__
+    auto cgroup = identity::read_process_cgroup(options_.proc_root, pid, options_.v1_controller);
+    if (!cgroup) continue;
+    const identity::Workload w = identity::classify_cgroup_path(cgroup->cgroup_path, options_.classifier);
+    out.push_back({pid, w.id, infrastructure_verdict(w.id), cgroup->start_unix_us, 0});
+  }
+}
+
 AttributionSnapshot AttributionPlane::snapshot() {
   AttributionSnapshot snap;
   std::map<uint32_t, gl_proc_state> processes;
@@ -516,6 +551,8 @@ AttributionSnapshot AttributionPlane::snapshot() {
     std::lock_guard lock(infrastructure_mu_);
     std::erase_if(infrastructure_, [&](const auto& kv) { return !by_id.count(kv.first); });
   }
+  snap.other_processes = exited_.recent(unix_now_us());
+  add_unprobed_gpu_processes(processes, snap.other_processes);
 
   auto fds = program_->maps();
   SelfView& self = snap.self;
@@ -540,6 +577,7 @@ AttributionSnapshot AttributionPlane::snapshot() {
   self.library_watcher = watcher_ && options_.discover;
   self.library_events_dropped = watcher_ ? watcher_->events_dropped() : 0;
   self.workloads_retired = workloads_retired_;
+  self.exited_process_records_evicted = exited_.evicted();
   self.workloads_known = directory_.size();
   if (pins_) self.pins = pins_->report();
   self.pins.orphaned_seconds = pins_orphaned_seconds_;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "attribution/exited_processes.h"
 #include "attribution/map_full_log.h"
 #include "attribution/runtime_discovery_worker.h"
 #include "attribution/snapshot.h"
@@ -108,6 +109,13 @@ class AttributionPlane : public probes::CallNameLookup {
   void handle_library_map(const struct gl_lib_map_event& ev);
   void release_held(uint32_t pid);  // SIGCONT to a process the watcher stopped
   bool judge_infrastructure(const WorkloadView& view);
+  bool infrastructure_verdict(const std::string& workload_id);  // the last one; false when none
+  // A CUDA process's exit, kept with its owner (exited_processes.h).
+  void record_exit(const gl_proc_event& ev);
+  // The owners of live processes NVML lists that the probes never saw, from
+  // /proc/PID/cgroup (at most kMaxUnprobedReads a snapshot).
+  static constexpr size_t kMaxUnprobedReads = 1024;
+  void add_unprobed_gpu_processes(const std::map<uint32_t, gl_proc_state>& processes, std::vector<ProcessOwner>& out);
   void learn_gpu_view(uint32_t pid, uint64_t cgroup_key);
   struct GpuLabels {
     std::string gpu, uuid, source;  // source: identity::GpuChoice::source
@@ -144,6 +152,7 @@ class AttributionPlane : public probes::CallNameLookup {
   // The last verdict per workload id, kept while it has no live process.
   std::mutex infrastructure_mu_;
   std::map<std::string, bool> infrastructure_;
+  ExitedProcesses exited_;
   probes::RingBufferHandle events_;
   identity::WorkloadDirectory directory_;
   probes::UsageTotals totals_;

@@ -271,6 +271,10 @@ void write_self_metrics(ExpositionWriter& out, const attribution::AttributionSna
              "Workloads whose cgroup was removed: their kernel entries are read a last time and dropped, and they leave "
              "/metrics and /api/v1/workloads after --retire-after (the ledger keeps their totals).");
   out.sample({}, self.workloads_retired);
+  out.family("gpuledger_exited_process_records_evicted_total", MetricType::kCounter,
+             "Records of exited CUDA processes (pid, workload, lifetime) dropped at their bound of 16384 before their "
+             "10 minutes: NVML time of those processes found later is billed to __unattributed__.");
+  out.sample({}, self.exited_process_records_evicted);
   out.family("gpuledger_workload_directory_entries", MetricType::kGauge,
              "Cgroups the agent holds a name for: live workloads and those gone for less than --retire-after. "
              "Follows the live workloads, not history.");

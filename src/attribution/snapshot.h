@@ -73,12 +73,29 @@ struct SelfView {
   size_t libraries_incomplete = 0;  // attached in part, attach retries spent
   bool library_watcher = false;  // event-driven discovery is on
   uint64_t workloads_retired = 0;
+  // Exit records dropped at their bound before their time (exited_processes.h).
+  uint64_t exited_process_records_evicted = 0;
   size_t workloads_known = 0;  // cgroup keys the directory names: live, or gone for less than --retire-after
   probes::PinReport pins;  // the data plane's pins in bpffs (enabled false: none)
 };
 
+// Who a process not in any view's processes belonged to, over the time it
+// ran (Unix microseconds), so that NVML's samples of it find their owner
+// (node/process_owners.h): a CUDA process that exited lately (from the
+// probes' exit event), or a live process NVML lists that the probes never saw
+// (from /proc/PID/cgroup).
+struct ProcessOwner {
+  uint32_t pid = 0;
+  std::string account;  // workload id
+  bool infrastructure = false;  // the MPS daemons: nobody's bill
+  uint64_t from_us = 0;   // started (0: unknown)
+  uint64_t until_us = 0;  // exited (0: still running)
+};
+
 struct AttributionSnapshot {
   std::vector<WorkloadView> workloads;  // sorted by workload id
+  // Owners of processes the views do not list (bounded: exited_processes.h).
+  std::vector<ProcessOwner> other_processes;
   SelfView self;
 };
 

@@ -97,6 +97,7 @@ struct ProcessSmReading {
   std::string gpu_uuid;
   uint32_t pid = 0;
   double sm_seconds_total = 0;
+  unsigned long long last_sample_us = 0;  // its newest sample's NVML timestamp (Unix us); 0 unknown
 };
 
 struct DevicePlaneHealth {

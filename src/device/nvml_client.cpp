@@ -282,7 +282,8 @@ NvmlPoll NvmlClient::poll(const std::string& hostname) {
     }
     // Every process with SM time to date, sampled this poll or not (one that
     // exited since keeps its total a while, so its last samples are not lost).
-    for (const auto& [pid, total] : sm_time_.totals(g.uuid)) out.process_sm.push_back({g.uuid, pid, total});
+    for (const auto& [pid, total] : sm_time_.totals(g.uuid))
+      out.process_sm.push_back({g.uuid, pid, total, sm_time_.last_sample_us(g.uuid, pid)});
     for (auto& [pid, p] : procs) out.processes.push_back(std::move(p));
     out.gpus.push_back(std::move(g));
     out.readings.push_back(std::move(reading));

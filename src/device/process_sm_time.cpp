@@ -24,6 +24,7 @@ void ProcessSmTime::add(const std::string& uuid, unsigned long long cursor, cons
     Entry& e = d.processes[s.pid];
     e.seconds += std::min(s.sm_percent, 100u) / 100.0 * period;
     e.quiet_polls = 0;
+    e.last_us = std::max(e.last_us, s.timestamp_us);
   }
   while (d.processes.size() > kMaxProcesses) {
     auto smallest = std::min_element(d.processes.begin(), d.processes.end(),
@@ -46,6 +47,13 @@ std::map<uint32_t, double> ProcessSmTime::totals(const std::string& uuid) {
     ++p;
   }
   return out;
+}
+
+unsigned long long ProcessSmTime::last_sample_us(const std::string& uuid, uint32_t pid) const {
+  auto d = devices_.find(uuid);
+  if (d == devices_.end()) return 0;
+  auto p = d->second.processes.find(pid);
+  return p == d->second.processes.end() ? 0 : p->second.last_us;
 }
 
 }  // namespace gpuledger::device

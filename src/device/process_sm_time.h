@@ -40,11 +40,15 @@ class ProcessSmTime {
   // The device's SM-seconds per pid to date; ages the entries (call once per poll).
   std::map<uint32_t, double> totals(const std::string& uuid);
   uint64_t dropped() const { return dropped_; }
+  // The timestamp of the pid's newest sample on the device (0: none kept):
+  // whose the samples were when the pid was reused (node/process_owners.h).
+  unsigned long long last_sample_us(const std::string& uuid, uint32_t pid) const;
 
  private:
   struct Entry {
     double seconds = 0;
     unsigned quiet_polls = 0;
+    unsigned long long last_us = 0;
   };
   struct Device {
     std::map<uint32_t, Entry> processes;

@@ -212,6 +212,7 @@ class Accountant : public metrics::MetricsContributor {
   void write_split_metrics(metrics::ExpositionWriter& out) const;
   std::map<std::pair<std::string, std::string>, uint64_t> split_windows_;
   std::map<std::string, uint64_t> split_disagreements_;
+  std::map<std::string, ProcessSmMeter::Unattributed> unattributed_sm_;  // by slot uuid, the meter's copy
 
   bool restore_baseline();  // true: the stored baseline is this counter set's
   CounterBaseline baseline() const;

@@ -1,5 +1,7 @@
 #include "ledger/process_sm_meter.h"
 
+#include "ledger/window_split.h"
+
 namespace gpuledger::ledger {
 
 std::map<std::pair<std::string, std::string>, double> ProcessSmMeter::take(const std::vector<ProcessSmUse>& readings) {
@@ -13,8 +15,14 @@ std::map<std::pair<std::string, std::string>, double> ProcessSmMeter::take(const
     const double from = before == last_.end() || r.sm_seconds_total < before->second.total ? 0 : before->second.total;
     const double delta = r.sm_seconds_total - from;
     if (baseline_taken_ && delta > 0) {
-      if (seen.account.empty()) foreign_seconds_ += delta;
-      else out[{r.slot_uuid, seen.account}] += delta;
+      if (seen.account.empty()) {
+        Unattributed& u = unattributed_[r.slot_uuid];
+        u.seconds += delta;
+        if (!r.gpu.empty()) u.gpu = r.gpu;
+        out[{r.slot_uuid, std::string(kUnattributedAccount)}] += delta;
+      } else {
+        out[{r.slot_uuid, seen.account}] += delta;
+      }
     }
     now[key] = std::move(seen);
   }

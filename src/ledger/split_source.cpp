@@ -11,6 +11,8 @@ std::string_view to_string(SplitSource source) {
     case SplitSource::kSpans: return "spans";
     case SplitSource::kLaunches: return "launches";
     case SplitSource::kVram: return "vram";
+    case SplitSource::kSpansUnattributed: return "spans-unattributed";
+    case SplitSource::kLaunchesUnattributed: return "launches-unattributed";
     case SplitSource::kNone: return "none";
   }
   return "none";

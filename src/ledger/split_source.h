@@ -15,12 +15,22 @@ enum class SplitSource {
   kSpans,     // eBPF busy spans (launch to completion, per stream and context)
   kLaunches,  // launches counted by the probes
   kVram,      // VRAM byte-seconds held (nobody launched anything)
+  // NVML's samples were mostly of processes no workload could be named for
+  // (over kUnattributedFallbackShare of them): the spans, else the launches split.
+  kSpansUnattributed,
+  kLaunchesUnattributed,
   kNone,      // no user: nothing to split by
 };
-// "nvml", "spans", "launches", "vram", "none".
+// "nvml", "spans", "launches", "vram", "spans-unattributed",
+// "launches-unattributed", "none".
 std::string_view to_string(SplitSource source);
 // Every value to_string gives, best first.
-inline constexpr std::string_view kSplitSourceNames[] = {"nvml", "spans", "launches", "vram", "none"};
+inline constexpr std::string_view kSplitSourceNames[] = {"nvml", "spans", "launches", "vram", "spans-unattributed",
+                                                      "launches-unattributed", "none"};
+
+// Above this part of a window's NVML SM time being __unattributed__
+// (window_split.h), NVML's per-process samples no longer split the window.
+inline constexpr double kUnattributedFallbackShare = 0.25;
 
 // Above this many points (percentage points of a user's share of the window's
 // activity) the span shares are said to disagree with NVML's.

@@ -134,6 +134,66 @@ void distribute(Acc& acc, int64_t total, ChargeKind kind, const Targets& t) {
 
 Weights only(std::string_view account) { return {{std::string(account), 1.0}}; }
 
+// The part of the weights that is __unattributed__'s.
+double unattributed_share(const Weights& weights) {
+  double sum = 0;
+  for (const auto& [account, w] : weights) sum += w;
+  auto it = weights.find(std::string(kUnattributedAccount));
+  return it == weights.end() || !(sum > 0) ? 0 : it->second / sum;
+}
+
+// The activity weights of the users by the best evidence the window has (the
+// contract in window_split.h); sets split_source, activity_share and the
+// disagreement of `out`.
+Weights activity_weights(const std::map<std::string, Activity>& users, WindowSplit& out) {
+  Weights weights;
+  auto fill = [&](auto field) {
+    weights.clear();
+    double total = 0;
+    for (const auto& [account, a] : users) {
+      double w = std::max(0.0, static_cast<double>(field(a)));
+      if (!std::isfinite(w)) w = 0;
+      weights[account] = w;
+      total += w;
+    }
+    return total > 0;
+  };
+  // The best evidence first (the contract above); the first with any weight decides.
+  auto spans = [](const Activity& a) { return a.busy_seconds; };
+  auto launches = [](const Activity& a) { return static_cast<double>(a.launches); };
+  if (fill([](const Activity& a) { return a.nvml_sm_seconds; })) out.split_source = SplitSource::kNvml;
+  else if (fill(spans)) out.split_source = SplitSource::kSpans;
+  else if (fill(launches)) out.split_source = SplitSource::kLaunches;
+  else if (fill([](const Activity& a) { return a.vram_byte_seconds; })) out.split_source = SplitSource::kVram;
+  else weights.clear();
+  if (out.split_source == SplitSource::kNvml && unattributed_share(weights) > kUnattributedFallbackShare) {
+    // Mostly nobody's processes: NVML cannot say who of the named did what.
+    const Weights by_nvml = weights;
+    if (fill(spans)) out.split_source = SplitSource::kSpansUnattributed;
+    else if (fill(launches)) out.split_source = SplitSource::kLaunchesUnattributed;
+    else weights = by_nvml;  // no other evidence: the unattributed part stays nobody's
+  }
+  auto shares_of = [](const Weights& ws) {
+    std::map<std::string, double> shares;
+    double sum = 0;
+    for (const auto& [account, w] : ws) sum += w;
+    for (const auto& [account, w] : ws)
+      if (w > 0) shares[account] = w / sum;
+    return shares;
+  };
+  out.activity_share = shares_of(weights);
+  if (out.split_source == SplitSource::kNvml) {
+    // The device's evidence wins; where the spans tell another story, say by how much.
+    Weights by_nvml = weights;
+    if (fill(spans)) {
+      out.split_disagreement_points = largest_share_gap_points(out.activity_share, shares_of(weights));
+      out.split_disagreement = out.split_disagreement_points > kSplitDisagreementPoints;
+    }
+    weights = std::move(by_nvml);
+  }
+  return weights;
+}
+
 }  // namespace
 
 WindowSplit split_window(const WindowInput& in) {
@@ -167,44 +227,7 @@ WindowSplit split_window(const WindowInput& in) {
     out.busy_source = BusySource::kSpans;
     out.busy_fraction = in.window_seconds > 0 ? std::min(1.0, spans_busy / in.window_seconds) : 0.0;
   }
-  // Activity weights: busy seconds, else launches, else VRAM byte-seconds.
-  Weights weights;
-  auto fill = [&](auto field) {
-    weights.clear();
-    double total = 0;
-    for (const auto& [account, a] : users) {
-      double w = std::max(0.0, static_cast<double>(field(a)));
-      if (!std::isfinite(w)) w = 0;
-      weights[account] = w;
-      total += w;
-    }
-    return total > 0;
-  };
-  // The best evidence first (the contract above); the first with any weight decides.
-  auto spans = [](const Activity& a) { return a.busy_seconds; };
-  if (fill([](const Activity& a) { return a.nvml_sm_seconds; })) out.split_source = SplitSource::kNvml;
-  else if (fill(spans)) out.split_source = SplitSource::kSpans;
-  else if (fill([](const Activity& a) { return static_cast<double>(a.launches); })) out.split_source = SplitSource::kLaunches;
-  else if (fill([](const Activity& a) { return a.vram_byte_seconds; })) out.split_source = SplitSource::kVram;
-  else weights.clear();
-  auto shares_of = [](const Weights& ws) {
-    std::map<std::string, double> shares;
-    double sum = 0;
-    for (const auto& [account, w] : ws) sum += w;
-    for (const auto& [account, w] : ws)
-      if (w > 0) shares[account] = w / sum;
-    return shares;
-  };
-  out.activity_share = shares_of(weights);
-  if (out.split_source == SplitSource::kNvml) {
-    // The device's evidence wins; where the spans tell another story, say by how much.
-    Weights by_nvml = weights;
-    if (fill(spans)) {
-      out.split_disagreement_points = largest_share_gap_points(out.activity_share, shares_of(weights));
-      out.split_disagreement = out.split_disagreement_points > kSplitDisagreementPoints;
-    }
-    weights = std::move(by_nvml);
-  }
+  Weights weights = activity_weights(users, out);
   std::erase_if(weights, [](const auto& kv) { return !(kv.second > 0); });
 
   // The memory part first, then busy and idle parts of the rest.

@@ -12,6 +12,13 @@
 //    has (split_source.h names it, docs/ledger.md says why):
 //      nvml      its processes' SM time from NVML's per-process utilisation
 //                samples (Activity::nvml_sm_seconds), when any user has some;
+//                processes of no known workload are the user
+//                __unattributed__. When that user has more than
+//                kUnattributedFallbackShare of the window's NVML time, the
+//                next evidence below with any weight decides instead
+//                (split_source spans-unattributed, launches-unattributed);
+//                with none, NVML's split stands (the unattributed part is
+//                never given to the named users).
 //      spans     else its busy_seconds (the eBPF estimate of GPU-busy time:
 //                launch-to-completion spans per stream and context);
 //      launches  else its launches;
@@ -96,11 +103,17 @@ inline constexpr std::string_view kUnallocatedAccount = "__unallocated__";
 // or not for longer than kubernetes.allocation_keep_seconds): not "nobody held
 // it" (__unallocated__), but "who held it is not known" (allocation_unknown.h).
 inline constexpr std::string_view kAllocationUnknownAccount = "__allocation_unknown__";
+// SM time NVML reports for processes no workload could be named for (no
+// snapshot, exit record or /proc cgroup tells their owner): a user of the
+// window like any other, so its share of the busy part goes to nobody named
+// (process_sm_meter.h). Nobody's bill, like __idle__ under idle_policy idle.
+inline constexpr std::string_view kUnattributedAccount = "__unattributed__";
 // The accounts the ledger bills that are no workload. Not __overflow__,
 // which is billed as an account of its own; the report views treat every
 // "__name__" as special (report/special_accounts.h).
 inline bool is_special_account(std::string_view account) {
-  return account == kIdleAccount || account == kUnallocatedAccount || account == kAllocationUnknownAccount;
+  return account == kIdleAccount || account == kUnallocatedAccount || account == kAllocationUnknownAccount ||
+         account == kUnattributedAccount;
 }
 
 enum class IdlePolicy { kHolders, kUsage, kIdle };

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "node/process_owners.h"
 #include "node/snapshot_usage.h"
 
 namespace gpuledger::node {
@@ -159,9 +160,7 @@ void add_nvml_memory(std::vector<ledger::WorkloadUsage>& workloads, const attrib
 }
 
 std::vector<ledger::ProcessSmUse> process_sm_uses(const attribution::AttributionSnapshot& snapshot, const device::DeviceSnapshot& devices) {
-  std::map<uint32_t, const attribution::WorkloadView*> view_of_pid;
-  for (const auto& v : snapshot.workloads)
-    for (const auto& p : v.processes) view_of_pid.emplace(p.pid, &v);
+  const ProcessOwners owners(snapshot);
   std::set<std::string> excluded;
   for (const auto& g : devices.gpus)
     if (g.mig_enabled.value_or(false)) excluded.insert(g.uuid);
@@ -170,9 +169,11 @@ std::vector<ledger::ProcessSmUse> process_sm_uses(const attribution::Attribution
   std::vector<ledger::ProcessSmUse> out;
   for (const auto& r : devices.process_sm) {
     if (r.gpu_uuid.empty() || excluded.contains(r.gpu_uuid)) continue;
-    auto v = view_of_pid.find(r.pid);
-    if (v != view_of_pid.end() && v->second->infrastructure) continue;
-    out.push_back({r.gpu_uuid, r.pid, v == view_of_pid.end() ? "" : v->second->workload.id, r.sm_seconds_total});
+    const auto owner = owners.of(r.pid, r.last_sample_us);
+    if (owner && owner->infrastructure) continue;
+    const device::GpuInfo* g = devices.gpu_by_uuid(r.gpu_uuid);
+    out.push_back({r.gpu_uuid, r.pid, owner ? owner->account : "", r.sm_seconds_total,
+                   g && g->index ? std::to_string(*g->index) : ""});
   }
   return out;
 }

@@ -55,7 +55,8 @@ void add_nvml_memory(std::vector<ledger::WorkloadUsage>& workloads, const attrib
                      const device::DeviceSnapshot& devices);
 
 // NVML's per-process SM time (DeviceSnapshot::process_sm) by slot, pid and the
-// account the agent names for the pid, for the busy split
+// account the agent names for the pid when it ran (process_owners.h; "" none:
+// __unattributed__), for the busy split
 // (process_sm_meter.h). Left out: MIG-enabled GPUs (no per-process samples),
 // GPUs with an MPS client (the samples are the server's, not the tenants'),
 // and GPU infrastructure (the MPS daemons: their own time is no tenant's).

@@ -32,6 +32,7 @@ std::string row_name(const std::string& key) {
   if (key == ledger::kUnallocatedAccount) return "Unallocated (GPU time nobody held)";
   if (key == "__overflow__") return "Overflow (work whose workload was not recorded)";
   if (key == ledger::kAllocationUnknownAccount) return "Allocation unknown (the kubelet could not be read)";
+  if (key == ledger::kUnattributedAccount) return "Unattributed (GPU time of processes no workload was found for)";
   return key;
 }
 

@@ -18,6 +18,10 @@ std::string special_account_meaning(const std::string& account) {
     return "GPU time while the kubelet's allocation could not be read: before it first answered, or once it had not "
            "answered for longer than kubernetes.allocation_keep_seconds (until then its last answer stands); busy "
            "time still goes to the workloads seen running on the GPU";
+  if (account == ledger::kUnattributedAccount)
+    return "SM time NVML reported for processes no workload could be named for (not seen by the probes, gone "
+           "before the agent could read their cgroup): billed to nobody named, counted by "
+           "gpuledger_nvml_unattributed_sm_seconds_total";
   if (account == "__overflow__")
     return "GPU work the probes could not tell the workload of, because their workload table was full "
            "(gpuledger_bpf_overflow_total counts it)";

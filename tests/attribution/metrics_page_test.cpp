@@ -306,6 +306,7 @@ attribution::AttributionSnapshot make_snapshot() {
   snap.self.library_events_dropped = 0;
   snap.self.library_watcher = true;
   snap.self.workloads_retired = 4;
+  snap.self.exited_process_records_evicted = 6;
   snap.self.workloads_known = 7;
   return snap;
 }
@@ -488,6 +489,7 @@ TEST_F(MetricsPage, SelfMetrics) {
   EXPECT_EQ(value("gpuledger_bpf_overflow_total", {{"reason", "return_without_entry"}}), "3");
   EXPECT_EQ(value("gpuledger_bpf_overflow_total", {{"reason", "workload_map_full"}}), "0");
   EXPECT_EQ(value("gpuledger_workloads_retired_total", {}), "4");
+  EXPECT_EQ(value("gpuledger_exited_process_records_evicted_total", {}), "6");
   EXPECT_EQ(value("gpuledger_workload_directory_entries", {}), "7");
   EXPECT_EQ(value("gpuledger_scrape_duration_seconds", {}), "0.25");
 }

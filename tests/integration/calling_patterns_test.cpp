@@ -11,9 +11,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "attribution/attribution_plane.h"
@@ -31,8 +35,17 @@ using namespace std::chrono_literals;
 constexpr uint64_t kWorkNs = 200'000'000;  // 10 launches x 20 ms
 const std::vector<std::string> kKernel20ms = {"--kernel-us", "20000", "--quiet"};
 
+// The pids the test has NVML list: a GPU user the probes never see (Vulkan,
+// OpenCL). None unless a test adds one.
+std::mutex nvml_listed_mu;
+std::map<uint32_t, std::set<std::string>> nvml_listed;
+
 attribution::AttributionOptions options() {
   attribution::AttributionOptions o;
+  o.gpu_processes = [] {
+    std::lock_guard lock(nvml_listed_mu);
+    return nvml_listed;
+  };
   o.gpu_inventory = [] { return std::vector<identity::GpuIdentity>{{0, "GPU-calling-patterns", 0}}; };
   o.cuda_libs = {kSimLib};
   o.discover = false;
@@ -138,6 +151,42 @@ TEST_F(CallingPatterns, StreamsBeyondTheSlotsShareTheOverflowSlotWhichOnlyAConte
   EXPECT_GE(agent_->snapshot().self.kernel_stats[GL_STAT_SPAN_STREAMS_FULL], full_before + 3);  // streams 8..10
 }
 
+// Issue 29: a process NVML lists that never called CUDA is named from its
+// /proc/PID/cgroup, so its NVML time goes to its workload.
+TEST_F(CallingPatterns, AGpuUserTheProbesNeverSawIsNamedFromProc) {
+  ScopedCgroup cgroup(mounts().v2, test_cgroup("/system.slice/vulkan.service"));
+  auto child = start_interactive_tenant({cgroup.dir()}, "print-ready; wait-stdin; exit 0");
+  await_ready(*child);
+  const auto pid = static_cast<uint32_t>(child->pid());
+  {
+    std::lock_guard lock(nvml_listed_mu);
+    nvml_listed[pid] = {"GPU-calling-patterns"};
+  }
+  const auto snap = agent_->snapshot();
+  {
+    std::lock_guard lock(nvml_listed_mu);
+    nvml_listed.clear();
+  }
+  finish_interactive_tenant(*child);
+  EXPECT_FALSE(find_workload(snap, "systemd/vulkan.service"));  // the probes never saw it
+  auto it = std::find_if(snap.other_processes.begin(), snap.other_processes.end(),
+                         [&](const auto& o) { return o.pid == pid; });
+  ASSERT_NE(it, snap.other_processes.end());
+  EXPECT_EQ(it->account, "systemd/vulkan.service");
+  EXPECT_EQ(it->until_us, 0u);  // alive
+  EXPECT_GT(it->from_us, 0u);
+  // Its NVML samples (stamped now) go to that workload, not to nobody.
+  device::DeviceSnapshot dev;
+  dev.gpus = {{.index = 0, .uuid = "GPU-calling-patterns"}};
+  const auto now_us = static_cast<unsigned long long>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  dev.process_sm = {{"GPU-calling-patterns", pid, 3.0, now_us}};
+  const auto uses = node::process_sm_uses(snap, dev);
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_EQ(uses[0].account, "systemd/vulkan.service");
+  EXPECT_EQ(uses[0].gpu, "0");
+}
+
 // Known truth end to end: tenants on one GPU, each running a known amount of
 // work with its own calling pattern, at the same time; NVML's per-process
 // samples come from the NVML simulator, which derives them from the work the
@@ -149,6 +198,10 @@ struct Tenant {
   std::string name;
   int launches;  // of 20 ms each: the real work
   std::string wait;  // how it waits
+  // > 1: its launches run in this many processes, one after the other, each
+  // gone before the next starts: none is alive at the observation that reads
+  // its NVML samples (issue 29: the agent's exit records name its owner).
+  int processes = 1;
 };
 
 class SharedGpuTruth : public CallingPatterns {
@@ -177,17 +230,35 @@ class SharedGpuTruth : public CallingPatterns {
       acc.observe(node::make_observation(t, agent_->snapshot(), dev, {}, false, prices));
     };
     observe(kT0 + 1);  // the baseline
+    const std::vector<std::string> env = {"CUDASIM_KERNEL_US=20000", "CUDASIM_WORK_DIR=" + (dir / "work").string()};
     std::vector<std::unique_ptr<ScopedCgroup>> cgroups;
     std::vector<std::unique_ptr<simulation::Child>> children;
     for (const auto& tn : tenants) {
       cgroups.push_back(std::make_unique<ScopedCgroup>(mounts().v2, test_cgroup("/system.slice/" + tn.name + ".service")));
+      if (tn.processes > 1) continue;
       children.push_back(start_interactive_tenant(
           {cgroups.back()->dir()},
           "init; launch 1 1 1 1 1 1 x" + std::to_string(tn.launches) + "; " + tn.wait + "; print-ready; wait-stdin; exit 0",
-          {"CUDASIM_KERNEL_US=20000", "CUDASIM_WORK_DIR=" + (dir / "work").string()}));
+          env));
     }
     for (auto& c : children) await_ready(*c);
-    observe(kT0 + 30);  // every tenant alive: its pids are named
+    // The short-lived processes one after the other, none alive at the next
+    // observation (one NVML read covers them all: the client's period is the
+    // first gap between reads, process_sm_time.h).
+    for (size_t i = 0; i < tenants.size(); ++i)
+      for (int k = 0; tenants[i].processes > 1 && k < tenants[i].processes; ++k) {
+        const std::string launches = std::to_string(tenants[i].launches / tenants[i].processes);
+        EXPECT_EQ(run_tenant({cgroups[i]->dir()}, "init; launch 1 1 1 1 1 1 x" + launches + "; " + tenants[i].wait + "; exit 0",
+                             env).exit_code, 0);
+        // Its exit event read (the ring buffer is polled every 100 ms).
+        const std::string id = "systemd/" + tenants[i].name + ".service";
+        EXPECT_TRUE(eventually([&] {
+          const auto snap = agent_->snapshot();
+          return std::count_if(snap.other_processes.begin(), snap.other_processes.end(),
+                               [&](const auto& o) { return o.account == id; }) > k;
+        }));
+      }
+    observe(kT0 + 30);  // every long-lived tenant alive: its pids are named
     for (auto& c : children) finish_interactive_tenant(*c);
     observe(kT0 + 61);  // closes the window [kT0, kT0 + 60)
     auto windows = store.windows(kT0, kT0 + 60);
@@ -231,6 +302,12 @@ TEST_F(SharedGpuTruth, TwoTenantsEveryPatternWithNvmlWithinFivePoints) {
 
 TEST_F(SharedGpuTruth, ThreeTenantsUnequalWorkWithNvmlWithinFivePoints) {
   expect_shares({{"small", 5, "sync-thread"}, {"medium", 10, "sleep-ms 300"}, {"large", 15, "query"}}, true, 5);
+}
+
+TEST_F(SharedGpuTruth, WorkInShortLivedProcessesIsBilledToItsTenant) {
+  // 90 % of the work in 9 processes of about 0.2 s each, 10 % in one long
+  // process: each pays its share of the work, within 5 points.
+  expect_shares({{"attacker", 90, "sync-thread", 9}, {"neighbour", 10, "sync"}}, true, 5);
 }
 
 TEST_F(SharedGpuTruth, WithoutNvmlTheSpansSplitItAboveTheBound) {
