@@ -340,13 +340,25 @@ void AttributionPlane::learn_held_gpus(const std::map<uint32_t, gl_proc_state>& 
   if (unsettled.empty()) return;
   auto nvml = options_.gpu_processes ? options_.gpu_processes() : std::map<uint32_t, std::set<std::string>>{};
   std::map<uint64_t, std::set<std::string>> seen;
-  for (const auto& [pid, st] : processes) {
-    if (!unsettled.contains(st.cgroup_key)) continue;
-    auto& held = seen[st.cgroup_key];
-    for (unsigned minor : identity::read_open_gpu_minors(options_.proc_root, pid))
-      for (const auto& g : inventory)
-        if (g.minor == minor && !g.uuid.empty()) held.insert(g.uuid);
-    if (auto it = nvml.find(pid); it != nvml.end()) held.insert(it->second.begin(), it->second.end());
+  {
+    std::lock_guard scans_lock(fd_scans_mu_);
+    std::erase_if(fd_scans_, [&](const auto& s) { return !processes.contains(s.first); });  // exited
+    for (const auto& [pid, st] : processes) {
+      if (!unsettled.contains(st.cgroup_key)) continue;
+      auto& held = seen[st.cgroup_key];
+      FdScan& scan = fd_scans_[pid];
+      for (unsigned minor : identity::read_open_gpu_minors(options_.proc_root, pid, scan.cursor))
+        for (const auto& g : inventory)
+          if (g.minor == minor && !g.uuid.empty()) held.insert(g.uuid);
+      if (scan.cursor.truncated) {
+        ++evidence_scans_truncated_;
+        if (!std::exchange(scan.logged, true))
+          spdlog::warn("process {} holds more than {} descriptors: its device files are read {} at a time, over "
+                       "several snapshots",
+                       pid, identity::kMaxFdsExamined, identity::kMaxFdsExamined);
+      }
+      if (auto it = nvml.find(pid); it != nvml.end()) held.insert(it->second.begin(), it->second.end());
+    }
   }
   std::lock_guard lock(views_mu_);
   for (auto& [key, held] : seen)
@@ -567,6 +579,7 @@ AttributionSnapshot AttributionPlane::snapshot() {
   }
   self.runtime_bypass_processes = runtime_bypass_processes_;
   self.gpu_identity_disagreements = gpu_disagreements_;
+  self.evidence_scans_truncated = evidence_scans_truncated_;
   self.libraries = attacher_->attached();
   self.rejected_libraries = attacher_->rejected();
   self.files_judged_not_driver = attacher_->files_judged();

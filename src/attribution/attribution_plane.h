@@ -18,6 +18,7 @@
 #include "attribution/runtime_discovery_worker.h"
 #include "attribution/snapshot.h"
 #include "identity/cgroup_fs.h"
+#include "identity/gpu_evidence.h"
 #include "identity/gpu_visibility.h"
 #include "identity/infrastructure.h"
 #include "identity/workload_classifier.h"
@@ -171,6 +172,15 @@ class AttributionPlane : public probes::CallNameLookup {
   std::map<uint64_t, std::set<std::string>> held_gpus_;  // by cgroup key: UUIDs seen held
   std::set<probes::CounterKey> disagreed_;               // environment vs device, logged and counted once
   std::atomic<uint64_t> gpu_disagreements_{0};
+  // Where each process's descriptor scan goes on (identity::FdScanCursor):
+  // a padded table is read over several snapshots, never starved.
+  struct FdScan {
+    identity::FdScanCursor cursor;
+    bool logged = false;  // its table was past the bound: said once
+  };
+  std::mutex fd_scans_mu_;
+  std::map<uint32_t, FdScan> fd_scans_;  // by pid, for the processes of unsettled workloads
+  std::atomic<uint64_t> evidence_scans_truncated_{0};
   // Workloads whose cgroup is gone, by key: when their last reading was taken.
   std::map<uint64_t, std::chrono::steady_clock::time_point> gone_since_;  // the loop's thread only
   std::thread thread_;

@@ -236,6 +236,11 @@ void write_self_metrics(ExpositionWriter& out, const attribution::AttributionSna
              "Workload device ordinals whose environment (CUDA_VISIBLE_DEVICES) named another GPU than the devices "
              "their processes hold open or NVML lists them on; the device side wins (each logged once).");
   out.sample({}, self.gpu_identity_disagreements);
+  out.family("gpuledger_evidence_scan_truncated_total", MetricType::kCounter,
+             "Scans of a process's open descriptors for GPU device files that stopped at the bound (65536 per "
+             "snapshot); the next snapshot goes on where it stopped, so a padded table delays, never hides, a device "
+             "(each process logged once).");
+  out.sample({}, self.evidence_scans_truncated);
   out.family("gpuledger_library_watcher_enabled", MetricType::kGauge,
              "1 when libraries are discovered as they are mapped for execution, 0 when only the periodic scan runs.");
   out.sample({}, uint64_t{self.library_watcher ? 1u : 0u});

@@ -64,6 +64,7 @@ struct SelfView {
   size_t runtime_libraries_stripped = 0;           // static runtimes stripped of symbols: found, not probed
   uint64_t runtime_bypass_processes = 0;  // processes seen reaching the driver around its exported symbols
   uint64_t gpu_identity_disagreements = 0;  // (workload, ordinal)s whose environment named another GPU than the device side
+  uint64_t evidence_scans_truncated = 0;  // descriptor scans stopped at kMaxFdsExamined (identity/gpu_evidence.h)
   std::vector<MapUsage> maps;
   std::array<uint64_t, GL_STAT_COUNT> kernel_stats{};
   uint64_t library_events_dropped = 0;

@@ -13,6 +13,7 @@
 
 int main(int argc, char** argv) {
   using namespace gpuledger::cli;
+  gpuledger::log::make_inert();  // before anything logs: tenant names in messages are shown escaped
   CLI::App app{"gpuledger - attributes GPU (CUDA) work to the workloads on this node with eBPF"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gpuledger " GPULEDGER_VERSION);  // CMake project version

@@ -20,6 +20,7 @@
 #include "report/bill.h"
 #include "report/bill_words.h"
 #include "report/chart_time.h"
+#include "report/report_text.h"
 #include "report/fleet.h"
 #include "report/report.h"
 #include "report/rightsizing_config.h"
@@ -206,7 +207,7 @@ int run_report(const ReportCommand& cmd) {
   }
   // CSV and FOCUS stay loadable (a header, no rows): the reader is told beside them.
   if (cmd.prometheus.empty() && whole.coverage.windows == 0 && (q.format == Format::kCsv || q.format == Format::kFocus))
-    std::cerr << "gpuledger report: " << no_windows_sentence(whole) << "\n";
+    std::cerr << "gpuledger report: " << display_name(no_windows_sentence(whole)) << "\n";
   write_output(cmd.output, text, cmd.prometheus.empty() ? cmd.store : "");
   return 0;
 }

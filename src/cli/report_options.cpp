@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/shared_options.h"
+#include "common/inert_text.h"
 #include "common/log.h"
 
 namespace gpuledger::cli {
@@ -56,7 +57,7 @@ Subcommand add_report_command(CLI::App& app) {
             try {
               return run_report(*o);
             } catch (const std::exception& e) {  // one plain sentence on stderr, nothing on stdout or in -o
-              std::cerr << "gpuledger report: " << e.what() << "\n";
+              std::cerr << "gpuledger report: " << inert_text(e.what()) << "\n";  // may quote a hostile path
               return 1;
             }
           }};
@@ -84,7 +85,7 @@ Subcommand add_rightsize_command(CLI::App& app) {
             try {
               return run_rightsize(*o);
             } catch (const std::exception& e) {  // one plain sentence on stderr, nothing on stdout
-              std::cerr << "gpuledger rightsize: " << e.what() << "\n";
+              std::cerr << "gpuledger rightsize: " << inert_text(e.what()) << "\n";  // may quote a hostile path
               return 1;
             }
           }};

@@ -34,6 +34,15 @@ size_t sequence_length(std::string_view s, size_t i, size_t& bad) {
 
 }  // namespace
 
+size_t utf8_sequence(std::string_view s, size_t i, size_t& bad, char32_t& code_point) {
+  const size_t n = sequence_length(s, i, bad);
+  if (n == 0) return 0;
+  static constexpr uint8_t kLeadMask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  code_point = static_cast<uint8_t>(s[i]) & kLeadMask[n];
+  for (size_t k = 1; k < n; ++k) code_point = (code_point << 6) | (static_cast<uint8_t>(s[i + k]) & 0x3F);
+  return n;
+}
+
 bool is_valid_utf8(std::string_view bytes) {
   size_t bad;
   for (size_t i = 0; i < bytes.size();) {

@@ -15,4 +15,9 @@ bool is_valid_utf8(std::string_view bytes);
 // ill-formed subpart, as Unicode recommends), so nothing is dropped silently.
 std::string valid_utf8(std::string_view bytes);
 
+// Length of the well-formed sequence starting at bytes[i] (1-4), or 0 when the
+// bytes there do not start one; then `bad` is how many bytes form the maximal
+// ill-formed subpart (at least 1). Sets `code_point` when well-formed.
+size_t utf8_sequence(std::string_view bytes, size_t i, size_t& bad, char32_t& code_point);
+
 }  // namespace gpuledger

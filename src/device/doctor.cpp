@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/inert_text.h"
 #include "device/capabilities.h"
 #include "device/dcgm_scraper.h"
 #include "device/nvml_client.h"
@@ -274,15 +275,19 @@ std::vector<PlaneReport> run_doctor(const DoctorOptions& options) {
   return reports;
 }
 
+// Reasons quote paths and messages a tenant may have named (a container's
+// libcuda path, a socket's error): every cell is shown inert.
 std::string format_doctor_table(const std::vector<PlaneReport>& reports) {
   size_t w_plane = 5, w_status = 6;
   for (const auto& r : reports) {
-    w_plane = std::max(w_plane, r.plane.size());
+    w_plane = std::max(w_plane, inert_text(r.plane).size());
     w_status = std::max(w_status, plane_status_name(r.status).size());
   }
   std::ostringstream out;
   auto row = [&](std::string_view a, std::string_view b, std::string_view c) {
-    out << a << std::string(w_plane - a.size() + 2, ' ') << b << std::string(w_status - b.size() + 2, ' ') << c << '\n';
+    const std::string plane = inert_text(a);
+    out << plane << std::string(w_plane - plane.size() + 2, ' ') << b << std::string(w_status - b.size() + 2, ' ')
+        << inert_text(c) << '\n';
   };
   row("PLANE", "STATUS", "REASON");
   row(std::string(w_plane, '-'), std::string(w_status, '-'), "------");

@@ -18,14 +18,30 @@ namespace gpuledger::identity {
 inline constexpr size_t kMaxFdsExamined = 65536;
 inline constexpr unsigned kNvidiaMajor = 195;  // the NVIDIA driver's character devices
 
+// Where the scan of one process's descriptor table goes on. A process may pad
+// its table (up to the kernel's fs.nr_open, a million by default) to push its
+// device files past any bound; one call stats at most a bounded number of
+// descriptors, and the next call for that process goes on after the last one
+// looked at, so padding delays the answer by a few snapshots but never hides a
+// device file the process keeps open.
+struct FdScanCursor {
+  unsigned next_fd = 0;    // the next call starts at this descriptor number
+  bool truncated = false;  // the last call stopped at the bound, before the table's end
+};
+
 // The NVIDIA GPU minors (character device 195:N, N <= 247: the GPUs, not
-// nvidiactl 255 or the caps) process `pid` holds open, sorted. Each entry of
-// /proc/PID/fd is stat'ed through a descriptor of that directory: the kernel
-// answers for the file the process really holds open, whatever its name, so a
-// tenant's own file called /dev/nvidia5 counts for nothing (and a device node
-// its device cgroup denies cannot be held open). No path is resolved by name;
-// at most kMaxFdsExamined descriptors are looked at. Empty when the process is
-// gone or cannot be read.
+// nvidiactl 255 or the caps) process `pid` holds open among the descriptors
+// this call looks at, sorted. Each entry of /proc/PID/fd is stat'ed through a
+// descriptor of that directory: the kernel answers for the file the process
+// really holds open, whatever its name, so a tenant's own file called
+// /dev/nvidia5 counts for nothing (and a device node its device cgroup denies
+// cannot be held open). No path is resolved by name. At most `max_examined`
+// descriptors from cursor.next_fd are looked at; the cursor then says where
+// the next call goes on (0 again after the table's end). Empty when the
+// process is gone or cannot be read.
+std::vector<unsigned> read_open_gpu_minors(const std::string& proc_root, unsigned pid, FdScanCursor& cursor,
+                                           size_t max_examined = kMaxFdsExamined);
+// One call from descriptor 0 (tests, one-off readers).
 std::vector<unsigned> read_open_gpu_minors(const std::string& proc_root, unsigned pid);
 
 // How a workload's GPU was known: "device" (its open device files or NVML's

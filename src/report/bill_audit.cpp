@@ -125,8 +125,8 @@ std::vector<std::string> audit_lines(const Report& r) {
     out.push_back("Node: every node whose agent the Prometheus server scrapes");
     out.push_back("Cluster: the Prometheus server's (it does not name one)");
   } else {
-    out.push_back("Node: " + (a.node.empty() ? std::string(kNodeUnknown) : display_name(a.node)));
-    out.push_back("Cluster: " + (a.cluster.empty() ? std::string(kClusterUnknown) : display_name(a.cluster)));
+    out.push_back("Node: " + (a.node.empty() ? std::string(kNodeUnknown) : a.node));
+    out.push_back("Cluster: " + (a.cluster.empty() ? std::string(kClusterUnknown) : a.cluster));
   }
   std::string period = "Period: " + format_rfc3339(r.from) + " to " + format_rfc3339(r.to) + " (end exclusive)";
   if (a.partial_period)
@@ -142,7 +142,7 @@ std::vector<std::string> audit_lines(const Report& r) {
       out.push_back("Price list: not recorded in this store (an older agent wrote it); the rates below are measured "
                     "from the windows' costs");
     for (const auto& [since, json] : a.price_lists)
-      out.push_back("Price list and policies since " + format_rfc3339(since) + ": " + display_name(json));
+      out.push_back("Price list and policies since " + format_rfc3339(since) + ": " + json);
   }
   // GPU-hours x rate = cost, per model: the rate is what the windows cost per
   // GPU-hour of the slots, so the cost follows from the hours the GPUs were
@@ -150,9 +150,8 @@ std::vector<std::string> audit_lines(const Report& r) {
   for (const auto& p : r.prices) {
     if (!(p.gpu_hours > 0)) continue;
     const int64_t rate = static_cast<int64_t>(static_cast<double>(p.cost_micros) / p.gpu_hours + 0.5);
-    out.push_back("Reconciliation, " + display_name(p.model) + ": " + fixed(p.gpu_hours, 6) + " GPU-hours on the GPU x " +
-                  money(rate) + " " + display_name(r.currency) + " per GPU-hour = " + money(p.cost_micros) + " " +
-                  display_name(r.currency) +
+    out.push_back("Reconciliation, " + p.model + ": " + fixed(p.gpu_hours, 6) + " GPU-hours on the GPU x " +
+                  money(rate) + " " + r.currency + " per GPU-hour = " + money(p.cost_micros) + " " + r.currency +
                   " (the rate applies to every hour the GPU was there; the held GPU-hours are fewer when part of it "
                   "was unheld, whose cost goes to __unallocated__ or __idle__, and the rate is rounded here)");
   }

@@ -1,5 +1,6 @@
 #include "report/bill_words.h"
 
+#include "common/inert_text.h"
 #include "report/report_text.h"
 #include "report/special_accounts.h"
 
@@ -42,7 +43,7 @@ std::vector<std::pair<std::string, std::string>> special_accounts_of(const Repor
 
 std::string no_windows_sentence(const Report& r) {
   return "No windows in this range: the store holds no accounting window that starts between " + format_rfc3339(r.from) +
-         " and " + format_rfc3339(r.to) + ", so nothing was billed (0 " + display_name(r.currency) +
+         " and " + format_rfc3339(r.to) + ", so nothing was billed (0 " + r.currency +
          "); see Coverage for why.";
 }
 
@@ -108,8 +109,7 @@ std::string wrap_text(const std::string& text, size_t width, const std::string& 
     while (line.size() + (line.size() > line_start_len) + word.size() > width && width > line_start_len + 1) {
       // A word longer than the line (a JSON price list): cut it, at a character boundary.
       if (line.size() > line_start_len) flush();
-      size_t cut = width - line.size();
-      while (cut > 0 && (static_cast<unsigned char>(word[cut]) & 0xC0) == 0x80) --cut;
+      const size_t cut = inert_cut(word, width - line.size());  // whole escapes and characters
       if (cut == 0) break;
       line += word.substr(0, cut);
       word = word.substr(cut);

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "common/inert_text.h"
 #include "common/utf8.h"
 #include "ledger/prices.h"
 #include "report/bill_audit.h"
@@ -29,6 +30,18 @@ const std::vector<std::string> kFocusColumns = {
     "x_PartialPeriod"};
 
 namespace {
+
+// Columns that are amounts (stay numbers, a negative one too) or JSON (whose
+// escapes are JSON's own); every other cell is text: spreadsheet_text.
+const std::set<std::string> kAmountColumns = {"BilledCost",       "ContractedCost",      "EffectiveCost",
+                                              "ListCost",         "PricingQuantity",     "ConsumedQuantity",
+                                              "ContractedUnitPrice", "ListUnitPrice",    "x_CostBusy",
+                                              "x_CostIdle",       "x_CostMemory",        "x_GpuHoursBusy"};
+const std::set<std::string> kJsonColumns = {"Tags", "AllocatedMethodDetails", "AllocatedTags"};
+
+std::string focus_cell(const std::string& column, const std::string& value) {
+  return kAmountColumns.count(column) || kJsonColumns.count(column) ? csv_field(value) : csv_field(spreadsheet_text(value));
+}
 
 struct AccountPart {
   ledger::AccountLabels labels;
@@ -55,8 +68,10 @@ std::string decimal(double v, int places) {
   return s == "-0" ? "0" : s;
 }
 
+// ASCII JSON: a name's controls, bidi and invisible characters are \u escapes
+// there (JSON's own, so a reader still gets the exact name).
 std::string json_text(const nlohmann::ordered_json& j) {
-  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  return j.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -165,7 +180,7 @@ std::string FocusBuilder::finish(const Audit& audit, int64_t generated_at) const
           // gpuledger's own
           audit.bill_id, node, cluster, ledger::format_micros(part.busy), ledger::format_micros(part.idle),
           ledger::format_micros(part.memory), decimal(part.busy_gpu_hours, 9), generated_at > 0 && pend > generated_at ? "true" : "false"};
-      for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_field(cells[i]);
+      for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + focus_cell(kFocusColumns.at(i), cells[i]);
       out += "\r\n";
     }
   }

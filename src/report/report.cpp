@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/inert_text.h"
 #include "common/utf8.h"
 #include "ledger/prices.h"
 #include "report/calendar.h"
@@ -173,9 +174,9 @@ std::vector<std::string> share_cells(const Row& row, int decimals, const std::st
           cell(row.used_energy_share()), std::string(ledger::to_string(row.share_flag()))};
 }
 
-// "team-a (allocated 0.30, used 0.55)"
+// "team-a (allocated 0.30, used 0.55)", raw: say() shows it.
 std::string flagged(const Row& row) {
-  return display_name(row.key) + " (allocated " + fixed(*row.allocated_share(), 2) + ", used " +
+  return row.key + " (allocated " + fixed(*row.allocated_share(), 2) + ", used " +
          fixed(*row.used_share(), 2) + ")";
 }
 
@@ -247,11 +248,10 @@ struct TableColumn {
 };
 
 // Cuts a name to `max` bytes at a character boundary, marking the cut.
+// `name` is shown text (display_name): the cut keeps whole escapes and characters.
 std::string shorten(const std::string& name, size_t max) {
   if (name.size() <= max || max < 4) return name;
-  size_t cut = max - 2;
-  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
-  return name.substr(0, cut) + "..";
+  return name.substr(0, inert_cut(name, max - 2)) + "..";
 }
 
 constexpr size_t kTableWidth = 120;
@@ -319,10 +319,11 @@ std::string render_table(const Report& r, bool wide) {
       << " (" << display_name(r.currency) << ", " << r.source << ")";
   if (r.audit.partial_period) out << " - PARTIAL PERIOD";
   out << "\n\n";
-  if (r.coverage.windows == 0 && r.source != "fleet") out << wrap_text(no_windows_sentence(r), kTableWidth, "", "") << "\n";
+  if (r.coverage.windows == 0 && r.source != "fleet") out << wrap_text(display_name(no_windows_sentence(r)), kTableWidth, "", "") << "\n";
   out << body;
+  // Every sentence goes out through say(), shown inert once (tenant names in it are raw until here).
   auto say = [&](const std::string& text, const std::string& first = "", const std::string& rest = "  ") {
-    out << wrap_text(text, kTableWidth, first, rest);
+    out << wrap_text(display_name(text), kTableWidth, first, rest);
   };
   say("Money is rounded to the currency's minor unit so that the rows add up to the total (CSV, JSON and FOCUS carry "
       "the exact amounts).");
@@ -369,25 +370,25 @@ std::string render_table(const Report& r, bool wide) {
       const std::string saving = rec.saving_per_month_micros
                                      ? "saves " + shown_amount(*rec.saving_per_month_micros, r.currency) + " a month"
                                      : std::string("saving not stated (limited evidence)");
-      std::string who = display_name(rec.key);
+      std::string who = rec.key;
       if (!(rec.members.size() == 1 && rec.members[0] == rec.key) && !rec.members.empty()) {
         who += " (";
-        for (size_t i = 0; i < rec.members.size() && i < 3; ++i) who += (i ? ", " : "") + display_name(rec.members[i]);
+        for (size_t i = 0; i < rec.members.size() && i < 3; ++i) who += (i ? ", " : "") + rec.members[i];
         if (rec.members.size() > 3) who += " and " + std::to_string(rec.members.size() - 3) + " more";
         who += ")";
       }
       say(who + ": " + std::string(to_string(rec.advice)) +
-              (rec.target.empty() ? "" : " " + rec.target) + ", " + saving + " - " + display_name(rec.why),
+              (rec.target.empty() ? "" : " " + rec.target) + ", " + saving + " - " + rec.why,
           "  ", "    ");
     }
   }
   if (!r.notes.empty()) {
     out << "\nNotes\n";
-    for (const auto& n : r.notes) out << wrap_text(n, kTableWidth, "  * ", "    ");
+    for (const auto& n : r.notes) out << wrap_text(display_name(n), kTableWidth, "  * ", "    ");
   }
   const auto special = special_accounts_of(r);
   if (!special.empty()) out << "\nSpecial accounts\n";
-  for (const auto& [account, meaning] : special) say(display_name(account) + ": " + meaning, "  ", "    ");
+  for (const auto& [account, meaning] : special) say(account + ": " + meaning, "  ", "    ");
   out << "\nCoverage\n";
   for (const auto& line : coverage_lines(r)) say(line, "  ", "    ");
   out << "\nAudit\n";
@@ -412,7 +413,8 @@ std::string render_csv_periods(const Report& whole, const std::vector<Report>& p
   const bool team_column = whole.by == GroupBy::kPod || whole.by == GroupBy::kWorkload;
   out += std::string(",currency,period_start,period_end") + (team_column ? ",team" : "") + ",node,cluster,bill_id,partial_period\r\n";
   auto emit = [&](const Report& r, const Row& row) {
-    std::vector<std::string> cells = {row.key,
+    // Text cells are spreadsheet_text (no formula, no control); amounts stay numbers.
+    std::vector<std::string> cells = {spreadsheet_text(row.key),
                                       fixed(row.gpu_hours_held, 6),
                                       fixed(row.gpu_hours_busy, 6),
                                       money(row.cost_busy_micros),
@@ -428,13 +430,13 @@ std::string render_csv_periods(const Report& whole, const std::vector<Report>& p
                                       energy_kwh(row.energy_millijoules, 6, ""),
                                       carbon_kg(row.carbon_grams, 6, "")};
     for (auto& c : share_cells(row, 6, "")) cells.push_back(std::move(c));
-    cells.push_back(whole.currency);
+    cells.push_back(spreadsheet_text(whole.currency));
     cells.push_back(format_rfc3339(r.from));
     cells.push_back(format_rfc3339(r.to));
-    if (team_column) cells.push_back(special_account_meaning(row.key).empty() ? row.team : "");
-    cells.push_back(whole.audit.node);
-    cells.push_back(whole.audit.cluster);
-    cells.push_back(whole.audit.bill_id);
+    if (team_column) cells.push_back(spreadsheet_text(special_account_meaning(row.key).empty() ? row.team : ""));
+    cells.push_back(spreadsheet_text(whole.audit.node));
+    cells.push_back(spreadsheet_text(whole.audit.cluster));
+    cells.push_back(spreadsheet_text(whole.audit.bill_id));
     cells.push_back(whole.generated_at > 0 && r.to > whole.generated_at ? "true" : "false");
     for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_field(cells[i]);
     out += "\r\n";

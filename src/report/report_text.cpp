@@ -5,6 +5,7 @@
 #include <ctime>
 #include <sstream>
 
+#include "common/inert_text.h"
 #include "common/utf8.h"
 #include "ledger/prices.h"
 
@@ -43,10 +44,10 @@ std::string carbon_kg(const std::optional<double>& grams, int decimals, const st
   return grams ? fixed(*grams / 1000.0, decimals) : unknown_text;
 }
 
-std::string display_name(const std::string& name) { return valid_utf8(name); }
+std::string display_name(const std::string& name) { return inert_text(name); }
 
 std::string html_escape(const std::string& raw) {
-  const std::string s = valid_utf8(raw);
+  const std::string s = inert_text(raw);
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
@@ -102,7 +103,7 @@ std::string aligned_columns(const std::vector<std::vector<std::string>>& lines, 
 }
 
 std::string csv_field(const std::string& raw) {
-  const std::string s = display_name(raw);
+  const std::string s = valid_utf8(raw);
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) {

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "common/inert_text.h"
 #include "ledger/prices.h"
 #include "report/report_text.h"
 
@@ -40,12 +41,13 @@ const std::vector<std::string> kColumns = {"recommendation", "target",        "s
                                            "vram_p95_gb",    "sm_active_p95", "busy_share",       "idle_longest",
                                            "windows",        "sources",       "limited"};
 
+// Raw cells: the table shows them with display_name, the HTML with html_escape.
 std::vector<std::vector<std::string>> table_lines(const Rightsizing& r) {
   std::vector<std::vector<std::string>> lines = {{r.by}};
   for (const auto& c : kColumns) lines[0].push_back(c);
   for (const auto& row : r.rows) {
     const auto& e = row.evidence;
-    lines.push_back({display_name(row.key), std::string(to_string(row.advice)), row.target.empty() ? "-" : row.target,
+    lines.push_back({row.key, std::string(to_string(row.advice)), row.target.empty() ? "-" : row.target,
                      saving_text(row), bytes_text(e.vram_peak_bytes, "unknown"), bytes_text(e.vram_p95_bytes, "unknown"),
                      e.sm_active_p95 ? pct(e.sm_active_p95) + (e.sm_source == "device" ? "" : " (" + e.sm_source + ")")
                                      : "unknown",
@@ -73,10 +75,11 @@ std::string reasons(const Rightsizing& r) {
   return out.str();
 }
 
+// Raw (the currency is configured text): each renderer escapes it.
 std::string options_text(const Rightsizing& r) {
   return "idle_after " + duration_text(r.options.idle_after_seconds) + ", vram_headroom " +
          headroom_text(r.options.vram_headroom_micros) + "; savings per month of " +
-         std::to_string(kMonthSeconds / 3600) + " h, in " + display_name(r.currency);
+         std::to_string(kMonthSeconds / 3600) + " h, in " + r.currency;
 }
 
 }  // namespace
@@ -132,23 +135,24 @@ std::string render_rightsizing_csv(const Rightsizing& r) {
       "sm_active_p95,sm_source,busy_share,idle_seconds_longest,windows,sources,currency\r\n";
   for (const auto& row : r.rows) {
     const auto& e = row.evidence;
+    // Text cells are spreadsheet_text (no formula, no control); amounts stay numbers.
     const std::vector<std::string> cells = {
-        row.key,
+        spreadsheet_text(row.key),
         std::string(to_string(row.advice)),
-        row.target,
+        spreadsheet_text(row.target),
         row.saving_per_month_micros ? money(*row.saving_per_month_micros) : "",
         row.saving_per_month_micros ? std::to_string(*row.saving_per_month_micros) : "",
         row.limited ? "true" : "false",
-        row.why,
+        spreadsheet_text(row.why),
         e.vram_peak_bytes ? std::to_string(*e.vram_peak_bytes) : "",
         e.vram_p95_bytes ? std::to_string(*e.vram_p95_bytes) : "",
         ratio_text(e.sm_active_p95, ""),
-        e.sm_source,
+        spreadsheet_text(e.sm_source),
         fixed(e.busy_share, 6),
         fixed(e.idle_seconds_longest, 0),
         std::to_string(e.windows),
-        joined(e.sources, "+"),
-        r.currency};
+        spreadsheet_text(joined(e.sources, "+")),
+        spreadsheet_text(r.currency)};
     for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_field(cells[i]);
     out += "\r\n";
   }
@@ -157,9 +161,12 @@ std::string render_rightsizing_csv(const Rightsizing& r) {
 
 std::string rightsizing_table_section(const Rightsizing& r) {
   std::ostringstream out;
-  out << "Recommendations (" << options_text(r) << "; by saving)\n";
+  out << "Recommendations (" << display_name(options_text(r)) << "; by saving)\n";
   if (r.rows.empty()) return out.str() + "  none\n";
-  out << aligned_columns(table_lines(r), false);
+  auto lines = table_lines(r);
+  for (auto& line : lines)
+    for (auto& cell : line) cell = display_name(cell);
+  out << aligned_columns(lines, false);
   out << "Why\n" << reasons(r);
   return out.str();
 }
@@ -167,7 +174,7 @@ std::string rightsizing_table_section(const Rightsizing& r) {
 std::string render_rightsizing_table(const Rightsizing& r) {
   std::ostringstream out;
   out << "GPU rightsizing " << format_utc(r.from, "%Y-%m-%dT%H:%M:%SZ") << " .. "
-      << format_utc(r.to, "%Y-%m-%dT%H:%M:%SZ") << " by " << r.by << "\n\n"
+      << format_utc(r.to, "%Y-%m-%dT%H:%M:%SZ") << " by " << display_name(r.by) << "\n\n"
       << rightsizing_table_section(r);
   return out.str();
 }

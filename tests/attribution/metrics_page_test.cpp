@@ -301,6 +301,7 @@ attribution::AttributionSnapshot make_snapshot() {
   snap.self.rejected_libraries.push_back(bad);
   snap.self.probes_attached = 40;
   snap.self.probe_attach_failures = 1;
+  snap.self.evidence_scans_truncated = 2;
   snap.self.maps = {{"gl_workloads", 2, 4096}};
   snap.self.kernel_stats = {5, 0, 0, 0, 3};
   snap.self.library_events_dropped = 0;
@@ -372,6 +373,7 @@ TEST_F(MetricsPage, ContractFamiliesArePresentWithTheirTypes) {
       {"gpuledger_cuda_syncs_total", "counter"},
       {"gpuledger_cuda_sync_seconds_total", "counter"},
       {"gpuledger_cuda_api_errors_total", "counter"},
+      {"gpuledger_evidence_scan_truncated_total", "counter"},  // issue 29
   };
   for (const auto& [name, type] : contract) {
     auto it = parsed_.families.find(name);
@@ -492,6 +494,7 @@ TEST_F(MetricsPage, SelfMetrics) {
   EXPECT_EQ(value("gpuledger_exited_process_records_evicted_total", {}), "6");
   EXPECT_EQ(value("gpuledger_workload_directory_entries", {}), "7");
   EXPECT_EQ(value("gpuledger_scrape_duration_seconds", {}), "0.25");
+  EXPECT_EQ(value("gpuledger_evidence_scan_truncated_total", {}), "2");
 }
 
 TEST(MetricsPageEmpty, EmptySnapshotIsStillValid) {

@@ -105,6 +105,27 @@ TEST(Doctor, GatherAttributionUsesTheInjectedLoaderAndPaths) {
   EXPECT_EQ(judge_attribution(f).status, PlaneStatus::kOk);
 }
 
+// A tenant's process maps a libcuda under a directory it named with a
+// terminal sequence and a bidi override: doctor's table shows the path inert.
+TEST(Doctor, HostileLibraryPathIsShownEscaped) {
+  test::TempDir dir;
+  DoctorOptions options;
+  options.btf_path = dir.write("vmlinux", "btf");
+  options.proc_root = dir.path.string();
+  dir.write("self/status", "CapEff:\t000000c000000000\n");
+  dir.write("4242/maps", "7f0000000000-7f0000001000 r-xp 00000000 08:01 1234 /tmp/\x1b[2J\x1b]0;pwned\x07\xE2\x80\xAE/libcuda.so.1\n");
+  options.driver_library_paths = std::vector<std::string>{};
+  options.load_bpf = [] { return std::string(); };
+  const PlaneReport r = judge_attribution(gather_attribution(options));
+  ASSERT_EQ(r.status, PlaneStatus::kOk) << r.reason;
+  const std::string table = format_doctor_table({r});
+  EXPECT_NE(table.find("libcuda: /tmp/\\x1b[2J\\x1b]0;pwned\\x07\\u202e/libcuda.so.1 (pid 4242)"), std::string::npos)
+      << table;
+  EXPECT_EQ(table.find('\x1b'), std::string::npos);
+  EXPECT_EQ(table.find('\x07'), std::string::npos);
+  EXPECT_EQ(table.find("\xE2\x80\xAE"), std::string::npos);
+}
+
 TEST(Doctor, NvmlAbsentOrPresent) {
   auto absent = gather_nvml("/nonexistent/libnvidia-ml.so.1");
   auto r = judge_nvml(absent);

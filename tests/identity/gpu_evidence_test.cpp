@@ -2,12 +2,18 @@
 // the device files its processes hold open, read as descriptors, and the
 // environment only as a hint.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "identity/gpu_evidence.h"
 
@@ -56,6 +62,101 @@ TEST(GpuEvidence, TheOpenFilesAreAskedWhatTheyAreNotWhatTheyAreCalled) {
   EXPECT_TRUE(read_open_gpu_minors(root.string(), 44).empty());
   // And the real one of this process: no NVIDIA device open here.
   EXPECT_TRUE(read_open_gpu_minors("/proc", static_cast<unsigned>(::getpid())).empty());
+  fs::remove_all(root);
+}
+
+// The attack of issue 29: a process pads its descriptor table with 70,000
+// descriptors and holds the GPU's device file past them (at 70,500). The scan
+// stops at the bound, says so, and the next call goes on where it stopped and
+// finds the device; the call after that starts over. Where the hard
+// RLIMIT_NOFILE is lower and cannot be raised (no CAP_SYS_RESOURCE, as in some
+// containers), the same attack runs scaled to it: padding past a bound of 9/10
+// of the padding.
+TEST(GpuEvidence, APaddedDescriptorTableDelaysButCannotHideTheDevice) {
+  if (::geteuid() != 0) GTEST_SKIP() << "device nodes need root (mknod)";
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  int padding = 70'000, device_fd = 70'500;
+  size_t bound = kMaxFdsExamined;
+  rlimit more{static_cast<rlim_t>(device_fd + 100), std::max<rlim_t>(old.rlim_max, device_fd + 100)};
+  if (::setrlimit(RLIMIT_NOFILE, &more) != 0) {
+    ASSERT_GE(old.rlim_max, 2'000u) << "too few descriptors allowed for the attack";
+    device_fd = static_cast<int>(old.rlim_max) - 100;
+    padding = device_fd - 500;
+    bound = static_cast<size_t>(padding) * 9 / 10;
+    more = {old.rlim_max, old.rlim_max};
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &more), 0) << std::strerror(errno);
+    std::cout << "scaled to the hard limit " << old.rlim_max << ": " << padding << " descriptors of padding, the device at "
+              << device_fd << ", a bound of " << bound << "\n";
+  }
+  char tmpl[] = "/tmp/gpuledger-dev-XXXXXX";
+  const fs::path dir = ::mkdtemp(tmpl);
+  const fs::path node = dir / "nvidia3";
+  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0600, makedev(kNvidiaMajor, 3)), 0);
+  // O_PATH: the file is held (its inode is the device's) without opening the driver, which is not here.
+  const int device = ::open(node.c_str(), O_PATH | O_CLOEXEC);
+  ASSERT_GE(device, 0) << std::strerror(errno);
+  ASSERT_EQ(::dup2(device, device_fd), device_fd);
+  ::close(device);
+  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  std::vector<int> pad;
+  for (int i = 0; i < padding; ++i) {
+    const int fd = ::dup(null);
+    ASSERT_GE(fd, 0) << i << ": " << std::strerror(errno);
+    pad.push_back(fd);
+  }
+  const unsigned self = static_cast<unsigned>(::getpid());
+
+  FdScanCursor cursor;
+  EXPECT_TRUE(read_open_gpu_minors("/proc", self, cursor, bound).empty());  // padding only
+  EXPECT_TRUE(cursor.truncated);
+  EXPECT_EQ(cursor.next_fd, bound);  // 0 .. bound-1 looked at: every lower number is taken
+  EXPECT_EQ(read_open_gpu_minors("/proc", self, cursor, bound), (std::vector<unsigned>{3}));
+  EXPECT_FALSE(cursor.truncated);
+  EXPECT_EQ(cursor.next_fd, 0u);  // the table's end: the next call starts over
+  EXPECT_TRUE(read_open_gpu_minors("/proc", self, cursor, bound).empty());
+  EXPECT_TRUE(cursor.truncated);
+  // A smaller bound walks the same table in more steps, each past the last.
+  FdScanCursor small;
+  std::vector<unsigned> found;
+  int calls = 0;
+  do {
+    for (unsigned m : read_open_gpu_minors("/proc", self, small, bound / 3)) found.push_back(m);
+    ++calls;
+  } while (small.truncated && calls < 10);
+  EXPECT_EQ(calls, 4);  // a bit more than `padding` descriptors, bound/3 a call
+  EXPECT_EQ(found, (std::vector<unsigned>{3}));
+
+  for (int fd : pad) ::close(fd);
+  ::close(null);
+  ::close(device_fd);
+  ::setrlimit(RLIMIT_NOFILE, &old);
+  // Unpadded now: one call reads the whole table.
+  FdScanCursor after;
+  read_open_gpu_minors("/proc", self, after);
+  EXPECT_FALSE(after.truncated);
+  fs::remove_all(dir);
+}
+
+// The same on a fake /proc (offsets that are not descriptor numbers): the
+// cursor skips by number, nothing is lost between calls.
+TEST(GpuEvidence, TheCursorWorksOnAnyDirectory) {
+  if (::geteuid() != 0) GTEST_SKIP() << "device nodes need root (mknod)";
+  char tmpl[] = "/tmp/gpuledger-proc-XXXXXX";
+  const fs::path root = ::mkdtemp(tmpl);
+  fs::create_directories(root / "7" / "fd");
+  const fs::path node = root / "gpu";
+  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0600, makedev(kNvidiaMajor, 1)), 0);
+  for (int fd = 0; fd < 50; ++fd) fs::create_symlink(fd == 37 ? node : fs::path("/dev/null"), root / "7" / "fd" / std::to_string(fd));
+  FdScanCursor cursor;
+  std::vector<unsigned> found;
+  int calls = 0;
+  do {
+    for (unsigned m : read_open_gpu_minors(root.string(), 7, cursor, 10)) found.push_back(m);
+    ++calls;
+  } while (cursor.truncated && calls < 20);
+  EXPECT_EQ(calls, 5);
+  EXPECT_EQ(found, (std::vector<unsigned>{1}));
   fs::remove_all(root);
 }
 
