@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "common/largest_remainder.h"
 #include "common/log.h"
 #include "common/utf8.h"
 #include "ledger/allocation_use.h"
@@ -311,37 +312,19 @@ Accountant::StreamParts Accountant::stream_growth(const std::string& account, co
 }
 
 // The workload's deltas over its streams in proportion to their growth;
-// launches whole, by largest remainder.
+// launches whole, by largest remainder (common/largest_remainder.h).
 Accountant::StreamParts Accountant::spread_over_streams(double dbusy_total, uint64_t dl_total, StreamParts grow) {
   double sum_busy = 0;
-  unsigned __int128 sum_l = 0;
-  for (size_t k = 0; k < grow.busy.size(); ++k) {
-    sum_busy += grow.busy[k];
-    sum_l += grow.launches[k];
-  }
+  for (double g : grow.busy) sum_busy += g;
   // No stream grew (inconsistent input): the rest stream takes it.
   if (sum_busy <= 0) {
     grow.busy.back() = 1;
     sum_busy = 1;
   }
-  if (sum_l == 0) {
+  if (std::all_of(grow.launches.begin(), grow.launches.end(), [](uint64_t g) { return g == 0; }))
     grow.launches.back() = 1;
-    sum_l = 1;
-  }
-  const size_t n = grow.busy.size();
-  StreamParts out{std::vector<double>(n), std::vector<uint64_t>(n)};
-  std::vector<std::pair<uint64_t, size_t>> remainders;  // largest remainder gets the odd launches
-  uint64_t given = 0;
-  for (size_t k = 0; k < n; ++k) {
-    out.busy[k] = dbusy_total * grow.busy[k] / sum_busy;
-    const unsigned __int128 num = static_cast<unsigned __int128>(dl_total) * grow.launches[k];
-    out.launches[k] = static_cast<uint64_t>(num / sum_l);
-    given += out.launches[k];
-    remainders.push_back({static_cast<uint64_t>(num % sum_l), k});
-  }
-  std::stable_sort(remainders.begin(), remainders.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t r = 0; given < dl_total && r < remainders.size(); ++r, ++given) ++out.launches[remainders[r].second];
+  StreamParts out{std::vector<double>(grow.busy.size()), apportion(dl_total, grow.launches)};
+  for (size_t k = 0; k < grow.busy.size(); ++k) out.busy[k] = dbusy_total * grow.busy[k] / sum_busy;
   return out;
 }
 
