@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "common/counter_delta.h"
 #include "common/largest_remainder.h"
 #include "common/log.h"
 #include "common/utf8.h"
@@ -270,14 +271,12 @@ void Accountant::add_workload_delta(const WorkloadUsage& w, const Streams& strea
         spdlog::warn("ledger: the counters of {} are below the stored baseline: counted from 0", w.account);
     }
   }
-  const bool busy_reset = w.busy_seconds < prev_busy_total;
-  const bool launch_reset = w.launches < prev_launch_total;
-  const double dbusy_total = busy_reset ? w.busy_seconds : w.busy_seconds - prev_busy_total;
-  const uint64_t dl_total = launch_reset ? w.launches : w.launches - prev_launch_total;
-  if (dbusy_total <= 1e-12 && dl_total == 0) return;
+  const CounterDelta<double> busy = counter_delta(prev_busy_total, w.busy_seconds);
+  const CounterDelta<uint64_t> launches = counter_delta(prev_launch_total, w.launches);
+  if (busy.delta <= 1e-12 && launches.delta == 0) return;
 
-  const StreamParts parts =
-      spread_over_streams(dbusy_total, dl_total, stream_growth(w.account, streams, busy_reset, launch_reset));
+  const StreamParts parts = spread_over_streams(busy.delta, launches.delta,
+                                                stream_growth(w.account, streams, busy.reset, launches.reset));
   bool unattributed = false;
   for (size_t k = 0; k < streams.size(); ++k) {
     if (parts.busy[k] <= 1e-12 && parts.launches[k] == 0) continue;

@@ -4,6 +4,7 @@
 #include <exception>
 #include <set>
 
+#include "common/counter_delta.h"
 #include "common/log.h"
 
 namespace gpuledger::node {
@@ -65,8 +66,6 @@ bool reading_matches(const device::DeviceReading& r, const std::string& uuid) {
   return r.gpu_instance_id.empty() || uuid.rfind("MIG-", 0) == 0;
 }
 
-uint64_t delta(uint64_t now, uint64_t before) { return now >= before ? now - before : now; }
-
 // A workload's by_gpu entries for one UUID, folded.
 struct OnGpu {
   size_t workload = 0;
@@ -102,8 +101,8 @@ std::map<std::string, std::vector<OnGpu>> ebpf_on_gpu(const Workloads& workloads
         ActivityBaseline::Counters before;
         if (auto b = previous->counters.find({workloads[w].workload.id, g.uuid}); b != previous->counters.end())
           before = b->second;
-        o.busy_delta = delta(now.busy_ns, before.busy_ns);
-        o.launch_delta = delta(now.launches, before.launches);
+        o.busy_delta = counter_delta(before.busy_ns, now.busy_ns).delta;
+        o.launch_delta = counter_delta(before.launches, now.launches).delta;
       }
       list.push_back(std::move(o));
     }
