@@ -5,10 +5,7 @@
 #include <limits>
 #include <set>
 
-#include "common/counter_delta.h"
-#include "common/largest_remainder.h"
 #include "common/log.h"
-#include "common/utf8.h"
 #include "ledger/allocation_use.h"
 
 namespace gpuledger::ledger {
@@ -199,134 +196,6 @@ void Accountant::attribute(const Observation& obs, double t0, double t1) {
   }
 }
 
-namespace {
-
-// The slots each account holds, by account.
-std::map<std::string, std::vector<std::string>> held_slots(const Observation& obs) {
-  std::map<std::string, std::vector<std::string>> held;
-  for (const auto& h : obs.holders) held[h.account].push_back(h.slot_uuid);
-  return held;
-}
-
-// Which slots a workload's activity goes to: those it uses, else those it
-// holds, else the node's only one.
-std::vector<std::string> slots_of(const WorkloadUsage& w, const std::map<std::string, std::vector<std::string>>& held,
-                                  const Observation& obs) {
-  std::vector<std::string> s = w.slots;
-  if (s.empty())
-    if (auto it = held.find(w.account); it != held.end()) s = it->second;
-  if (s.empty() && obs.slots.size() == 1) s = {obs.slots[0].uuid};
-  std::sort(s.begin(), s.end());
-  s.erase(std::unique(s.begin(), s.end()), s.end());
-  return s;
-}
-
-}  // namespace
-
-Accountant::Streams Accountant::streams_of(const WorkloadUsage& w, std::vector<std::string> rest_slots) {
-  Streams out;
-  double busy = w.busy_seconds;
-  uint64_t launches = w.launches, live = w.live_bytes;
-  for (const auto& [uuid, u] : w.by_slot) {
-    out.push_back({uuid, {u.busy_seconds, u.launches, u.live_bytes, {uuid}}});
-    busy -= u.busy_seconds;
-    launches -= std::min(launches, u.launches);
-    live -= std::min(live, u.live_bytes);
-  }
-  out.push_back({"", {std::max(0.0, busy), launches, live, std::move(rest_slots)}});
-  return out;
-}
-
-// What the stored and pending windows cover: this observation's counters,
-// and the baseline of accounts not seen since a restart.
-void Accountant::charge_up_to(const Observation& obs) {
-  charged_ = restored_;
-  for (const auto& w : obs.workloads) charged_[valid_utf8(w.account)] = {w.busy_seconds, w.launches};
-}
-
-// Counter deltas since the last observation go to the window open then.
-void Accountant::add_deltas(const Observation& obs, const HeldSlots& held) {
-  add_process_sm(obs);
-  for (const auto& w : obs.workloads) add_workload_delta(w, streams_of(w, slots_of(w, held, obs)));
-  charge_up_to(obs);
-}
-
-// A workload's delta is taken on its totals, which only a reset makes go
-// backwards; the split between its streams is not stable (a by_gpu entry
-// gets its GPU labels late, or loses them), so a stream going down is
-// activity moved to another stream, not a reset. The workload's delta is
-// spread over its streams in proportion to their growth (decreases count
-// as 0), so nothing is counted twice or lost.
-void Accountant::add_workload_delta(const WorkloadUsage& w, const Streams& streams) {
-  auto tot = workload_totals_.find(w.account);
-  double prev_busy_total = tot == workload_totals_.end() ? 0 : tot->second.busy_seconds;
-  uint64_t prev_launch_total = tot == workload_totals_.end() ? 0 : tot->second.launches;
-  if (tot == workload_totals_.end() && !restored_.empty()) {
-    // First seen since the restart: charged up to the stored baseline.
-    if (auto r = restored_.find(valid_utf8(w.account)); r != restored_.end()) {
-      prev_busy_total = r->second.busy_seconds;
-      prev_launch_total = r->second.launches;
-      restored_.erase(r);
-      if (w.launches < prev_launch_total || w.busy_seconds + 1e-9 < prev_busy_total)
-        spdlog::warn("ledger: the counters of {} are below the stored baseline: counted from 0", w.account);
-    }
-  }
-  const CounterDelta<double> busy = counter_delta(prev_busy_total, w.busy_seconds);
-  const CounterDelta<uint64_t> launches = counter_delta(prev_launch_total, w.launches);
-  if (busy.delta <= 1e-12 && launches.delta == 0) return;
-
-  const StreamParts parts = spread_over_streams(busy.delta, launches.delta,
-                                                stream_growth(w.account, streams, busy.reset, launches.reset));
-  bool unattributed = false;
-  for (size_t k = 0; k < streams.size(); ++k) {
-    if (parts.busy[k] <= 1e-12 && parts.launches[k] == 0) continue;
-    const auto& s = streams[k].second.slots;
-    if (s.empty()) {
-      unattributed = true;
-      continue;
-    }
-    const uint64_t n = s.size();
-    for (size_t i = 0; i < s.size(); ++i) {
-      Activity& a = slots_[s[i]].activity[w.account];
-      a.busy_seconds += parts.busy[k] / static_cast<double>(n);
-      a.launches += parts.launches[k] / n + (i < parts.launches[k] % n ? 1 : 0);
-    }
-  }
-  if (unattributed) ++unattributed_;
-}
-
-// Growth of each stream since the last observation (after a reset: all of it).
-Accountant::StreamParts Accountant::stream_growth(const std::string& account, const Streams& streams, bool busy_reset,
-                                                  bool launch_reset) const {
-  StreamParts grow{std::vector<double>(streams.size(), 0), std::vector<uint64_t>(streams.size(), 0)};
-  for (size_t k = 0; k < streams.size(); ++k) {
-    const auto& [slot, cur] = streams[k];
-    auto it = accounts_.find({account, slot});
-    const double pb = busy_reset || it == accounts_.end() ? 0 : it->second.busy_seconds;
-    const uint64_t pl = launch_reset || it == accounts_.end() ? 0 : it->second.launches;
-    grow.busy[k] = std::max(0.0, cur.busy_seconds - pb);
-    grow.launches[k] = cur.launches > pl ? cur.launches - pl : 0;
-  }
-  return grow;
-}
-
-// The workload's deltas over its streams in proportion to their growth;
-// launches whole, by largest remainder (common/largest_remainder.h).
-Accountant::StreamParts Accountant::spread_over_streams(double dbusy_total, uint64_t dl_total, StreamParts grow) {
-  double sum_busy = 0;
-  for (double g : grow.busy) sum_busy += g;
-  // No stream grew (inconsistent input): the rest stream takes it.
-  if (sum_busy <= 0) {
-    grow.busy.back() = 1;
-    sum_busy = 1;
-  }
-  if (std::all_of(grow.launches.begin(), grow.launches.end(), [](uint64_t g) { return g == 0; }))
-    grow.launches.back() = 1;
-  StreamParts out{std::vector<double>(grow.busy.size()), apportion(dl_total, grow.launches)};
-  for (size_t k = 0; k < grow.busy.size(); ++k) out.busy[k] = dbusy_total * grow.busy[k] / sum_busy;
-  return out;
-}
-
 // The windows between the store's last and the first observation's (up to
 // max_backfill_), written as idle "backfill".
 void Accountant::backfill_until(int64_t start) {
@@ -371,7 +240,7 @@ void Accountant::first_observation(const Observation& obs, const HeldSlots& held
   last_time_ = t;
   if (restored) add_deltas(obs, held);  // since the last stored window, into this one
   for (const auto& w : obs.workloads) {
-    for (auto& [slot, st] : streams_of(w, slots_of(w, held, obs))) accounts_[{w.account, slot}] = st;
+    for (auto& [slot, st] : streams_of(w, held, obs)) accounts_[{w.account, slot}] = st;
     workload_totals_[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
     for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
     if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !labels_.count(w.account))
@@ -400,7 +269,7 @@ void Accountant::remember(const Observation& obs, const HeldSlots& held) {
   std::map<std::pair<std::string, std::string>, AccountState> next;
   std::map<std::string, AccountState> next_totals;
   for (const auto& w : obs.workloads) {
-    for (auto& [slot, st] : streams_of(w, slots_of(w, held, obs))) next[{w.account, slot}] = st;
+    for (auto& [slot, st] : streams_of(w, held, obs)) next[{w.account, slot}] = st;
     next_totals[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
     if (!(w.labels == AccountLabels{})) labels_[w.account] = w.labels;
   }
@@ -424,6 +293,17 @@ void Accountant::mark_seen_locked(const Observation& obs) {
   for (const auto& w : obs.workloads) retirement_.seen(export_labels(w.account, labels_[w.account]), t);
   for (const auto& h : obs.holders) retirement_.seen(export_labels(h.account, labels_[h.account]), t);
 }
+
+namespace {
+
+// The slots each account holds, by account.
+std::map<std::string, std::vector<std::string>> held_slots(const Observation& obs) {
+  std::map<std::string, std::vector<std::string>> held;
+  for (const auto& h : obs.holders) held[h.account].push_back(h.slot_uuid);
+  return held;
+}
+
+}  // namespace
 
 void Accountant::observe(const Observation& obs) {
   const int64_t L = prices_.window_seconds;

@@ -194,15 +194,17 @@ class Accountant : public metrics::MetricsContributor {
     uint64_t live_bytes = 0;
     std::vector<std::string> slots;
   };
-  // The stages of observe() (accountant.cpp), in the order it runs them.
+  // The stages of observe() (accountant.cpp; the counter deltas in
+  // accountant_deltas.cpp), in the order it runs them.
   using HeldSlots = std::map<std::string, std::vector<std::string>>;  // by account
   void first_observation(const Observation& obs, const HeldSlots& held);
   void backfill_until(int64_t start);
   void charge_up_to(const Observation& obs);
   void add_deltas(const Observation& obs, const HeldSlots& held);
-  // A workload's usage as streams: one per known slot, plus the rest ("").
+  // A workload's usage as streams: one per known slot, plus the rest ("")
+  // on the slots it uses, else holds (accountant_deltas.cpp).
   using Streams = std::vector<std::pair<std::string, AccountState>>;
-  static Streams streams_of(const WorkloadUsage& w, std::vector<std::string> rest_slots);
+  static Streams streams_of(const WorkloadUsage& w, const HeldSlots& held, const Observation& obs);
   struct StreamParts {
     std::vector<double> busy;
     std::vector<uint64_t> launches;
