@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/counter_delta.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "identity/cgroup_fs.h"
@@ -23,8 +24,6 @@
 
 namespace gpuledger::device {
 namespace {
-
-uint64_t delta(uint64_t now, uint64_t last) { return now >= last ? now - last : now; }
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
@@ -45,8 +44,9 @@ void IoctlTotalsFolder::absorb(const std::map<IoctlKey, IoctlTotals>& reading) {
   for (const auto& [key, now] : reading) {
     IoctlTotals& last = last_[key];
     IoctlTotals& total = totals_[key];
-    total.calls += delta(now.calls, last.calls);
-    total.ns += delta(now.ns, last.ns);
+    // An entry re-created since the last reading counts from 0 (common/counter_delta.h).
+    total.calls += counter_delta(last.calls, now.calls).delta;
+    total.ns += counter_delta(last.ns, now.ns).delta;
     last = now;
   }
 }

@@ -6,7 +6,6 @@
 #include <set>
 
 #include "common/log.h"
-#include "common/utf8.h"
 #include "ledger/allocation_use.h"
 
 namespace gpuledger::ledger {
@@ -197,184 +196,138 @@ void Accountant::attribute(const Observation& obs, double t0, double t1) {
   }
 }
 
+// The windows between the store's last and the first observation's (up to
+// max_backfill_), written as idle "backfill".
+void Accountant::backfill_until(int64_t start) {
+  const int64_t L = prices_.window_seconds;
+  if (stored_end_ && *stored_end_ < start) {
+    int64_t from = ((*stored_end_ + L - 1) / L) * L;
+    if (start - from > max_backfill_) {
+      int64_t kept = std::max<int64_t>(0, (max_backfill_ / L) * L);
+      spdlog::warn("ledger: agent was down from {} to {}; backfilling only the last {} s", from, start, kept);
+      from = start - kept;
+    }
+    for (int64_t b = from; b < start; b += L) close_window(b, 0, "backfill");
+  }
+  if (stored_end_ && *stored_end_ > start)
+    spdlog::info("ledger: the window from {} was stored when the agent stopped; what is seen in the rest of it "
+                 "is counted in the next window",
+                 start);
+}
+
+// The first observation opens its window: the counters' baseline (this
+// observation's, or the stored one of the same counter set), backfill.
+void Accountant::first_observation(const Observation& obs, const HeldSlots& held) {
+  const int64_t L = prices_.window_seconds;
+  const double t = obs.time;
+  const int64_t S = static_cast<int64_t>(std::floor(t / static_cast<double>(L))) * L;
+  first_time_ = t;
+  add_process_sm(obs);  // the baseline
+  const bool restored = restore_baseline();
+  if (restored) {
+    charged_ = restored_;
+  } else {
+    charge_up_to(obs);
+  }
+  holders_ = obs.holders;
+  inventory_ = obs.slots;
+  allocation_known_ = obs.allocation_known;
+  for (const auto& h : obs.holders) labels_[h.account] = h.labels;
+  backfill_until(S);
+  spdlog::debug("ledger: first observation at {:.3f}, in the window from {}", t, S);
+  window_start_ = S;
+  window_first_seen_ = t;
+  last_time_ = t;
+  if (restored) add_deltas(obs, held);  // since the last stored window, into this one
+  for (const auto& w : obs.workloads) {
+    for (auto& [slot, st] : streams_of(w, held, obs)) accounts_[{w.account, slot}] = st;
+    workload_totals_[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
+    for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
+    if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !labels_.count(w.account))
+      labels_[w.account] = w.labels;
+  }
+}
+
+// An account of the stored baseline not seen again within a window of the restart was retired.
+void Accountant::forget_unseen_baseline(const Observation& obs) {
+  if (restored_.empty() || obs.time - first_time_ <= static_cast<double>(prices_.window_seconds)) return;
+  spdlog::info("ledger: {} account(s) of the stored baseline were not seen again since the restart (retired)",
+               restored_.size());
+  restored_.clear();
+  charge_up_to(obs);
+}
+
+// What the next observation's deltas and windows start from: this one's
+// holders, inventory, names and counters.
+void Accountant::remember(const Observation& obs, const HeldSlots& held) {
+  last_time_ = obs.time;
+  holders_ = obs.holders;
+  inventory_ = obs.slots;
+  allocation_known_ = obs.allocation_known;
+  for (const auto& h : obs.holders)
+    if (!labels_.count(h.account) || labels_[h.account] == AccountLabels{}) labels_[h.account] = h.labels;
+  std::map<std::pair<std::string, std::string>, AccountState> next;
+  std::map<std::string, AccountState> next_totals;
+  for (const auto& w : obs.workloads) {
+    for (auto& [slot, st] : streams_of(w, held, obs)) next[{w.account, slot}] = st;
+    next_totals[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
+    if (!(w.labels == AccountLabels{})) labels_[w.account] = w.labels;
+  }
+  accounts_ = std::move(next);
+  workload_totals_ = std::move(next_totals);
+  nvml_used_.clear();
+  for (const auto& w : obs.workloads)
+    for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
+}
+
+// The accounts live or holding a GPU now are seen (series_retirement.h); the
+// series continued from the store count as seen at the first observation.
+void Accountant::mark_seen_locked(const Observation& obs) {
+  const double t = obs.time;
+  if (!stored_series_seen_) {
+    stored_series_seen_ = true;
+    for (const auto& [key, micros] : cost_micros_) retirement_.seen(key.first.labels, t);
+    for (const auto& [key, s] : held_gpu_seconds_) retirement_.seen(key.labels, t);
+    for (const auto& [key, mj] : energy_millijoules_) retirement_.seen(std::get<0>(key).labels, t);
+  }
+  for (const auto& w : obs.workloads) retirement_.seen(export_labels(w.account, labels_[w.account]), t);
+  for (const auto& h : obs.holders) retirement_.seen(export_labels(h.account, labels_[h.account]), t);
+}
+
+namespace {
+
+// The slots each account holds, by account.
+std::map<std::string, std::vector<std::string>> held_slots(const Observation& obs) {
+  std::map<std::string, std::vector<std::string>> held;
+  for (const auto& h : obs.holders) held[h.account].push_back(h.slot_uuid);
+  return held;
+}
+
+}  // namespace
+
 void Accountant::observe(const Observation& obs) {
   const int64_t L = prices_.window_seconds;
   const double t = obs.time;
   observe_energy(obs);
-  // Which slots each workload's activity goes to.
-  std::map<std::string, std::vector<std::string>> held_slots;
-  for (const auto& h : obs.holders) held_slots[h.account].push_back(h.slot_uuid);
-  auto slots_of = [&](const WorkloadUsage& w) {
-    std::vector<std::string> s = w.slots;
-    if (s.empty()) s = held_slots[w.account];
-    if (s.empty() && obs.slots.size() == 1) s = {obs.slots[0].uuid};
-    std::sort(s.begin(), s.end());
-    s.erase(std::unique(s.begin(), s.end()), s.end());
-    return s;
-  };
-
-  // A workload's usage as streams: one per known slot, plus the rest.
-  auto streams_of = [&](const WorkloadUsage& w) {
-    std::vector<std::pair<std::string, AccountState>> out;
-    double busy = w.busy_seconds;
-    uint64_t launches = w.launches, live = w.live_bytes;
-    for (const auto& [uuid, u] : w.by_slot) {
-      out.push_back({uuid, {u.busy_seconds, u.launches, u.live_bytes, {uuid}}});
-      busy -= u.busy_seconds;
-      launches -= std::min(launches, u.launches);
-      live -= std::min(live, u.live_bytes);
-    }
-    out.push_back({"", {std::max(0.0, busy), launches, live, slots_of(w)}});
-    return out;
-  };
-
-
-  // Counter deltas since the last observation go to the window open then.
-  // A workload's delta is taken on its totals, which only a reset makes go
-  // backwards; the split between its streams is not stable (a by_gpu entry
-  // gets its GPU labels late, or loses them), so a stream going down is
-  // activity moved to another stream, not a reset. The workload's delta is
-  // spread over its streams in proportion to their growth (decreases count
-  // as 0), so nothing is counted twice or lost.
-  // What the stored and pending windows cover: this observation's counters,
-  // and the baseline of accounts not seen since a restart.
-  auto charged_up_to_obs = [&]() {
-    charged_ = restored_;
-    for (const auto& w : obs.workloads) charged_[valid_utf8(w.account)] = {w.busy_seconds, w.launches};
-  };
-  bool deltas_added = false;
-  auto add_deltas = [&]() {
-    if (deltas_added) return;
-    deltas_added = true;
-    add_process_sm(obs);
-    for (const auto& w : obs.workloads) {
-      const auto streams = streams_of(w);
-      auto tot = workload_totals_.find(w.account);
-      double prev_busy_total = tot == workload_totals_.end() ? 0 : tot->second.busy_seconds;
-      uint64_t prev_launch_total = tot == workload_totals_.end() ? 0 : tot->second.launches;
-      if (tot == workload_totals_.end() && !restored_.empty()) {
-        // First seen since the restart: charged up to the stored baseline.
-        if (auto r = restored_.find(valid_utf8(w.account)); r != restored_.end()) {
-          prev_busy_total = r->second.busy_seconds;
-          prev_launch_total = r->second.launches;
-          restored_.erase(r);
-          if (w.launches < prev_launch_total || w.busy_seconds + 1e-9 < prev_busy_total)
-            spdlog::warn("ledger: the counters of {} are below the stored baseline: counted from 0", w.account);
-        }
-      }
-      const bool busy_reset = w.busy_seconds < prev_busy_total;
-      const bool launch_reset = w.launches < prev_launch_total;
-      const double dbusy_total = busy_reset ? w.busy_seconds : w.busy_seconds - prev_busy_total;
-      const uint64_t dl_total = launch_reset ? w.launches : w.launches - prev_launch_total;
-      if (dbusy_total <= 1e-12 && dl_total == 0) continue;
-
-      // Growth of each stream (after a reset: all of it).
-      std::vector<double> grow_busy(streams.size(), 0);
-      std::vector<uint64_t> grow_l(streams.size(), 0);
-      double sum_busy = 0;
-      unsigned __int128 sum_l = 0;
-      for (size_t k = 0; k < streams.size(); ++k) {
-        const auto& [slot, cur] = streams[k];
-        auto it = accounts_.find({w.account, slot});
-        const double pb = busy_reset || it == accounts_.end() ? 0 : it->second.busy_seconds;
-        const uint64_t pl = launch_reset || it == accounts_.end() ? 0 : it->second.launches;
-        grow_busy[k] = std::max(0.0, cur.busy_seconds - pb);
-        grow_l[k] = cur.launches > pl ? cur.launches - pl : 0;
-        sum_busy += grow_busy[k];
-        sum_l += grow_l[k];
-      }
-      // No stream grew (inconsistent input): the rest stream takes it.
-      if (sum_busy <= 0) {
-        grow_busy.back() = 1;
-        sum_busy = 1;
-      }
-      if (sum_l == 0) {
-        grow_l.back() = 1;
-        sum_l = 1;
-      }
-      std::vector<double> dbusy(streams.size());
-      std::vector<uint64_t> dl(streams.size());
-      std::vector<std::pair<uint64_t, size_t>> remainders;  // largest remainder gets the odd launches
-      uint64_t given = 0;
-      for (size_t k = 0; k < streams.size(); ++k) {
-        dbusy[k] = dbusy_total * grow_busy[k] / sum_busy;
-        const unsigned __int128 num = static_cast<unsigned __int128>(dl_total) * grow_l[k];
-        dl[k] = static_cast<uint64_t>(num / sum_l);
-        given += dl[k];
-        remainders.push_back({static_cast<uint64_t>(num % sum_l), k});
-      }
-      std::stable_sort(remainders.begin(), remainders.end(),
-                       [](const auto& a, const auto& b) { return a.first > b.first; });
-      for (size_t r = 0; given < dl_total && r < remainders.size(); ++r, ++given) ++dl[remainders[r].second];
-
-      bool unattributed = false;
-      for (size_t k = 0; k < streams.size(); ++k) {
-        if (dbusy[k] <= 1e-12 && dl[k] == 0) continue;
-        const auto& s = streams[k].second.slots;
-        if (s.empty()) {
-          unattributed = true;
-          continue;
-        }
-        const uint64_t n = s.size();
-        for (size_t i = 0; i < s.size(); ++i) {
-          Activity& a = slots_[s[i]].activity[w.account];
-          a.busy_seconds += dbusy[k] / static_cast<double>(n);
-          a.launches += dl[k] / n + (i < dl[k] % n ? 1 : 0);
-        }
-      }
-      if (unattributed) ++unattributed_;
-    }
-    charged_up_to_obs();
-  };
-
+  const HeldSlots held = held_slots(obs);
   if (!window_start_) {
-    const int64_t S = static_cast<int64_t>(std::floor(t / static_cast<double>(L))) * L;
-    first_time_ = t;
-    add_process_sm(obs);  // the baseline
-    const bool restored = restore_baseline();
-    if (restored) {
-      charged_ = restored_;
-    } else {
-      charged_up_to_obs();
-    }
-    holders_ = obs.holders;
-    inventory_ = obs.slots;
-    allocation_known_ = obs.allocation_known;
-    for (const auto& h : obs.holders) labels_[h.account] = h.labels;
-    if (stored_end_ && *stored_end_ < S) {
-      int64_t from = ((*stored_end_ + L - 1) / L) * L;
-      if (S - from > max_backfill_) {
-        int64_t kept = std::max<int64_t>(0, (max_backfill_ / L) * L);
-        spdlog::warn("ledger: agent was down from {} to {}; backfilling only the last {} s", from, S, kept);
-        from = S - kept;
-      }
-      for (int64_t b = from; b < S; b += L) close_window(b, 0, "backfill");
-    }
-    if (stored_end_ && *stored_end_ > S)
-      spdlog::info("ledger: the window from {} was stored when the agent stopped; what is seen in the rest of it "
-                   "is counted in the next window",
-                   S);
-    spdlog::debug("ledger: first observation at {:.3f}, in the window from {}", t, S);
-    window_start_ = S;
-    window_first_seen_ = t;
-    last_time_ = t;
-    if (restored) add_deltas();  // since the last stored window, into this one
-    for (const auto& w : obs.workloads) {
-      for (auto& [slot, st] : streams_of(w)) accounts_[{w.account, slot}] = st;
-      workload_totals_[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
-      for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
-      if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !labels_.count(w.account))
-        labels_[w.account] = w.labels;
-    }
+    first_observation(obs, held);
     return;
   }
   if (t < last_time_) return;  // the clock went back: wait for it
 
+  // The deltas since the last observation go to the window open then, once.
+  bool deltas_added = false;
+  auto add_deltas_once = [&] {
+    if (deltas_added) return;
+    deltas_added = true;
+    add_deltas(obs, held);
+  };
   bool watched = true;  // windows after the first closed here had no observation inside: "gap"
   while (t >= static_cast<double>(*window_start_ + L)) {
     const int64_t end = *window_start_ + L;
     attribute(obs, last_time_, static_cast<double>(end));
-    add_deltas();
+    add_deltas_once();
     const double observed = watched ? static_cast<double>(end) - window_first_seen_ : 0.0;
     if (stored_end_ && *window_start_ < *stored_end_) {
       // Stored by an agent that stopped within it: what was seen of the rest
@@ -390,40 +343,11 @@ void Accountant::observe(const Observation& obs) {
     holders_ = obs.holders;
   }
   attribute(obs, last_time_, t);
-  add_deltas();
-  if (!restored_.empty() && t - first_time_ > static_cast<double>(L)) {
-    spdlog::info("ledger: {} account(s) of the stored baseline were not seen again since the restart (retired)",
-                 restored_.size());
-    restored_.clear();
-    charged_up_to_obs();
-  }
-  last_time_ = t;
-  holders_ = obs.holders;
-  inventory_ = obs.slots;
-  allocation_known_ = obs.allocation_known;
-  for (const auto& h : obs.holders)
-    if (!labels_.count(h.account) || labels_[h.account] == AccountLabels{}) labels_[h.account] = h.labels;
-  std::map<std::pair<std::string, std::string>, AccountState> next;
-  std::map<std::string, AccountState> next_totals;
-  for (const auto& w : obs.workloads) {
-    for (auto& [slot, st] : streams_of(w)) next[{w.account, slot}] = st;
-    next_totals[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
-    if (!(w.labels == AccountLabels{})) labels_[w.account] = w.labels;
-  }
-  accounts_ = std::move(next);
-  workload_totals_ = std::move(next_totals);
-  nvml_used_.clear();
-  for (const auto& w : obs.workloads)
-    for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
+  add_deltas_once();
+  forget_unseen_baseline(obs);
+  remember(obs, held);
   std::lock_guard lock(mu_);
-  if (!stored_series_seen_) {
-    stored_series_seen_ = true;
-    for (const auto& [key, micros] : cost_micros_) retirement_.seen(key.first.labels, t);
-    for (const auto& [key, s] : held_gpu_seconds_) retirement_.seen(key.labels, t);
-    for (const auto& [key, mj] : energy_millijoules_) retirement_.seen(std::get<0>(key).labels, t);
-  }
-  for (const auto& w : obs.workloads) retirement_.seen(export_labels(w.account, labels_[w.account]), t);
-  for (const auto& h : obs.holders) retirement_.seen(export_labels(h.account, labels_[h.account]), t);
+  mark_seen_locked(obs);
   retire_series_locked(t);
 }
 

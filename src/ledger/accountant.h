@@ -194,6 +194,28 @@ class Accountant : public metrics::MetricsContributor {
     uint64_t live_bytes = 0;
     std::vector<std::string> slots;
   };
+  // The stages of observe() (accountant.cpp; the counter deltas in
+  // accountant_deltas.cpp), in the order it runs them.
+  using HeldSlots = std::map<std::string, std::vector<std::string>>;  // by account
+  void first_observation(const Observation& obs, const HeldSlots& held);
+  void backfill_until(int64_t start);
+  void charge_up_to(const Observation& obs);
+  void add_deltas(const Observation& obs, const HeldSlots& held);
+  // A workload's usage as streams: one per known slot, plus the rest ("")
+  // on the slots it uses, else holds (accountant_deltas.cpp).
+  using Streams = std::vector<std::pair<std::string, AccountState>>;
+  static Streams streams_of(const WorkloadUsage& w, const HeldSlots& held, const Observation& obs);
+  struct StreamParts {
+    std::vector<double> busy;
+    std::vector<uint64_t> launches;
+  };
+  void add_workload_delta(const WorkloadUsage& w, const Streams& streams);
+  StreamParts stream_growth(const std::string& account, const Streams& streams, bool busy_reset,
+                            bool launch_reset) const;
+  static StreamParts spread_over_streams(double dbusy_total, uint64_t dl_total, StreamParts grow);
+  void forget_unseen_baseline(const Observation& obs);
+  void remember(const Observation& obs, const HeldSlots& held);
+  void mark_seen_locked(const Observation& obs);
   void close_window(int64_t start, double observed_seconds, const std::string& source);
   // A holder whose allocated share is unknown (AccountRecord::allocated_share_known)
   // gets no gpuledger_gpu_allocated_share_ratio sample.

@@ -1,5 +1,6 @@
 #include "ledger/process_sm_meter.h"
 
+#include "common/counter_delta.h"
 #include "ledger/window_split.h"
 
 namespace gpuledger::ledger {
@@ -12,8 +13,9 @@ std::map<std::pair<std::string, std::string>, double> ProcessSmMeter::take(const
     auto before = last_.find(key);
     Seen seen{r.account, r.sm_seconds_total};
     if (seen.account.empty() && before != last_.end()) seen.account = before->second.account;
-    const double from = before == last_.end() || r.sm_seconds_total < before->second.total ? 0 : before->second.total;
-    const double delta = r.sm_seconds_total - from;
+    // A process not seen before counts from 0, like one whose total went down (a reused pid).
+    const double delta =
+        counter_delta(before == last_.end() ? 0.0 : before->second.total, r.sm_seconds_total).delta;
     if (baseline_taken_ && delta > 0) {
       if (seen.account.empty()) {
         Unattributed& u = unattributed_[r.slot_uuid];

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "common/largest_remainder.h"
 
 namespace gpuledger::ledger {
 
@@ -68,40 +69,21 @@ std::map<std::string, int64_t> largest_remainder(int64_t total, const std::map<s
   }
   if (weights.empty() || total == 0) return out;
   if (!(sum > 0)) throw Error("largest_remainder: all weights are zero");
-  struct Rem {
-    long double frac;
-    const std::string* key;
-  };
-  std::vector<Rem> rems;
+  std::vector<int64_t> units;
+  std::vector<long double> remainders;  // -1: a weight of 0, never a unit
   int64_t given = 0;
   for (const auto& [key, w] : weights) {
     long double exact = static_cast<long double>(total) * (static_cast<long double>(w) / sum);
     long double fl = std::floor(exact);
     int64_t q = std::clamp<int64_t>(static_cast<int64_t>(fl), 0, total);
-    out[key] = q;
+    units.push_back(q);
     given += q;
-    rems.push_back({w > 0 ? exact - fl : -1.0L, &key});
+    remainders.push_back(w > 0 ? exact - fl : -1.0L);
   }
-  // Largest remainder first; equal remainders by key (the map is already in key order).
-  std::stable_sort(rems.begin(), rems.end(), [](const Rem& a, const Rem& b) { return a.frac > b.frac; });
-  int64_t left = total - given;
-  // Floating error can leave us a unit short or over; fix it deterministically.
-  while (left < 0) {
-    for (auto it = rems.rbegin(); it != rems.rend() && left < 0; ++it) {
-      if (out[*it->key] > 0) {
-        --out[*it->key];
-        ++left;
-      }
-    }
-  }
-  while (left > 0) {
-    for (const auto& r : rems) {
-      if (left == 0) break;
-      if (r.frac < 0) continue;  // zero weight never gets a unit
-      ++out[*r.key];
-      --left;
-    }
-  }
+  // Floating error can leave the floors a unit over: taken back, never below 0.
+  settle_remainders(units, remainders, total - given, true);
+  size_t i = 0;
+  for (auto& [key, part] : out) part = units[i++];
   return out;
 }
 

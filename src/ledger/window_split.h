@@ -200,7 +200,8 @@ struct WindowSplit {
 WindowSplit split_window(const WindowInput& input);
 
 // Largest-remainder split of `total` (>= 0) by `weights` (>= 0, not all 0);
-// ties by key ascending. The result has one entry per key and sums to total.
+// ties by key ascending (common/largest_remainder.h: the rule the launches and
+// the shown cents use too). The result has one entry per key and sums to total.
 std::map<std::string, int64_t> largest_remainder(int64_t total, const std::map<std::string, double>& weights);
 
 }  // namespace gpuledger::ledger

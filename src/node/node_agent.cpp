@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "attribution/attribution_plane.h"
@@ -96,6 +97,39 @@ std::unique_ptr<fleet::FleetShipper> fleet_shipper(const NodeOptions& cmd) {
   return std::make_unique<fleet::FleetShipper>(std::move(o));
 }
 
+// The facts about shared GPUs the allocation needs: the API's scheduler
+// records and node labels, and each GPU's memory (used + free) for memory fractions.
+std::function<kubernetes::SharingFacts()> sharing_facts(const kubernetes::KubernetesMetadata* k8s,
+                                                        device::DevicePlane* device_plane,
+                                                        const config::AgentConfig& config) {
+  kubernetes::RecordTrust trust;
+  if (config.hami_scheduler_managers) trust.hami_managers = *config.hami_scheduler_managers;
+  if (config.kai_scheduler_managers) trust.kai_managers = *config.kai_scheduler_managers;
+  return [k8s, device_plane, reservation = config.kai_reservation_namespace, trust] {
+    auto facts = k8s ? k8s->sharing_facts() : kubernetes::SharingFacts{};
+    facts.kai_reservation_namespace = reservation;
+    facts.trust = trust;
+    for (const auto& r : device_plane->snapshot().readings) {
+      auto used = r[device::DeviceField::kMemoryUsedBytes], free = r[device::DeviceField::kMemoryFreeBytes];
+      if (r.gpu_instance_id.empty() && used && free)
+        facts.device_memory_mib.try_emplace(r.uuid, static_cast<uint64_t>((*used + *free) / (1024.0 * 1024.0)));
+    }
+    return facts;
+  };
+}
+
+// The NVIDIA driver ioctl plane: it degrades to its self-metrics when it
+// cannot run (no BPF); it shares the attribution plane's pins and names.
+std::unique_ptr<device::IoctlPlane> ioctl_plane(const NodeOptions& cmd, const attribution::AttributionOptions& options) {
+  device::IoctlPlaneOptions ioctl_options;
+  ioctl_options.devices = device::resolve_ioctl_devices(cmd.nvidia_ioctl_devices);
+  ioctl_options.max_entries = cmd.nvidia_ioctl_max_entries;
+  ioctl_options.bpf_pin_dir = options.bpf_pin_dir;
+  ioctl_options.namer = options.namer;
+  ioctl_options.classifier = options.classifier;
+  return std::make_unique<device::IoctlPlane>(ioctl_options);
+}
+
 }  // namespace
 
 struct NodeAgent::Parts {
@@ -119,76 +153,56 @@ struct NodeAgent::Parts {
   std::unique_ptr<exporter::HttpServer> server;
   int port = 0;
   std::string bpf_pin_dir;
+
+  // The constructor's stages, in the order it runs them.
+  void open_ledger(const NodeOptions& cmd);
+  void watch_kubernetes(const NodeOptions& cmd);
+  attribution::AttributionOptions attribution_options(const NodeOptions& cmd);
+  void start_xid_monitor(const NodeOptions& cmd, const attribution::AttributionOptions& options);
+  void serve(const NodeOptions& cmd, const exporter::HttpServerOptions& http, const std::string& host);
 };
 
-NodeAgent::NodeAgent(const NodeOptions& cmd) : parts_(std::make_unique<Parts>()) {
-  Parts& p = *parts_;
-  auto [host, port] = exporter::parse_listen_address(cmd.listen);
-  // A second agent for this node is refused before it loads a probe: two on
-  // one store would double-charge, two on one port would split the scrapes.
-  // A store that cannot be used degrades the ledger only (ledger_plane.h).
-  if (!cmd.store.empty()) {
-    p.prices = price_book(cmd);
-    ledger::LedgerPlaneOptions ledger_options{cmd.store, p.prices};
-    ledger_options.node = kubernetes::resolve_node_name(cmd.node_name);
-    ledger_options.cluster = resolve_cluster_name(cmd.cluster_name);
-    // Ledger series of gone accounts leave /metrics like the workloads do
-    // (at least two ledger observations, as for the workloads below).
-    ledger_options.retire_series_after =
-        std::max(parse_duration(cmd.retire_after), 2 * std::chrono::milliseconds(cmd.ledger_interval_ms));
-    p.ledger = std::make_unique<ledger::LedgerPlane>(std::move(ledger_options));
-  }
-  p.shipper = fleet_shipper(cmd);
-  exporter::HttpServerOptions http;
-  if (!cmd.web_config_file.empty()) http.web = exporter::load_web_config(cmd.web_config_file);
-  p.listener = exporter::make_listener(http);
-  p.port = p.listener->bind(host, port);
-  p.config = cmd.config.empty() ? config::AgentConfig{} : config::load_agent_config(cmd.config);
+// A store that cannot be used degrades the ledger only (ledger_plane.h).
+void NodeAgent::Parts::open_ledger(const NodeOptions& cmd) {
+  if (cmd.store.empty()) return;
+  prices = price_book(cmd);
+  ledger::LedgerPlaneOptions ledger_options{cmd.store, prices};
+  ledger_options.node = kubernetes::resolve_node_name(cmd.node_name);
+  ledger_options.cluster = resolve_cluster_name(cmd.cluster_name);
+  // Ledger series of gone accounts leave /metrics like the workloads do
+  // (at least two ledger observations, as for the workloads below).
+  ledger_options.retire_series_after =
+      std::max(parse_duration(cmd.retire_after), 2 * std::chrono::milliseconds(cmd.ledger_interval_ms));
+  ledger = std::make_unique<ledger::LedgerPlane>(std::move(ledger_options));
+}
 
-  p.devices = std::make_unique<device::DevicePlane>(device_options(cmd));
-  p.devices->start();
-
-  // Names and teams: the Kubernetes API (retried in the background; the
-  // UID-based identity meanwhile) and the configuration's rules.
-  p.pods = std::make_shared<kubernetes::PodDirectory>(p.config.pod_grace_period);
-  p.cluster = cluster_config(cmd);
-  if (p.cluster) {
+// Names and teams: the Kubernetes API (retried in the background; the
+// UID-based identity meanwhile) and the configuration's rules; the kubelet's
+// allocation. Made here, started once the attribution plane is.
+void NodeAgent::Parts::watch_kubernetes(const NodeOptions& cmd) {
+  pods = std::make_shared<kubernetes::PodDirectory>(config.pod_grace_period);
+  cluster = cluster_config(cmd);
+  if (cluster) {
     kubernetes::KubernetesOptions k8s_options;
-    k8s_options.cluster = *p.cluster;
+    k8s_options.cluster = *cluster;
     k8s_options.node_name = kubernetes::resolve_node_name(cmd.node_name);
-    k8s_options.watch_namespaces = !p.config.team_rule.namespace_label_key.empty();
-    p.k8s = std::make_unique<kubernetes::KubernetesMetadata>(k8s_options, p.pods);
+    k8s_options.watch_namespaces = !config.team_rule.namespace_label_key.empty();
+    k8s = std::make_unique<kubernetes::KubernetesMetadata>(k8s_options, pods);
   } else {
     spdlog::info("kubernetes: no --kubeconfig and not in a cluster: workloads keep their cgroup identity");
   }
   if (!cmd.pod_resources_socket.empty())
-    p.pod_resources = std::make_unique<kubernetes::PodResourcesMonitor>(
-        cmd.pod_resources_socket, kubernetes::AllocationOptions{p.config.extra_gpu_resources, p.config.dra_drivers},
-        p.config.pod_resources_interval);
-  if (p.pod_resources) {
-    p.pod_resources->set_keep_last_answer(p.config.allocation_keep);
-    // Shares of shared GPUs: the API's scheduler records and node labels,
-    // and each GPU's memory (used + free) for memory fractions.
-    const kubernetes::KubernetesMetadata* k8s = p.k8s.get();
-    device::DevicePlane* device_plane = p.devices.get();
-    kubernetes::RecordTrust trust;
-    if (p.config.hami_scheduler_managers) trust.hami_managers = *p.config.hami_scheduler_managers;
-    if (p.config.kai_scheduler_managers) trust.kai_managers = *p.config.kai_scheduler_managers;
-    p.pod_resources->set_sharing_facts([k8s, device_plane, reservation = p.config.kai_reservation_namespace, trust] {
-      auto facts = k8s ? k8s->sharing_facts() : kubernetes::SharingFacts{};
-      facts.kai_reservation_namespace = reservation;
-      facts.trust = trust;
-      for (const auto& r : device_plane->snapshot().readings) {
-        auto used = r[device::DeviceField::kMemoryUsedBytes], free = r[device::DeviceField::kMemoryFreeBytes];
-        if (r.gpu_instance_id.empty() && used && free)
-          facts.device_memory_mib.try_emplace(r.uuid, static_cast<uint64_t>((*used + *free) / (1024.0 * 1024.0)));
-      }
-      return facts;
-    });
+    pod_resources = std::make_unique<kubernetes::PodResourcesMonitor>(
+        cmd.pod_resources_socket, kubernetes::AllocationOptions{config.extra_gpu_resources, config.dra_drivers},
+        config.pod_resources_interval);
+  if (pod_resources) {
+    pod_resources->set_keep_last_answer(config.allocation_keep);
+    pod_resources->set_sharing_facts(sharing_facts(k8s.get(), devices.get(), config));
   }
-  p.k8s_metrics = std::make_unique<kubernetes::KubernetesMetrics>(p.pods, p.config.team_rule, p.k8s.get(),
-                                                                  p.pod_resources.get());
+  k8s_metrics = std::make_unique<kubernetes::KubernetesMetrics>(pods, config.team_rule, k8s.get(), pod_resources.get());
+}
 
+attribution::AttributionOptions NodeAgent::Parts::attribution_options(const NodeOptions& cmd) {
   attribution::AttributionOptions options;
   options.cuda_libs = cmd.cuda_libs;
   options.discover = !cmd.no_discovery;
@@ -201,7 +215,7 @@ NodeAgent::NodeAgent(const NodeOptions& cmd) : parts_(std::make_unique<Parts>())
   options.max_libraries = cmd.max_libraries;
   options.scan_interval = std::chrono::milliseconds(cmd.scan_interval_ms);
   options.retire_after = parse_duration(cmd.retire_after);
-  if (p.ledger && options.retire_after < 2 * std::chrono::milliseconds(cmd.ledger_interval_ms)) {
+  if (ledger && options.retire_after < 2 * std::chrono::milliseconds(cmd.ledger_interval_ms)) {
     // The ledger must read a workload's last totals before it leaves.
     options.retire_after = 2 * std::chrono::milliseconds(cmd.ledger_interval_ms);
     spdlog::warn("--retire-after {} is shorter than two ledger observations: {} ms", cmd.retire_after,
@@ -221,94 +235,113 @@ NodeAgent::NodeAgent(const NodeOptions& cmd) : parts_(std::make_unique<Parts>())
   // Read before anything here touches the pins: how long they went without an agent.
   options.pins_heartbeat_age = probes::pins_heartbeat_age(options.bpf_pin_dir);
   options.orphaned_pins_after = std::chrono::duration_cast<std::chrono::seconds>(parse_duration(cmd.orphaned_pins_after));
-  p.bpf_pin_dir = options.bpf_pin_dir;
+  bpf_pin_dir = options.bpf_pin_dir;
   options.classifier.cgroup_roots = cmd.cgroup_roots;
   identity::InfrastructureOptions infrastructure;
   if (!cmd.infrastructure_namespaces.empty()) infrastructure.namespaces = cmd.infrastructure_namespaces;
   options.infrastructure = std::make_shared<identity::InfrastructureJudge>(infrastructure);
-  options.namer = std::make_shared<kubernetes::TeamNamer>(p.cluster ? p.pods : nullptr, p.config.team_rule,
-                                                          p.config.teams);
-  device::DevicePlane* devices = p.devices.get();
-  options.gpu_inventory = [devices] { return device::gpu_identities(devices->snapshot()); };
-  options.gpu_processes = [devices] { return device::gpu_processes(devices->snapshot()); };
+  options.namer = std::make_shared<kubernetes::TeamNamer>(cluster ? pods : nullptr, config.team_rule,
+                                                          config.teams);
+  device::DevicePlane* device_plane = devices.get();
+  options.gpu_inventory = [device_plane] { return device::gpu_identities(device_plane->snapshot()); };
+  options.gpu_processes = [device_plane] { return device::gpu_processes(device_plane->snapshot()); };
+  return options;
+}
 
-  // The NVIDIA driver ioctl plane and Xid errors: each degrades to its
-  // self-metrics when it cannot run (no BPF, no readable kernel log).
-  if (!cmd.no_nvidia_ioctl) {
-    device::IoctlPlaneOptions ioctl_options;
-    ioctl_options.devices = device::resolve_ioctl_devices(cmd.nvidia_ioctl_devices);
-    ioctl_options.max_entries = cmd.nvidia_ioctl_max_entries;
-    ioctl_options.bpf_pin_dir = options.bpf_pin_dir;
-    ioctl_options.namer = options.namer;
-    ioctl_options.classifier = options.classifier;
-    p.ioctls = std::make_unique<device::IoctlPlane>(ioctl_options);
-  }
-  p.agent = std::make_unique<attribution::AttributionPlane>(options);
-  if (p.ledger) p.ledger->set_counter_set(p.agent->counter_set_id());
-  p.agent->start();
-  if (!cmd.no_xid) {
-    device::XidMonitorOptions xid_options;
-    xid_options.kmsg_path = cmd.kmsg;
-    xid_options.gpu_inventory = [devices] { return devices->snapshot().gpus; };
-    // An Xid without a pid: the workloads NVML sees on that GPU, else those
-    // the attribution agent last saw using it with live processes.
-    attribution::AttributionPlane* attribution = p.agent.get();
-    xid_options.workloads_on_gpu = [devices, attribution](const device::GpuInfo& gpu) {
-      auto out = device::workloads_holding_gpu(devices->snapshot(), gpu);
-      if (!out.empty() || gpu.uuid.empty()) return out;
-      for (const auto& w : attribution->snapshot().workloads)
-        if (!w.processes.empty() &&
-            std::any_of(w.by_gpu.begin(), w.by_gpu.end(), [&](const auto& g) { return g.uuid == gpu.uuid; }))
-          out.push_back(w.workload);
-      return out;
-    };
-    xid_options.namer = options.namer;
-    p.xids = std::make_unique<device::XidMonitor>(xid_options);
-    p.xids->start();
-  }
-  if (p.k8s) p.k8s->start();
-  if (p.pod_resources) p.pod_resources->start();
+// Xid errors: the monitor degrades to its self-metrics when the kernel log
+// cannot be read.
+void NodeAgent::Parts::start_xid_monitor(const NodeOptions& cmd, const attribution::AttributionOptions& options) {
+  device::DevicePlane* device_plane = devices.get();
+  device::XidMonitorOptions xid_options;
+  xid_options.kmsg_path = cmd.kmsg;
+  xid_options.gpu_inventory = [device_plane] { return device_plane->snapshot().gpus; };
+  // An Xid without a pid: the workloads NVML sees on that GPU, else those
+  // the attribution agent last saw using it with live processes.
+  attribution::AttributionPlane* attribution = agent.get();
+  xid_options.workloads_on_gpu = [device_plane, attribution](const device::GpuInfo& gpu) {
+    auto out = device::workloads_holding_gpu(device_plane->snapshot(), gpu);
+    if (!out.empty() || gpu.uuid.empty()) return out;
+    for (const auto& w : attribution->snapshot().workloads)
+      if (!w.processes.empty() &&
+          std::any_of(w.by_gpu.begin(), w.by_gpu.end(), [&](const auto& g) { return g.uuid == gpu.uuid; }))
+        out.push_back(w.workload);
+    return out;
+  };
+  xid_options.namer = options.namer;
+  xids = std::make_unique<device::XidMonitor>(xid_options);
+  xids->start();
+}
 
-  p.server = std::make_unique<exporter::HttpServer>(served_content(*p.agent), http.web, std::move(p.listener));
+// /metrics and the health checks: every plane's contributor, then the server serves.
+void NodeAgent::Parts::serve(const NodeOptions& cmd, const exporter::HttpServerOptions& http, const std::string& host) {
+  server = std::make_unique<exporter::HttpServer>(served_content(*agent), http.web, std::move(listener));
   // The main loop feeds the ledger every --ledger-interval-ms.
   const auto allowed = std::max(std::chrono::seconds(60),
                                 std::chrono::seconds(3 * (cmd.ledger_interval_ms / 1000 + 1)));
-  p.server->add_liveness_check([&p, allowed] { return exporter::loop_alive("main", p.main_loop.last(), allowed); });
-  if (p.ledger) {
-    p.server->add_contributor(p.ledger.get());
+  server->add_liveness_check([this, allowed] { return exporter::loop_alive("main", main_loop.last(), allowed); });
+  if (ledger) {
+    server->add_contributor(ledger.get());
     // Liveness stays 200 with a degraded ledger (restarting would not mend the
     // store); the body says why.
-    ledger::LedgerPlane* ledger = p.ledger.get();
+    ledger::LedgerPlane* ledger_plane = ledger.get();
     const std::string store = cmd.store;
-    p.server->add_liveness_check([ledger, store] {
-      auto s = ledger->status();
+    server->add_liveness_check([ledger_plane, store] {
+      auto s = ledger_plane->status();
       return exporter::HealthStatus{true, s.up ? "ledger writing to " + store : "ledger degraded: " + s.reason};
     });
   }
-  p.server->add_contributor(p.devices.get());
-  p.server->add_contributor(p.k8s_metrics.get());
+  server->add_contributor(devices.get());
+  server->add_contributor(k8s_metrics.get());
   // Device counters per workload: whole on an exclusive GPU, split by
   // measured activity on a shared one.
-  attribution::AttributionPlane* attribution = p.agent.get();
-  p.efficiency = std::make_unique<WorkloadEfficiencyMetrics>(
-      [attribution] { return attribution->snapshot(); }, [devices] { return devices->snapshot(); });
-  p.server->add_contributor(p.efficiency.get());
-  if (p.ioctls) p.server->add_contributor(p.ioctls.get());
-  if (p.xids) p.server->add_contributor(p.xids.get());
-  if (p.shipper) {
-    p.server->add_contributor(p.shipper.get());
+  attribution::AttributionPlane* attribution = agent.get();
+  device::DevicePlane* device_plane = devices.get();
+  efficiency = std::make_unique<WorkloadEfficiencyMetrics>(
+      [attribution] { return attribution->snapshot(); }, [device_plane] { return device_plane->snapshot(); });
+  server->add_contributor(efficiency.get());
+  if (ioctls) server->add_contributor(ioctls.get());
+  if (xids) server->add_contributor(xids.get());
+  if (shipper) {
+    server->add_contributor(shipper.get());
     // Like the ledger's: restarting would not mend a database; the body says why.
-    fleet::FleetShipper* shipper = p.shipper.get();
-    p.server->add_liveness_check([shipper] {
-      const auto s = shipper->status();
+    fleet::FleetShipper* shipping = shipper.get();
+    server->add_liveness_check([shipping] {
+      const auto s = shipping->status();
       return exporter::HealthStatus{true, "fleet db " + std::string(s.up ? "" : "failing: ") + s.reason + "; " +
                                               std::to_string(s.pending) + " windows pending"};
     });
-    p.shipper->start();
+    shipper->start();
   }
-  p.main_loop.beat();  // started; run_agent's loop beats from here on
-  p.server->serve();
-  spdlog::info("gpuledger agent serving {}://{}:{}/metrics", http.web.tls ? "https" : "http", host, p.port);
+  main_loop.beat();  // started; run_agent's loop beats from here on
+  server->serve();
+  spdlog::info("gpuledger agent serving {}://{}:{}/metrics", http.web.tls ? "https" : "http", host, port);
+}
+
+NodeAgent::NodeAgent(const NodeOptions& cmd) : parts_(std::make_unique<Parts>()) {
+  Parts& p = *parts_;
+  auto [host, port] = exporter::parse_listen_address(cmd.listen);
+  // A second agent for this node is refused before it loads a probe: two on
+  // one store would double-charge, two on one port would split the scrapes.
+  p.open_ledger(cmd);
+  p.shipper = fleet_shipper(cmd);
+  exporter::HttpServerOptions http;
+  if (!cmd.web_config_file.empty()) http.web = exporter::load_web_config(cmd.web_config_file);
+  p.listener = exporter::make_listener(http);
+  p.port = p.listener->bind(host, port);
+  p.config = cmd.config.empty() ? config::AgentConfig{} : config::load_agent_config(cmd.config);
+
+  p.devices = std::make_unique<device::DevicePlane>(device_options(cmd));
+  p.devices->start();
+  p.watch_kubernetes(cmd);
+  const attribution::AttributionOptions options = p.attribution_options(cmd);
+  if (!cmd.no_nvidia_ioctl) p.ioctls = ioctl_plane(cmd, options);
+  p.agent = std::make_unique<attribution::AttributionPlane>(options);
+  if (p.ledger) p.ledger->set_counter_set(p.agent->counter_set_id());
+  p.agent->start();
+  if (!cmd.no_xid) p.start_xid_monitor(cmd, options);
+  if (p.k8s) p.k8s->start();
+  if (p.pod_resources) p.pod_resources->start();
+  p.serve(cmd, http, host);
 }
 
 NodeAgent::~NodeAgent() {

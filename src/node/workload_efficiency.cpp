@@ -4,6 +4,7 @@
 #include <exception>
 #include <set>
 
+#include "common/counter_delta.h"
 #include "common/log.h"
 
 namespace gpuledger::node {
@@ -65,8 +66,6 @@ bool reading_matches(const device::DeviceReading& r, const std::string& uuid) {
   return r.gpu_instance_id.empty() || uuid.rfind("MIG-", 0) == 0;
 }
 
-uint64_t delta(uint64_t now, uint64_t before) { return now >= before ? now - before : now; }
-
 // A workload's by_gpu entries for one UUID, folded.
 struct OnGpu {
   size_t workload = 0;
@@ -78,17 +77,12 @@ struct OnGpu {
 
 std::string index_label(const std::optional<unsigned>& i) { return i ? std::to_string(*i) : std::string(); }
 
-}  // namespace
+using Workloads = std::vector<attribution::WorkloadView>;
 
-std::vector<WorkloadEfficiency> apportion_efficiency(const attribution::AttributionSnapshot& snapshot,
-                                                     const device::DeviceSnapshot& device,
-                                                     const EfficiencyOptions& options,
-                                                     const ActivityBaseline* previous) {
-  const auto& workloads = snapshot.workloads;
-  const ActivityBaseline current = ActivityBaseline::of(snapshot);
-
-  // Who is on which GPU by eBPF, with the interval's deltas.
-  std::map<std::string, std::vector<OnGpu>> on_gpu;  // by uuid
+// Who is on which GPU by eBPF (by uuid), with the interval's deltas.
+std::map<std::string, std::vector<OnGpu>> ebpf_on_gpu(const Workloads& workloads, const ActivityBaseline& current,
+                                                      const ActivityBaseline* previous) {
+  std::map<std::string, std::vector<OnGpu>> on_gpu;
   for (size_t w = 0; w < workloads.size(); ++w) {
     if (workloads[w].infrastructure) continue;  // rule 5: never active, never a share
     for (const auto& g : workloads[w].by_gpu) {
@@ -107,161 +101,226 @@ std::vector<WorkloadEfficiency> apportion_efficiency(const attribution::Attribut
         ActivityBaseline::Counters before;
         if (auto b = previous->counters.find({workloads[w].workload.id, g.uuid}); b != previous->counters.end())
           before = b->second;
-        o.busy_delta = delta(now.busy_ns, before.busy_ns);
-        o.launch_delta = delta(now.launches, before.launches);
+        o.busy_delta = counter_delta(before.busy_ns, now.busy_ns).delta;
+        o.launch_delta = counter_delta(before.launches, now.launches).delta;
       }
       list.push_back(std::move(o));
     }
   }
+  return on_gpu;
+}
 
-  // Host pid -> workload; NVML processes by GPU.
+// NVML's processes by GPU, and the workload each belongs to (by host pid).
+struct Processes {
+  const Workloads& workloads;
   std::map<uint32_t, size_t> owner_of_pid;
-  for (size_t w = 0; w < workloads.size(); ++w)
-    for (const auto& p : workloads[w].processes) owner_of_pid.emplace(p.pid, w);
-  std::map<std::string, std::vector<const device::ProcessReading*>> procs_on;
-  for (const auto& p : device.processes)
-    if (!p.gpu_uuid.empty()) procs_on[p.gpu_uuid].push_back(&p);
-  auto owner = [&](const device::ProcessReading& p) -> std::optional<size_t> {
+  std::map<std::string, std::vector<const device::ProcessReading*>> on_gpu;  // by uuid
+
+  Processes(const Workloads& w, const device::DeviceSnapshot& device) : workloads(w) {
+    for (size_t i = 0; i < workloads.size(); ++i)
+      for (const auto& p : workloads[i].processes) owner_of_pid.emplace(p.pid, i);
+    for (const auto& p : device.processes)
+      if (!p.gpu_uuid.empty()) on_gpu[p.gpu_uuid].push_back(&p);
+  }
+  std::optional<size_t> owner(const device::ProcessReading& p) const {
     auto it = owner_of_pid.find(p.pid);
     if (it == owner_of_pid.end()) return std::nullopt;
     return it->second;
-  };
+  }
   // Rule 5: a process of an infrastructure workload (the MPS server) is known,
   // so not foreign, but it is no tenant: it never takes or breaks a share.
-  auto infrastructure = [&](const device::ProcessReading& p) {
+  bool infrastructure(const device::ProcessReading& p) const {
     auto w = owner(p);
     return w && workloads[*w].infrastructure;
-  };
+  }
+};
+
+using DeviceValues = std::array<std::optional<double>, kEfficiencyFieldCount>;
+
+// Rule 0: the device values of `uuid`, the first reading of each; null: no reading at all.
+const device::DeviceReading* device_values(const device::DeviceSnapshot& device, const std::string& uuid,
+                                           DeviceValues& values) {
+  const device::DeviceReading* any_reading = nullptr;
+  for (const auto& r : device.readings) {
+    if (!reading_matches(r, uuid)) continue;
+    if (!any_reading) any_reading = &r;
+    for (const auto& info : efficiency_fields()) {
+      auto& v = values[static_cast<size_t>(info.field)];
+      if (!v && r[info.device_field]) v = r[info.device_field];
+    }
+  }
+  return any_reading;
+}
+
+// One GPU's users: eBPF's and NVML's, and whether one of them has it to itself.
+struct GpuUsers {
+  const std::vector<OnGpu>& ebpf;
+  const std::vector<const device::ProcessReading*>& procs;
+  std::vector<const OnGpu*> active;  // rule 1
+  bool foreign = false;              // a process of no known workload
+  bool exclusive = false;            // rule 2
+};
+
+GpuUsers gpu_users(const std::vector<OnGpu>& ebpf, const std::vector<const device::ProcessReading*>& procs,
+                   const Processes& processes) {
+  GpuUsers u{ebpf, procs, {}, false, false};
+  for (const auto& o : ebpf)
+    if (o.active()) u.active.push_back(&o);
+  u.foreign = std::any_of(procs.begin(), procs.end(), [&](const device::ProcessReading* p) { return !processes.owner(*p); });
+  u.exclusive = u.active.size() == 1 && std::all_of(procs.begin(), procs.end(), [&](const device::ProcessReading* p) {
+                  auto w = processes.owner(*p);
+                  return w && (*w == u.active.front()->workload || processes.workloads[*w].infrastructure);
+                });
+  return u;
+}
+
+struct Shares {
+  std::map<size_t, double> of;  // by workload index
+  EfficiencySource source = EfficiencySource::kDevice;
+  ShareBasis basis = ShareBasis::kNone;
+};
+
+// Rule 3: the shares of one GPU's users.
+Shares gpu_shares(const GpuUsers& u, const Processes& processes, const EfficiencyOptions& options) {
+  Shares s;
+  if (u.exclusive) {
+    s.of[u.active.front()->workload] = 1.0;
+    s.basis = ShareBasis::kExclusive;
+    return s;
+  }
+  double sm_total = 0;
+  bool sampled = false;
+  if (options.use_nvml_process_samples) {
+    for (const auto* p : u.procs) {
+      if (!p->sm_util_ratio || processes.infrastructure(*p)) continue;
+      sampled = true;
+      sm_total += *p->sm_util_ratio;
+    }
+  }
+  if (sampled && sm_total > 0) {
+    for (const auto* o : u.active) s.of[o->workload] = 0.0;
+    std::map<size_t, double> sm;
+    for (const auto* p : u.procs) {
+      auto w = processes.owner(*p);
+      if (!w || !p->sm_util_ratio || processes.workloads[*w].infrastructure) continue;
+      sm[*w] += *p->sm_util_ratio;
+      s.of[*w] = 0.0;
+    }
+    for (auto& [w, share] : s.of) share = sm[w] / sm_total;
+    s.source = EfficiencySource::kNvml;
+    s.basis = ShareBasis::kNvmlSmSamples;
+  } else if (!u.active.empty() && (options.ebpf_split_with_foreign_processes || !u.foreign)) {
+    uint64_t busy_total = 0, launch_total = 0;
+    for (const auto* o : u.active) {
+      busy_total += o->busy_delta;
+      launch_total += o->launch_delta;
+    }
+    bool by_busy = busy_total > 0;
+    double total = static_cast<double>(by_busy ? busy_total : launch_total);
+    for (const auto* o : u.active)
+      s.of[o->workload] = static_cast<double>(by_busy ? o->busy_delta : o->launch_delta) / total;
+    s.source = EfficiencySource::kApportioned;
+    s.basis = by_busy ? ShareBasis::kBusyNs : ShareBasis::kLaunches;
+  }
+  return s;
+}
+
+// The results of one apportioning, by (workload id, uuid): an entry is made
+// (named, its GPU label found) the first time a workload gets a value on a GPU.
+class Entries {
+ public:
+  Entries(const Workloads& workloads, const device::DeviceSnapshot& device) : workloads_(workloads), device_(device) {}
+  WorkloadEfficiency& entry(size_t w, const std::string& uuid, const std::vector<OnGpu>& ebpf,
+                            const device::DeviceReading& any_reading) {
+    auto [it, inserted] = out_.try_emplace({workloads_[w].workload.id, uuid});
+    WorkloadEfficiency& e = it->second;
+    if (inserted) {
+      e.workload = workloads_[w].workload;
+      e.names = workloads_[w].names;
+      e.uuid = uuid;
+      for (const auto& o : ebpf)
+        if (o.workload == w) e.gpu = o.gpu;
+      if (e.gpu.empty()) {
+        const device::GpuInfo* info = device_.gpu_by_uuid(uuid);
+        e.gpu = info && info->index ? index_label(info->index) : index_label(any_reading.gpu_index);
+      }
+    }
+    return e;
+  }
+  // The entries with at least one value.
+  std::vector<WorkloadEfficiency> take() {
+    std::vector<WorkloadEfficiency> results;
+    for (auto& [key, e] : out_) {
+      bool any = std::any_of(e.values.begin(), e.values.end(), [](const auto& v) { return v.has_value(); });
+      if (any) results.push_back(std::move(e));
+    }
+    return results;
+  }
+
+ private:
+  const Workloads& workloads_;
+  const device::DeviceSnapshot& device_;
+  std::map<std::pair<std::string, std::string>, WorkloadEfficiency> out_;
+};
+
+}  // namespace
+
+std::vector<WorkloadEfficiency> apportion_efficiency(const attribution::AttributionSnapshot& snapshot,
+                                                     const device::DeviceSnapshot& device,
+                                                     const EfficiencyOptions& options,
+                                                     const ActivityBaseline* previous) {
+  const auto& workloads = snapshot.workloads;
+  const std::map<std::string, std::vector<OnGpu>> on_gpu =
+      ebpf_on_gpu(workloads, ActivityBaseline::of(snapshot), previous);
+  const Processes processes(workloads, device);
 
   std::set<std::string> uuids;
   for (const auto& [uuid, _] : on_gpu) uuids.insert(uuid);
-  for (const auto& [uuid, _] : procs_on) uuids.insert(uuid);
+  for (const auto& [uuid, _] : processes.on_gpu) uuids.insert(uuid);
 
-  std::map<std::pair<std::string, std::string>, WorkloadEfficiency> out;  // by (workload id, uuid)
+  Entries out(workloads, device);
   for (const auto& uuid : uuids) {
-    // Rule 0: the device values; none at all: nothing for this GPU.
-    std::array<std::optional<double>, kEfficiencyFieldCount> device_value{};
-    const device::DeviceReading* any_reading = nullptr;
-    for (const auto& r : device.readings) {
-      if (!reading_matches(r, uuid)) continue;
-      if (!any_reading) any_reading = &r;
-      for (const auto& info : efficiency_fields()) {
-        auto& v = device_value[static_cast<size_t>(info.field)];
-        if (!v && r[info.device_field]) v = r[info.device_field];
-      }
-    }
-    if (!any_reading) continue;
+    DeviceValues device_value{};
+    const device::DeviceReading* any_reading = device_values(device, uuid, device_value);
+    if (!any_reading) continue;  // rule 0: no device values, nothing for this GPU
 
     static const std::vector<OnGpu> kNone;
     static const std::vector<const device::ProcessReading*> kNoProcs;
     auto og = on_gpu.find(uuid);
-    const auto& ebpf = og == on_gpu.end() ? kNone : og->second;
-    auto pg = procs_on.find(uuid);
-    const auto& procs = pg == procs_on.end() ? kNoProcs : pg->second;
+    auto pg = processes.on_gpu.find(uuid);
+    const GpuUsers users = gpu_users(og == on_gpu.end() ? kNone : og->second,
+                                     pg == processes.on_gpu.end() ? kNoProcs : pg->second, processes);
+    auto entry = [&](size_t w) -> WorkloadEfficiency& { return out.entry(w, uuid, users.ebpf, *any_reading); };
 
-    auto entry = [&](size_t w) -> WorkloadEfficiency& {
-      auto [it, inserted] = out.try_emplace({workloads[w].workload.id, uuid});
-      WorkloadEfficiency& e = it->second;
-      if (inserted) {
-        e.workload = workloads[w].workload;
-        e.names = workloads[w].names;
-        e.uuid = uuid;
-        for (const auto& o : ebpf)
-          if (o.workload == w) e.gpu = o.gpu;
-        if (e.gpu.empty()) {
-          const device::GpuInfo* info = device.gpu_by_uuid(uuid);
-          e.gpu = info && info->index ? index_label(info->index) : index_label(any_reading->gpu_index);
-        }
-      }
-      return e;
-    };
-
-    // Rule 1: who is active; rule 2: exclusive.
-    std::vector<const OnGpu*> active;
-    for (const auto& o : ebpf)
-      if (o.active()) active.push_back(&o);
-    bool foreign = std::any_of(procs.begin(), procs.end(), [&](const device::ProcessReading* p) { return !owner(*p); });
-    bool exclusive = active.size() == 1 && std::all_of(procs.begin(), procs.end(), [&](const device::ProcessReading* p) {
-                       auto w = owner(*p);
-                       return w && (*w == active.front()->workload || workloads[*w].infrastructure);
-                     });
-
-    // Rule 3: the shares.
-    std::map<size_t, double> shares;
-    EfficiencySource source = EfficiencySource::kDevice;
-    ShareBasis basis = ShareBasis::kNone;
-    if (exclusive) {
-      shares[active.front()->workload] = 1.0;
-      basis = ShareBasis::kExclusive;
-    } else {
-      double sm_total = 0;
-      bool sampled = false;
-      if (options.use_nvml_process_samples) {
-        for (const auto* p : procs) {
-          if (!p->sm_util_ratio || infrastructure(*p)) continue;
-          sampled = true;
-          sm_total += *p->sm_util_ratio;
-        }
-      }
-      if (sampled && sm_total > 0) {
-        for (const auto* o : active) shares[o->workload] = 0.0;
-        std::map<size_t, double> sm;
-        for (const auto* p : procs) {
-          auto w = owner(*p);
-          if (!w || !p->sm_util_ratio || workloads[*w].infrastructure) continue;
-          sm[*w] += *p->sm_util_ratio;
-          shares[*w] = 0.0;
-        }
-        for (auto& [w, share] : shares) share = sm[w] / sm_total;
-        source = EfficiencySource::kNvml;
-        basis = ShareBasis::kNvmlSmSamples;
-      } else if (!active.empty() && (options.ebpf_split_with_foreign_processes || !foreign)) {
-        uint64_t busy_total = 0, launch_total = 0;
-        for (const auto* o : active) {
-          busy_total += o->busy_delta;
-          launch_total += o->launch_delta;
-        }
-        bool by_busy = busy_total > 0;
-        double total = static_cast<double>(by_busy ? busy_total : launch_total);
-        for (const auto* o : active)
-          shares[o->workload] = static_cast<double>(by_busy ? o->busy_delta : o->launch_delta) / total;
-        source = EfficiencySource::kApportioned;
-        basis = by_busy ? ShareBasis::kBusyNs : ShareBasis::kLaunches;
-      }
-    }
-    for (const auto& [w, share] : shares) {
+    const Shares shares = gpu_shares(users, processes, options);
+    for (const auto& [w, share] : shares.of) {
       auto& e = entry(w);
       e.share = share;
-      e.basis = basis;
+      e.basis = shares.basis;
       for (auto f : kRatioFields) {
         const auto& v = device_value[static_cast<size_t>(f)];
         if (!v) continue;
-        e[f] = EfficiencyValue{exclusive ? *v : *v * share, source};
+        e[f] = EfficiencyValue{users.exclusive ? *v : *v * share, shares.source};
       }
     }
 
     // Rule 4: memory used.
     std::map<size_t, uint64_t> used;
-    for (const auto* p : procs) {
-      auto w = owner(*p);
+    for (const auto* p : users.procs) {
+      auto w = processes.owner(*p);
       if (w && p->used_bytes) used[*w] += *p->used_bytes;
     }
     for (const auto& [w, bytes] : used)
       entry(w)[EfficiencyField::kGpuMemoryUsedBytes] = EfficiencyValue{static_cast<double>(bytes), EfficiencySource::kNvml};
     const auto& device_used = device_value[static_cast<size_t>(EfficiencyField::kGpuMemoryUsedBytes)];
     // The device figure includes an infrastructure process's memory: not the tenant's alone.
-    bool infrastructure_on_gpu = std::any_of(procs.begin(), procs.end(), [&](const device::ProcessReading* p) { return infrastructure(*p); });
-    if (exclusive && device_used && !infrastructure_on_gpu && !used.count(active.front()->workload))
-      entry(active.front()->workload)[EfficiencyField::kGpuMemoryUsedBytes] =
+    bool infrastructure_on_gpu = std::any_of(users.procs.begin(), users.procs.end(),
+                                             [&](const device::ProcessReading* p) { return processes.infrastructure(*p); });
+    if (users.exclusive && device_used && !infrastructure_on_gpu && !used.count(users.active.front()->workload))
+      entry(users.active.front()->workload)[EfficiencyField::kGpuMemoryUsedBytes] =
           EfficiencyValue{*device_used, EfficiencySource::kDevice};
   }
-
-  std::vector<WorkloadEfficiency> results;
-  for (auto& [key, e] : out) {
-    bool any = std::any_of(e.values.begin(), e.values.end(), [](const auto& v) { return v.has_value(); });
-    if (any) results.push_back(std::move(e));
-  }
-  return results;
+  return out.take();
 }
 
 void EfficiencyApportioner::update(const attribution::AttributionSnapshot& snapshot, const device::DeviceSnapshot& device) {

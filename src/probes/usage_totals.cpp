@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/counter_delta.h"
+
 namespace gpuledger::probes {
 
 namespace {
@@ -24,9 +26,6 @@ constexpr size_t kFields = sizeof(gl_counters) / sizeof(uint64_t);
 uint64_t* fields(gl_counters& c) { return reinterpret_cast<uint64_t*>(&c); }
 const uint64_t* fields(const gl_counters& c) { return reinterpret_cast<const uint64_t*>(&c); }
 
-// A value below the last reading means the entry was re-created: all of it is new.
-uint64_t delta(uint64_t now, uint64_t last) { return now >= last ? now - last : now; }
-
 }  // namespace
 
 Usage& Usage::operator+=(const Usage& other) {
@@ -47,12 +46,13 @@ void UsageTotals::absorb(const std::map<probes::CounterKey, gl_counters>& counte
   for (const auto& [key, now] : counters) {
     gl_counters& last = last_counters_[key];
     gl_counters& total = totals_[key].counters;
-    for (size_t i = 0; i < kFields; ++i) fields(total)[i] += delta(fields(now)[i], fields(last)[i]);
+    // An entry re-created since the last reading counts from 0 (common/counter_delta.h).
+    for (size_t i = 0; i < kFields; ++i) fields(total)[i] += counter_delta(fields(last)[i], fields(now)[i]).delta;
     last = now;
   }
   for (const auto& [ekey, now] : errors) {
     uint64_t& last = last_errors_[ekey];
-    totals_[ekey.where].errors_by_call[names.call_name(ekey.call_id)] += delta(now, last);
+    totals_[ekey.where].errors_by_call[names.call_name(ekey.call_id)] += counter_delta(last, now).delta;
     last = now;
   }
 }
@@ -61,7 +61,7 @@ void UsageTotals::absorb_export_tables(const std::map<probes::ExportTableKey, ui
   std::lock_guard lock(mu_);
   for (const auto& [tkey, now] : tables) {
     uint64_t& last = last_tables_[tkey];
-    totals_[tkey.where].export_tables[tkey.table] += delta(now, last);
+    totals_[tkey.where].export_tables[tkey.table] += counter_delta(last, now).delta;
     last = now;
   }
 }

@@ -117,21 +117,22 @@ const char* kStyle =
     "dl.facts{display:grid;grid-template-columns:max-content auto;gap:4px 18px}dt{color:#555}dd{margin:0}"
     ".team{margin-top:18px}small{color:#666}";
 
-}  // namespace
-
-std::string render_html(const Report& r) {
-  const std::string cur = html_escape(r.currency);
-  std::ostringstream h;
+// The document's head: the title and the style sheets.
+void head(std::ostringstream& h, const Report& r) {
   h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
     << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>GPU bill " << format_rfc3339(r.from) << " .. " << format_rfc3339(r.to) << "</title><style>" << kStyle
     << charts_and_layout_style() << "</style></head><body>\n";
+}
+
+// The summary's opening: the range, the total, the notes and the facts.
+void summary_facts(std::ostringstream& h, const Report& r, const ShownCosts& shown) {
+  const std::string cur = html_escape(r.currency);
   h << "<h1>GPU bill</h1>\n<section id=\"summary\"><p id=\"range\">" << format_date_time(r.from) << " to "
     << format_date_time(r.to) << " (" << duration_words(r.to - r.from) << ", end excluded), "
     << (r.source == "fleet"      ? "every node (from Prometheus)"
         : r.source == "fleet-db" ? "every node (from the fleet database)"
                                  : "this node's ledger")
     << ".</p>\n";
-  const ShownCosts shown = shown_costs(r.rows, r.currency);
   h << "<p>Total: <span class=\"big\" id=\"total\">" << shown.total_cell(ShownCosts::kTotal) << " " << cur
     << "</span>" << (r.audit.partial_period ? " <strong id=\"partial\">Partial period: the range has not ended</strong>" : "")
     << "</p>\n";
@@ -154,38 +155,49 @@ std::string render_html(const Report& r) {
     << " busy</dd>";
   if (r.generated_at) h << "<dt>Generated</dt><dd id=\"generated\">" << format_date_time(r.generated_at) << "</dd>";
   h << "</dl>\n";
-  if (!r.teams.empty()) {
-    h << "<h3>Who pays what</h3><table id=\"who-pays\"><thead><tr><th>Team</th><th>Amount (" << cur
-      << ")</th><th>Share</th></tr></thead><tbody>";
-    const double total = static_cast<double>(std::max<int64_t>(1, r.total.cost_total_micros()));
-    std::vector<Row> team_totals;
-    for (const auto& t : r.teams) team_totals.push_back(t.total);
-    const ShownCosts teams = shown_costs(team_totals, r.currency);
-    for (size_t i = 0; i < r.teams.size(); ++i) {
-      const TeamPods& t = r.teams[i];
-      h << "<tr><td>" << html_escape(row_name(t.team)) << "</td>"
-        << money_cell(teams.rows[i][ShownCosts::kTotal], t.total.cost_total_micros(), r)
-        << "<td>" << fixed(100.0 * static_cast<double>(t.total.cost_total_micros()) / total, 1) << "%</td></tr>";
-    }
-    h << "</tbody></table>\n";
-  }
-  if (!r.prices.empty()) {
-    h << "<h3>Price per GPU model</h3><table id=\"prices\"><thead><tr><th>GPU model</th><th>GPU-hours</th><th>Cost ("
-      << cur << ")</th><th>Price per GPU-hour (" << cur << ")</th></tr></thead><tbody>";
-    std::vector<Row> model_costs(r.prices.size());  // the models' costs add up to the total: shown so
-    for (size_t i = 0; i < r.prices.size(); ++i) model_costs[i].cost_busy_micros = r.prices[i].cost_micros;
-    const ShownCosts models = shown_costs(model_costs, r.currency);
-    for (size_t i = 0; i < r.prices.size(); ++i) {
-      const ModelPrice& p = r.prices[i];
-      const int64_t per_hour = p.gpu_hours > 0 ? std::llround(static_cast<double>(p.cost_micros) / p.gpu_hours) : 0;
-      h << "<tr><td>" << html_escape(p.model.empty() ? "(unknown model)" : p.model) << "</td><td>"
-        << fixed(p.gpu_hours, 2) << "</td>" << money_cell(models.rows[i][ShownCosts::kTotal], p.cost_micros, r)
-        << money_cell(per_hour, r.currency) << "</tr>";
-    }
-    h << "</tbody></table>\n";
-  }
-  h << "</section>\n";
+}
 
+// Who pays what: each team's total, shown so that they add up.
+void who_pays(std::ostringstream& h, const Report& r) {
+  if (r.teams.empty()) return;
+  const std::string cur = html_escape(r.currency);
+  h << "<h3>Who pays what</h3><table id=\"who-pays\"><thead><tr><th>Team</th><th>Amount (" << cur
+    << ")</th><th>Share</th></tr></thead><tbody>";
+  const double total = static_cast<double>(std::max<int64_t>(1, r.total.cost_total_micros()));
+  std::vector<Row> team_totals;
+  for (const auto& t : r.teams) team_totals.push_back(t.total);
+  const ShownCosts teams = shown_costs(team_totals, r.currency);
+  for (size_t i = 0; i < r.teams.size(); ++i) {
+    const TeamPods& t = r.teams[i];
+    h << "<tr><td>" << html_escape(row_name(t.team)) << "</td>"
+      << money_cell(teams.rows[i][ShownCosts::kTotal], t.total.cost_total_micros(), r)
+      << "<td>" << fixed(100.0 * static_cast<double>(t.total.cost_total_micros()) / total, 1) << "%</td></tr>";
+  }
+  h << "</tbody></table>\n";
+}
+
+// The price per GPU model: the models' costs add up to the total, so they are shown so.
+void model_prices(std::ostringstream& h, const Report& r) {
+  if (r.prices.empty()) return;
+  const std::string cur = html_escape(r.currency);
+  h << "<h3>Price per GPU model</h3><table id=\"prices\"><thead><tr><th>GPU model</th><th>GPU-hours</th><th>Cost ("
+    << cur << ")</th><th>Price per GPU-hour (" << cur << ")</th></tr></thead><tbody>";
+  std::vector<Row> model_costs(r.prices.size());
+  for (size_t i = 0; i < r.prices.size(); ++i) model_costs[i].cost_busy_micros = r.prices[i].cost_micros;
+  const ShownCosts models = shown_costs(model_costs, r.currency);
+  for (size_t i = 0; i < r.prices.size(); ++i) {
+    const ModelPrice& p = r.prices[i];
+    const int64_t per_hour = p.gpu_hours > 0 ? std::llround(static_cast<double>(p.cost_micros) / p.gpu_hours) : 0;
+    h << "<tr><td>" << html_escape(p.model.empty() ? "(unknown model)" : p.model) << "</td><td>"
+      << fixed(p.gpu_hours, 2) << "</td>" << money_cell(models.rows[i][ShownCosts::kTotal], p.cost_micros, r)
+      << money_cell(per_hour, r.currency) << "</tr>";
+  }
+  h << "</tbody></table>\n";
+}
+
+// The cost table: a row per group and the total, then what its special rows and unknowns mean.
+void cost_table(std::ostringstream& h, const Report& r, const ShownCosts& shown) {
+  const std::string cur = html_escape(r.currency);
   const bool memory = r.total.cost_memory_micros > 0;
   h << "<h2>Cost by " << group_title(r.by) << "</h2>\n<table id=\"report\"><thead><tr><th>" << group_title(r.by)
     << "</th><th>GPU-hours held</th><th>GPU-hours busy</th><th>Busy cost (" << cur << ")</th><th>Idle cost (" << cur
@@ -211,45 +223,49 @@ std::string render_html(const Report& r) {
   h << "</tbody></table>\n<p><small>Of what it held: the row's activity over the GPU time it held (above 100%: it "
        "used more than it held). Part of the GPU: its share of the whole GPU's activity. The total's efficiency is "
        "the GPUs' own over the range, weighted by GPU-time: the same in every grouping.</small></p>\n";
-  {
-    const auto special = special_accounts_of(r);
-    if (!special.empty()) h << "<dl class=\"facts\" id=\"special-accounts\">";
-    for (const auto& [account, meaning] : special)
-      h << "<dt>" << html_escape(row_name(account)) << "</dt><dd>" << html_escape(account + ": " + meaning) << "</dd>";
-    if (!special.empty()) h << "</dl>\n";
-    const auto unknowns = unknown_explanations(r);
-    if (!unknowns.empty()) {
-      h << "<ul id=\"unknown-explained\">";
-      for (const auto& u : unknowns) h << "<li>" << html_escape(u) << "</li>";
-      h << "</ul>\n";
-    }
+  const auto special = special_accounts_of(r);
+  if (!special.empty()) h << "<dl class=\"facts\" id=\"special-accounts\">";
+  for (const auto& [account, meaning] : special)
+    h << "<dt>" << html_escape(row_name(account)) << "</dt><dd>" << html_escape(account + ": " + meaning) << "</dd>";
+  if (!special.empty()) h << "</dl>\n";
+  const auto unknowns = unknown_explanations(r);
+  if (!unknowns.empty()) {
+    h << "<ul id=\"unknown-explained\">";
+    for (const auto& u : unknowns) h << "<li>" << html_escape(u) << "</li>";
+    h << "</ul>\n";
   }
+}
 
-  if (!r.teams.empty()) {
-    h << "<h2>Teams and their largest pods</h2>\n";
-    for (const auto& t : r.teams) {
-      h << "<section class=\"team\"><h3>" << html_escape(row_name(t.team)) << ": "
-        << shown_amount(t.total.cost_total_micros(), r.currency) << " " << cur << "</h3><table><thead><tr><th>Pod</th>"
-        << "<th>GPU-hours held</th><th>GPU-hours busy</th><th>Idle cost (" << cur << ")</th><th>Total (" << cur
-        << ")</th></tr></thead><tbody>";
-      for (const auto& p : t.top_pods)  // a team's largest pods, not all: amounts on their own
-        h << "<tr><td>" << html_escape(row_name(p.key)) << "</td><td>" << fixed(p.gpu_hours_held, 2) << "</td><td>"
-          << fixed(p.gpu_hours_busy, 2) << "</td>" << money_cell(p.cost_idle_micros, r.currency)
-          << money_cell(p.cost_total_micros(), r.currency) << "</tr>";
-      h << "</tbody></table></section>\n";
-    }
+// Each team with its largest pods, not all: amounts on their own.
+void team_pods(std::ostringstream& h, const Report& r) {
+  if (r.teams.empty()) return;
+  const std::string cur = html_escape(r.currency);
+  h << "<h2>Teams and their largest pods</h2>\n";
+  for (const auto& t : r.teams) {
+    h << "<section class=\"team\"><h3>" << html_escape(row_name(t.team)) << ": "
+      << shown_amount(t.total.cost_total_micros(), r.currency) << " " << cur << "</h3><table><thead><tr><th>Pod</th>"
+      << "<th>GPU-hours held</th><th>GPU-hours busy</th><th>Idle cost (" << cur << ")</th><th>Total (" << cur
+      << ")</th></tr></thead><tbody>";
+    for (const auto& p : t.top_pods)
+      h << "<tr><td>" << html_escape(row_name(p.key)) << "</td><td>" << fixed(p.gpu_hours_held, 2) << "</td><td>"
+        << fixed(p.gpu_hours_busy, 2) << "</td>" << money_cell(p.cost_idle_micros, r.currency)
+        << money_cell(p.cost_total_micros(), r.currency) << "</tr>";
+    h << "</tbody></table></section>\n";
   }
+}
 
-  h << allocated_against_used(r);
+void top_wasters(std::ostringstream& h, const Report& r) {
+  const std::string cur = html_escape(r.currency);
   h << "<h2>Top wasters (idle cost)</h2><ol id=\"top-wasters\">";
   for (const auto& w : r.top_wasters)
     h << "<li>" << html_escape(row_name(w.key)) << ": " << shown_amount(w.cost_idle_micros, r.currency) << " " << cur
       << " of GPU time held but idle</li>";
   if (r.top_wasters.empty()) h << "<li>none</li>";
   h << "</ol>\n";
-  if (r.rightsizing) h << rightsizing_html_section(*r.rightsizing);
-  h << html_charts(r, row_name);
+}
 
+// What the windows cover (a ledger's or fleet database's; Prometheus has no windows), then the audit.
+void coverage_and_audit(std::ostringstream& h, const Report& r) {
   const Coverage& c = r.coverage;
   h << "<h2>Data coverage</h2>\n<dl class=\"facts\" id=\"coverage\">";
   if (r.source == "fleet") {
@@ -278,7 +294,10 @@ std::string render_html(const Report& r) {
   h << "<h2>Audit</h2>\n<ul id=\"audit\">";
   for (const auto& line : audit_lines(r)) h << "<li>" << html_escape(line) << "</li>";
   h << "</ul>\n";
+}
 
+// What the columns and the special rows mean.
+void glossary(std::ostringstream& h) {
   h << "<h2>What the columns mean</h2>\n<dl class=\"facts\" id=\"glossary\">"
     << "<dt>GPU-hours held</dt><dd>Hours a GPU was allocated to the row (a shared GPU's hour is split among its "
        "holders; a MIG slice counts its fraction of the GPU).</dd>"
@@ -309,6 +328,26 @@ std::string render_html(const Report& r) {
     << "<dt>Energy (kWh)</dt><dd>The GPU's energy (its energy counter, else power integrated over time), split like "
        "its cost: busy energy by activity, idle energy by the idle policy. <em>unknown</em>: the GPU had neither.</dd>\n"
     << "<dt>Carbon (kg CO2e)</dt><dd>Energy times the configured carbon intensity (carbon_g_per_kwh).</dd></dl>\n";
+}
+
+}  // namespace
+
+std::string render_html(const Report& r) {
+  std::ostringstream h;
+  head(h, r);
+  const ShownCosts shown = shown_costs(r.rows, r.currency);
+  summary_facts(h, r, shown);
+  who_pays(h, r);
+  model_prices(h, r);
+  h << "</section>\n";
+  cost_table(h, r, shown);
+  team_pods(h, r);
+  h << allocated_against_used(r);
+  top_wasters(h, r);
+  if (r.rightsizing) h << rightsizing_html_section(*r.rightsizing);
+  h << html_charts(r, row_name);
+  coverage_and_audit(h, r);
+  glossary(h);
   h << "</body></html>\n";
   return h.str();
 }

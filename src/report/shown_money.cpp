@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "common/largest_remainder.h"
 #include "report/report.h"
 
 namespace gpuledger::report {
@@ -31,21 +32,14 @@ int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) 
 std::vector<int64_t> round_parts(const std::vector<int64_t>& parts, int64_t unit) {
   const int64_t sum = std::accumulate(parts.begin(), parts.end(), int64_t{0});
   const int64_t shown_units = floor_div(sum + unit / 2, unit);  // half up
-  std::vector<int64_t> units(parts.size());
+  std::vector<int64_t> units(parts.size()), remainders(parts.size());
   int64_t floors = 0;
-  for (size_t i = 0; i < parts.size(); ++i) floors += units[i] = floor_div(parts[i], unit);
-  std::vector<size_t> order(parts.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return parts[a] - units[a] * unit > parts[b] - units[b] * unit;
-  });
-  // Non-negative parts leave 0 <= left < parts.size(); a negative part can need units taken back.
-  int64_t left = shown_units - floors;
-  for (size_t k = 0; left > 0 && !order.empty(); k = (k + 1) % order.size(), --left) ++units[order[k]];
-  for (size_t k = order.size(); left < 0 && !order.empty(); --left) {
-    k = k == 0 ? order.size() - 1 : k - 1;
-    --units[order[k]];
+  for (size_t i = 0; i < parts.size(); ++i) {
+    floors += units[i] = floor_div(parts[i], unit);
+    remainders[i] = parts[i] - units[i] * unit;
   }
+  // Non-negative parts leave 0 <= left < parts.size(); a negative part can need units taken back.
+  settle_remainders(units, remainders, shown_units - floors, false);
   for (auto& u : units) u *= unit;
   return units;
 }
