@@ -8,6 +8,7 @@
 #include "common/utf8.h"
 #include "ledger/prices.h"
 #include "report/bill_audit.h"
+#include "report/focus_decimal.h"
 #include "report/report_text.h"
 #include "report/special_accounts.h"
 
@@ -20,8 +21,9 @@ const std::vector<std::string> kFocusColumns = {
     "EffectiveCost", "InvoiceIssuerName", "ListCost", "PricingQuantity", "PricingUnit", "ProviderName",
     "PublisherName", "ServiceCategory", "ServiceName",
     // Conditional and recommended columns this bill has values for.
-    "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ContractedUnitPrice", "ListUnitPrice", "PricingCategory",
-    "ResourceId", "ResourceName", "ResourceType", "ServiceSubcategory", "SubAccountId", "SubAccountName", "Tags",
+    "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ContractedUnitPrice", "InvoiceId", "ListUnitPrice",
+    "PricingCategory", "ResourceId", "ResourceName", "ResourceType", "ServiceSubcategory", "SkuId", "SkuMeter",
+    "SkuPriceDetails", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags",
     // FOCUS 1.3 split cost allocation.
     "AllocatedMethodId", "AllocatedMethodDetails", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags",
     // gpuledger's own (x_ prefix, as FOCUS requires of custom columns).
@@ -112,7 +114,11 @@ std::string FocusBuilder::finish(const Audit& audit, int64_t generated_at) const
     const std::string resource_name =
         sp.slot.model + (mig ? " MIG " + *sp.slot.mig_profile + " of " + sp.slot.parent_uuid : "");
     const double rate = sp.gpu_hours > 0 ? static_cast<double>(sp.cost) / sp.gpu_hours : 0;  // micros per GPU-hour
-    const std::string unit_price = ledger::format_micros(static_cast<int64_t>(rate + 0.5));
+    const int64_t unit_micros = static_cast<int64_t>(rate + 0.5);
+    const std::string unit_price = ledger::format_micros(unit_micros);
+    // The SKU is the GPU (or MIG profile) model; its price, the rate per GPU-hour in the currency.
+    const std::string sku = "gpu:" + sp.slot.model + (mig ? " MIG " + *sp.slot.mig_profile : "");
+    const std::string sku_price = sku + ":" + unit_price + " " + sp.currency + "/GPU-Hour";
     std::string policy;
     for (const auto& p : sp.policies) policy += (policy.empty() ? "" : "+") + p;
     double held_total = 0;
@@ -149,16 +155,19 @@ std::string FocusBuilder::finish(const Audit& audit, int64_t generated_at) const
                         : !l.pod.empty() ? l.namespace_name + "/" + l.pod + (l.container.empty() ? "" : "/" + l.container)
                                          : account;
       const std::string billed = ledger::format_micros(part.total());
+      // PricingQuantity in nano-GPU-hours, and the list (= contracted) cost of it to the last digit.
+      const int64_t quantity = to_nanos(sp.gpu_hours * ratio);
+      const std::string list_cost = micros_times_nanos(unit_micros, quantity);
       const std::string subaccount = meaning.empty() ? l.team : "";
       std::vector<std::string> cells = {
           billed, account_id, account_id, sp.currency, format_rfc3339(bend), format_rfc3339(bstart), "Usage", "",
           "GPU time of " + who + " on " + resource_name + " (" + sp.slot.uuid + "), split by cost policy " + policy,
-          format_rfc3339(pend), format_rfc3339(pstart), billed, billed, "gpuledger", billed,
-          decimal(sp.gpu_hours * ratio, 9), "GPU-Hours", "gpuledger", "gpuledger", "Compute", "GPU time",
-          // conditional and recommended
-          "Usage-Based", decimal(part.held_gpu_hours, 9), "GPU-Hours", unit_price, unit_price, "Standard",
-          sp.slot.uuid, resource_name, mig ? "MIG instance" : "GPU", "Containers", subaccount, subaccount,
-          json_text(tags),
+          format_rfc3339(pend), format_rfc3339(pstart), list_cost, billed, "gpuledger", list_cost,
+          scaled_decimal(quantity, 9), "GPU-Hours", "gpuledger", "gpuledger", "Compute", "GPU time",
+          // conditional and recommended; InvoiceId null: gpuledger issues no invoice (the bill id is x_BillId)
+          "Usage-Based", decimal(part.held_gpu_hours, 9), "GPU-Hours", unit_price, "", unit_price, "Standard",
+          sp.slot.uuid, resource_name, mig ? "MIG instance" : "GPU", "Containers", sku, "GPU time", "", sku_price,
+          subaccount, subaccount, json_text(tags),
           // split allocation
           "gpuledger-cost-policy-" + policy, json_text(details), account, meaning.empty() ? who : account,
           json_text(allocated_tags),

@@ -66,6 +66,7 @@ const std::map<std::string, FocusRule>& focus_rules() {
       {"ContractedCost", {R::kDecimal, false, {}}},
       {"ContractedUnitPrice", {R::kDecimal, true, {}}},
       {"EffectiveCost", {R::kDecimal, false, {}}},
+      {"InvoiceId", {R::kString, true, {}}},
       {"InvoiceIssuerName", {R::kString, false, {}}},
       {"ListCost", {R::kDecimal, false, {}}},
       {"ListUnitPrice", {R::kDecimal, true, {}}},
@@ -84,6 +85,10 @@ const std::map<std::string, FocusRule>& focus_rules() {
                             "Storage", "Web", "Other"}}},
       {"ServiceName", {R::kString, false, {}}},
       {"ServiceSubcategory", {R::kString, true, {}}},
+      {"SkuId", {R::kString, false, {}}},
+      {"SkuMeter", {R::kString, true, {}}},
+      {"SkuPriceDetails", {R::kJson, true, {}}},
+      {"SkuPriceId", {R::kString, false, {}}},
       {"SubAccountId", {R::kString, true, {}}},
       {"SubAccountName", {R::kString, true, {}}},
       {"Tags", {R::kJson, true, {}}},
@@ -150,7 +155,10 @@ int64_t validate_focus(const std::string& csv) {
     const auto cost = decimal_micros(row[col["BilledCost"]]);
     EXPECT_TRUE(cost) << "BilledCost is not an exact decimal: " << row[col["BilledCost"]];
     billed += cost.value_or(0);
-    for (const char* same : {"ListCost", "EffectiveCost", "ContractedCost"}) EXPECT_EQ(row[col[same]], row[col["BilledCost"]]);
+    // No discounts: what is billed is the effective cost, and the contracted price the list price.
+    EXPECT_EQ(row[col["EffectiveCost"]], row[col["BilledCost"]]);
+    EXPECT_EQ(row[col["ContractedCost"]], row[col["ListCost"]]);
+    EXPECT_TRUE(row[col["InvoiceId"]].empty()) << "gpuledger issues no invoice";
     EXPECT_LT(parse_datetime(row[col["ChargePeriodStart"]]), parse_datetime(row[col["ChargePeriodEnd"]]));
     EXPECT_LE(parse_datetime(row[col["BillingPeriodStart"]]), parse_datetime(row[col["ChargePeriodStart"]]));
     EXPECT_GE(parse_datetime(row[col["BillingPeriodEnd"]]), parse_datetime(row[col["ChargePeriodEnd"]]));
