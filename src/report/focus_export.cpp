@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/utf8.h"
@@ -28,7 +29,7 @@ const std::vector<std::string> kFocusColumns = {
     "AllocatedMethodId", "AllocatedMethodDetails", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags",
     // gpuledger's own (x_ prefix, as FOCUS requires of custom columns).
     "x_BillId", "x_Node", "x_Cluster", "x_CostBusy", "x_CostIdle", "x_CostMemory", "x_GpuHoursBusy",
-    "x_PartialPeriod"};
+    "x_PartialPeriod", "x_SmActive", "x_EnergyJoules", "x_VramGibHours"};
 
 namespace {
 
@@ -36,6 +37,11 @@ struct AccountPart {
   ledger::AccountLabels labels;
   int64_t busy = 0, idle = 0, memory = 0;
   double held_gpu_hours = 0, busy_gpu_hours = 0;
+  // SM activity over what the account held, where the device measured it.
+  double sm_num = 0, sm_den = 0;
+  bool sm_known = false;
+  std::optional<int64_t> millijoules;  // nullopt: no window of it measured energy
+  double vram_byte_seconds = 0;
   int64_t total() const { return busy + idle + memory; }
 };
 
@@ -91,7 +97,18 @@ void FocusBuilder::add(const ledger::WindowRecord& w) {
     part.labels = a.labels;
     part.held_gpu_hours += a.held_share * len * w.gpu_fraction / 3600.0;
     part.busy_gpu_hours += a.gpu_busy_seconds * w.gpu_fraction / 3600.0;
+    part.vram_byte_seconds += a.vram_byte_seconds;
+    if (a.efficiency.sm_active && a.held_share > 0) {
+      part.sm_num += *a.efficiency.sm_active * len * w.gpu_fraction;
+      part.sm_den += a.held_share * len * w.gpu_fraction;
+      part.sm_known = true;
+    }
   }
+  if (w.energy)
+    for (const auto& e : w.energy->charges) {
+      std::optional<int64_t>& mj = sp.accounts[e.account].millijoules;
+      mj = mj.value_or(0) + e.millijoules;
+    }
   for (const auto& ch : w.charges) {
     AccountPart& part = sp.accounts[ch.account];
     (ch.kind == ledger::ChargeKind::kBusy ? part.busy : ch.kind == ledger::ChargeKind::kIdle ? part.idle : part.memory) +=
@@ -158,6 +175,10 @@ std::string FocusBuilder::finish(const Audit& audit, int64_t generated_at) const
       // PricingQuantity in nano-GPU-hours, and the list (= contracted) cost of it to the last digit.
       const int64_t quantity = to_nanos(sp.gpu_hours * ratio);
       const std::string list_cost = micros_times_nanos(unit_micros, quantity);
+      const std::string sm_active = part.sm_known && part.sm_den > 0 ? decimal(part.sm_num / part.sm_den, 6) : "";
+      const std::string energy = part.millijoules ? scaled_decimal(*part.millijoules, 3) : "";
+      const std::string vram =
+          part.vram_byte_seconds > 0 ? decimal(part.vram_byte_seconds / (1024.0 * 1024.0 * 1024.0) / 3600.0, 9) : "";
       const std::string subaccount = meaning.empty() ? l.team : "";
       std::vector<std::string> cells = {
           billed, account_id, account_id, sp.currency, format_rfc3339(bend), format_rfc3339(bstart), "Usage", "",
@@ -173,7 +194,8 @@ std::string FocusBuilder::finish(const Audit& audit, int64_t generated_at) const
           json_text(allocated_tags),
           // gpuledger's own
           audit.bill_id, node, cluster, ledger::format_micros(part.busy), ledger::format_micros(part.idle),
-          ledger::format_micros(part.memory), decimal(part.busy_gpu_hours, 9), generated_at > 0 && pend > generated_at ? "true" : "false"};
+          ledger::format_micros(part.memory), decimal(part.busy_gpu_hours, 9), generated_at > 0 && pend > generated_at ? "true" : "false",
+          sm_active, energy, vram};
       for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_field(cells[i]);
       out += "\r\n";
     }

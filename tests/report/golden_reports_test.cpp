@@ -137,6 +137,26 @@ TEST_F(GoldenReports, FocusPassesTheFoundationsRules) {
   EXPECT_NE(p.out.find("621 rules: ran 245, passed 245, failed 0, skipped 376"), std::string::npos) << p.out;
 }
 
+// Issue 31: the GPU's own numbers beside each FOCUS row, null where not measured (never 0). The shared H100's
+// holders have SM activity, energy (NVML) and VRAM; the exclusive one's holder energy and VRAM but no SM reading;
+// the T4 (nobody on it) and the MIG instance nothing measured.
+TEST_F(GoldenReports, FocusCarriesTheGpusOwnNumbers) {
+  const std::string csv = cli("report --store " + store() + kWhole + " --format focus");
+  auto row_end = [&](const std::string& account) {
+    const size_t at = csv.find(",gpuledger-cost-policy-usage,");
+    const size_t row = csv.find("," + account + ",", at);
+    const size_t eol = csv.find("\r\n", row);
+    if (row == std::string::npos || eol == std::string::npos) return std::string("no row for ") + account;
+    const size_t from = csv.rfind(",false,", eol);
+    return csv.substr(from, eol - from);
+  };
+  EXPECT_EQ(row_end("k8s/pod-a"), ",false,0.8,183600,0.25");  // x_PartialPeriod, x_SmActive, x_EnergyJoules, x_VramGibHours
+  EXPECT_EQ(row_end("k8s/pod-b"), ",false,0.2,86400,");
+  EXPECT_EQ(row_end("k8s/pod-c"), ",false,,180000,0.5");
+  EXPECT_EQ(row_end("k8s/pod-d"), ",false,,,");
+  EXPECT_EQ(row_end("__unallocated__"), ",false,,,");
+}
+
 // The rules catch what they are for: a cost one digit off its unit price x quantity, and InvoiceId absent.
 TEST_F(GoldenReports, TheFoundationsRulesFailABrokenExport) {
   const std::string good = cli("report --store " + store() + kWhole + " --format focus");
