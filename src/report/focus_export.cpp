@@ -131,7 +131,8 @@ std::string FocusBuilder::finish(const Audit& audit, int64_t generated_at) const
     const std::string resource_name =
         sp.slot.model + (mig ? " MIG " + *sp.slot.mig_profile + " of " + sp.slot.parent_uuid : "");
     const double rate = sp.gpu_hours > 0 ? static_cast<double>(sp.cost) / sp.gpu_hours : 0;  // micros per GPU-hour
-    const int64_t unit_micros = static_cast<int64_t>(rate + 0.5);
+    // The configured rate (the price list in effect), else the one the windows' costs measure.
+    const int64_t unit_micros = listed_rate_micros(audit, sp.slot).value_or(static_cast<int64_t>(rate + 0.5));
     const std::string unit_price = ledger::format_micros(unit_micros);
     // The SKU is the GPU (or MIG profile) model; its price, the rate per GPU-hour in the currency.
     const std::string sku = "gpu:" + sp.slot.model + (mig ? " MIG " + *sp.slot.mig_profile : "");
