@@ -25,4 +25,23 @@ std::chrono::milliseconds parse_duration(const std::string& text) {
   return std::chrono::milliseconds(std::stoll(text.substr(0, digits)) * per_unit);
 }
 
+std::string duration_words(int64_t seconds) {
+  if (seconds < 0) return "-" + duration_words(-seconds);
+  struct Unit {
+    int64_t seconds;
+    const char* name;
+  };
+  static constexpr Unit kUnits[] = {{86400, "d"}, {3600, "h"}, {60, "m"}, {1, "s"}};
+  std::string out;
+  int shown = 0;
+  for (const Unit& u : kUnits) {
+    const int64_t n = seconds / u.seconds;
+    if (shown == 0 && n == 0 && u.seconds > 1) continue;
+    if (n > 0 || shown == 0) out += (shown ? " " : "") + std::to_string(n) + u.name;
+    seconds -= n * u.seconds;
+    if (++shown == 2 || seconds == 0) break;
+  }
+  return out;
+}
+
 }  // namespace gpuledger

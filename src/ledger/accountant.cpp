@@ -31,11 +31,11 @@ std::optional<WindowEnergyRecord> energy_record(const WindowInput& window, const
 }  // namespace
 
 WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end, const SlotWindow& in,
-                            double observed_seconds, const std::string& source) {
+                            double observed_seconds, const std::string& source, std::optional<int64_t> cost_micros) {
   const SlotPrice price = price_for(prices, in.slot);
   const double len = static_cast<double>(end - start);
   WindowInput wi;
-  wi.cost_micros = window_cost_micros(price, end - start);
+  wi.cost_micros = cost_micros ? *cost_micros : window_cost_micros(price, end - start);
   wi.window_seconds = len;
   for (const auto& h : in.holders) wi.holders.push_back({h.account, h.weight, h.share_known});
   wi.activity = in.activity;
@@ -125,6 +125,8 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
 Accountant::Accountant(Store& store, PriceBook prices, int64_t max_backfill_seconds)
     : store_(store), prices_(std::move(prices)), max_backfill_(max_backfill_seconds) {
   stored_end_ = store_.last_window_end();
+  for (const auto& [key, value] : store_.meta_with_prefix(kRateRemainderKey))
+    if (key == kRateRemainderKey) rate_remainders_ = RateRemainders::decode(value);
   const std::optional<int64_t> first = store_.first_window_start();
   // The counters on /metrics continue from the ledger, across restarts.
   const LedgerTotals totals = store_.totals();
@@ -443,7 +445,8 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
     sw.energy = energy_meter_.take(slot.uuid, static_cast<double>(start + L));
     for (const auto& h : sw.holders) sw.labels[h.account] = labels_[h.account];
     for (const auto& [a, act] : sw.activity) sw.labels[a] = labels_[a];
-    WindowRecord rec = account_window(prices_, start, start + L, sw, observed_seconds, source);
+    const int64_t cost = rate_remainders_.window_cost(slot.uuid, price_for(prices_, slot), L);
+    WindowRecord rec = account_window(prices_, start, start + L, sw, observed_seconds, source, cost);
     if (rec.cost_micros == 0 && unpriced_logged_.insert(slot.uuid).second)
       spdlog::warn("ledger: GPU {} ({}) has no price: no per_uuid, per_model or default_per_hour entry matches it, "
                    "so its time is billed at 0",
@@ -455,7 +458,8 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
   }
   // Every slot's window and the counters they were charged up to, in one
   // transaction: a crash leaves both or neither.
-  const std::vector<bool> inserted = store_.store_windows(records, baseline());
+  const std::vector<bool> inserted =
+      store_.store_windows(records, baseline(), {{kRateRemainderKey, rate_remainders_.encode()}});
   for (size_t i = 0; i < records.size(); ++i) {
     if (!inserted[i]) continue;
     const WindowRecord& rec = records[i];

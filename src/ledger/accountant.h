@@ -71,6 +71,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ledger/rate_remainder.h"
 #include "ledger/energy_meter.h"
 #include "ledger/prices.h"
 #include "ledger/process_sm_meter.h"
@@ -155,8 +156,11 @@ struct SlotWindow {
 };
 
 // Pure: prices, splits and fills the record for one slot and window.
+// `cost_micros`: the window's cost as the slot's carry makes it (rate_remainder.h);
+// unset: the window's own rounding (window_cost_micros).
 WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end, const SlotWindow& in,
-                            double observed_seconds, const std::string& source);
+                            double observed_seconds, const std::string& source,
+                            std::optional<int64_t> cost_micros = std::nullopt);
 
 class Accountant : public metrics::MetricsContributor {
  public:
@@ -241,6 +245,7 @@ class Accountant : public metrics::MetricsContributor {
 
   Store& store_;
   PriceBook prices_;
+  RateRemainders rate_remainders_;  // each slot's rounding carried into its next window
   std::string counter_set_;
   // The stored baseline's accounts not observed since the restart (keys as
   // stored: valid UTF-8), and what every stored or pending count covers.

@@ -42,6 +42,29 @@ std::string price_book_json(const PriceBook& b) {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+std::optional<PriceBook> price_book_from_json(const std::string& json) {
+  const auto j = nlohmann::ordered_json::parse(json, nullptr, false);
+  if (!j.is_object() || !j.contains("currency") || !j["currency"].is_string() || !j.contains("default_per_hour") ||
+      !j["default_per_hour"].is_string())
+    return std::nullopt;
+  try {
+    PriceBook b;
+    b.currency = j["currency"].get<std::string>();
+    b.default_micros_per_hour = parse_micros(j["default_per_hour"].get<std::string>());
+    for (const char* key : {"per_model", "per_uuid"}) {
+      if (!j.contains(key) || !j[key].is_object()) continue;
+      for (const auto& [name, rate] : j[key].items())
+        (std::string(key) == "per_model" ? b.per_model : b.per_uuid).emplace_back(name, parse_micros(rate.get<std::string>()));
+    }
+    if (j.contains("mig_slices") && j["mig_slices"].is_number_integer()) b.mig_slices_default = j["mig_slices"].get<int>();
+    if (j.contains("mig_slices_per_model") && j["mig_slices_per_model"].is_object())
+      for (const auto& [model, n] : j["mig_slices_per_model"].items()) b.mig_slices_per_model.emplace_back(model, n.get<int>());
+    return b;
+  } catch (const std::exception&) {  // a rate that is not a decimal, a count that is not a number
+    return std::nullopt;
+  }
+}
+
 void record_bill_inputs(Store& store, const std::string& node, const std::string& cluster, const PriceBook& book,
                         int64_t now) {
   if (!node.empty()) store.set_meta(kNodeKey, node);

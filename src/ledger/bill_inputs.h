@@ -5,6 +5,7 @@
 // billed with, each from the time it took effect. The agent records them when
 // it opens the store; a price list is written again only when it changes.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct BillInputs {
 // The price book as canonical JSON: currency, prices (exact decimals), the
 // cost, idle and memory policies, window length and MIG slices.
 std::string price_book_json(const PriceBook& book);
+// Its prices back (currency, rates, MIG slices): what a bill needs to name the
+// configured rate of a slot. nullopt when the text is not such JSON.
+std::optional<PriceBook> price_book_from_json(const std::string& json);
 
 // Records the node and cluster (when not empty) and the price book if it
 // differs from the latest recorded. Throws Error when the store cannot be written.

@@ -226,8 +226,11 @@ class Store {
   // The same for several windows in one transaction; returns how many were new.
   size_t insert_windows(const std::vector<WindowRecord>& windows);
   // The windows (which may be none) and the counter baseline after them in one
-  // transaction: the baseline is replaced. Returns, per window, whether it was new.
-  std::vector<bool> store_windows(const std::vector<WindowRecord>& windows, const CounterBaseline& baseline);
+  // transaction: the baseline is replaced, and the meta keys in `meta` set (what
+  // the windows carry into the next ones, rate_remainder.h). Returns, per
+  // window, whether it was new.
+  std::vector<bool> store_windows(const std::vector<WindowRecord>& windows, const CounterBaseline& baseline,
+                                  const std::map<std::string, std::string>& meta = {});
   // The baseline stored with the latest windows; nullopt when none (a store
   // from before schema 4, or one never written with a baseline).
   std::optional<CounterBaseline> counter_baseline() const;

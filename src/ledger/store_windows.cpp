@@ -83,13 +83,15 @@ size_t Store::insert_windows(const std::vector<WindowRecord>& windows) {
   return inserted;
 }
 
-std::vector<bool> Store::store_windows(const std::vector<WindowRecord>& windows, const CounterBaseline& baseline) {
+std::vector<bool> Store::store_windows(const std::vector<WindowRecord>& windows, const CounterBaseline& baseline,
+                                       const std::map<std::string, std::string>& meta) {
   for (const auto& w : windows) check_charges(w);
   std::vector<bool> inserted;
   exec("BEGIN IMMEDIATE");
   try {
     for (const auto& w : windows) inserted.push_back(insert_window_in_transaction(w));
     write_baseline(baseline);
+    for (const auto& [key, value] : meta) set_meta(key, value);
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);

@@ -1,5 +1,7 @@
 #include "report/bill.h"
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 #include <memory>
 
@@ -19,6 +21,16 @@ struct Scan {
   std::string focus;            // FOCUS only
 };
 
+// A range without windows has no currency of its own: it is the price list's
+// then (the latest in effect), not the builder's default.
+void adopt_price_list_currency(Report& r, const ledger::BillInputs& inputs) {
+  if (inputs.price_lists.empty()) return;
+  const auto book = nlohmann::json::parse(inputs.price_lists.back().json, nullptr, false);
+  if (!book.is_object() || !book.contains("currency") || !book["currency"].is_string()) return;
+  r.currency = book["currency"].get<std::string>();
+  if (r.rightsizing) r.rightsizing->currency = r.currency;
+}
+
 Scan scan(const BillSource& source, const BillRequest& q) {
   ReportBuilder whole(q.from, q.to, q.by, q.rightsizing);
   BillHasher hasher;
@@ -26,7 +38,9 @@ Scan scan(const BillSource& source, const BillRequest& q) {
   if (q.format == Format::kFocus) focus = std::make_unique<FocusBuilder>(q.from, q.to, q.granularity);
   std::map<int64_t, std::unique_ptr<ReportBuilder>> periods;
   if (source.windows_digest) hasher.windows_named_by_source();
+  bool any_window = false;
   source.for_each_window([&](ledger::WindowRecord&& w) {
+    any_window = true;
     whole.add(w);
     hasher.add(w);
     if (focus) focus->add(w);
@@ -44,7 +58,9 @@ Scan scan(const BillSource& source, const BillRequest& q) {
   add_memory_size_note(s.whole, source.memory_size_unknown);
   s.whole.generated_at = q.generated_at;
   add_time_coverage(s.whole, source.first_window_start, q.generated_at);
-  fill_audit(s.whole, hasher, source.inputs ? source.inputs() : ledger::BillInputs{}, q.generated_at);
+  const ledger::BillInputs inputs = source.inputs ? source.inputs() : ledger::BillInputs{};
+  fill_audit(s.whole, hasher, inputs, q.generated_at);
+  if (!any_window) adopt_price_list_currency(s.whole, inputs);
   for (auto& [start, b] : periods) s.periods.push_back(b->finish());
   if (focus) s.focus = focus->finish(s.whole.audit, q.generated_at);
   return s;

@@ -1,5 +1,8 @@
 #include "report/bill_audit.h"
 
+#include <cmath>
+#include <cstdlib>
+
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -115,6 +118,25 @@ void fill_audit(Report& r, BillHasher& hasher, const ledger::BillInputs& inputs,
   for (const auto& p : inputs.price_lists) a.price_lists.emplace_back(p.since, p.json);
 }
 
+std::optional<int64_t> listed_rate_micros(const Audit& audit, const ledger::GpuSlot& slot) {
+  std::optional<int64_t> rate;
+  for (const auto& [since, json] : audit.price_lists) {
+    const std::optional<ledger::PriceBook> book = ledger::price_book_from_json(json);
+    if (!book) return std::nullopt;
+    int64_t listed = 0;
+    try {
+      // Per GPU-hour: a MIG price scaled from its GPU's is that GPU's rate; one of its own is per instance-hour,
+      // and the instance's GPU-hours are its hours then (gpu_fraction 1).
+      listed = ledger::price_for(*book, slot).micros_per_hour;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (rate && *rate != listed) return std::nullopt;
+    rate = listed;
+  }
+  return rate;
+}
+
 std::vector<std::string> audit_lines(const Report& r) {
   const Audit& a = r.audit;
   std::vector<std::string> out;
@@ -149,6 +171,26 @@ std::vector<std::string> audit_lines(const Report& r) {
   // there, not from the hours held (held + unheld = there).
   for (const auto& p : r.prices) {
     if (!(p.gpu_hours > 0)) continue;
+    // The price list's rate, when it is one over the range: each GPU's cost is its rate x its hours, rounded
+    // once (ledger/rate_remainder.h), so the line is exact to the micro-unit.
+    if (const auto listed = listed_rate_micros(a, {"", p.model, std::nullopt, ""})) {
+      const auto product = static_cast<int64_t>(std::llround(static_cast<double>(*listed) * p.gpu_hours));
+      const std::string line = "Reconciliation, " + display_name(p.model) + ": " + fixed(p.gpu_hours, 6) +
+                               " GPU-hours on the GPU x " + money(*listed) + " " + display_name(r.currency) +
+                               " per GPU-hour (the price list's rate) = " + money(p.cost_micros) + " " +
+                               display_name(r.currency);
+      if (product == p.cost_micros) {
+        out.push_back(line + " exactly (the rate applies to every hour the GPU was there; the held GPU-hours are "
+                             "fewer when part of it was unheld, whose cost goes to __unallocated__ or __idle__)");
+        continue;
+      }
+      if (std::llabs(product - p.cost_micros) <= 1 + static_cast<int64_t>(r.coverage.gpus.size())) {
+        out.push_back(line + " (rate x hours is " + money(product) +
+                      ": each GPU's span is rounded to the micro-unit once, and a span that begins inside a window "
+                      "carries that window's rounding)");
+        continue;
+      }
+    }
     const int64_t rate = static_cast<int64_t>(static_cast<double>(p.cost_micros) / p.gpu_hours + 0.5);
     out.push_back("Reconciliation, " + p.model + ": " + fixed(p.gpu_hours, 6) + " GPU-hours on the GPU x " +
                   money(rate) + " " + r.currency + " per GPU-hour = " + money(p.cost_micros) + " " + r.currency +

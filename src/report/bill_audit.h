@@ -9,6 +9,7 @@
 // change it.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,12 @@ void fill_audit(Report& report, BillHasher& hasher, const ledger::BillInputs& in
 // is partial), the policies, the price lists, and the line that reconciles
 // GPU-hours x rate with the cost.
 std::vector<std::string> audit_lines(const Report& report);
+
+// The configured rate of the slot per GPU-hour (micro-units), from the price
+// list in effect over the whole range; nullopt when none was recorded, or
+// several with different rates for it were in effect (the windows' costs then
+// give a measured rate).
+std::optional<int64_t> listed_rate_micros(const Audit& audit, const ledger::GpuSlot& slot);
 
 // Why node or cluster are unknown, where they stand.
 inline constexpr const char* kNodeUnknown =

@@ -1,18 +1,15 @@
 #include "report/bill_words.h"
 
+#include "common/duration_text.h"
 #include "common/inert_text.h"
+
 #include "report/report_text.h"
 #include "report/special_accounts.h"
 
 namespace gpuledger::report {
 
 namespace {
-std::string span_text(int64_t seconds) {
-  if (seconds % 86400 == 0 && seconds >= 86400) return std::to_string(seconds / 86400) + "d";
-  if (seconds % 3600 == 0 && seconds >= 3600) return std::to_string(seconds / 3600) + "h";
-  if (seconds % 60 == 0 && seconds >= 60) return std::to_string(seconds / 60) + "m";
-  return std::to_string(seconds) + "s";
-}
+std::string span_text(int64_t seconds) { return duration_words(seconds); }
 
 template <typename F>
 bool any_unknown(const Report& r, F has) {

@@ -3,12 +3,14 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/inert_text.h"
 #include "common/utf8.h"
 #include "ledger/prices.h"
 #include "report/bill_audit.h"
+#include "report/focus_decimal.h"
 #include "report/report_text.h"
 #include "report/special_accounts.h"
 
@@ -21,13 +23,14 @@ const std::vector<std::string> kFocusColumns = {
     "EffectiveCost", "InvoiceIssuerName", "ListCost", "PricingQuantity", "PricingUnit", "ProviderName",
     "PublisherName", "ServiceCategory", "ServiceName",
     // Conditional and recommended columns this bill has values for.
-    "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ContractedUnitPrice", "ListUnitPrice", "PricingCategory",
-    "ResourceId", "ResourceName", "ResourceType", "ServiceSubcategory", "SubAccountId", "SubAccountName", "Tags",
+    "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ContractedUnitPrice", "InvoiceId", "ListUnitPrice",
+    "PricingCategory", "ResourceId", "ResourceName", "ResourceType", "ServiceSubcategory", "SkuId", "SkuMeter",
+    "SkuPriceDetails", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags",
     // FOCUS 1.3 split cost allocation.
     "AllocatedMethodId", "AllocatedMethodDetails", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags",
     // gpuledger's own (x_ prefix, as FOCUS requires of custom columns).
     "x_BillId", "x_Node", "x_Cluster", "x_CostBusy", "x_CostIdle", "x_CostMemory", "x_GpuHoursBusy",
-    "x_PartialPeriod"};
+    "x_PartialPeriod", "x_SmActive", "x_EnergyJoules", "x_VramGibHours"};
 
 namespace {
 
@@ -36,7 +39,8 @@ namespace {
 const std::set<std::string> kAmountColumns = {"BilledCost",       "ContractedCost",      "EffectiveCost",
                                               "ListCost",         "PricingQuantity",     "ConsumedQuantity",
                                               "ContractedUnitPrice", "ListUnitPrice",    "x_CostBusy",
-                                              "x_CostIdle",       "x_CostMemory",        "x_GpuHoursBusy"};
+                                              "x_CostIdle",       "x_CostMemory",        "x_GpuHoursBusy",
+                                              "x_SmActive",       "x_EnergyJoules",      "x_VramGibHours"};
 const std::set<std::string> kJsonColumns = {"Tags", "AllocatedMethodDetails", "AllocatedTags"};
 
 std::string focus_cell(const std::string& column, const std::string& value) {
@@ -47,6 +51,11 @@ struct AccountPart {
   ledger::AccountLabels labels;
   int64_t busy = 0, idle = 0, memory = 0;
   double held_gpu_hours = 0, busy_gpu_hours = 0;
+  // SM activity over what the account held, where the device measured it.
+  double sm_num = 0, sm_den = 0;
+  bool sm_known = false;
+  std::optional<int64_t> millijoules;  // nullopt: no window of it measured energy
+  double vram_byte_seconds = 0;
   int64_t total() const { return busy + idle + memory; }
 };
 
@@ -104,7 +113,18 @@ void FocusBuilder::add(const ledger::WindowRecord& w) {
     part.labels = a.labels;
     part.held_gpu_hours += a.held_share * len * w.gpu_fraction / 3600.0;
     part.busy_gpu_hours += a.gpu_busy_seconds * w.gpu_fraction / 3600.0;
+    part.vram_byte_seconds += a.vram_byte_seconds;
+    if (a.efficiency.sm_active && a.held_share > 0) {
+      part.sm_num += *a.efficiency.sm_active * len * w.gpu_fraction;
+      part.sm_den += a.held_share * len * w.gpu_fraction;
+      part.sm_known = true;
+    }
   }
+  if (w.energy)
+    for (const auto& e : w.energy->charges) {
+      std::optional<int64_t>& mj = sp.accounts[e.account].millijoules;
+      mj = mj.value_or(0) + e.millijoules;
+    }
   for (const auto& ch : w.charges) {
     AccountPart& part = sp.accounts[ch.account];
     (ch.kind == ledger::ChargeKind::kBusy ? part.busy : ch.kind == ledger::ChargeKind::kIdle ? part.idle : part.memory) +=
@@ -127,7 +147,12 @@ std::string FocusBuilder::finish(const Audit& audit, int64_t generated_at) const
     const std::string resource_name =
         sp.slot.model + (mig ? " MIG " + *sp.slot.mig_profile + " of " + sp.slot.parent_uuid : "");
     const double rate = sp.gpu_hours > 0 ? static_cast<double>(sp.cost) / sp.gpu_hours : 0;  // micros per GPU-hour
-    const std::string unit_price = ledger::format_micros(static_cast<int64_t>(rate + 0.5));
+    // The configured rate (the price list in effect), else the one the windows' costs measure.
+    const int64_t unit_micros = listed_rate_micros(audit, sp.slot).value_or(static_cast<int64_t>(rate + 0.5));
+    const std::string unit_price = ledger::format_micros(unit_micros);
+    // The SKU is the GPU (or MIG profile) model; its price, the rate per GPU-hour in the currency.
+    const std::string sku = "gpu:" + sp.slot.model + (mig ? " MIG " + *sp.slot.mig_profile : "");
+    const std::string sku_price = sku + ":" + unit_price + " " + sp.currency + "/GPU-Hour";
     std::string policy;
     for (const auto& p : sp.policies) policy += (policy.empty() ? "" : "+") + p;
     double held_total = 0;
@@ -164,22 +189,30 @@ std::string FocusBuilder::finish(const Audit& audit, int64_t generated_at) const
                         : !l.pod.empty() ? l.namespace_name + "/" + l.pod + (l.container.empty() ? "" : "/" + l.container)
                                          : account;
       const std::string billed = ledger::format_micros(part.total());
+      // PricingQuantity in nano-GPU-hours, and the list (= contracted) cost of it to the last digit.
+      const int64_t quantity = to_nanos(sp.gpu_hours * ratio);
+      const std::string list_cost = micros_times_nanos(unit_micros, quantity);
+      const std::string sm_active = part.sm_known && part.sm_den > 0 ? decimal(part.sm_num / part.sm_den, 6) : "";
+      const std::string energy = part.millijoules ? scaled_decimal(*part.millijoules, 3) : "";
+      const std::string vram =
+          part.vram_byte_seconds > 0 ? decimal(part.vram_byte_seconds / (1024.0 * 1024.0 * 1024.0) / 3600.0, 9) : "";
       const std::string subaccount = meaning.empty() ? l.team : "";
       std::vector<std::string> cells = {
           billed, account_id, account_id, sp.currency, format_rfc3339(bend), format_rfc3339(bstart), "Usage", "",
           "GPU time of " + who + " on " + resource_name + " (" + sp.slot.uuid + "), split by cost policy " + policy,
-          format_rfc3339(pend), format_rfc3339(pstart), billed, billed, "gpuledger", billed,
-          decimal(sp.gpu_hours * ratio, 9), "GPU-Hours", "gpuledger", "gpuledger", "Compute", "GPU time",
-          // conditional and recommended
-          "Usage-Based", decimal(part.held_gpu_hours, 9), "GPU-Hours", unit_price, unit_price, "Standard",
-          sp.slot.uuid, resource_name, mig ? "MIG instance" : "GPU", "Containers", subaccount, subaccount,
-          json_text(tags),
+          format_rfc3339(pend), format_rfc3339(pstart), list_cost, billed, "gpuledger", list_cost,
+          scaled_decimal(quantity, 9), "GPU-Hours", "gpuledger", "gpuledger", "Compute", "GPU time",
+          // conditional and recommended; InvoiceId null: gpuledger issues no invoice (the bill id is x_BillId)
+          "Usage-Based", decimal(part.held_gpu_hours, 9), "GPU-Hours", unit_price, "", unit_price, "Standard",
+          sp.slot.uuid, resource_name, mig ? "MIG instance" : "GPU", "Containers", sku, "GPU time", "", sku_price,
+          subaccount, subaccount, json_text(tags),
           // split allocation
           "gpuledger-cost-policy-" + policy, json_text(details), account, meaning.empty() ? who : account,
           json_text(allocated_tags),
           // gpuledger's own
           audit.bill_id, node, cluster, ledger::format_micros(part.busy), ledger::format_micros(part.idle),
-          ledger::format_micros(part.memory), decimal(part.busy_gpu_hours, 9), generated_at > 0 && pend > generated_at ? "true" : "false"};
+          ledger::format_micros(part.memory), decimal(part.busy_gpu_hours, 9), generated_at > 0 && pend > generated_at ? "true" : "false",
+          sm_active, energy, vram};
       for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + focus_cell(kFocusColumns.at(i), cells[i]);
       out += "\r\n";
     }

@@ -19,9 +19,15 @@
 //
 // Quantities: ConsumedQuantity is the GPU-hours the account held (GPU-Hours);
 // PricingQuantity is the GPU-hours it is billed for (its ratio of the hours
-// the slot was there, x the slot's GPU fraction), so that PricingQuantity x
-// ListUnitPrice = ListCost = BilledCost (rounding of the rate aside). There
-// are no discounts: ListCost = ContractedCost = EffectiveCost = BilledCost.
+// the slot was there, x the slot's GPU fraction, to 9 decimals). ListCost =
+// ContractedCost = ListUnitPrice x PricingQuantity exactly (FOCUS's rule, a
+// decimal of up to 15 places); BilledCost = EffectiveCost, the micro-units
+// billed, which differ from it by the rounding of the quantity only. There are
+// no discounts and no invoice: InvoiceId is null (the bill is x_BillId).
+//
+// The GPU's own numbers (null where not measured, never 0): x_SmActive, the
+// SM activity over what the account held (0..1); x_EnergyJoules, its share of
+// the energy of the windows that measured it; x_VramGibHours, the VRAM it held.
 #include <cstdint>
 #include <memory>
 #include <string>

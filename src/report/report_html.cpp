@@ -26,6 +26,18 @@ namespace gpuledger::report {
 
 namespace {
 
+// The summary's busy hours: never "0.00 busy" beside a busy cost. Under 0.005
+// they get the decimals that show them; none at all beside a busy cost says why.
+std::string busy_hours_text(const Row& total) {
+  const double busy = total.gpu_hours_busy;
+  if (busy <= 0 && total.cost_busy_micros > 0)
+    return "0 busy attributed (the GPUs reported busy time that no row's measured work accounts for; its cost is "
+           "split as the cost policy says)";
+  int places = 2;
+  while (busy > 0 && places < 6 && fixed(busy, places) == fixed(0, places)) ++places;
+  return fixed(busy, places) + " busy";
+}
+
 // What finance reads instead of the ledger's account names.
 std::string row_name(const std::string& key) {
   if (key == ledger::kIdleAccount) return "Idle (held GPUs' idle time, kept apart)";
@@ -151,8 +163,7 @@ void summary_facts(std::ostringstream& h, const Report& r, const ShownCosts& sho
   if (r.total.cost_memory_micros > 0)
     h << ", " << shown.total_cell(ShownCosts::kMemory) << " " << cur << " for GPU memory";
   h << "</dd>";
-  h << "<dt>GPU-hours</dt><dd>" << fixed(r.total.gpu_hours_held, 2) << " held, " << fixed(r.total.gpu_hours_busy, 2)
-    << " busy</dd>";
+  h << "<dt>GPU-hours</dt><dd>" << fixed(r.total.gpu_hours_held, 2) << " held, " << busy_hours_text(r.total) << "</dd>";
   if (r.generated_at) h << "<dt>Generated</dt><dd id=\"generated\">" << format_date_time(r.generated_at) << "</dd>";
   h << "</dl>\n";
 }

@@ -22,3 +22,21 @@ TEST(DurationText, UnitsOperatorsWrite) {
 
 }  // namespace
 }  // namespace gpuledger
+
+namespace gpuledger {
+namespace {
+
+// Issue 31: coverage said "1796192715s before the agent started".
+TEST(DurationWords, TwoLargestUnits) {
+  EXPECT_EQ(duration_words(0), "0s");
+  EXPECT_EQ(duration_words(45), "45s");
+  EXPECT_EQ(duration_words(90), "1m 30s");
+  EXPECT_EQ(duration_words(960), "16m");
+  EXPECT_EQ(duration_words(3600), "1h");
+  EXPECT_EQ(duration_words(3 * 86400 + 4 * 3600 + 59), "3d 4h");
+  EXPECT_EQ(duration_words(86400 + 30), "1d");  // under an hour past a day: the day
+  EXPECT_EQ(duration_words(1796192715), "20789d 6h");
+}
+
+}  // namespace
+}  // namespace gpuledger

@@ -18,6 +18,7 @@
 #include "fleet/pg_connection.h"
 #include "fleet_db_fixture.h"
 #include "fleet_windows.h"
+#include "focus/focus_rules.h"
 #include "ledger/outbox.h"
 #include "metrics/prometheus_text.h"
 #include "pg_server.h"
@@ -241,6 +242,33 @@ TEST_F(FleetDb, AnOutageLosesNothingAndTheFleetBillEqualsTheLocalBill) {
     EXPECT_EQ(fleet_bill.rows[i].energy_millijoules, local.rows[i].energy_millijoules);
   }
   EXPECT_EQ(report::render_csv(fleet_bill, true), report::render_csv(local, true));
+}
+
+// Issue 31: the fleet's FOCUS export, by the real CLI from the real database, passes every rule of the FinOps
+// Foundation's FOCUS 1.2 model that applies (a GPU and a MIG instance without energy, two nodes).
+TEST_F(FleetDb, TheFleetFocusPassesTheFoundationsRules) {
+  std::vector<ledger::WindowRecord> ws;
+  for (int i = 0; i < 3; ++i) ws.push_back(fleet_window(kFleetT0 + 60 * i, "GPU-a", i));
+  ws.push_back(fleet_window(kFleetT0, "MIG-b"));
+  ws.back().slot.mig_profile = "3g.40gb";
+  ws.back().energy.reset();
+  fleet::FleetSinkPostgres a(*admin_, {"prod", "node-1"});
+  fleet::FleetSinkPostgres b(*admin_, {"prod", "node-2"});
+  EXPECT_EQ(a.ship(pointers(ws)), std::vector<Delivery>(4, Delivery::kStored));
+  EXPECT_EQ(b.ship(pointers({ws[0]})), std::vector<Delivery>(1, Delivery::kStored));
+  std::vector<std::string> exports;
+  for (const char* g : {"hour", "day", "month"}) {
+    const Proc p = run(gpuledger() + " report --fleet-db '" + pg_->conninfo() + "' --fleet-db-password-file " +
+                       pg_->admin_password_file() +
+                       " --from 2027-01-15T08:00:00Z --to 2027-01-16T00:00:00Z --format focus --granularity " + g);
+    ASSERT_EQ(p.status, 0) << p.out;
+    EXPECT_NE(p.out.find("MIG 3g.40gb"), std::string::npos) << p.out;
+    exports.push_back(p.out);
+  }
+  const Proc rules = run_focus_rules(scratch_, exports);
+  std::printf("%s", rules.out.c_str());
+  EXPECT_EQ(rules.status, 0) << rules.out;
+  EXPECT_NE(rules.out.find("failed 0"), std::string::npos) << rules.out;
 }
 
 // Roll-ups and retention leave the outbox whole.

@@ -85,10 +85,10 @@ TEST_F(AccountantTest, EndToEndReportMatchesHandComputation) {
   EXPECT_EQ(r.rows[0].cost_idle_micros, 54'000);
   EXPECT_EQ(r.rows[1].key, "nlp");
   EXPECT_EQ(r.rows[1].cost_busy_micros, 18'000);
-  EXPECT_EQ(r.rows[1].cost_idle_micros, 75'428);
+  EXPECT_EQ(r.rows[1].cost_idle_micros, 75'429);
   EXPECT_EQ(r.rows[2].key, "__unallocated__");
   EXPECT_EQ(r.rows[2].cost_idle_micros, 60'000);
-  EXPECT_EQ(r.total.cost_total_micros(), 351'428);
+  EXPECT_EQ(r.total.cost_total_micros(), 351'429);
   // vision held half of GPU-shared and all of GPU-excl for 120 s: 180 GPU-seconds.
   EXPECT_NEAR(r.rows[0].gpu_hours_held, 180.0 / 3600, 1e-12);
   // busy: 0.6*60*0.75 + 45 per window.

@@ -10,8 +10,9 @@
 //               (12'000 each).
 //   GPU-excl:   pod-c, spans 45 s of 60 -> busy 45'000, idle 15'000.
 //   GPU-t4:     no holder -> __unallocated__ 30'000.
-//   MIG-d:      pod-d holds it, no activity -> idle 25'714.
-// Per window 175'714; two windows 351'428.
+//   MIG-d:      pod-d holds it, no activity -> idle 25'714, then 25'715 (each slot's rounding
+//               is carried into its next window, rate_remainder.h: 51'428.57 rounded once).
+// The first window 175'714, the second 175'715; two windows 351'429.
 #include <stdexcept>
 #include <string>
 #include <vector>

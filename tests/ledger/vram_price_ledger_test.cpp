@@ -13,7 +13,7 @@
 //   GPU-excl:   pod-c alone: B = 42'000 x 0.75 = 31'500, I = 10'500,
 //               M = 18'000 (450 for its 2 GiB, the unheld rest its too).
 //   GPU-t4:     30'000 to __unallocated__, no memory part.
-//   MIG-d:      25'714 idle to pod-d, no memory part.
+//   MIG-d:      25'714 then 25'715 idle to pod-d (51'428.57 rounded once), no memory part.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -76,7 +76,9 @@ TEST_F(VramPriceLedger, ChargesAddUpAndUnknownMemoryIsNoted) {
       EXPECT_EQ(window_of(in, "GPU-t4").memory_micros, 0);
       EXPECT_EQ(window_of(in, "GPU-t4").charges, (std::vector<Charge>{{"__unallocated__", K::kIdle, 30'000}}));
       EXPECT_EQ(window_of(in, "MIG-d").memory_micros, 0);
-      EXPECT_EQ(window_of(in, "MIG-d").charges, (std::vector<Charge>{{"k8s/pod-d", K::kIdle, 25'714}}));
+      // 3/7 of 3.60/h for a minute is 25'714.29: rounded once over both windows (rate_remainder.h).
+      EXPECT_EQ(window_of(in, "MIG-d").charges,
+                (std::vector<Charge>{{"k8s/pod-d", K::kIdle, start == kT0 ? 25'714 : 25'715}}));
     }
     // The slots billed without a memory part, one span each over both windows.
     EXPECT_EQ(store.memory_size_unknown(kT0, kT0 + 120),

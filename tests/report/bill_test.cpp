@@ -26,7 +26,7 @@ namespace {
 using testing::kT0;
 using testing::parse_csv;
 
-// An exact decimal ("0.351428", at most 6 places) in micro-units; nullopt when not one.
+// An exact decimal ("0.351429", at most 6 places) in micro-units; nullopt when not one.
 std::optional<int64_t> decimal_micros(const std::string& s) {
   static const std::regex re(R"(^-?\d+(\.\d{1,6})?$)");
   if (!std::regex_match(s, re)) return std::nullopt;
@@ -66,6 +66,7 @@ const std::map<std::string, FocusRule>& focus_rules() {
       {"ContractedCost", {R::kDecimal, false, {}}},
       {"ContractedUnitPrice", {R::kDecimal, true, {}}},
       {"EffectiveCost", {R::kDecimal, false, {}}},
+      {"InvoiceId", {R::kString, true, {}}},
       {"InvoiceIssuerName", {R::kString, false, {}}},
       {"ListCost", {R::kDecimal, false, {}}},
       {"ListUnitPrice", {R::kDecimal, true, {}}},
@@ -84,6 +85,10 @@ const std::map<std::string, FocusRule>& focus_rules() {
                             "Storage", "Web", "Other"}}},
       {"ServiceName", {R::kString, false, {}}},
       {"ServiceSubcategory", {R::kString, true, {}}},
+      {"SkuId", {R::kString, false, {}}},
+      {"SkuMeter", {R::kString, true, {}}},
+      {"SkuPriceDetails", {R::kJson, true, {}}},
+      {"SkuPriceId", {R::kString, false, {}}},
       {"SubAccountId", {R::kString, true, {}}},
       {"SubAccountName", {R::kString, true, {}}},
       {"Tags", {R::kJson, true, {}}},
@@ -150,7 +155,10 @@ int64_t validate_focus(const std::string& csv) {
     const auto cost = decimal_micros(row[col["BilledCost"]]);
     EXPECT_TRUE(cost) << "BilledCost is not an exact decimal: " << row[col["BilledCost"]];
     billed += cost.value_or(0);
-    for (const char* same : {"ListCost", "EffectiveCost", "ContractedCost"}) EXPECT_EQ(row[col[same]], row[col["BilledCost"]]);
+    // No discounts: what is billed is the effective cost, and the contracted price the list price.
+    EXPECT_EQ(row[col["EffectiveCost"]], row[col["BilledCost"]]);
+    EXPECT_EQ(row[col["ContractedCost"]], row[col["ListCost"]]);
+    EXPECT_TRUE(row[col["InvoiceId"]].empty()) << "gpuledger issues no invoice";
     EXPECT_LT(parse_datetime(row[col["ChargePeriodStart"]]), parse_datetime(row[col["ChargePeriodEnd"]]));
     EXPECT_LE(parse_datetime(row[col["BillingPeriodStart"]]), parse_datetime(row[col["ChargePeriodStart"]]));
     EXPECT_GE(parse_datetime(row[col["BillingPeriodEnd"]]), parse_datetime(row[col["ChargePeriodEnd"]]));
@@ -187,7 +195,7 @@ TEST(Focus, EveryRowFollowsTheColumnRulesAndAddsUpToTheBillExactly) {
   for (auto g : {Granularity::kHour, Granularity::kDay, Granularity::kMonth}) {
     const std::string csv = render_bill(fixture_store(), request(Format::kFocus, g));
     const int64_t total = build_bill(fixture_store(), request(Format::kTable)).total.cost_total_micros();
-    EXPECT_EQ(total, 351'428);
+    EXPECT_EQ(total, 351'429);
     EXPECT_EQ(validate_focus(csv), total) << to_string(g);
     // One row per period, account and GPU: the fixture's 2 minutes are one period with 5 (GPU, account) pairs.
     const auto rows = parse_csv(csv);
@@ -278,7 +286,7 @@ TEST(ShownMoney, TableRowsAndColumnsAddUp) {
       for (int c = 0; c < 4; ++c) sum[c] += row[c];
     }
     EXPECT_EQ(sum, s.total);
-    EXPECT_EQ(s.total[3], 350'000);  // 0.351428 shown as 0.35
+    EXPECT_EQ(s.total[3], 350'000);  // 0.351429 shown as 0.35
   }
 }
 
@@ -337,8 +345,8 @@ TEST(Audit, TheBillIdChangesWithItsInputsAndNotWithTheView) {
   // The reconciliation: GPU-hours on the GPU x rate = cost, per model.
   bool reconciled = false;
   for (const auto& line : audit_lines(r))
-    if (line.find("Reconciliation, Tesla T4: 0.033333 GPU-hours on the GPU x 1.800000 USD per GPU-hour = 0.060000 USD") !=
-        std::string::npos)
+    if (line.find("Reconciliation, Tesla T4: 0.033333 GPU-hours on the GPU x 1.800000 USD per GPU-hour (the price "
+                  "list's rate) = 0.060000 USD exactly") != std::string::npos)
       reconciled = true;
   EXPECT_TRUE(reconciled);
   BillRequest future = request(Format::kTable, Granularity::kDay, kT0, kT0 + 7200);
@@ -409,7 +417,7 @@ TEST(Focus, AMonthAcrossPeriodsAddsUpExactly) {
   store.insert_windows(copies);
   const int64_t from = parse_time("2027-01-15", 0), to = parse_time("2027-02-25", 0);
   const int64_t total = build_bill(store, request(Format::kTable, Granularity::kDay, from, to)).total.cost_total_micros();
-  EXPECT_EQ(total, 160 * 351'428);
+  EXPECT_EQ(total, 160 * 351'429);
   for (auto [g, periods] : {std::pair{Granularity::kHour, 160}, {Granularity::kDay, 41}, {Granularity::kMonth, 2}}) {
     const std::string csv = render_bill(store, request(Format::kFocus, g, from, to));
     EXPECT_EQ(validate_focus(csv), total) << to_string(g);
@@ -433,9 +441,9 @@ TEST(ShownMoney, TheHtmlShowsRowsThatAddUpAndTheAudit) {
   EXPECT_NE(html.find("id=\"audit\""), std::string::npos);
   EXPECT_NE(html.find("Bill id: sha256:"), std::string::npos);
   EXPECT_NE(html.find("Reconciliation, "), std::string::npos);
-  // vision 0.198 + nlp 0.093428 + unallocated 0.06 = 0.351428: shown 0.20 + 0.09 + 0.06 = 0.35.
-  for (const char* cell : {"title=\"0.198000 USD (exact)\">0.20<", "title=\"0.093428 USD (exact)\">0.09<",
-                           "title=\"0.351428 USD (exact)\">0.35<", "id=\"total\">0.35 USD"})
+  // vision 0.198 + nlp 0.093429 + unallocated 0.06 = 0.351429: shown 0.20 + 0.09 + 0.06 = 0.35.
+  for (const char* cell : {"title=\"0.198000 USD (exact)\">0.20<", "title=\"0.093429 USD (exact)\">0.09<",
+                           "title=\"0.351429 USD (exact)\">0.35<", "id=\"total\">0.35 USD"})
     EXPECT_NE(html.find(cell), std::string::npos) << cell;
   EXPECT_EQ(html.find("holder unknown"), std::string::npos);
   EXPECT_EQ(html.find("see Notes"), std::string::npos);

@@ -153,10 +153,10 @@ TEST(FleetE2E, FleetReportEqualsTheSumOfTheNodes) {
         EXPECT_FALSE(row_of(fleet, "__unallocated__").allocated_share());  // special rows have no shares
       }
     }
-    // Node a: 351'428 (ledger_fixture.h); node b: 3 windows at 2.40/h (40'000),
+    // Node a: 351'429 (ledger_fixture.h); node b: 3 windows at 2.40/h (40'000),
     // 0.90/h (15'000) and 3/7 of 2.40/h (17'143) -> 3 x 112'143.
     Report team = fleet_report(url, now - 3600, now, GroupBy::kTeam);
-    EXPECT_EQ(team.total.cost_total_micros(), 351'428 + 3 * 112'143);
+    EXPECT_EQ(team.total.cost_total_micros(), 351'429 + 3 * 112'143);
 
     // The CLI's --prometheus gives the same.
     std::string cmd = std::string(GPULEDGER_BINARY) + " report --prometheus " + url + " --from " +
@@ -168,7 +168,7 @@ TEST(FleetE2E, FleetReportEqualsTheSumOfTheNodes) {
     while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
     EXPECT_EQ(pclose(p), 0);
     auto j = nlohmann::json::parse(out);
-    EXPECT_EQ(j["total"]["cost_total_micros"], 351'428 + 3 * 112'143);
+    EXPECT_EQ(j["total"]["cost_total_micros"], 351'429 + 3 * 112'143);
     EXPECT_EQ(j["source"], "fleet");
   }
   fs::remove_all(dir);

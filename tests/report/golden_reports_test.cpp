@@ -15,6 +15,7 @@
 
 #include "../ledger/ledger_fixture.h"
 #include "cli_process.h"
+#include "focus/focus_rules.h"
 #include "ledger/accountant.h"
 #include "ledger/store.h"
 
@@ -121,6 +122,59 @@ TEST_F(GoldenReports, FocusAtEveryGranularity) {
   for (const char* g : {"hour", "day", "month"})
     expect_golden(std::string("focus-") + g + ".csv",
                   cli("report --store " + store() + kWhole + " --format focus --granularity " + g));
+}
+
+// Issue 31: every rule of the FinOps Foundation's FOCUS 1.2 model that applies to this export passes; a rule
+// broken later fails here (the counts and each skip's reason are printed).
+TEST_F(GoldenReports, FocusPassesTheFoundationsRules) {
+  std::vector<std::string> exports;
+  for (const char* g : {"hour", "day", "month"})
+    exports.push_back(cli("report --store " + store() + kWhole + " --format focus --granularity " + g));
+  exports.push_back(cli("report --store " + store() + " --month 2027-01 --format focus"));
+  const Proc p = run_focus_rules(dir_, exports);
+  std::printf("%s", p.out.c_str());
+  EXPECT_EQ(p.status, 0) << p.out;
+  EXPECT_NE(p.out.find("621 rules: ran 245, passed 245, failed 0, skipped 376"), std::string::npos) << p.out;
+}
+
+// Issue 31: the GPU's own numbers beside each FOCUS row, null where not measured (never 0). The shared H100's
+// holders have SM activity, energy (NVML) and VRAM; the exclusive one's holder energy and VRAM but no SM reading;
+// the T4 (nobody on it) and the MIG instance nothing measured.
+TEST_F(GoldenReports, FocusCarriesTheGpusOwnNumbers) {
+  const std::string csv = cli("report --store " + store() + kWhole + " --format focus");
+  auto row_end = [&](const std::string& account) {
+    const size_t at = csv.find(",gpuledger-cost-policy-usage,");
+    const size_t row = csv.find("," + account + ",", at);
+    const size_t eol = csv.find("\r\n", row);
+    if (row == std::string::npos || eol == std::string::npos) return std::string("no row for ") + account;
+    const size_t from = csv.rfind(",false,", eol);
+    return csv.substr(from, eol - from);
+  };
+  EXPECT_EQ(row_end("k8s/pod-a"), ",false,0.8,183600,0.25");  // x_PartialPeriod, x_SmActive, x_EnergyJoules, x_VramGibHours
+  EXPECT_EQ(row_end("k8s/pod-b"), ",false,0.2,86400,");
+  EXPECT_EQ(row_end("k8s/pod-c"), ",false,,180000,0.5");
+  EXPECT_EQ(row_end("k8s/pod-d"), ",false,,,");
+  EXPECT_EQ(row_end("__unallocated__"), ",false,,,");
+}
+
+// The rules catch what they are for: a cost one digit off its unit price x quantity, and InvoiceId absent.
+TEST_F(GoldenReports, TheFoundationsRulesFailABrokenExport) {
+  const std::string good = cli("report --store " + store() + kWhole + " --format focus");
+  // The first row's ListCost and ContractedCost, 3.600000 x 0.266666667 GPU-hours, one digit off.
+  std::string off = good;
+  for (size_t at; (at = off.find(",0.9600000012,")) != std::string::npos;) off.replace(at, 14, ",0.9600000013,");
+  ASSERT_NE(off, good) << good;
+  Proc p = run_focus_rules(dir_, {off});
+  EXPECT_EQ(p.status, 1) << p.out;
+  EXPECT_NE(p.out.find("FAIL ListCost-C-009-C"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("FAIL ContractedCost-C-009-C"), std::string::npos) << p.out;
+  std::string no_invoice = good;
+  const size_t header = no_invoice.find(",InvoiceId,");
+  ASSERT_NE(header, std::string::npos);
+  no_invoice.replace(header, 11, ",x_Invoice,");
+  p = run_focus_rules(dir_, {no_invoice});
+  EXPECT_EQ(p.status, 1) << p.out;
+  EXPECT_NE(p.out.find("FAIL CostAndUsage-D-033-O"), std::string::npos) << p.out;
 }
 
 TEST_F(GoldenReports, Rightsizing) {

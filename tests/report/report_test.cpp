@@ -77,7 +77,7 @@ Audit
   Node: unknown (this store was written by an agent that did not record its node)
   Cluster: unknown (the agent was not given --cluster-name or $CLUSTER_NAME when it wrote this store)
   Period: 2027-01-15T08:00:00Z to 2027-01-15T08:02:00Z (end exclusive)
-  Reconciliation, NVIDIA H100 80GB HBM3: 0.080952 GPU-hours on the GPU x 3.599993 USD per GPU-hour = 0.291428 USD (the
+  Reconciliation, NVIDIA H100 80GB HBM3: 0.080952 GPU-hours on the GPU x 3.600005 USD per GPU-hour = 0.291429 USD (the
     rate applies to every hour the GPU was there; the held GPU-hours are fewer when part of it was unheld, whose cost
     goes to __unallocated__ or __idle__, and the rate is rounded here)
   Reconciliation, Tesla T4: 0.033333 GPU-hours on the GPU x 1.800000 USD per GPU-hour = 0.060000 USD (the rate applies
@@ -95,14 +95,14 @@ TEST(ReportFormat, Csv) {
   std::erase(csv, '\r');
   EXPECT_EQ(csv, R"(team,gpu_hours_held,gpu_hours_busy,cost_busy,cost_idle,cost_memory,cost_total,sm_active,sm_occupancy,tensor_active,dram_active,vram_gib_hours,launches,energy_kwh,carbon_kg_co2e,allocated_share,used_share,used_vram_share,used_energy_share,share_flag,currency,period_start,period_end,node,cluster,bill_id,partial_period
 vision,0.050000,0.040000,0.144000,0.054000,0.000000,0.198000,0.3750,0.1875,,,0.100000,1320,,,0.750000,0.875000,1.000000,,over,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false
-nlp,0.030952,0.005000,0.018000,0.075428,0.000000,0.093428,0.1250,0.0625,,,0.000000,240,,,0.650000,0.175000,0.000000,,under,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false
+nlp,0.030952,0.005000,0.018000,0.075429,0.000000,0.093429,0.1250,0.0625,,,0.000000,240,,,0.650000,0.175000,0.000000,,under,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false
 __unallocated__,0.000000,0.000000,0.000000,0.060000,0.000000,0.060000,,,,,0.000000,0,,,,,,,,USD,2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false
 )");
 }
 
 TEST(ReportFormat, CsvTotalsRow) {
   std::string csv = render(fixture_report(GroupBy::kTeam), Format::kCsv, RenderOptions{.csv_totals = true});
-  EXPECT_NE(csv.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189428,0.000000,0.351428,0.5000,0.2500,,,0.100000,1560,,,,,,,,USD,"
+  EXPECT_NE(csv.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189429,0.000000,0.351429,0.5000,0.2500,,,0.100000,1560,,,,,,,,USD,"
                      "2027-01-15T08:00:00Z,2027-01-15T08:02:00Z,,,,false\r\n"),
             std::string::npos)
       << csv;
@@ -134,7 +134,7 @@ TEST(ReportFormat, NoPricesIsSaidInPlainWords) {
 }
 
 TEST(ReportFormat, MoneyForPeople) {
-  EXPECT_EQ(money_cents(351'428), "0.35");
+  EXPECT_EQ(money_cents(351'429), "0.35");
   EXPECT_EQ(money_cents(5'000), "0.01");  // half a cent rounds up
   EXPECT_EQ(money_cents(4'999), "0.00");
   EXPECT_EQ(money_cents(1'234'567'890), "1,234.57");
@@ -170,20 +170,20 @@ TEST(ReportFormat, Json) {
   EXPECT_EQ(j["rows"][0]["sm_active"], 0.375);
   EXPECT_TRUE(j["rows"][0]["tensor_active"].is_null());  // unknown
   EXPECT_EQ(j["rows"][1]["key"], "nlp");
-  EXPECT_EQ(j["rows"][1]["cost_total_micros"], 93428);
+  EXPECT_EQ(j["rows"][1]["cost_total_micros"], 93429);
   EXPECT_EQ(j["rows"][2]["key"], "__unallocated__");
-  EXPECT_EQ(j["total"]["cost_total_micros"], 351428);
+  EXPECT_EQ(j["total"]["cost_total_micros"], 351429);
   EXPECT_EQ(j["top_wasters"][0]["key"], "nlp");
-  EXPECT_EQ(j["top_wasters"][0]["cost_idle_micros"], 75428);
+  EXPECT_EQ(j["top_wasters"][0]["cost_idle_micros"], 75429);
   ASSERT_EQ(j["cost_by_team_over_time"].size(), 2u);
   EXPECT_EQ(j["cost_by_team_over_time"][1]["start"], "2027-01-15T08:01:00Z");
-  EXPECT_EQ(j["cost_by_team_over_time"][1]["cost_micros"]["nlp"], 46714);
+  EXPECT_EQ(j["cost_by_team_over_time"][1]["cost_micros"]["nlp"], 46715);
 }
 
 TEST(ReportFormat, GroupingsAddUpToTheSameTotal) {
   for (auto by : {GroupBy::kTeam, GroupBy::kNamespace, GroupBy::kPod, GroupBy::kWorkload, GroupBy::kGpu}) {
     Report r = fixture_report(by);
-    EXPECT_EQ(r.total.cost_total_micros(), 351'428) << to_string(by);
+    EXPECT_EQ(r.total.cost_total_micros(), 351'429) << to_string(by);
   }
   Report pods = fixture_report(GroupBy::kPod);
   std::vector<std::string> keys;
@@ -204,7 +204,7 @@ TEST(ReportFormat, HtmlIsSelfContained) {
   for (const char* bad : {" src=", " href=", "<script", "<link", "@import", "url("})
     EXPECT_EQ(html.find(bad), std::string::npos) << bad;
   // On screen to the cent, the exact amount in the tooltip.
-  EXPECT_NE(html.find("<td class=\"money\" title=\"0.351428 USD (exact)\">0.35</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"money\" title=\"0.351429 USD (exact)\">0.35</td>"), std::string::npos);
   for (const char* header : {"GPU-hours held", "Idle cost (USD)", "Kernel launches"})
     EXPECT_NE(html.find(std::string("<th>") + header + "</th>"), std::string::npos) << header;
   EXPECT_EQ(html.find("gpu_hours_held"), std::string::npos);  // no snake_case for finance
@@ -269,7 +269,7 @@ TEST(ReportRange, OnlyWindowsStartingInRange) {
   static testing::FixtureStore store("range");
   ledger::Store s(store.path(), ledger::Store::Mode::kReadOnly);
   Report r = build_report(s.windows(kT0 + 60, kT0 + 120), kT0 + 60, kT0 + 120, GroupBy::kTeam);
-  EXPECT_EQ(r.total.cost_total_micros(), 175'714);
+  EXPECT_EQ(r.total.cost_total_micros(), 175'715);  // the second minute: the MIG slot's 25'715 (51'429 over both, rounded once)
 }
 
 }  // namespace
