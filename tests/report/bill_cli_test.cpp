@@ -129,7 +129,7 @@ TEST(BillCli, TheTableIsForPeopleAndFits120Columns) {
     EXPECT_NE(t.out.find("Total cost"), std::string::npos);
     EXPECT_EQ(t.out.find("gpu_hours_held"), std::string::npos);
     EXPECT_NE(t.out.find("0.35"), std::string::npos);
-    EXPECT_EQ(t.out.find("0.351428"), std::string::npos) << t.out;  // to the cent, not six places
+    EXPECT_EQ(t.out.find("0.351429"), std::string::npos) << t.out;  // to the cent, not six places
   }
   Proc wide = run_stdout(base + " --wide");
   EXPECT_NE(wide.out.find("VRAM GiB-h"), std::string::npos);

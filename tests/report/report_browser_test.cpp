@@ -59,7 +59,7 @@ TEST(ReportHtmlE2E, RendersInHeadlessChromium) {
   EXPECT_NE(dom.out.find("class=\"bar\""), std::string::npos);
   EXPECT_NE(dom.out.find("class=\"point\""), std::string::npos);
   EXPECT_NE(dom.out.find("class=\"idle\""), std::string::npos);
-  EXPECT_NE(dom.out.find("title=\"0.351428 USD (exact)\">0.35</td>"), std::string::npos);
+  EXPECT_NE(dom.out.find("title=\"0.351429 USD (exact)\">0.35</td>"), std::string::npos);
   // A bill for finance: the summary, who pays what, axes with ticks, legends, coverage and the glossary.
   for (const char* part : {"id=\"summary\"", "id=\"who-pays\"", "id=\"prices\"", "class=\"tick ",
                            "class=\"legend\"", "id=\"coverage\"", "id=\"glossary\"", "id=\"generated\""})

@@ -97,11 +97,11 @@ TEST(ReportCli, MonthsPlainDatesAndCsvTotals) {
   ASSERT_EQ(month.status, 0) << month.out;
   EXPECT_NE(month.out.find("\"from\": \"2027-01-01T00:00:00Z\""), std::string::npos) << month.out;
   EXPECT_NE(month.out.find("\"to\": \"2027-02-01T00:00:00Z\""), std::string::npos);
-  EXPECT_NE(month.out.find("\"cost_total_micros\": 351428"), std::string::npos);
+  EXPECT_NE(month.out.find("\"cost_total_micros\": 351429"), std::string::npos);
   Proc dates = run(gpuledger() + " report --store " + store.path() + " --from 2027-01-15 --to 2027-01-16 --format csv"
                    " --csv-totals");
   ASSERT_EQ(dates.status, 0) << dates.out;
-  EXPECT_NE(dates.out.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189428,0.000000,0.351428,"), std::string::npos) << dates.out;
+  EXPECT_NE(dates.out.find("\r\nTOTAL,0.080952,0.045000,0.162000,0.189429,0.000000,0.351429,"), std::string::npos) << dates.out;
   Proc both = run(gpuledger() + " report --store " + store.path() + " --month 2027-01 --from -1d");
   EXPECT_NE(both.status, 0);
   EXPECT_NE(both.out.find("excludes"), std::string::npos) << both.out;
