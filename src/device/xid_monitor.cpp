@@ -8,18 +8,21 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include "common/log.h"
+#include "identity/process_cgroup.h"
 #include "identity/workload_classifier.h"
 
 namespace gpuledger::device {
 
 std::optional<identity::Workload> workload_of_process(const std::string& proc_root, uint32_t pid) {
   std::ifstream in(proc_root + "/" + std::to_string(pid) + "/cgroup");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.starts_with("0::")) return identity::classify_cgroup_path(line.substr(3));
-  return std::nullopt;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The v2 line only (no v1 controller): what the agent's workloads are keyed by.
+  auto path = identity::cgroup_path_in(text, "");
+  if (!path) return std::nullopt;
+  return identity::classify_cgroup_path(*path);
 }
 
 std::vector<identity::Workload> workloads_holding_gpu(const DeviceSnapshot& snapshot, const GpuInfo& gpu,

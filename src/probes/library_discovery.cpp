@@ -12,9 +12,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "common/error.h"
+#include "identity/process_cgroup.h"
 #include "lib_discovery.skel.h"
 #include "probes/bpf_handles.h"
 #include "probes/map_reader.h"
@@ -96,17 +96,11 @@ bool process_started_at(const std::string& proc, uint32_t pid, uint64_t start_bo
   std::ifstream in(proc + "/" + std::to_string(pid) + "/stat");
   std::string line;
   if (!std::getline(in, line)) return false;
-  const auto close_paren = line.rfind(')');
-  if (close_paren == std::string::npos) return false;
-  std::istringstream rest(line.substr(close_paren + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i)
-    if (i == 22) {
-      const long ticks = ::sysconf(_SC_CLK_TCK);
-      const uint64_t per_tick = ticks > 0 ? 1'000'000'000ull / static_cast<uint64_t>(ticks) : 10'000'000ull;
-      return std::strtoull(field.c_str(), nullptr, 10) == start_boottime / per_tick;
-    }
-  return false;
+  const auto ticks = identity::start_ticks_in(line);
+  if (!ticks) return false;
+  const long per_second = ::sysconf(_SC_CLK_TCK);
+  const uint64_t per_tick = per_second > 0 ? 1'000'000'000ull / static_cast<uint64_t>(per_second) : 10'000'000ull;
+  return *ticks == start_boottime / per_tick;
 }
 
 }  // namespace
