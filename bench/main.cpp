@@ -53,8 +53,9 @@ void usage(const char* argv0) {
       "  --quick          small counts, for CI smoke runs (~20 s on a 2-vCPU VM, most of it\n"
       "                   detaching the --per-probe-links agent)\n"
       "  --part DIGITS    run only these parts: 1 probe overhead, 2 agent CPU, 3 agent memory,\n"
-      "                   r the runtime path (--runtime-probes), n part 1 on NVIDIA's real libcuda\n"
-      "                   (default parts: 1r23, and n when the real library is there)\n"
+      "                   r the runtime path (--runtime-probes), n part 1 on NVIDIA's real libcuda,\n"
+      "                   t a launch-bound tenant's throughput under no agent, billing and full\n"
+      "                   (default parts: 1tr23, and n when the real library is there)\n"
       "  --markdown FILE  also write the report to FILE\n"
       "  --agent PATH     the gpuledger binary (default: next to this one)\n"
       "  --cuda-lib PATH  the CUDA driver simulator (default: sim/lib/libcuda.so.1 next to this one)\n"
@@ -83,7 +84,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--real-libcuda") { if (!value(o.real_libcuda)) return false; }
     else return false;
   }
-  if (o.parts.empty()) o.parts = !o.real_libcuda.empty() && fs::exists(o.real_libcuda) ? "1nr23" : "1r23";
+  if (o.parts.empty()) o.parts = !o.real_libcuda.empty() && fs::exists(o.real_libcuda) ? "1tnr23" : "1tr23";
   return true;
 }
 
@@ -140,6 +141,7 @@ int main(int argc, char** argv) {
     std::string report = machine_section(options);
     auto wanted = [&](char part) { return options.parts.find(part) != std::string::npos; };
     if (wanted('1')) report += "\n" + measure_probe_overhead(lib, cgroups, sizes.probe);
+    if (wanted('t')) report += "\n" + measure_tenant_throughput(lib, cgroups, sizes.probe);
     if (wanted('n')) report += "\n" + measure_real_driver_overhead(options.real_libcuda, cgroups, sizes.probe);
     if (wanted('r')) report += "\n" + measure_runtime_overhead(lib, cgroups, options.cudart, sizes.probe);
     if (wanted('2')) report += "\n" + measure_agent_cpu(lib, cgroups, options.agent_binary, sizes.cpu_seconds);

@@ -147,11 +147,13 @@ class EmptyProbes : public Attachment {
 // The real thing, in this process: load, attach to the private library, start.
 class AgentProbes : public Attachment {
  public:
-  AgentProbes(const std::string& path, bool launch_returns, bool per_probe_links) {
+  AgentProbes(const std::string& path, bool launch_returns, bool per_probe_links, probes::ProbeSet set)
+      : billing_(set == probes::ProbeSet::kBilling) {
     attribution::AttributionOptions options;
     options.cuda_libs = {path};
     options.discover = false;
     options.launch_returns = launch_returns;
+    options.probe_set = set;
     options.per_probe_links = per_probe_links;
     agent_ = std::make_unique<attribution::AttributionPlane>(options);
     agent_->start();
@@ -162,6 +164,7 @@ class AgentProbes : public Attachment {
   }
   // Launches counted, or - on the real driver without a GPU, where every
   // launch fails and --launch-returns counts it as an error - launch errors.
+  // The billing set must count none: no probe is there.
   std::string check(uint64_t launches_made) override {
     uint64_t counted = 0;
     for (const auto& w : agent_->snapshot().workloads) {
@@ -169,6 +172,7 @@ class AgentProbes : public Attachment {
       for (const auto& [call, n] : w.usage.errors_by_call)
         if (call.starts_with("cuLaunchKernel")) counted += n;
     }
+    if (billing_) return counted == 0 ? "" : "the billing set counted " + std::to_string(counted) + " launches";
     if (counted >= launches_made) return "";
     return "agent counted " + std::to_string(counted) + " of " + std::to_string(launches_made) + " launches";
   }
@@ -177,6 +181,7 @@ class AgentProbes : public Attachment {
  private:
   std::unique_ptr<attribution::AttributionPlane> agent_;
   size_t probes_ = 0;
+  bool billing_ = false;
 };
 
 // ----------------------------------------------------- configurations
@@ -189,6 +194,7 @@ struct Configuration {
   bool multi_link = false;      // multi-uprobe links, else one perf-event link per probe
   bool with_return = false;     // floors: the uretprobe too
   bool launch_returns = false;  // agents: --launch-returns
+  probes::ProbeSet probe_set = probes::ProbeSet::kFull;  // agents: --probe-set
 };
 
 std::vector<Configuration> configurations(bool multi_supported) {
@@ -202,6 +208,8 @@ std::vector<Configuration> configurations(bool multi_supported) {
       {K::kFloor, "(e) empty uprobe, perf-event link", false, false},
       {K::kFloor, "(e') empty uprobe + uretprobe, perf-event links", false, true},
       {K::kAgent, "(f) agent --per-probe-links", false, false, false},
+      // No probe on these calls at all: compared with the entry floor (b), of which it should add nothing.
+      {K::kAgent, "(g) agent --probe-set billing", true, false, false, probes::ProbeSet::kBilling},
   };
   // Without multi-uprobe links (Linux < 6.6) the agent falls back to
   // perf-event links by itself: (c) and (d) are then measured against (e).
@@ -219,7 +227,7 @@ std::unique_ptr<Attachment> attach(const Configuration& c, const EmptyProgram& m
       return std::make_unique<EmptyProbes>(c.multi_link ? multi_empty : perf_empty, c.multi_link, path, offsets,
                                            c.with_return);
     case Configuration::Kind::kAgent:
-      return std::make_unique<AgentProbes>(path, c.launch_returns, !c.multi_link);
+      return std::make_unique<AgentProbes>(path, c.launch_returns, !c.multi_link, c.probe_set);
     case Configuration::Kind::kNone:
       break;
   }
@@ -256,7 +264,8 @@ class ProbeShapes {
 // The floor an agent configuration is compared with, for one call.
 size_t matching_floor(const std::vector<Configuration>& all, size_t agent, const ProbeShapes& shapes,
                       const std::string& symbol) {
-  bool with_return = shapes.with_return(symbol, all[agent].launch_returns);
+  // The billing set probes none of these calls: its floor is the cheapest probe, (b).
+  bool with_return = all[agent].probe_set == probes::ProbeSet::kFull && shapes.with_return(symbol, all[agent].launch_returns);
   for (size_t i = 0; i < all.size(); ++i)
     if (all[i].kind == Configuration::Kind::kFloor && all[i].multi_link == all[agent].multi_link &&
         all[i].with_return == with_return)
@@ -337,7 +346,9 @@ MarkdownTable overhead_table(const Measurements& m, const ProbeShapes& shapes, c
       if (c.kind != Configuration::Kind::kNone) added_ns = fixed(m.added(i, call.symbol), 1);
       if (c.kind == Configuration::Kind::kFloor) probes = c.with_return ? "entry+return" : "entry";
       if (c.kind == Configuration::Kind::kAgent) {
-        probes = shapes.with_return(call.symbol, c.launch_returns) ? "entry+return" : "entry";
+        probes = c.probe_set == probes::ProbeSet::kBilling              ? "none"
+                 : shapes.with_return(call.symbol, c.launch_returns) ? "entry+return"
+                                                                     : "entry";
         size_t floor = matching_floor(all, i, shapes, call.symbol);
         vs_floor = ratio(m.added(i, call.symbol), m.added(floor, call.symbol));
         if (vs_floor != "-") vs_floor += " of " + label_letter(all[floor]);
@@ -412,7 +423,9 @@ std::string measure_calls(const std::string& path, const HotCalls& calls, const 
          ", each timing every call under every configuration in turn; medians over rounds. The calling "
          "thread is pinned to one CPU, in a non-root cgroup v2 (" + cgroups.parent() + "/" + cgroup_name +
          "). Multi-uprobe links: " + (multi ? "available" : "not available (Linux < 6.6?)") +
-         ". The goal is an agent whose added cost is within 10% of the matching floor's (ratio <= 1.10x).\n\n";
+         ". The goal is an agent whose added cost is within 10% of the matching floor's (ratio <= 1.10x), and "
+         "under --probe-set billing (g), which probes none of these calls, at most 2% of the floor's (ratio <= "
+         "0.02x: no trap at all).\n\n";
   out += overhead_table(measurements, shapes, all, calls, options).render();
   out += "\nDetaching, median over rounds (not in the figures above):\n\n";
   for (size_t i = 1; i < all.size(); ++i)
@@ -458,7 +471,75 @@ class RealDriver {
   char host_[4096] = {};
 };
 
+// A launch-bound tenant: one thread launching `n` kernels back to back,
+// doing `work_ns` of its own work (a spin) after each, paced at
+// `per_second` launches a second when given (0: as fast as it can). Returns
+// the launches it achieved per second.
+double launches_per_second(const CudaSession& session, size_t n, uint64_t work_ns, double per_second) {
+  for (size_t i = 0; i < 1000; ++i) session.launch();
+  const auto start = std::chrono::steady_clock::now();
+  const auto period = per_second > 0 ? std::chrono::nanoseconds(static_cast<int64_t>(1e9 / per_second))
+                                     : std::chrono::nanoseconds(0);
+  auto next = start;
+  for (size_t i = 0; i < n; ++i) {
+    if (session.launch() != CUDA_SUCCESS) throw Error("cuLaunchKernel failed mid-run");
+    const auto done = std::chrono::steady_clock::now() + std::chrono::nanoseconds(work_ns);
+    while (std::chrono::steady_clock::now() < done) {
+    }
+    next += period;
+    while (per_second > 0 && std::chrono::steady_clock::now() < next) {
+    }
+  }
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  return static_cast<double>(n) / took.count();
+}
+
 }  // namespace
+
+std::string measure_tenant_throughput(const SimLibrary& lib, const BenchCgroups& cgroups,
+                                      const ProbeOverheadOptions& options) {
+  BenchCgroups::move_self_to(cgroups.make("tenant-throughput"));
+  PinnedToOneCpu pinned;
+  CudaSession session(lib.api());
+  using K = Configuration::Kind;
+  const std::vector<Configuration> all = {{K::kNone, "no agent"},
+                                          {K::kAgent, "agent --probe-set billing", true, false, false,
+                                           probes::ProbeSet::kBilling},
+                                          {K::kAgent, "agent --probe-set full", true, false, false}};
+  struct Shape {
+    std::string name;
+    uint64_t work_ns;
+    double per_second;
+  };
+  const std::vector<Shape> shapes = {{"flat out (no work between launches)", 0, 0},
+                                     {"paced at 100,000 launches/s, 2 us of work each", 2000, 100000}};
+  const EmptyProgram multi_empty(true), perf_empty(false);
+  std::map<std::pair<size_t, size_t>, std::vector<double>> rates;  // (shape, configuration) -> per round
+  for (int round = 0; round < options.rounds; ++round) {
+    progress("tenant throughput: round %d/%d", round + 1, options.rounds);
+    for (size_t c = 0; c < all.size(); ++c) {
+      auto attached = attach(all[c], multi_empty, perf_empty, lib.path(), {});
+      for (size_t s = 0; s < shapes.size(); ++s)
+        rates[{s, c}].push_back(
+            launches_per_second(session, options.calls_per_round, shapes[s].work_ns, shapes[s].per_second));
+    }
+  }
+  BenchCgroups::move_self_to(cgroups.mount());
+  MarkdownTable table({"Tenant", "Configuration", "launches/s (median)", "min-max", "of no agent's"});
+  for (size_t s = 0; s < shapes.size(); ++s)
+    for (size_t c = 0; c < all.size(); ++c) {
+      const auto& v = rates[{s, c}];
+      auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+      table.add_row({shapes[s].name, all[c].label, fixed(median(v), 0), fixed(*lo, 0) + "-" + fixed(*hi, 0),
+                     fixed(100 * median(v) / median(rates[{s, 0}]), 1) + " %"});
+    }
+  return "## 1t. A launch-bound tenant's throughput\n\n"
+         "One thread launching " + std::to_string(options.calls_per_round) + " kernels per round on the simulator "
+         "(pinned to one CPU, in a non-root cgroup v2), " + std::to_string(options.rounds) +
+         " rounds, configurations interleaved; medians over rounds. Goal: under --probe-set billing the "
+         "tenant launches as fast as with no agent (within noise).\n\n" +
+         table.render();
+}
 
 std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cgroups,
                                    const ProbeOverheadOptions& options) {

@@ -18,6 +18,12 @@ struct ProbeOverheadOptions {
 std::string measure_probe_overhead(const SimLibrary& lib, const BenchCgroups& cgroups,
                                    const ProbeOverheadOptions& options);
 
+// Part 1t: a launch-bound tenant's launches per second - flat out, and paced
+// at 100,000 a second with a little work each - with no agent, the billing
+// probe set and the full one.
+std::string measure_tenant_throughput(const SimLibrary& lib, const BenchCgroups& cgroups,
+                                      const ProbeOverheadOptions& options);
+
 // Part 1n: the same configurations on NVIDIA's real libcuda (a private copy
 // of `real_libcuda`), whose calls fail fast without a GPU.
 std::string measure_real_driver_overhead(const std::string& real_libcuda, const BenchCgroups& cgroups,

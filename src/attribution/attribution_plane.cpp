@@ -94,13 +94,19 @@ AttributionPlane::AttributionPlane(AttributionOptions options)
   } catch (const Error& e) {
     spdlog::warn("{}; libraries are found by the periodic scan only", e.what());
   }
+  // auto starts full: every count is made until the node is judged
+  // (node/probe_set_judge.h), which may then switch it to billing.
+  active_set_ = options_.probe_set == probes::ProbeSet::kBilling ? probes::ProbeSet::kBilling : probes::ProbeSet::kFull;
+  probe_set_reason_ = options_.probe_set == probes::ProbeSet::kAuto ? std::string(kAutoNotJudgedYet) : "configured";
+  spdlog::info("probe set {} ({})", probes::probe_set_name(active_set_), probe_set_reason_);
   probes::ProbePlanOptions plan;
   plan.launch_returns = options_.launch_returns;
+  plan.hot_path = active_set_ == probes::ProbeSet::kFull;
   attacher_ = std::make_unique<probes::LibraryAttacher>(*program_, plan, watcher_.get(), options_.proc_root,
                                                         options_.max_libraries);
   if (options_.runtime_probes != probes::RuntimeProbes::kOff) {
     runtime_ = std::make_unique<probes::RuntimeAttacher>(*program_, watcher_.get(), options_.proc_root,
-                                                         options_.max_libraries);
+                                                         options_.max_libraries, plan.hot_path);
     if (options_.discover)
       runtime_worker_ = std::make_unique<RuntimeDiscoveryWorker>(*runtime_, options_.proc_root,
                                                                  [this] { return attacher_->attached_files(); });
@@ -522,6 +528,45 @@ void AttributionPlane::add_unprobed_gpu_processes(const std::map<uint32_t, gl_pr
   }
 }
 
+void AttributionPlane::set_probe_set(probes::ProbeSet set, const std::string& reason_code, const std::string& reason) {
+  if (set == probes::ProbeSet::kAuto) return;
+  probes::ProbeSet from;
+  {
+    std::lock_guard lock(probe_set_mu_);
+    from = active_set_;
+    if (from == set) {
+      probe_set_reason_ = reason;
+      return;
+    }
+  }
+  const bool hot = set == probes::ProbeSet::kFull;
+  // Attached before the set says full, detached before it says billing: a
+  // count the page shows is never missing for lack of a probe.
+  attacher_->set_hot_path(hot);
+  if (runtime_) runtime_->set_hot_path(hot);
+  size_t dropped = 0;
+  if (!hot) dropped = probes::drop_open_spans(program_->maps().open_spans);
+  {
+    std::lock_guard lock(probe_set_mu_);
+    active_set_ = set;
+    probe_set_reason_ = reason;
+    ++probe_set_changes_[{std::string(probes::probe_set_name(from)), std::string(probes::probe_set_name(set)),
+                          reason_code}];
+  }
+  spdlog::info("probe set {} -> {}: {}{}", probes::probe_set_name(from), probes::probe_set_name(set), reason,
+               dropped ? fmt::format(" ({} busy spans left open by unwaited launches ended)", dropped) : "");
+}
+
+probes::ProbeSet AttributionPlane::probe_set() const {
+  std::lock_guard lock(probe_set_mu_);
+  return active_set_;
+}
+
+std::string AttributionPlane::probe_set_reason() const {
+  std::lock_guard lock(probe_set_mu_);
+  return probe_set_reason_;
+}
+
 AttributionSnapshot AttributionPlane::snapshot() {
   AttributionSnapshot snap;
   std::map<uint32_t, gl_proc_state> processes;
@@ -547,6 +592,18 @@ AttributionSnapshot AttributionPlane::snapshot() {
     view.usage += usage;
     by_gpu[w.id][gpu_labels(key, inventory)] += usage;
   }
+  // A process the probes know names its workload even when that workload
+  // has counted nothing yet - under the billing set, a tenant whose kernels
+  // use only module globals allocates nothing: NVML's samples of its pids are
+  // its bill, and must not fall to __unattributed__.
+  for (const auto& [pid, st] : processes) {
+    if (st.cgroup_key == 0 || id_of_key.contains(st.cgroup_key)) continue;
+    identity::Workload w = directory_.resolve(st.cgroup_key);
+    auto& view = by_id[w.id];
+    if (view.workload.id.empty()) view.workload = w;
+    id_of_key.emplace(st.cgroup_key, w.id);
+    if (!w.cgroup_path.empty()) view.cgroup_paths.push_back(w.cgroup_path);
+  }
   for (const auto& [pid, st] : processes) {
     auto it = id_of_key.find(st.cgroup_key);
     if (it == id_of_key.end()) continue;
@@ -569,6 +626,12 @@ AttributionSnapshot AttributionPlane::snapshot() {
   auto fds = program_->maps();
   SelfView& self = snap.self;
   self.probes_attached = attacher_->probes_attached() + (runtime_ ? runtime_->probes_attached() : 0);
+  {
+    std::lock_guard lock(probe_set_mu_);
+    self.probe_set = active_set_;
+    self.probe_set_reason = probe_set_reason_;
+    self.probe_set_changes = probe_set_changes_;
+  }
   self.probe_attach_failures = attacher_->probe_attach_failures() + (runtime_ ? runtime_->probe_attach_failures() : 0);
   if (runtime_) {
     self.runtime_libraries = runtime_->attached();

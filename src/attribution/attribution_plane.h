@@ -30,16 +30,24 @@
 #include "probes/library_discovery.h"
 #include "probes/open_spans.h"
 #include "probes/pin_store.h"
+#include "probes/probe_sets.h"
 #include "probes/runtime_attacher.h"
 #include "probes/runtime_entry_points.h"
 #include "probes/usage_totals.h"
 
 namespace gpuledger::attribution {
 
+// What /healthz says of auto before the node is judged.
+inline constexpr std::string_view kAutoNotJudgedYet =
+    "auto: full until the node's GPUs are judged (whether NVML splits each one itself)";
+
 struct AttributionOptions {
   std::vector<std::string> cuda_libs;     // --cuda-lib, attached first
   bool discover = true;                   // host paths, opens, process maps
   bool launch_returns = false;            // count launches at return (errors too)
+  // Which entry points are probed (probes/probe_sets.h). auto: full, until
+  // the device side can be asked whether it splits every GPU itself.
+  probes::ProbeSet probe_set = probes::ProbeSet::kFull;
   // Stop the first process to map a never-seen libcuda copy until its probes
   // are in place (no first-call loss); see docs/reliability.md.
   bool hold_new_drivers = true;
@@ -99,6 +107,14 @@ class AttributionPlane : public probes::CallNameLookup {
   };
   Health health() const;
   std::string call_name(uint32_t call_id) const override;
+  // The probe set in force: billing or full (auto resolved), and why.
+  probes::ProbeSet probe_set() const;
+  std::string probe_set_reason() const;
+  // auto's switch (node/probe_set_judge.h): attaches or detaches the hot
+  // path's probes on every probed file, counts the change under
+  // `reason_code` (a label value) and logs `reason`. No count already made is
+  // lost; under billing the launches, copies and waits are no longer seen.
+  void set_probe_set(probes::ProbeSet set, const std::string& reason_code, const std::string& reason);
   // The identity of the kernel counters read (the ledger's baseline is only
   // used against the same ones): the boot and the id of the pinned workload
   // counter map; empty without pins (the counters die with the agent).
@@ -142,6 +158,10 @@ class AttributionPlane : public probes::CallNameLookup {
   void report_orphaned_pins();
 
   AttributionOptions options_;
+  mutable std::mutex probe_set_mu_;
+  probes::ProbeSet active_set_ = probes::ProbeSet::kFull;
+  std::string probe_set_reason_;
+  ProbeSetChanges probe_set_changes_;
   identity::CgroupMounts mounts_;
   std::unique_ptr<probes::PinStore> pins_;  // none without --bpf-pin-dir; outlives the program
   std::unique_ptr<probes::CudaProbeProgram> program_;

@@ -55,6 +55,7 @@ struct CounterFamily {
   MetricType type;
   const char* help;
   std::function<uint64_t(const probes::Usage&)> value;
+  bool hot = false;  // fed by hot-path probes only: no series under the billing probe set
 };
 
 const std::vector<CounterFamily>& plain_families() {
@@ -62,12 +63,12 @@ const std::vector<CounterFamily>& plain_families() {
       {"gpuledger_cuda_kernel_launches_total", MetricType::kCounter,
        "CUDA kernel launches (cuLaunchKernel, _ptsz, Ex, cooperative, multi-device, and the legacy cuLaunch, "
        "cuLaunchGrid and cuLaunchGridAsync).",
-       [](const probes::Usage& u) { return u.counters.launches; }},
+       [](const probes::Usage& u) { return u.counters.launches; }, true},
       {"gpuledger_cuda_launched_threads_total", MetricType::kCounter,
        "Threads launched: grid size times block size, summed over launches.",
-       [](const probes::Usage& u) { return u.counters.launched_threads; }},
+       [](const probes::Usage& u) { return u.counters.launched_threads; }, true},
       {"gpuledger_cuda_graph_launches_total", MetricType::kCounter, "CUDA graph launches.",
-       [](const probes::Usage& u) { return u.counters.graph_launches; }},
+       [](const probes::Usage& u) { return u.counters.graph_launches; }, true},
       {"gpuledger_cuda_memory_allocations_total", MetricType::kCounter, "Successful device memory allocations.",
        [](const probes::Usage& u) { return u.counters.allocations; }},
       {"gpuledger_cuda_memory_allocated_bytes_total", MetricType::kCounter, "Bytes of device memory allocated.",
@@ -82,13 +83,13 @@ const std::vector<CounterFamily>& plain_families() {
        "Frees of allocations made before the agent attached (their size is unknown).",
        [](const probes::Usage& u) { return u.counters.untracked_frees; }},
       {"gpuledger_cuda_memsets_total", MetricType::kCounter, "Successful memsets of device memory (cuMemsetD*).",
-       [](const probes::Usage& u) { return u.counters.memsets; }},
+       [](const probes::Usage& u) { return u.counters.memsets; }, true},
       {"gpuledger_cuda_memset_bytes_total", MetricType::kCounter,
        "Bytes of device memory set by memsets: elements times element size.",
-       [](const probes::Usage& u) { return u.counters.memset_bytes; }},
+       [](const probes::Usage& u) { return u.counters.memset_bytes; }, true},
       {"gpuledger_cuda_syncs_total", MetricType::kCounter,
        "Synchronisation calls (stream, context, event) that returned.",
-       [](const probes::Usage& u) { return u.counters.syncs; }},
+       [](const probes::Usage& u) { return u.counters.syncs; }, true},
   };
   return families;
 }
@@ -97,21 +98,25 @@ constexpr std::array<const char*, GL_DIR_COUNT> kDirections = {"htod", "dtoh", "
 
 void write_workload_metrics(ExpositionWriter& out, const attribution::AttributionSnapshot& snap) {
   const auto series = attribution_series(snap);
+  // Under the billing probe set the hot-path families keep their HELP and
+  // TYPE but have no series: absent, not 0 (docs/probe-sets.md).
+  const std::vector<Series> none;
+  const auto& hot_series = snap.self.hot_path_probed() ? series : none;
   for (const auto& family : plain_families()) {
     out.family(family.name, family.type, family.help);
-    for (const auto& s : series) out.sample(s.labels, family.value(*s.usage));
+    for (const auto& s : family.hot ? hot_series : series) out.sample(s.labels, family.value(*s.usage));
   }
   out.family("gpuledger_cuda_sync_seconds_total", MetricType::kCounter,
              "Seconds spent blocked in synchronisation calls.");
-  for (const auto& s : series) out.sample(s.labels, s.usage->counters.sync_ns / 1e9);
+  for (const auto& s : hot_series) out.sample(s.labels, s.usage->counters.sync_ns / 1e9);
   out.family("gpuledger_cuda_busy_seconds_total", MetricType::kCounter,
              "Estimated GPU-busy seconds: from the first launch after a synchronisation until a "
              "synchronisation on the same thread returns. An estimate from the API, not a device counter.");
-  for (const auto& s : series) out.sample(s.labels, s.usage->counters.busy_ns / 1e9);
+  for (const auto& s : hot_series) out.sample(s.labels, s.usage->counters.busy_ns / 1e9);
 
   auto per_direction = [&](const char* name, const char* help, auto field) {
     out.family(name, MetricType::kCounter, help);
-    for (const auto& s : series) {
+    for (const auto& s : hot_series) {
       for (size_t d = 0; d < GL_DIR_COUNT; ++d) {
         auto labels = s.labels;
         labels.emplace_back("direction", kDirections[d]);
@@ -182,6 +187,18 @@ void write_self_metrics(ExpositionWriter& out, const attribution::AttributionSna
   const auto& self = snap.self;
   out.family("gpuledger_probes_attached", MetricType::kGauge, "Uprobes attached to CUDA driver libraries.");
   out.sample({}, static_cast<uint64_t>(self.probes_attached));
+  out.family("gpuledger_probe_set", MetricType::kGauge,
+             "1 for the probe set in force (--probe-set; auto resolves to one of these), 0 for the other: "
+             "billing probes no launch, copy, memset or synchronisation (docs/probe-sets.md).");
+  for (auto set : {probes::ProbeSet::kBilling, probes::ProbeSet::kFull})
+    out.sample({{"set", std::string(probes::probe_set_name(set))}}, uint64_t{self.probe_set == set ? 1u : 0u});
+  out.family("gpuledger_probe_set_changes_total", MetricType::kCounter,
+             "Switches of the probe set under --probe-set auto, by the set left, the set taken and why (a code: "
+             "docs/probe-sets.md).");
+  for (const auto& [key, n] : self.probe_set_changes) {
+    const auto& [from, to, reason] = key;
+    out.sample({{"from", from}, {"to", to}, {"reason", reason}}, n);
+  }
   out.family("gpuledger_probe_attach_failures", MetricType::kGauge, "Uprobes that could not be attached.");
   out.sample({}, static_cast<uint64_t>(self.probe_attach_failures));
   out.family("gpuledger_cuda_libraries_attached", MetricType::kGauge,

@@ -2,16 +2,22 @@
 // A consistent view of everything the agent knows, handed to the exporters.
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gpuledger_abi.h"
 #include "identity/workload.h"
 #include "identity/workload_names.h"
 #include "probes/library_attacher.h"
+#include "probes/probe_sets.h"
 #include "probes/usage.h"
 
 namespace gpuledger::attribution {
+
+// Switches of the probe set by {from, to, reason code}: auto's, since the start.
+using ProbeSetChanges = std::map<std::tuple<std::string, std::string, std::string>, uint64_t>;
 
 struct ProcessView {
   uint32_t pid = 0;
@@ -78,6 +84,12 @@ struct SelfView {
   uint64_t exited_process_records_evicted = 0;
   size_t workloads_known = 0;  // cgroup keys the directory names: live, or gone for less than --retire-after
   probes::PinReport pins;  // the data plane's pins in bpffs (enabled false: none)
+  probes::ProbeSet probe_set = probes::ProbeSet::kFull;  // in force: billing or full
+  std::string probe_set_reason;  // why that one, in words
+  ProbeSetChanges probe_set_changes;  // auto's switches to date
+  // Whether the launch, copy, memset and sync counters mean anything: under
+  // billing nothing feeds them, and they are left out rather than shown as 0.
+  bool hot_path_probed() const { return probe_set == probes::ProbeSet::kFull; }
 };
 
 // Who a process not in any view's processes belonged to, over the time it

@@ -34,6 +34,12 @@ void add_attribution_options(CLI::App* cmd, node::NodeOptions& o) {
   cmd->add_flag("--launch-returns", o.launch_returns,
                 "Also probe launch returns: counts only successful launches and their errors, at "
                 "the price of a return probe on the hottest calls");
+  cmd->add_option("--probe-set", o.probe_set,
+                  "Which CUDA entry points are probed: full probes every family; billing none called per "
+                  "unit of work (launches, copies, memsets, synchronisations, queries, event records), so "
+                  "those cost the tenant no trap and are not counted; auto chooses. Default: the config "
+                  "file's probes.set, else auto (docs/probe-sets.md)")
+      ->check(CLI::IsMember({"auto", "billing", "full"}));
   cmd->add_option("--runtime-probes", o.runtime_probes,
                   "Probe the CUDA runtime (libcudart, shared or linked into a program) too: auto counts "
                   "at that level only the calls the driver probes missed; on counts every runtime call "

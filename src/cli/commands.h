@@ -60,7 +60,8 @@ int run_demo(const DemoCommand& cmd);
 struct ProbePlanCommand {
   std::string cuda_lib;
   bool launch_returns = false;
-  bool check = false;  // list the billable exports the plan lacks; exit 1 when there are any
+  std::string probe_set = "full";  // billing | full (probes/probe_sets.h)
+  bool check = false;  // list the billable exports the full plan lacks; exit 1 when there are any
 };
 int run_probe_plan(const ProbePlanCommand& cmd);
 

@@ -10,6 +10,7 @@
 #include "device/doctor.h"
 #include "fleet/fleet_doctor.h"
 #include "node/node_agent.h"
+#include "node/probe_set_auto.h"
 #include "probes/pin_store.h"
 
 namespace gpuledger::cli {
@@ -25,6 +26,10 @@ int run_doctor(const DoctorCommand& cmd) {
   options.orphaned_pins_after =
       std::chrono::duration_cast<std::chrono::seconds>(parse_duration(cmd.orphaned_pins_after));
   auto reports = device::run_doctor(options);
+  // What `agent --probe-set auto` would choose here now, and why.
+  const node::ProbeSetVerdict verdict = node::judge_this_node(cmd.nvml_lib);
+  reports.push_back({"probe-set", device::PlaneStatus::kOk,
+                     "auto would choose " + std::string(probes::probe_set_name(verdict.set)) + ": " + verdict.why});
   if (const std::string fleet_db = cmd.fleet_db.resolve(); !fleet_db.empty()) {
     const auto check = fleet::check_fleet_db(fleet_db, cmd.fleet_db.password_file, cmd.store);
     reports.push_back({"fleet-db", check.ok ? device::PlaneStatus::kOk : device::PlaneStatus::kUnavailable, check.reason});

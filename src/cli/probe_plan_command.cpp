@@ -25,6 +25,7 @@ int run_probe_plan(const ProbePlanCommand& cmd) {
   probes::CallNames names;
   probes::ProbePlanOptions options;
   options.launch_returns = cmd.launch_returns;
+  options.hot_path = cmd.probe_set != "billing";
   // plan_probes keeps one probe per address (aliases share it); group its
   // specs by the family they came from, which is the form's base name.
   std::map<std::string, std::vector<std::string>, std::less<>> probed_by_base;
@@ -37,7 +38,8 @@ int run_probe_plan(const ProbePlanCommand& cmd) {
       }
     }
   }
-  std::printf("# gpuledger probe plan for %s: %zu probes\n", cmd.cuda_lib.c_str(), names.size());
+  std::printf("# gpuledger probe plan for %s (probe set %s): %zu probes\n", cmd.cuda_lib.c_str(),
+              cmd.probe_set.c_str(), names.size());
   for (const auto& family : probes::entry_point_families()) {
     std::printf("%.*s", static_cast<int>(family.base.size()), family.base.data());
     if (auto it = probed_by_base.find(family.base); it != probed_by_base.end())
@@ -45,8 +47,11 @@ int run_probe_plan(const ProbePlanCommand& cmd) {
     std::printf("\n");
   }
   if (!cmd.check) return 0;
-  // The catalogue against a rule on the names (docs/entry-points.md): what it lacks.
-  const auto unprobed = probes::unprobed_billable(functions, plan);
+  // The catalogue against a rule on the names (docs/entry-points.md): what
+  // its full plan lacks (billing leaves out the hot path on purpose).
+  probes::CallNames full_names;
+  const auto unprobed = probes::unprobed_billable(
+      functions, probes::plan_probes(functions, full_names, {.launch_returns = cmd.launch_returns}));
   for (const auto& name : unprobed) std::printf("# unprobed %s\n", name.c_str());
   std::printf("# check: %zu billable entry points unprobed\n", unprobed.size());
   return unprobed.empty() ? 0 : 1;
@@ -61,6 +66,9 @@ Subcommand add_probe_plan_command(CLI::App& app) {
   cmd->add_option("--cuda-lib", o->cuda_lib, "The driver library (libcuda.so.1) to read")
       ->required();
   cmd->add_flag("--launch-returns", o->launch_returns, "As the agent's --launch-returns");
+  cmd->add_option("--probe-set", o->probe_set, "As the agent's --probe-set, resolved: billing or full")
+      ->check(CLI::IsMember({"billing", "full"}))
+      ->capture_default_str();
   cmd->add_flag("--check", o->check,
                            "Also list, as '# unprobed NAME' lines, every exported entry point that changes a bill "
                            "(by its name) the plan lacks; exit 1 when there is one");

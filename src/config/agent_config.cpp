@@ -112,7 +112,7 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
   if (!root.IsMap()) fail(source, root, "the top level must be a mapping");
   // `cost` (prices) is read by ledger/prices.h from the same file, `rightsizing`
   // by report/rightsizing_config.h.
-  check_keys(source, root, "the top level", {"team", "kubernetes", "teams", "cost", "rightsizing"});
+  check_keys(source, root, "the top level", {"team", "kubernetes", "probes", "teams", "cost", "rightsizing"});
 
   if (auto team = root["team"]; team && !team.IsNull()) {
     if (!team.IsMap()) fail(source, team, "team must be a mapping");
@@ -156,6 +156,15 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
       if (!namespace_name(config.kai_reservation_namespace))
         fail(source, n, "kubernetes.kai_reservation_namespace must be a namespace name (RFC 1123 label), not '" +
                             config.kai_reservation_namespace + "'");
+    }
+  }
+  if (auto probes = root["probes"]; probes && !probes.IsNull()) {
+    if (!probes.IsMap()) fail(source, probes, "probes must be a mapping");
+    check_keys(source, probes, "probes", {"set"});
+    if (auto n = probes["set"]) {
+      const std::string v = scalar(source, n, "probes.set");
+      config.probe_set = probes::parse_probe_set(v);
+      if (!config.probe_set) fail(source, n, "probes.set must be one of auto, billing, full; not '" + v + "'");
     }
   }
   if (auto teams = root["teams"]; teams && !teams.IsNull()) {

@@ -21,6 +21,8 @@
 //     kai_scheduler_managers: [binder, scheduler, kai-scheduler]
 //                                    # the managers (metadata.managedFields) HAMi's and KAI's
 //                                    # schedulers write their records as (docs/security.md)
+//   probes:
+//     set: auto                      # auto | billing | full (--probe-set wins; docs/probe-sets.md)
 //   teams:                           # outside Kubernetes: first match wins
 //     - match: systemd_unit          # glob on the unit, e.g. "trainer-*.service"
 //       pattern: "trainer-*.service"
@@ -43,6 +45,7 @@
 #include <vector>
 
 #include "identity/workload.h"
+#include "probes/probe_sets.h"
 
 namespace gpuledger::config {
 
@@ -75,6 +78,8 @@ struct AgentConfig {
   // Empty: the defaults of kubernetes::RecordTrust.
   std::optional<std::vector<std::string>> hami_scheduler_managers, kai_scheduler_managers;
   std::vector<TeamMapping> teams;
+  // probes.set; none: not configured (--probe-set, else auto).
+  std::optional<probes::ProbeSet> probe_set;
 };
 
 // Throws Error naming the file, line and problem on a malformed configuration.

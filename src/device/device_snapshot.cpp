@@ -84,6 +84,10 @@ void merge_inventory(std::vector<GpuInfo>& into, const std::vector<GpuInfo>& mor
     if (it->pci_bus_id.empty()) it->pci_bus_id = g.pci_bus_id;
     if (!it->minor) it->minor = g.minor;
     if (!it->mig_enabled) it->mig_enabled = g.mig_enabled;
+    if (!it->process_samples) {
+      it->process_samples = g.process_samples;
+      it->process_samples_error = g.process_samples_error;
+    }
     for (const auto& o : g.origins)
       if (std::find(it->origins.begin(), it->origins.end(), o) == it->origins.end()) it->origins.push_back(o);
   }

@@ -34,6 +34,11 @@ struct GpuInfo {
   std::string pci_bus_id;         // normalised "00000000:07:00.0" (8-digit domain, upper-case hex)
   std::optional<unsigned> minor;  // /dev/nvidia<minor>
   std::optional<bool> mig_enabled;
+  // NVML answers per-process utilisation samples for it (nvmlDeviceGetProcessUtilization:
+  // samples, or none since the last read); false: not supported (MIG, old
+  // GPUs) or failing; unset: NVML did not say.
+  std::optional<bool> process_samples;
+  std::string process_samples_error;  // why not, when false
   std::vector<std::string> origins;  // "procfs", "nvml", "dcgm": who told us
 };
 

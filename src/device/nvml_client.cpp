@@ -279,6 +279,12 @@ NvmlPoll NvmlClient::poll(const std::string& hostname) {
       } else if (!quiet(r)) {
         out.errors.push_back("nvmlDeviceGetProcessUtilization: " + a.err(r));
       }
+      // NOT_FOUND: no samples since `last`, which a GPU that samples answers when idle.
+      g.process_samples = r == NVML_SUCCESS || r == NVML_ERROR_NOT_FOUND;
+      if (!*g.process_samples) g.process_samples_error = a.err(r);
+    } else {
+      g.process_samples = false;
+      g.process_samples_error = "this NVML has no nvmlDeviceGetProcessUtilization";
     }
     // Every process with SM time to date, sampled this poll or not (one that
     // exited since keeps its total a while, so its last samples are not lost).

@@ -1,9 +1,14 @@
 #include "identity/infrastructure.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
 
 namespace gpuledger::identity {
 namespace {
@@ -40,6 +45,35 @@ bool host_cgroup(const Workload& w) {
 
 bool is_mps_executable_name(std::string_view name) {
   return name == "nvidia-cuda-mps-server" || name == "nvidia-cuda-mps-control";
+}
+
+bool runs_mps_executable(const std::string& proc_root, uint32_t pid) {
+  const std::string exe = real_exe(proc_root, pid);
+  return !exe.empty() && is_mps_executable_name(file_name(exe));
+}
+
+bool mps_control_daemon_running(const std::string& proc_root) {
+  DIR* dir = ::opendir(proc_root.c_str());
+  if (!dir) return false;
+  bool found = false;
+  while (const dirent* e = ::readdir(dir)) {
+    char* end = nullptr;
+    const unsigned long pid = std::strtoul(e->d_name, &end, 10);
+    if (*end != '\0' || pid == 0 || pid > UINT32_MAX) continue;
+    char comm[32] = {};
+    const int fd = ::open((proc_root + "/" + e->d_name + "/comm").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const ssize_t n = ::read(fd, comm, sizeof comm - 1);
+    ::close(fd);
+    // comm holds 15 bytes: "nvidia-cuda-mps" for the server and the daemon alike.
+    if (n <= 0 || std::string_view(comm, static_cast<size_t>(n)).substr(0, 15) != "nvidia-cuda-mps") continue;
+    if (file_name(real_exe(proc_root, static_cast<uint32_t>(pid))) == "nvidia-cuda-mps-control") {
+      found = true;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return found;
 }
 
 bool InfrastructureJudge::is_infrastructure(const Workload& workload, const WorkloadNames& names,

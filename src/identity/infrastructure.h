@@ -35,6 +35,13 @@ inline const std::vector<std::string> kDefaultInfrastructureNamespaces = {"gpu-o
 // "nvidia-cuda-mps-server" or "nvidia-cuda-mps-control" (the file name only).
 bool is_mps_executable_name(std::string_view file_name);
 
+// Whether the executable of `pid` (its /proc exe link's file name) is an MPS
+// server or control daemon; false when it cannot be read.
+bool runs_mps_executable(const std::string& proc_root, uint32_t pid);
+// Whether any process on the host runs nvidia-cuda-mps-control: by comm first
+// (one small read per process), then by the exe link of those it names.
+bool mps_control_daemon_running(const std::string& proc_root = "/proc");
+
 struct InfrastructureOptions {
   std::vector<std::string> namespaces = kDefaultInfrastructureNamespaces;
   std::string proc_root = "/proc";

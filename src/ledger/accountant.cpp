@@ -30,6 +30,23 @@ std::optional<WindowEnergyRecord> energy_record(const WindowInput& window, const
 
 }  // namespace
 
+namespace {
+// Under the billing probe set no launch is seen, so "held without launches"
+// says nothing: a holder of the `seconds`-long window is idle when NVML
+// sampled no SM time of its and, where NVML sampled nobody on the slot, the
+// device was not busy either. An unknown busy fraction counts as busy: no
+// advice to give up a GPU rests on missing evidence.
+IdleRun idle_without_launches(const SlotWindow& in, const std::string& account, double held_share, double seconds) {
+  if (held_share <= 0) return {};
+  auto it = in.activity.find(account);
+  if (it != in.activity.end() && (it->second.nvml_sm_seconds > 0 || it->second.launches > 0)) return {};
+  bool someone_sampled = false;
+  for (const auto& [other, act] : in.activity) someone_sampled = someone_sampled || act.nvml_sm_seconds > 0;
+  if (!someone_sampled && in.device_busy_fraction.value_or(1.0) > 0) return {};
+  return {seconds, seconds, seconds};
+}
+}  // namespace
+
 WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end, const SlotWindow& in,
                             double observed_seconds, const std::string& source, std::optional<int64_t> cost_micros) {
   const SlotPrice price = price_for(prices, in.slot);
@@ -109,6 +126,7 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
     } else if (name == kUnallocatedAccount) {
       a.gpu_busy_seconds = busy_s;
     }
+    if (!in.launches_probed) a.evidence.idle = idle_without_launches(in, name, a.held_share, len);
     if (auto it = in.vram_peak_bytes.find(name); it != in.vram_peak_bytes.end()) a.evidence.vram_peak_bytes = it->second;
     if (auto it = in.nvml_vram_peak_bytes.find(name); it != in.nvml_vram_peak_bytes.end())
       a.evidence.nvml_vram_peak_bytes = it->second;
@@ -317,6 +335,9 @@ void Accountant::observe(const Observation& obs) {
     return;
   }
   if (t < last_time_) return;  // the clock went back: wait for it
+  // The deltas since the last observation go to the window open then, and so
+  // does the probe set they were counted under (and to the next, if it holds).
+  hot_path_unprobed_ = hot_path_unprobed_ || !obs.hot_path_probed;
 
   // The deltas since the last observation go to the window open then, once.
   bool deltas_added = false;
@@ -346,6 +367,7 @@ void Accountant::observe(const Observation& obs) {
   }
   attribute(obs, last_time_, t);
   add_deltas_once();
+  hot_path_unprobed_ = hot_path_unprobed_ || !obs.hot_path_probed;
   forget_unseen_baseline(obs);
   remember(obs, held);
   std::lock_guard lock(mu_);
@@ -434,6 +456,7 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
       sw.vram_peak_bytes = s.vram_peak;
       sw.nvml_vram_peak_bytes = s.nvml_peak;
     }
+    sw.launches_probed = !hot_path_unprobed_;
     if (!allocation_known_) {
       // No allocation: the users hold the slot, in equal parts of it.
       sw.holders.clear();
@@ -469,6 +492,14 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
     record_metrics_locked(rec);
   }
   note_memory_size_unknown(records, inserted, memory_size_unknown);
+  if (hot_path_unprobed_ && std::find(inserted.begin(), inserted.end(), true) != inserted.end()) {
+    try {  // advisory, like the note above: the windows are stored
+      store_.note_hot_path_not_probed(start, start + L);
+    } catch (const std::exception& e) {
+      spdlog::warn("ledger: could not note the window's probe set in the store: {}", e.what());
+    }
+  }
+  hot_path_unprobed_ = false;
   slots_.clear();
   // Names of accounts neither live nor holding a GPU now: the windows that
   // needed them are written, and a retired workload's never come back.

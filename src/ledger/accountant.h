@@ -138,6 +138,10 @@ struct Observation {
   // NVML's per-process SM time to date (process_sm_meter.h), on the slots
   // where its samples are per process; empty without NVML.
   std::vector<ProcessSmUse> process_sm;
+  // false under the billing probe set (probes/probe_sets.h): no launch, copy
+  // or wait was probed, so their counts are not evidence of idleness; the
+  // window's idleness comes from NVML and the store notes the span.
+  bool hot_path_probed = true;
 };
 
 // Everything one slot did in one window (input of account_window()).
@@ -153,6 +157,8 @@ struct SlotWindow {
   // Rightsizing evidence (AccountEvidence): the peak of the live bytes the
   // probes saw each account hold on the slot, and of NVML's used memory.
   std::map<std::string, uint64_t> vram_peak_bytes, nvml_vram_peak_bytes;
+  // false: some of the window ran under the billing probe set (Observation::hot_path_probed).
+  bool launches_probed = true;
 };
 
 // Pure: prices, splits and fills the record for one slot and window.
@@ -320,6 +326,7 @@ class Accountant : public metrics::MetricsContributor {
   // the store's totals): a fleet report tells a ledger that began after its
   // --from (count from 0) from history Prometheus did not see.
   std::optional<int64_t> counters_since_;
+  bool hot_path_unprobed_ = false;  // the open window saw the billing probe set (Observation::hot_path_probed)
 };
 
 // The labels an account is exported with: its own, or for the special

@@ -271,13 +271,23 @@ class Store {
     int64_t start = 0, end = 0;
     bool operator==(const MemorySizeUnknown&) const = default;
   };
-  static constexpr size_t kMemorySizeUnknownSpans = 100;
+  static constexpr size_t kNotedSpans = 100;
+  static constexpr size_t kMemorySizeUnknownSpans = kNotedSpans;
   void note_memory_size_unknown(const std::vector<std::string>& uuids, int64_t start, int64_t end);
   // The spans that overlap [from, to), by uuid and start.
   std::vector<MemorySizeUnknown> memory_size_unknown(int64_t from, int64_t to) const;
 
+  // The windows of the node that ran (in part) under the billing probe set
+  // (probes/probe_sets.h): no launch, copy or wait was probed, so their launch
+  // counts are not counts. Meta key "hot_path_not_probed", spans as above.
+  void note_hot_path_not_probed(int64_t start, int64_t end);
+  // Its spans that overlap [from, to), in start order.
+  std::vector<std::pair<int64_t, int64_t>> hot_path_not_probed(int64_t from, int64_t to) const;
+
  private:
   void exec(const std::string& sql) const;
+  // Extends (or starts) the span note of each key with [start, end); at most kNotedSpans each.
+  void note_spans(const std::vector<std::string>& keys, int64_t start, int64_t end);
   void check_charges(const WindowRecord& window) const;
   void insert_energy(int64_t window_id, const WindowRecord& window);
   bool insert_window_in_transaction(const WindowRecord& window);

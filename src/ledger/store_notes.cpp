@@ -1,4 +1,5 @@
-// The store's notes beside the windows: slots whose memory size was unknown (Store::MemorySizeUnknown).
+// The store's notes beside the windows: slots whose memory size was unknown
+// (Store::MemorySizeUnknown), and when the hot path was not probed.
 #include "ledger/store.h"
 
 #include <sqlite3.h>
@@ -23,6 +24,7 @@ using detail::Stmt;
 
 namespace {
 constexpr std::string_view kMemorySizeUnknownKey = "memory_size_unknown/";
+constexpr std::string_view kHotPathNotProbedKey = "hot_path_not_probed";
 
 // "start-end,start-end" -> spans; malformed parts are skipped (the note is advisory).
 std::vector<std::pair<int64_t, int64_t>> parse_spans(const std::string& text) {
@@ -39,14 +41,13 @@ std::vector<std::pair<int64_t, int64_t>> parse_spans(const std::string& text) {
 }
 }  // namespace
 
-void Store::note_memory_size_unknown(const std::vector<std::string>& uuids, int64_t start, int64_t end) {
-  if (uuids.empty() || start >= end) return;
+void Store::note_spans(const std::vector<std::string>& keys, int64_t start, int64_t end) {
+  if (keys.empty() || start >= end) return;
   exec("BEGIN IMMEDIATE");
   try {
     Stmt get(db_, "SELECT value FROM meta WHERE key = ?", *this);
     Stmt set(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", *this);
-    for (const auto& uuid : uuids) {
-      const std::string key = std::string(kMemorySizeUnknownKey) + uuid;
+    for (const auto& key : keys) {
       get.bind(1, key);
       auto spans = get.step() ? parse_spans(get.text(0)) : std::vector<std::pair<int64_t, int64_t>>{};
       get.reset();
@@ -54,8 +55,8 @@ void Store::note_memory_size_unknown(const std::vector<std::string>& uuids, int6
         spans.back().second = std::max(spans.back().second, end);
       else
         spans.emplace_back(start, end);
-      if (spans.size() > kMemorySizeUnknownSpans)
-        spans.erase(spans.begin(), spans.end() - static_cast<std::ptrdiff_t>(kMemorySizeUnknownSpans));
+      if (spans.size() > kNotedSpans)
+        spans.erase(spans.begin(), spans.end() - static_cast<std::ptrdiff_t>(kNotedSpans));
       std::string value;
       for (const auto& [a, b] : spans) value += (value.empty() ? "" : ",") + std::to_string(a) + "-" + std::to_string(b);
       set.bind(1, key).bind(2, value);
@@ -67,6 +68,24 @@ void Store::note_memory_size_unknown(const std::vector<std::string>& uuids, int6
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
+}
+
+void Store::note_memory_size_unknown(const std::vector<std::string>& uuids, int64_t start, int64_t end) {
+  std::vector<std::string> keys;
+  for (const auto& uuid : uuids) keys.push_back(std::string(kMemorySizeUnknownKey) + uuid);
+  note_spans(keys, start, end);
+}
+
+void Store::note_hot_path_not_probed(int64_t start, int64_t end) { note_spans({std::string(kHotPathNotProbedKey)}, start, end); }
+
+std::vector<std::pair<int64_t, int64_t>> Store::hot_path_not_probed(int64_t from, int64_t to) const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  Stmt q(db_, "SELECT value FROM meta WHERE key = ?", *this);
+  q.bind(1, std::string(kHotPathNotProbedKey));
+  if (q.step())
+    for (const auto& [a, b] : parse_spans(q.text(0)))
+      if (a < to && b > from) out.emplace_back(a, b);
+  return out;
 }
 
 std::vector<Store::MemorySizeUnknown> Store::memory_size_unknown(int64_t from, int64_t to) const {

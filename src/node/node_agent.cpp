@@ -31,6 +31,7 @@
 #include "node/allocation_unknown.h"
 #include "node/observation_inputs.h"
 #include "node/pins_on_exit.h"
+#include "node/probe_set_auto.h"
 #include "node/served_content.h"
 #include "node/workload_efficiency.h"
 #include "probes/pin_heartbeat.h"
@@ -148,6 +149,7 @@ struct NodeAgent::Parts {
   std::unique_ptr<device::IoctlPlane> ioctls;  // null with --no-nvidia-ioctl
   std::unique_ptr<device::XidMonitor> xids;    // null with --no-xid
   std::unique_ptr<attribution::AttributionPlane> agent;
+  std::unique_ptr<ProbeSetAuto> probe_set_auto;  // null unless --probe-set auto
   ledger::PriceBook prices;
   std::unique_ptr<WorkloadEfficiencyMetrics> efficiency;  // outlives the server that reads it
   std::unique_ptr<exporter::HttpServer> server;
@@ -208,6 +210,8 @@ attribution::AttributionOptions NodeAgent::Parts::attribution_options(const Node
   options.discover = !cmd.no_discovery;
   options.hold_new_drivers = !cmd.no_hold_new_drivers;
   options.launch_returns = cmd.launch_returns;
+  options.probe_set = cmd.probe_set.empty() ? config.probe_set.value_or(probes::ProbeSet::kAuto)
+                                            : probes::parse_probe_set(cmd.probe_set).value_or(probes::ProbeSet::kAuto);
   options.runtime_probes = probes::parse_runtime_probes(cmd.runtime_probes).value_or(probes::RuntimeProbes::kAuto);
   options.runtime_libs = cmd.cuda_runtime_libs;
   options.per_probe_links = cmd.per_probe_links;
@@ -279,6 +283,10 @@ void NodeAgent::Parts::serve(const NodeOptions& cmd, const exporter::HttpServerO
   const auto allowed = std::max(std::chrono::seconds(60),
                                 std::chrono::seconds(3 * (cmd.ledger_interval_ms / 1000 + 1)));
   server->add_liveness_check([this, allowed] { return exporter::loop_alive("main", main_loop.last(), allowed); });
+  server->add_liveness_check([plane = agent.get()] {  // which entry points are probed, and why
+    const std::string set(probes::probe_set_name(plane->probe_set()));
+    return exporter::HealthStatus{true, "probe set " + set + " (" + plane->probe_set_reason() + ")"};
+  });
   if (ledger) {
     server->add_contributor(ledger.get());
     // Liveness stays 200 with a degraded ledger (restarting would not mend the
@@ -338,6 +346,8 @@ NodeAgent::NodeAgent(const NodeOptions& cmd) : parts_(std::make_unique<Parts>())
   p.agent = std::make_unique<attribution::AttributionPlane>(options);
   if (p.ledger) p.ledger->set_counter_set(p.agent->counter_set_id());
   p.agent->start();
+  if (options.probe_set == probes::ProbeSet::kAuto)  // back to billing after three qualifying observations
+    p.probe_set_auto = std::make_unique<ProbeSetAuto>(*p.agent, 3 * std::chrono::milliseconds(cmd.ledger_interval_ms));
   if (!cmd.no_xid) p.start_xid_monitor(cmd, options);
   if (p.k8s) p.k8s->start();
   if (p.pod_resources) p.pod_resources->start();
@@ -362,15 +372,24 @@ const std::optional<kubernetes::ClusterConfig>& NodeAgent::cluster() const { ret
 void NodeAgent::observe() {
   Parts& p = *parts_;
   p.main_loop.beat();
-  if (!p.ledger) return;
+  if (!p.ledger && !p.probe_set_auto) return;
   double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  if (!p.pod_resources) {
-    p.ledger->observe(make_observation(now, p.agent->snapshot(), p.devices->snapshot(), {}, false, p.prices));
+  // One snapshot of each plane serves the probe set's judgement and the ledger.
+  const device::DeviceSnapshot devices = p.devices->snapshot();
+  std::optional<kubernetes::BillingAllocation> allocation;
+  if (p.pod_resources) allocation = p.pod_resources->billing();
+  if (!p.ledger) {
+    p.probe_set_auto->judge(devices, nullptr, allocation ? &*allocation : nullptr);
+    return;
+  }
+  const attribution::AttributionSnapshot snapshot = p.agent->snapshot();
+  if (p.probe_set_auto) p.probe_set_auto->judge(devices, &snapshot, allocation ? &*allocation : nullptr);
+  if (!allocation) {
+    p.ledger->observe(make_observation(now, snapshot, devices, {}, false, p.prices));
     return;
   }
   // Through a kubelet outage: its last answer, else "allocation unknown" (allocation_outage.h).
-  p.ledger->observe(make_billed_observation(now, p.agent->snapshot(), p.devices->snapshot(),
-                                                    p.pod_resources->billing(), p.prices));
+  p.ledger->observe(make_billed_observation(now, snapshot, devices, *allocation, p.prices));
 }
 
 void NodeAgent::store_window_in_progress() {

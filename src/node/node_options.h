@@ -18,6 +18,9 @@ struct NodeOptions {
   bool no_discovery = false;
   bool no_hold_new_drivers = false;
   bool launch_returns = false;
+  // auto | billing | full (probes::parse_probe_set); empty: the config file's
+  // probes.set, else auto.
+  std::string probe_set;
   std::string runtime_probes = "auto";  // off | auto | on (probes::parse_runtime_probes)
   std::vector<std::string> cuda_runtime_libs;
   bool per_probe_links = false;

@@ -191,6 +191,7 @@ ledger::Observation make_observation(double now, const attribution::AttributionS
   o.device = device_samples(devices);
   o.energy = energy_readings(now, devices);
   o.allocation_known = allocation_known;
+  o.hot_path_probed = snapshot.self.hot_path_probed();
   return o;
 }
 

@@ -13,30 +13,65 @@ bool AttachedFile::deleted() const {
   return file.valid() && ::fstat(file.get(), &st) == 0 && st.st_nlink == 0;
 }
 
-bool AttachedFile::incomplete() const { return !links.missing.empty() && retries >= kAttachRetries; }
+bool AttachedFile::incomplete() const { return missing() > 0 && retries >= kAttachRetries; }
 
 void AttachedFile::schedule_retry(std::chrono::steady_clock::time_point now) {
-  if (links.missing.empty()) return;
+  if (missing() == 0) return;
   next_retry = now + kRetryFirst;
-  spdlog::info("{}: {} probe points missing, attached again in {} ms", record.path, links.missing.size(),
-               kRetryFirst.count());
+  spdlog::info("{}: {} probe points missing, attached again in {} ms", record.path, missing(), kRetryFirst.count());
+}
+
+void AttachedFile::update_record() {
+  record.probes = links.probes + (hot ? hot->probes : 0);
+  record.probe_failures = links.failures;
+  if (hot) record.probe_failures.insert(record.probe_failures.end(), hot->failures.begin(), hot->failures.end());
 }
 
 void AttachedFile::retry_missing(CudaProbeProgram& program, std::chrono::steady_clock::time_point now) {
-  if (links.missing.empty() || retries >= kAttachRetries || now < next_retry) return;
+  if (missing() == 0 || retries >= kAttachRetries || now < next_retry) return;
   ++retries;
-  program.attach_missing(links);
-  record.probes = links.probes;
-  record.probe_failures = links.failures;
-  if (links.missing.empty()) {
+  if (!links.missing.empty()) program.attach_missing(links);
+  if (hot && !hot->missing.empty()) program.attach_missing(*hot);
+  update_record();
+  if (missing() == 0) {
     spdlog::info("{}: complete after {} attach retries: {} probes", record.path, retries, record.probes);
   } else if (retries >= kAttachRetries) {
     spdlog::warn("{}: left incomplete after {} attach retries: {} probe points missing ({}); "
                  "gpuledger_cuda_libraries_incomplete (driver) or gpuledger_runtime_libraries_incomplete counts it",
-                 record.path, retries, links.missing.size(), links.failures.front());
+                 record.path, retries, missing(), record.probe_failures.front());
   } else {
     next_retry = now + kRetryFirst * (1 << retries);
   }
+}
+
+void AttachedFile::set_hot_path(CudaProbeProgram& program, const FileId& key, bool on) {
+  if (on == hot.has_value() || hot_specs.empty()) return;
+  if (on) {
+    hot = program.attach(links.path, hot_specs, links.pinned_as ? std::optional(key) : std::nullopt, PinnedSet::kHot);
+    if (!hot->missing.empty()) {  // retried with the rest, from the first wait
+      retries = 0;
+      schedule_retry(std::chrono::steady_clock::now());
+    }
+  } else {
+    hot.reset();  // closes the links: the kernel stops trapping there
+    program.unpin(key, PinnedSet::kHot);
+  }
+  update_record();
+}
+
+AttachedFile attach_plan(CudaProbeProgram& program, const std::string& path, PlanBySet plan, const FileId& key,
+                         bool hot_path, const std::string& label, const std::string& origin) {
+  AttachedFile entry;
+  entry.record = LibraryRecord{label, origin, key, 0, {}, ""};
+  entry.links = program.attach(path, plan.rare, key, PinnedSet::kRare);
+  entry.hot_specs = std::move(plan.hot);
+  entry.set_hot_path(program, key, hot_path);
+  entry.update_record();
+  return entry;
+}
+
+void set_hot_path_in(AttachedFiles& files, CudaProbeProgram& program, bool on) {
+  for (auto& [key, entry] : files) entry.set_hot_path(program, key, on);
 }
 
 std::vector<LibraryRecord> records_of(const AttachedFiles& files) {

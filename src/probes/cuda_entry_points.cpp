@@ -3,6 +3,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "probes/probe_sets.h"
 
 namespace gpuledger::probes {
 
@@ -242,7 +243,11 @@ ProbeSpec spec_for(const EntryPointFamily& family, const ElfFunction& fn, CallNa
 std::vector<ProbeSpec> plan_probes(const std::vector<ElfFunction>& functions, CallNames& call_names,
                                    const ProbePlanOptions& options) {
   std::vector<ProbeSpec> specs;
-  std::set<uint64_t> offsets_taken;  // an alias shares its address: one probe, first name wins
+  // An alias shares its address: one probe, first name wins. Billing: every
+  // address of the hot path is taken first, so no rare name aliasing a launch
+  // or a wait (a tenant's own driver copy) puts a trap there.
+  std::set<uint64_t> offsets_taken;
+  if (!options.hot_path) offsets_taken = hot_path_offsets(functions, entry_point_families());
   for (const auto& family : entry_point_families()) {
     for (const auto& fn : find_entry_point_forms(functions, family.base)) {
       if (!offsets_taken.insert(fn.file_offset).second) continue;

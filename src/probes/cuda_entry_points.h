@@ -85,9 +85,13 @@ struct ProbePlanOptions {
   // Launches are the hottest calls: by default they get one entry probe and
   // count attempts; with this, they are counted at return, errors included.
   bool launch_returns = false;
+  // False: the `billing` probe set (probe_sets.h) - no entry point called per
+  // unit of work (launches, copies, memsets, waits, queries, event records).
+  bool hot_path = true;
 };
 
-// The probes for one library, one per distinct address (aliases share one).
+// The probes for one library, one per distinct address (aliases share one),
+// of the families the options' probe set keeps.
 std::vector<ProbeSpec> plan_probes(const std::vector<ElfFunction>& functions, CallNames& call_names,
                                    const ProbePlanOptions& options);
 

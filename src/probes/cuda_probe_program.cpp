@@ -129,6 +129,10 @@ void CudaProbeProgram::unpin(const FileId& file) {
   if (config_.pins) config_.pins->unpin_library(file);
 }
 
+void CudaProbeProgram::unpin(const FileId& file, PinnedSet set) {
+  if (config_.pins) config_.pins->unpin_library(file, set);
+}
+
 CudaProbeProgram::~CudaProbeProgram() {
   if (skel_) cuda_probes__destroy(skel_);
 }
@@ -202,22 +206,23 @@ void CudaProbeProgram::attach_parts(AttachedLibrary& lib, const std::vector<Prob
     std::vector<int> fds;
     for (const auto& fd : lib.multi_links) fds.push_back(fd.get());
     for (const auto& link : lib.links) fds.push_back(bpf_link__fd(link.get()));
-    pins->pin_library(*lib.pinned_as, lib.probes, fds);
+    pins->pin_library(*lib.pinned_as, lib.pinned_set, lib.probes, fds);
   }
 }
 
 AttachedLibrary CudaProbeProgram::attach(const std::string& path, const std::vector<ProbeSpec>& specs,
-                                         std::optional<FileId> pinned_as) {
+                                         std::optional<FileId> pinned_as, PinnedSet set) {
   AttachedLibrary lib;
   lib.path = path;
   lib.pinned_as = pinned_as;
+  lib.pinned_set = set;
   std::vector<ProbePart> parts;
   for (const auto& spec : specs) {
     parts.push_back({spec, false});
     if (spec.with_return) parts.push_back({spec, true});
   }
   if (PinStore* pins = pinned_as ? config_.pins : nullptr) {
-    if (auto adopted = pins->adopt_library(*pinned_as, parts.size())) {
+    if (auto adopted = pins->adopt_library(*pinned_as, set, parts.size())) {
       lib.multi_links = std::move(adopted->links);  // descriptors of either kind of link
       lib.probes = adopted->probes;
       lib.adopted = true;

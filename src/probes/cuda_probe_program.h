@@ -55,6 +55,7 @@ struct AttachedLibrary {
   std::vector<ProbePart> missing;     // the probe points not attached: what a retry attaches
   bool adopted = false;               // pinned links an earlier agent attached, taken over
   std::optional<FileId> pinned_as;    // the probed file its links are pinned for, once complete
+  PinnedSet pinned_set = PinnedSet::kRare;  // which of the file's sets they are
 };
 
 struct BpfMapFds {
@@ -79,14 +80,15 @@ class CudaProbeProgram {
 
   // `pinned_as`: the probed file, whose links are pinned once all are in
   // place (and taken over from an earlier agent when it attached them all);
-  // none: not pinned.
+  // none: not pinned. `set`: which of the file's pinned sets these are.
   AttachedLibrary attach(const std::string& path, const std::vector<ProbeSpec>& specs,
-                         std::optional<FileId> pinned_as = std::nullopt);
+                         std::optional<FileId> pinned_as = std::nullopt, PinnedSet set = PinnedSet::kRare);
   // Attaches what an earlier attach missed (lib.missing), adding to what it
   // holds: the probes in place are kept, so no call is counted twice.
   void attach_missing(AttachedLibrary& lib);
-  // The links on a file are detached: their pins go too.
+  // The links on a file are detached: their pins go too (one set, or both).
   void unpin(const FileId& file);
+  void unpin(const FileId& file, PinnedSet set);
   // Test seam: when set, a probe point it returns true for fails to attach
   // (EAGAIN), as one does when its opener exits or the file is swapped mid-attach.
   void set_attach_fault_for_test(std::function<bool(const ProbePart&)> fault) { fault_ = std::move(fault); }

@@ -99,6 +99,7 @@ bool LibraryAttacher::offer(const LibraryCandidate& candidate) {
 bool LibraryAttacher::judge(ProbeTarget& target, const std::string& origin, bool quiet) {
   const FileId& key = target.key;
   std::vector<ProbeSpec> specs;
+  std::set<uint64_t> hot_offsets;
   try {
     auto functions = read_dynamic_functions(target.file.fd.get(), target.file.label);
     if (!exports_driver_api(functions)) {
@@ -106,7 +107,9 @@ bool LibraryAttacher::judge(ProbeTarget& target, const std::string& origin, bool
       remember_judged(key);
       return false;
     }
-    specs = plan_probes(functions, call_names_, options_);
+    // The full plan, cut by call rate: the hot part attached while the set is full.
+    specs = plan_probes(functions, call_names_, {.launch_returns = options_.launch_returns});
+    hot_offsets = hot_path_offsets(functions, entry_point_families());
   } catch (const Error& e) {
     if (quiet) {
       remember_judged(key);
@@ -130,17 +133,16 @@ bool LibraryAttacher::judge(ProbeTarget& target, const std::string& origin, bool
   const OpenedFile& file = target.file;
   // Through the descriptor's magic link: the kernel resolves it to the very
   // inode read above, whatever has happened to any path since.
-  AttachedFile entry;
-  entry.links = program_.attach(file.attach_path(), specs, key);
-  entry.record = LibraryRecord{file.label, origin, key, entry.links.probes, entry.links.failures, ""};
-  if (entry.links.probes == 0) {
-    reject(file.label, origin, "every probe failed to attach: " + entry.links.failures.front(), key);
+  AttachedFile entry = attach_plan(program_, file.attach_path(), split_by_call_rate(std::move(specs), hot_offsets),
+                                   key, options_.hot_path, file.label, origin);
+  if (entry.record.probes == 0 && !entry.record.probe_failures.empty()) {
+    reject(file.label, origin, "every probe failed to attach: " + entry.record.probe_failures.front(), key);
     return false;
   }
-  spdlog::info("{} {} probes to {} ({}; dev {} inode {}){}",
-               entry.links.adopted ? "took over the pinned" : "attached", entry.record.probes, file.label, origin, key.dev,
-               key.ino, entry.links.failures.empty() ? "" : ", some failed");
-  for (const auto& f : entry.links.failures) spdlog::warn("probe on {} failed: {}", file.label, f);
+  spdlog::info("{} {} probes to {} ({}; dev {} inode {}){}", entry.adopted() ? "took over the pinned" : "attached",
+               entry.record.probes, file.label, origin, key.dev, key.ino,
+               entry.record.probe_failures.empty() ? "" : ", some failed");
+  for (const auto& f : entry.record.probe_failures) spdlog::warn("probe on {} failed: {}", file.label, f);
   // The file is covered now, whichever path earlier attempts used: forget
   // their complaints.
   for (auto it = rejected_.begin(); it != rejected_.end();)
@@ -228,6 +230,17 @@ uint64_t LibraryAttacher::libraries_detached() const {
 uint64_t LibraryAttacher::limit_rejections() const {
   std::lock_guard lock(mu_);
   return limit_rejections_;
+}
+
+void LibraryAttacher::set_hot_path(bool on) {
+  std::lock_guard lock(mu_);
+  options_.hot_path = on;
+  set_hot_path_in(attached_, program_, on);
+}
+
+bool LibraryAttacher::hot_path() const {
+  std::lock_guard lock(mu_);
+  return options_.hot_path;
 }
 
 std::string LibraryAttacher::call_name(uint32_t id) const {

@@ -76,6 +76,11 @@ class LibraryAttacher {
   void retry_incomplete(std::chrono::steady_clock::time_point now);
   size_t libraries_incomplete() const;  // attached in part, retries spent
   std::string call_name(uint32_t id) const;
+  // The probe set's switch (probe_sets.h): attaches the hot path's probes to
+  // every file (on) or detaches them (off); files attached later follow it.
+  // The rare calls' probes, and every count, stay in place.
+  void set_hot_path(bool on);
+  bool hot_path() const;
 
  private:
   // Reads and attaches the target's file (already verified) under its key,

@@ -19,6 +19,12 @@ std::map<CounterKey, uint64_t> read_open_span_ns(int fd, uint64_t now_ns) {
   return out;
 }
 
+size_t drop_open_spans(int fd) {
+  size_t dropped = 0;
+  for (const auto& key : map_keys<gl_span_key>(fd)) dropped += bpf_map_delete_elem(fd, &key) == 0;
+  return dropped;
+}
+
 uint64_t monotonic_now_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);

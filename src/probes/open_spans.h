@@ -20,6 +20,11 @@ namespace gpuledger::probes {
 // Open time to date per workload and device: sum of now_ns - start over the open slots.
 std::map<CounterKey, uint64_t> read_open_span_ns(int fd, uint64_t now_ns);
 
+// Ends every open span without counting it: what the switch to the billing
+// probe set does once the waits are no longer probed, so that a launch made
+// before it is not charged as busy until its process exits. Returns how many.
+size_t drop_open_spans(int fd);
+
 // bpf_ktime_get_ns()'s clock (CLOCK_MONOTONIC), now.
 uint64_t monotonic_now_ns();
 

@@ -81,17 +81,23 @@ std::optional<std::pair<std::string, std::string>> incompatible(bpf_map* map, co
   return std::nullopt;
 }
 
-// "<dev>-<ino>-<probes>-<links>": the links on a library, and what they hold.
+// "<dev>-<ino>-<probes>-<links>" (the rare calls' set) or
+// "<dev>-<ino>-hot-<probes>-<links>" (the hot path's): the links on a
+// library, and what they hold.
 struct LibraryDir {
   FileId file;
+  PinnedSet set = PinnedSet::kRare;
   size_t probes = 0, links = 0;
 };
 std::optional<LibraryDir> parse_library_dir(const std::string& name) {
   LibraryDir d;
   unsigned long long probes = 0, links = 0;
   char tail = 0;
-  if (std::sscanf(name.c_str(), "%lu-%lu-%llu-%llu%c", &d.file.dev, &d.file.ino, &probes, &links, &tail) != 4)
-    return std::nullopt;
+  if (std::sscanf(name.c_str(), "%lu-%lu-%llu-%llu%c", &d.file.dev, &d.file.ino, &probes, &links, &tail) != 4) {
+    d.set = PinnedSet::kHot;
+    if (std::sscanf(name.c_str(), "%lu-%lu-hot-%llu-%llu%c", &d.file.dev, &d.file.ino, &probes, &links, &tail) != 4)
+      return std::nullopt;
+  }
   d.probes = probes;
   d.links = links;
   return d;
@@ -305,7 +311,7 @@ void PinStore::pin_maps(bpf_object* obj, const std::string& links_version) {
   for (const auto& name : entry_names(links_dir_)) {
     if (!fs::is_directory(links_dir_ + "/" + name, ec)) continue;
     if (auto parsed = parse_library_dir(name)) {
-      pinned_libraries_[parsed->file] = name;
+      pinned_libraries_[{parsed->file, parsed->set}] = name;
     } else {
       remove_pin_tree(links_dir_ + "/" + name);  // a set an earlier agent did not finish pinning
     }
@@ -325,20 +331,25 @@ void PinStore::pin_link(const std::string& name, int link_fd) {
     spdlog::warn("BPF pins: cannot pin {}: {} (it goes when the agent does)", path, std::strerror(errno));
 }
 
-std::string PinStore::library_dir(const FileId& file, size_t probes, size_t links) const {
-  return fmt::format("{}-{}-{}-{}", file.dev, file.ino, probes, links);
+std::string PinStore::library_dir(const PinKey& key, size_t probes, size_t links) const {
+  const auto& [file, set] = key;
+  return fmt::format("{}-{}-{}{}-{}", file.dev, file.ino, set == PinnedSet::kHot ? "hot-" : "", probes, links);
 }
 
-std::optional<PinStore::AdoptedLinks> PinStore::adopt_library(const FileId& file, size_t planned_probes) {
+std::optional<PinStore::AdoptedLinks> PinStore::adopt_library(const FileId& file, PinnedSet set,
+                                                              size_t planned_probes) {
   std::lock_guard lock(mu_);
-  auto it = pinned_libraries_.find(file);
+  const PinKey key{file, set};
+  auto it = pinned_libraries_.find(key);
   if (it == pinned_libraries_.end()) return std::nullopt;
   const std::string dir = links_dir_ + "/" + it->second;
   AdoptedLinks adopted;
   const LibraryDir recorded = *parse_library_dir(it->second);
   adopted.probes = recorded.probes;
   std::string problem;
-  if (adopted.probes < planned_probes) problem = fmt::format("{} of {} probes", adopted.probes, planned_probes);
+  // Fewer: a partial set. More or fewer: another plan (--launch-returns).
+  if (adopted.probes != planned_probes)
+    problem = fmt::format("{} probes pinned, {} planned", adopted.probes, planned_probes);
   std::error_code ec;
   std::vector<fs::path> pins;
   for (const auto& entry : fs::directory_iterator(dir, ec)) pins.push_back(entry.path());
@@ -353,23 +364,24 @@ std::optional<PinStore::AdoptedLinks> PinStore::adopt_library(const FileId& file
       adopted.links.push_back(std::move(fd));
   }
   if (!problem.empty()) {
-    spdlog::info("BPF pins: the pinned probes on dev {} inode {} are not whole ({}): attached anew", file.dev,
-                 file.ino, problem);
+    spdlog::info("BPF pins: the pinned probes on dev {} inode {} are not whole or are another plan's ({}): "
+                 "attached anew",
+                 file.dev, file.ino, problem);
     adopted.links.clear();  // held, they would stay attached: the unpinning waits for them to go
-    unpin_library(file);
+    unpin_library(file, set);
     return std::nullopt;
   }
-  claimed_[file] = true;
-  ++report_.libraries_adopted;
+  claimed_[key] = true;
+  if (set == PinnedSet::kRare) ++report_.libraries_adopted;
   return adopted;
 }
 
-void PinStore::pin_library(const FileId& file, size_t probes, const std::vector<int>& link_fds) {
+void PinStore::pin_library(const FileId& file, PinnedSet set, size_t probes, const std::vector<int>& link_fds) {
   std::lock_guard lock(mu_);
-  unpin_library(file);
+  unpin_library(file, set);
   // Pinned under a temporary name and renamed: a crash leaves no set that
   // looks whole but is not (leftovers are removed at the next start).
-  const std::string name = library_dir(file, probes, link_fds.size());
+  const std::string name = library_dir({file, set}, probes, link_fds.size());
   const std::string tmp = links_dir_ + "/new-" + name;  // bpffs allows no dot in a name
   remove_pin_tree(tmp);
   try {
@@ -385,28 +397,34 @@ void PinStore::pin_library(const FileId& file, size_t probes, const std::vector<
                  file.dev, file.ino, e.what());
     return;
   }
-  pinned_libraries_[file] = name;
-  claimed_[file] = true;
+  pinned_libraries_[{file, set}] = name;
+  claimed_[{file, set}] = true;
 }
 
-void PinStore::unpin_library(const FileId& file) {
+void PinStore::unpin_library(const FileId& file, PinnedSet set) {
   std::lock_guard lock(mu_);
-  auto it = pinned_libraries_.find(file);
+  auto it = pinned_libraries_.find({file, set});
   if (it == pinned_libraries_.end()) return;
   remove_pin_tree(links_dir_ + "/" + it->second);
   pinned_libraries_.erase(it);
-  claimed_.erase(file);
+  claimed_.erase({file, set});
+}
+
+void PinStore::unpin_library(const FileId& file) {
+  unpin_library(file, PinnedSet::kRare);
+  unpin_library(file, PinnedSet::kHot);
 }
 
 void PinStore::drop_unclaimed_libraries() {
   std::lock_guard lock(mu_);
-  std::vector<FileId> unclaimed;
-  for (const auto& [file, name] : pinned_libraries_)
-    if (!claimed_.contains(file)) unclaimed.push_back(file);
-  for (const auto& file : unclaimed) {
-    spdlog::info("BPF pins: dropped the pinned probes on dev {} inode {}: no process maps that file now", file.dev,
-                 file.ino);
-    unpin_library(file);
+  std::vector<PinKey> unclaimed;
+  for (const auto& [key, name] : pinned_libraries_)
+    if (!claimed_.contains(key)) unclaimed.push_back(key);
+  for (const auto& [file, set] : unclaimed) {
+    spdlog::info("BPF pins: dropped the pinned {}probes on dev {} inode {}: no process maps that file now, or the "
+                 "probe set leaves them out",
+                 set == PinnedSet::kHot ? "hot-path " : "", file.dev, file.ino);
+    unpin_library(file, set);
   }
 }
 

@@ -8,7 +8,8 @@
 //         workload_counters ...         every map of the program
 //         links-<hash>/                 links made by one program build and configuration
 //           process_exit                a tracepoint
-//           <dev>-<ino>-<probes>-<links>/<k>  the uprobe links on one driver file
+//           <dev>-<ino>-<probes>-<links>/<k>  the uprobe links on one driver file: its rare calls
+//           <dev>-<ino>-hot-<probes>-<links>/<k>  and its hot path, while the probe set is full
 //
 // A layout this build cannot take over (another version, a missing pin, a map
 // whose type, key, value or flags differ) is removed and made anew, with the
@@ -78,6 +79,11 @@ struct PinReport {
   int64_t orphaned_seconds = 0;
 };
 
+// A file's probes are pinned as two sets: the rare calls' (every probe set)
+// and the hot path's (probes/probe_sets.h: the full set only), so a change of
+// probe set attaches or detaches one and leaves the other's counts running.
+enum class PinnedSet : uint8_t { kRare, kHot };
+
 class PinStore;
 // The pins of `plane` under `root` (empty: none). Another agent holding them
 // throws PinsHeld; pins that cannot be made at all are logged and left out
@@ -107,11 +113,13 @@ class PinStore {
     std::vector<UniqueFd> links;
     size_t probes = 0;
   };
-  // The pinned links on a driver file, when an earlier agent attached at least
-  // `planned_probes` there; a partial or broken set is dropped (nullopt).
-  std::optional<AdoptedLinks> adopt_library(const FileId& file, size_t planned_probes);
-  void pin_library(const FileId& file, size_t probes, const std::vector<int>& link_fds);
-  void unpin_library(const FileId& file);
+  // The pinned links of one set on a driver file, when an earlier agent
+  // attached exactly `planned_probes` there; a partial, broken or other plan's
+  // set (--launch-returns) is dropped (nullopt).
+  std::optional<AdoptedLinks> adopt_library(const FileId& file, PinnedSet set, size_t planned_probes);
+  void pin_library(const FileId& file, PinnedSet set, size_t probes, const std::vector<int>& link_fds);
+  void unpin_library(const FileId& file, PinnedSet set);
+  void unpin_library(const FileId& file);  // both sets
   // Drops the pinned links of files no one offered since the start.
   void drop_unclaimed_libraries();
 
@@ -120,7 +128,8 @@ class PinStore {
  private:
   void decide(bpf_object* obj);
   void replace(const std::string& reason, const std::string& why);
-  std::string library_dir(const FileId& file, size_t probes, size_t links) const;
+  using PinKey = std::pair<FileId, PinnedSet>;
+  std::string library_dir(const PinKey& key, size_t probes, size_t links) const;
 
   mutable std::recursive_mutex mu_;  // the attacher's threads and /metrics
   std::string root_;
@@ -128,8 +137,8 @@ class PinStore {
   std::string layout_dir_, links_dir_;
   bool decided_ = false;
   PinReport report_;
-  std::map<FileId, std::string> pinned_libraries_;  // file -> its directory name, as found at start
-  std::map<FileId, bool> claimed_;
+  std::map<PinKey, std::string> pinned_libraries_;  // file and set -> its directory name, as found at start
+  std::map<PinKey, bool> claimed_;
 };
 
 }  // namespace gpuledger::probes

@@ -87,7 +87,7 @@ bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin
   const std::string path = target.file.label;  // a copy: the file may be swapped for its backing layer's
   std::vector<ProbeSpec> specs;
   try {
-    specs = plan_runtime_probes(symbols, call_names_);
+    specs = plan_runtime_probes(symbols, call_names_);  // the full plan, cut by call rate below
   } catch (const Error& e) {  // runtime call ids ran out
     spdlog::warn("CUDA runtime in {} not probed: {}", path, e.what());
   }
@@ -116,24 +116,30 @@ bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin
   }
   // Through the verified descriptor, as for the driver.
   prefer_backing_file(proc_root_, target);
-  AttachedFile entry;
   // Pinned under the file's key like the driver's: a restarted agent takes
   // the links over, so runtime calls made while no agent ran are counted too.
-  entry.links = program_.attach(target.file.attach_path(), specs, id);
-  entry.record = LibraryRecord{path, origin, id, entry.links.probes, entry.links.failures, ""};
-  if (entry.links.probes == 0) {
-    spdlog::warn("CUDA runtime in {} not probed: every probe failed ({})", path, entry.links.failures.front());
+  AttachedFile entry = attach_plan(program_, target.file.attach_path(),
+                                   split_by_call_rate(std::move(specs),
+                                                      hot_path_offsets(symbols, runtime_entry_point_families())),
+                                   id, hot_path_, path, origin);
+  if (entry.record.probes == 0 && !entry.record.probe_failures.empty()) {
+    spdlog::warn("CUDA runtime in {} not probed: every probe failed ({})", path, entry.record.probe_failures.front());
     without_runtime_.insert(id);
     return false;
   }
-  spdlog::info("{} {} runtime probes to {} ({}; dev {} inode {})",
-               entry.links.adopted ? "took over the pinned" : "attached", entry.record.probes, path, origin, id.dev,
-               id.ino);
+  spdlog::info("{} {} runtime probes to {} ({}; dev {} inode {})", entry.adopted() ? "took over the pinned" : "attached",
+               entry.record.probes, path, origin, id.dev, id.ino);
   entry.file = std::move(target.file.fd);  // keeps attach_path() valid for a retry
   entry.schedule_retry(std::chrono::steady_clock::now());
   attached_.emplace(id, std::move(entry));
   remember_printed();
   return true;
+}
+
+void RuntimeAttacher::set_hot_path(bool on) {
+  std::lock_guard lock(mu_);
+  hot_path_ = on;
+  set_hot_path_in(attached_, program_, on);
 }
 
 void RuntimeAttacher::detach_unused(const std::vector<LibraryCandidate>& scanned) {

@@ -26,9 +26,14 @@ namespace gpuledger::probes {
 
 class RuntimeAttacher {
  public:
+  // hot_path false: the billing probe set (probe_sets.h), rare calls only.
   RuntimeAttacher(CudaProbeProgram& program, LibOpenWatcher* watcher, std::string proc_root = "/proc",
-                  size_t max_libraries = LibraryAttacher::kDefaultMaxLibraries)
-      : program_(program), watcher_(watcher), proc_root_(std::move(proc_root)), max_libraries_(max_libraries) {
+                  size_t max_libraries = LibraryAttacher::kDefaultMaxLibraries, bool hot_path = true)
+      : program_(program),
+        watcher_(watcher),
+        proc_root_(std::move(proc_root)),
+        max_libraries_(max_libraries),
+        hot_path_(hot_path) {
     keep_call_names_in(call_names_, program_.maps().call_names);  // ids in pinned error counters keep their names
   }
 
@@ -51,6 +56,8 @@ class RuntimeAttacher {
   // Files holding a statically linked CUDA runtime stripped of its symbol
   // table: found, and not probed (their entry points cannot be named).
   size_t stripped_runtimes() const;
+  // As LibraryAttacher::set_hot_path, for the runtime's files.
+  void set_hot_path(bool on);
   // The name of a runtime call id (GL_RUNTIME_CALL_BASE and up), if assigned.
   std::optional<std::string> call_name(uint32_t id) const;
 
@@ -63,6 +70,7 @@ class RuntimeAttacher {
   mutable std::mutex mu_;
   CallNames call_names_{GL_RUNTIME_CALL_BASE, GL_MAX_CALLS};
   size_t max_libraries_;
+  bool hot_path_;
   AttachedFiles attached_;
   std::map<FileId, FileId> attached_as_;  // a mapping's printed id -> the key it was attached as
   std::set<FileId> without_runtime_;

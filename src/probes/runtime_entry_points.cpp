@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "probes/probe_sets.h"
+
 namespace gpuledger::probes {
 
 std::optional<RuntimeProbes> parse_runtime_probes(std::string_view text) {
@@ -54,9 +56,13 @@ const std::vector<EntryPointFamily>& runtime_entry_point_families() {
   return families;
 }
 
-std::vector<ProbeSpec> plan_runtime_probes(const std::vector<ElfFunction>& functions, CallNames& call_names) {
+std::vector<ProbeSpec> plan_runtime_probes(const std::vector<ElfFunction>& functions, CallNames& call_names,
+                                           bool hot_path) {
   std::vector<ProbeSpec> specs;
-  std::set<uint64_t> offsets_taken;  // aliases, and a symbol in both .dynsym and .symtab: one probe
+  // Aliases, and a symbol in both .dynsym and .symtab: one probe. Billing: the
+  // hot path's addresses are taken first (cuda_entry_points.cpp).
+  std::set<uint64_t> offsets_taken;
+  if (!hot_path) offsets_taken = hot_path_offsets(functions, runtime_entry_point_families());
   for (const auto& family : runtime_entry_point_families()) {
     for (const auto& fn : find_entry_point_forms(functions, family.base)) {
       if (!offsets_taken.insert(fn.file_offset).second) continue;

@@ -26,7 +26,9 @@ const std::vector<EntryPointFamily>& runtime_entry_point_families();
 
 // One probe (entry and return) per distinct address among `functions`, which
 // may mix a file's dynamic and static symbols. Empty: no runtime in the file.
-// `call_names` should number from GL_RUNTIME_CALL_BASE.
-std::vector<ProbeSpec> plan_runtime_probes(const std::vector<ElfFunction>& functions, CallNames& call_names);
+// `call_names` should number from GL_RUNTIME_CALL_BASE. Without `hot_path`
+// (the billing probe set, probe_sets.h): the rare calls only.
+std::vector<ProbeSpec> plan_runtime_probes(const std::vector<ElfFunction>& functions, CallNames& call_names,
+                                           bool hot_path = true);
 
 }  // namespace gpuledger::probes

@@ -10,6 +10,7 @@
 #include "report/bill_audit.h"
 #include "report/focus_export.h"
 #include "report/memory_size_note.h"
+#include "report/probe_set_note.h"
 
 namespace gpuledger::report {
 
@@ -56,6 +57,7 @@ Scan scan(const BillSource& source, const BillRequest& q) {
   s.whole = whole.finish();
   s.whole.source = source.report_source;
   add_memory_size_note(s.whole, source.memory_size_unknown);
+  add_probe_set_note(s.whole, source.hot_path_not_probed);
   s.whole.generated_at = q.generated_at;
   add_time_coverage(s.whole, source.first_window_start, q.generated_at);
   const ledger::BillInputs inputs = source.inputs ? source.inputs() : ledger::BillInputs{};
@@ -76,6 +78,7 @@ BillSource store_bill_source(const ledger::Store& store, int64_t from, int64_t t
   s.first_window_start = store.first_window_start();
   s.inputs = [&store, from, to] { return ledger::read_bill_inputs(store, from, to); };
   s.memory_size_unknown = store.memory_size_unknown(from, to);
+  s.hot_path_not_probed = store.hot_path_not_probed(from, to);
   return s;
 }
 

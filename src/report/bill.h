@@ -37,6 +37,7 @@ struct BillSource {
   // fleet bill names the node and cluster its windows came from).
   std::function<ledger::BillInputs()> inputs;
   std::vector<ledger::Store::MemorySizeUnknown> memory_size_unknown;
+  std::vector<std::pair<int64_t, int64_t>> hot_path_not_probed;  // Store::hot_path_not_probed; none from the fleet database
   std::string report_source = "local";  // Report::source
   // What names the windows in the bill id (BillHasher::use_windows_digest),
   // asked for after the windows were read; unset: every window read.

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/inert_text.h"
+#include "common/not_probed.h"
 #include "common/utf8.h"
 #include "ledger/prices.h"
 #include "report/calendar.h"
@@ -289,7 +290,9 @@ std::string render_table(const Report& r, bool wide) {
   cols.push_back({"DRAM of held", [](const Row& x, size_t) { return pct(x.efficiency_of_held.dram_active); }, false});
   cols.push_back({"of GPU", [](const Row& x, size_t) { return pct(x.efficiency.dram_active); }, false});
   cols.push_back({"VRAM GiB-h", [&](const Row& x, size_t) { return fixed(x.vram_gib_hours, hd); }, false});
-  cols.push_back({"Launches", [](const Row& x, size_t) { return std::to_string(x.launches); }, false});
+  cols.push_back({"Launches", [&](const Row& x, size_t) {
+                    return r.launches_not_probed ? std::string(kNotProbedByBilling) : std::to_string(x.launches);
+                  }, false});
   cols.push_back({"Energy kWh", [](const Row& x, size_t) { return energy_kwh(x.energy_millijoules, 4, "unknown"); }, false});
   cols.push_back({"kg CO2e", [](const Row& x, size_t) { return carbon_kg(x.carbon_grams, 4, "unknown"); }, false});
   std::erase_if(cols, [&](const TableColumn& c) { return !wide && !c.narrow; });
@@ -413,6 +416,8 @@ std::string render_csv_periods(const Report& whole, const std::vector<Report>& p
   const bool team_column = whole.by == GroupBy::kPod || whole.by == GroupBy::kWorkload;
   out += std::string(",currency,period_start,period_end") + (team_column ? ",team" : "") + ",node,cluster,bill_id,partial_period\r\n";
   auto emit = [&](const Report& r, const Row& row) {
+    // Not probed (probe set billing): empty, as CSV leaves every unknown.
+    const std::string launches_cell = whole.launches_not_probed ? "" : std::to_string(row.launches);
     // Text cells are spreadsheet_text (no formula, no control); amounts stay numbers.
     std::vector<std::string> cells = {spreadsheet_text(row.key),
                                       fixed(row.gpu_hours_held, 6),
@@ -426,7 +431,7 @@ std::string render_csv_periods(const Report& whole, const std::vector<Report>& p
                                       ratio(row.efficiency.tensor_active),
                                       ratio(row.efficiency.dram_active),
                                       fixed(row.vram_gib_hours, 6),
-                                      std::to_string(row.launches),
+                                      launches_cell,
                                       energy_kwh(row.energy_millijoules, 6, ""),
                                       carbon_kg(row.carbon_grams, 6, "")};
     for (auto& c : share_cells(row, 6, "")) cells.push_back(std::move(c));
@@ -460,6 +465,11 @@ std::string render_json(const Report& r) {
   j["rows"] = nlohmann::json::array();
   for (const auto& row : r.rows) j["rows"].push_back(row_json(row));
   j["total"] = row_json(r.total);
+  if (r.launches_not_probed) {  // absent, not 0: said why
+    for (auto& row : j["rows"]) row["launches"] = nullptr;
+    j["total"]["launches"] = nullptr;
+    j["launches_not_probed"] = std::string(kNotProbedByBilling);
+  }
   j["share_flag_margin"] = ledger::kShareFlagMargin;
   for (const auto& [name, rows] : {std::pair{"over_users", &r.over_users}, std::pair{"under_users", &r.under_users}}) {
     j[name] = nlohmann::json::array();

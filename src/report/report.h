@@ -179,6 +179,9 @@ struct Report {
   std::vector<ModelPrice> prices;
   std::vector<TeamPods> teams;     // by total cost
   std::vector<std::string> notes;  // caveats in plain words (no prices, data not covered, ...)
+  // Every window ran under the billing probe set (probe_set_note.h): launches
+  // are shown as kNotProbedByBilling, not as counts.
+  bool launches_not_probed = false;
   std::optional<Rightsizing> rightsizing;  // nullopt: none (a fleet report)
   // The windows' spans clipped to the range, merged: all, and those of a running agent.
   std::vector<std::pair<int64_t, int64_t>> covered_spans, watched_spans;

@@ -12,6 +12,7 @@
 #include "ledger/share_seconds.h"
 #include "report/chart_time.h"
 #include "report/memory_size_note.h"
+#include "report/probe_set_note.h"
 #include "report/report.h"
 #include "report/special_accounts.h"
 #include "report/split_sources.h"
@@ -404,6 +405,7 @@ Report build_report(const ledger::Store& store, int64_t from, int64_t to, GroupB
   store.for_each_window(from, to, [&](WindowRecord&& w) { b.add(w); });
   Report r = b.finish();
   add_memory_size_note(r, store.memory_size_unknown(from, to));
+  add_probe_set_note(r, store.hot_path_not_probed(from, to));
   return r;
 }
 

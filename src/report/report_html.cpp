@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/not_probed.h"
 #include "ledger/window_split.h"
 #include "report/chart_time.h"
 #include "report/report.h"
@@ -227,7 +228,8 @@ void cost_table(std::ostringstream& h, const Report& r, const ShownCosts& shown)
       << pct_cell(row.efficiency.sm_active)
       << pct_cell(row.efficiency.sm_occupancy) << pct_cell(row.efficiency.tensor_active)
       << pct_cell(row.efficiency.dram_active) << "<td>" << fixed(row.vram_gib_hours, 2) << "</td><td>"
-      << row.launches << "</td>" << energy_cells(row) << "</tr>\n";
+      << (r.launches_not_probed ? std::string(kNotProbedByBilling) : std::to_string(row.launches)) << "</td>"
+      << energy_cells(row) << "</tr>\n";
   };
   for (size_t i = 0; i < r.rows.size(); ++i) emit(r.rows[i], false, i);
   emit(r.total, true, 0);

@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "report/probe_set_note.h"
 #include "common/error.h"
 #include "ledger/allocation_use.h"
 #include "ledger/share_seconds.h"
@@ -412,8 +413,14 @@ Rightsizing rightsize(const std::vector<WindowRecord>& windows, int64_t from, in
 Rightsizing rightsize(const ledger::Store& store, int64_t from, int64_t to, GroupBy by,
                       const RightsizingOptions& options) {
   RightsizingBuilder b(from, to, by, options);
-  store.for_each_window(from, to, [&](WindowRecord&& w) { b.add(w); });
-  return b.finish();
+  Spans covered;  // the windows' spans in the range, for where the idle runs came from
+  store.for_each_window(from, to, [&](WindowRecord&& w) {
+    covered.emplace_back(std::max(w.start, from), std::min(w.end, to));
+    b.add(w);
+  });
+  Rightsizing r = b.finish();
+  add_probe_set_note(r, covered, store.hot_path_not_probed(from, to));
+  return r;
 }
 
 }  // namespace gpuledger::report

@@ -88,6 +88,11 @@ struct Rightsizing {
   int64_t period_seconds = 0;  // of [from, to), covered by windows
   RightsizingOptions options;
   std::vector<Recommendation> rows;  // by saving (largest first; none last), then key
+  // Where the idle runs came from (probe_set_note.h): "launches" (held
+  // without launches), "nvml" (no SM time in NVML's per-process samples:
+  // every window ran under the billing probe set), "mixed".
+  std::string idle_source = "launches";
+  bool launches_not_probed = false;  // idle_source "nvml": launch counts are not counts
 };
 
 // One window at a time (any order), like ReportBuilder. `by`: pod, workload,

@@ -1,3 +1,4 @@
+#include "common/not_probed.h"
 #include "report/rightsizing_render.h"
 
 #include <sstream>
@@ -75,11 +76,21 @@ std::string reasons(const Rightsizing& r) {
   return out.str();
 }
 
+// Where the idle runs came from, when not (only) from launches (probe_set_note.h).
+std::string idle_source_text(const Rightsizing& r) {
+  if (r.idle_source == "nvml")
+    return "; idle runs from NVML's per-process samples, launches " + std::string(kNotProbedByBilling);
+  if (r.idle_source == "mixed")
+    return "; idle runs from launches, and from NVML's per-process samples where launches were " +
+           std::string(kNotProbedByBilling);
+  return "";
+}
+
 // Raw (the currency is configured text): each renderer escapes it.
 std::string options_text(const Rightsizing& r) {
   return "idle_after " + duration_text(r.options.idle_after_seconds) + ", vram_headroom " +
          headroom_text(r.options.vram_headroom_micros) + "; savings per month of " +
-         std::to_string(kMonthSeconds / 3600) + " h, in " + r.currency;
+         std::to_string(kMonthSeconds / 3600) + " h, in " + r.currency + idle_source_text(r);
 }
 
 }  // namespace
@@ -94,6 +105,8 @@ nlohmann::json rightsizing_json(const Rightsizing& r) {
   j["month_seconds"] = kMonthSeconds;
   j["idle_after_seconds"] = r.options.idle_after_seconds;
   j["vram_headroom"] = ledger::format_micros(r.options.vram_headroom_micros);
+  if (r.idle_source != "launches") j["idle_source"] = r.idle_source;  // launches when absent
+  if (r.launches_not_probed) j["launches_not_probed"] = std::string(kNotProbedByBilling);
   j["rows"] = nlohmann::json::array();
   for (const auto& row : r.rows) {
     const auto& e = row.evidence;
@@ -118,7 +131,7 @@ nlohmann::json rightsizing_json(const Rightsizing& r) {
            {"busy_share", e.busy_share},
            {"idle_seconds_longest", e.idle_seconds_longest},
            {"windows", e.windows},
-           {"launches", e.launches},
+           {"launches", r.launches_not_probed ? nlohmann::json(nullptr) : nlohmann::json(e.launches)},
            {"sources", e.sources},
            {"models", e.models}}}});
   }

@@ -101,6 +101,18 @@ TEST(AgentConfig, MalformedFilesGiveClearErrors) {
         << bad;
 }
 
+TEST(AgentConfig, TheProbeSetIsReadAndOnlyItsThreeNamesAreAccepted) {
+  EXPECT_FALSE(parse_agent_config("", "x").probe_set.has_value()) << "unset: --probe-set, else auto";
+  EXPECT_FALSE(parse_agent_config("probes: {}", "x").probe_set.has_value());
+  EXPECT_EQ(parse_agent_config("probes:\n  set: billing\n", "x").probe_set, probes::ProbeSet::kBilling);
+  EXPECT_EQ(parse_agent_config("probes: {set: full}", "x").probe_set, probes::ProbeSet::kFull);
+  EXPECT_EQ(parse_agent_config("probes: {set: auto}", "x").probe_set, probes::ProbeSet::kAuto);
+  EXPECT_EQ(error_of("probes:\n  set: none"), "config test.yaml:2:8: probes.set must be one of auto, billing, full; not 'none'");
+  EXPECT_NE(error_of("probes: {set: [billing]}").find("probes.set"), std::string::npos) << error_of("probes: {set: [billing]}");
+  EXPECT_NE(error_of("probes: {sets: billing}").find("unknown key 'sets' in probes (expected: set)"), std::string::npos);
+  EXPECT_NE(error_of("probes: billing").find("probes must be a mapping"), std::string::npos);
+}
+
 TEST(AgentConfig, LoadsFromAFileAndNamesAMissingOne) {
   char path[] = "/tmp/gpuledger-config-XXXXXX";
   int fd = ::mkstemp(path);

@@ -21,6 +21,8 @@
 #include "probes/cuda_entry_points.h"
 #include "elf_function_fixture.h"
 #include "probes/elf_symbols.h"
+#include "probes/runtime_entry_points.h"
+#include "probe_set_names.h"
 #include "real_nvidia_requirement.h"
 
 #ifndef GPULEDGER_SIM_LIB
@@ -28,6 +30,9 @@
 #endif
 #ifndef GPULEDGER_REAL_LIBCUDA
 #define GPULEDGER_REAL_LIBCUDA ""
+#endif
+#ifndef GPULEDGER_REAL_LIBCUDART
+#define GPULEDGER_REAL_LIBCUDART ""
 #endif
 #ifndef GPULEDGER_REAL_CUDA_H
 #define GPULEDGER_REAL_CUDA_H ""
@@ -113,6 +118,61 @@ TEST(RealDriverCatalogue, TheSimulatorExportsEveryNameTheAgentProbesOnTheRealDri
   for (const auto& p : plan_probes(read_dynamic_functions(lib), real_names, {}))
     if (!sim_planned.contains(p.name)) missing.insert(p.name);
   EXPECT_TRUE(missing.empty()) << "names probed on the real driver the simulator does not export: " << join(missing);
+}
+
+// The billing probe set on driver 535: no probe at the address of any entry
+// point called per unit of work (by the name rule, in any form, aliases
+// included), and every rare entry point of the full plan still probed.
+TEST(RealDriverCatalogue, TheBillingSetOfDriver535ProbesNoHotEntryPoint) {
+  REQUIRE_REAL_LIB(lib);
+  const auto functions = read_dynamic_functions(lib);
+  std::set<uint64_t> hot_addresses;
+  for (const auto& f : functions)
+    if (called_per_unit_of_work(f.name)) hot_addresses.insert(f.file_offset);
+  CallNames full_names, billing_names;
+  std::set<std::string> full_rare, billing, trapped;
+  for (const auto& p : plan_probes(functions, full_names, {}))
+    if (!hot_addresses.contains(p.file_offset)) full_rare.insert(p.name);
+  const auto plan = plan_probes(functions, billing_names, {.hot_path = false});
+  for (const auto& p : plan) {
+    billing.insert(p.name);
+    if (hot_addresses.contains(p.file_offset) || p.program == ProbeProgram::kLaunch) trapped.insert(p.name);
+  }
+  EXPECT_TRUE(trapped.empty()) << "billing probes on the hot path of " << lib << ": " << join(trapped);
+  EXPECT_EQ(billing, full_rare);
+  for (const char* n : {"cuInit", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemCreate", "cuMemRelease", "cuMemAllocAsync",
+                        "cuMemFreeAsync_ptsz", "cuMemAllocFromPoolAsync", "cuMemAllocManaged", "cuMemAllocPitch_v2",
+                        "cuArray3DCreate_v2", "cuArrayDestroy", "cuCtxCreate_v2", "cuCtxDestroy_v2",
+                        "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent", "cuCtxPushCurrent_v2", "cuGetExportTable"})
+    EXPECT_TRUE(billing.contains(n)) << n;
+  // Driver 535.261.03: 35 of the full plan's 155 probes (sites, aliases shared).
+  EXPECT_EQ(plan.size(), 35u) << join(billing);
+  std::cout << "real driver, probe set billing: " << plan.size() << " probes, " << hot_addresses.size()
+            << " hot-path addresses left alone\n";
+}
+
+// The same for NVIDIA's real runtime (libcudart 11.8) under --runtime-probes.
+TEST(RealDriverCatalogue, TheBillingSetOfTheRealRuntimeProbesNoHotEntryPoint) {
+  const std::string lib = GPULEDGER_REAL_LIBCUDART;
+  GL_REQUIRE_REAL_NVIDIA(!lib.empty() && std::ifstream(lib));
+  const auto functions = read_dynamic_functions(lib);
+  std::set<uint64_t> hot_addresses;
+  for (const auto& f : functions)
+    if (called_per_unit_of_work(f.name)) hot_addresses.insert(f.file_offset);
+  CallNames names(GL_RUNTIME_CALL_BASE, GL_MAX_CALLS), full_names(GL_RUNTIME_CALL_BASE, GL_MAX_CALLS);
+  std::set<std::string> billing, trapped;
+  for (const auto& p : plan_runtime_probes(functions, names, false)) {
+    billing.insert(p.name);
+    if (hot_addresses.contains(p.file_offset)) trapped.insert(p.name);
+  }
+  EXPECT_TRUE(trapped.empty()) << join(trapped);
+  for (const char* n : {"cudaMalloc", "cudaFree", "cudaSetDevice", "cudaMallocManaged", "cudaMallocPitch"})
+    EXPECT_TRUE(billing.contains(n)) << n << " in " << join(billing);
+  const size_t full = plan_runtime_probes(functions, full_names).size();
+  EXPECT_EQ(billing.size(), 11u);  // libcudart 11.8.89: cudaMalloc*, cudaFree*, cudaSetDevice, with _ptsz forms
+  EXPECT_EQ(full, 29u);
+  std::cout << "real runtime " << lib << ": " << billing.size() << " of " << full << " probes under billing: "
+            << join(billing) << "\n";
 }
 
 // The toolkit's cuda.h (CUDA 13 on the development and CI machines; absent on a

@@ -197,6 +197,10 @@ TEST_F(AgentSurface, HealthAndReadinessSayWhy) {
   EXPECT_EQ(status, 200) << health;
   EXPECT_EQ(health.rfind("ok\n- attribution loop turned ", 0), 0u) << health;
   EXPECT_NE(health.find("\n- main loop turned "), std::string::npos) << health;
+  EXPECT_NE(health.find("\n- probe set full (auto: full, whether the GPUs split their time themselves is not judged "
+                        "yet)\n"),
+            std::string::npos)
+      << health;
   std::string ready = get_body(port(), "/readyz", &status);
   EXPECT_EQ(status, 200) << ready;
   // The simulator's 155 entry points: entry and return probes, launches entry only, aliases once.

@@ -1,0 +1,136 @@
+// Issue 28: `--probe-set auto` on the agent binary, real BPF, the simulated
+// driver and NVML. The node starts full, turns billing once NVML shows it
+// splits the GPU itself, and switches live - to full when NVML loses its
+// per-process samples or an MPS control daemon starts, back to billing when
+// they return - attaching and detaching the hot-path probes without losing a
+// count already made: an allocation seen under billing is freed under full,
+// launches made under full are counted exactly, and none under billing.
+#include <signal.h>
+
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "bpf_requirement.h"
+#include "exposition_parser.h"
+#include "reliability_support.h"
+#include "simulation/tenant.h"
+
+namespace gpuledger::testing {
+namespace {
+
+const std::string kMpsControl = GPULEDGER_MPS_DIR "/nvidia-cuda-mps-control";
+
+// The simulated node's GPU, with NVML's per-process samples supported or not.
+void write_node(const Scratch& s, bool samples) {
+  std::ofstream(s.path("nvml.json.new"))
+      << R"({"driver_version": "550.90.07", "devices": [{"uuid": ")" << kSimulatedGpu
+      << R"(", "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "00000000:07:00.0", "minor": 0, "mig_mode": 0,
+         "utilization": {"gpu": 50, "memory": 10}, "memory": {"total": 85899345920, "used": 0},
+         "compute_processes": [], "process_utilization": )"
+      << (samples ? "[]" : "\"not_supported\"") << "}]}";
+  fs::rename(s.path("nvml.json.new"), s.path("nvml.json"));  // whole, for the simulator's re-read
+  ::setenv("GPULEDGER_NVML_SIM_CONFIG", s.path("nvml.json").c_str(), 1);
+}
+
+std::vector<Sample> page(int port) { return parse_exposition(get_body(port, "/metrics")); }
+double value(int port, const std::string& name, const std::map<std::string, std::string>& match) {
+  return sample_value(page(port), name, match).value_or(-1);
+}
+bool in_set(int port, const std::string& set) { return value(port, "gpuledger_probe_set", {{"set", set}}) == 1; }
+double changes(int port, const std::string& from, const std::string& to, const std::string& reason) {
+  return value(port, "gpuledger_probe_set_changes_total", {{"from", from}, {"to", to}, {"reason", reason}});
+}
+nlohmann::json workload(int port, const std::string& id) {
+  const auto api = nlohmann::json::parse(get_body(port, "/api/v1/workloads"));  // kept: the loop reads into it
+  for (const auto& w : api["workloads"])
+    if (w["workload"] == id) return w;
+  return nullptr;
+}
+
+TEST(ProbeSetAuto, SwitchesLiveAndLosesNoCountMade) {
+  GL_REQUIRE_BPF();
+  Scratch scratch("probeset-auto");
+  write_node(scratch, true);
+  std::ofstream(scratch.path("prices.yaml")) << "per_model:\n  H100: 3.60\nwindow_seconds: 10\n";
+  Agent agent({"--no-discovery", "--cuda-lib", sim_library(), "--no-nvml=false", "--nvml-lib", nvml_sim_library(),
+               "--nvml-interval-ms", "100", "--ledger-interval-ms", "200", "--store", scratch.path("ledger.db"),
+               "--prices", scratch.path("prices.yaml"), "--probe-set", "auto"});
+  const int port = agent.port();
+  // Full until judged, billing after three qualifying observations.
+  ASSERT_TRUE(eventually([&] { return in_set(port, "billing"); }, std::chrono::milliseconds(10000))) << agent.log();
+  EXPECT_EQ(changes(port, "full", "billing", "device_splits"), 1);
+  EXPECT_EQ(value(port, "gpuledger_probe_set", {{"set", "full"}}), 0);
+  std::string health = get_body(port, "/healthz");
+  EXPECT_NE(health.find("\n- probe set billing (auto: NVML splits every GPU's time itself"), std::string::npos)
+      << health;
+
+  const std::string unit = "probeset-auto.service", id = "systemd/" + unit;
+  simulation::ScopedCgroup cg(cgroup_v2(), test_cgroup("/system.slice/" + unit));
+  simulation::Child tenant({cudasim_binary(), "init; alloc 4m; launch 1 1 1 1 1 1 x5; htod 4096 x2; sync x3; "
+                                              "print-ready; wait-stdin; launch 1 1 1 1 1 1 x7; htod 1000; sync; "
+                                              "print-ready; wait-stdin; free-all; print-ready; wait-stdin"},
+                           {{cg.dir()}, {}, true, true});
+  ASSERT_EQ(tenant.read_line().rfind("READY", 0), 0u);
+  ASSERT_TRUE(eventually([&] {
+    auto w = workload(port, id);
+    return !w.is_null() && w["counters"]["memory_live_bytes"] == 4 << 20;
+  }, std::chrono::milliseconds(5000))) << get_body(port, "/api/v1/workloads");
+  // Under billing the hot path is not probed: absent, not 0, and said so.
+  auto w = workload(port, id);
+  EXPECT_FALSE(w["counters"].contains("kernel_launches")) << w.dump();
+  const auto api = nlohmann::json::parse(get_body(port, "/api/v1/workloads"));
+  EXPECT_EQ(api["probe_set"]["set"], "billing");
+  EXPECT_EQ(api["probe_set"]["not_probed_means"], "not probed (probe set billing)");
+  EXPECT_FALSE(sample_value(page(port), "gpuledger_cuda_kernel_launches_total", {{"workload", id}}).has_value());
+
+  // NVML loses its per-process samples: full at the next observation.
+  write_node(scratch, false);
+  ASSERT_TRUE(eventually([&] { return in_set(port, "full"); }, std::chrono::milliseconds(5000))) << agent.log();
+  EXPECT_EQ(changes(port, "billing", "full", "no_process_samples"), 1);
+  health = get_body(port, "/healthz");
+  EXPECT_NE(health.find("\n- probe set full (NVML gives no per-process samples for GPU 0 (" + kSimulatedGpu), std::string::npos)
+      << health;
+  tenant.write_line("go");
+  ASSERT_EQ(tenant.read_line().rfind("READY", 0), 0u);
+  tenant.write_line("go");  // frees under full what was allocated under billing
+  ASSERT_EQ(tenant.read_line().rfind("READY", 0), 0u);
+  ASSERT_TRUE(eventually([&] {
+    auto now = workload(port, id);
+    return !now.is_null() && now["counters"].value("kernel_launches", 0) == 7 &&
+           now["counters"]["memory_live_bytes"] == 0;
+  }, std::chrono::milliseconds(5000))) << workload(port, id).dump();
+  w = workload(port, id);
+  EXPECT_EQ(w["counters"]["memory_allocated_bytes"], 4 << 20);
+  EXPECT_EQ(w["counters"]["memory_freed_bytes"], 4 << 20) << "the allocation made under billing is freed, not leaked";
+  EXPECT_EQ(w["counters"]["memory_untracked_frees"], 0);
+  EXPECT_EQ(w["counters"]["memcpy_calls"]["htod"], 1) << "only the copy made under full";
+  EXPECT_EQ(w["counters"]["syncs"], 1);
+  EXPECT_EQ(value(port, "gpuledger_cuda_kernel_launches_total", {{"workload", id}, {"UUID", kSimulatedGpu}}), 7);
+
+  // The samples return: billing again once settled; then an MPS control
+  // daemon starts (no client yet): full at once, named.
+  write_node(scratch, true);
+  ASSERT_TRUE(eventually([&] { return in_set(port, "billing"); }, std::chrono::milliseconds(10000))) << agent.log();
+  EXPECT_EQ(changes(port, "full", "billing", "device_splits"), 2);
+  const std::string pipe = scratch.path("mps");
+  fs::create_directories(pipe);
+  simulation::Child daemon({kMpsControl, "-f"}, {{}, {"CUDA_MPS_PIPE_DIRECTORY=" + pipe}, false, false});
+  ASSERT_TRUE(eventually([&] { return in_set(port, "full"); }, std::chrono::milliseconds(5000))) << agent.log();
+  EXPECT_EQ(changes(port, "billing", "full", "mps"), 1);
+  simulation::Child quit({kMpsControl}, {{}, {"CUDA_MPS_PIPE_DIRECTORY=" + pipe}, true, false});  // as an admin stops it
+  quit.write_line("quit");
+  quit.close_stdin();
+  quit.wait();
+  daemon.wait();
+  tenant.write_line("go");
+  EXPECT_EQ(tenant.wait(), 0);
+  // The log says each switch and why.
+  const std::string log = agent.log();
+  EXPECT_NE(log.find("probe set full -> billing: auto: NVML splits every GPU's time itself"), std::string::npos) << log;
+  EXPECT_NE(log.find("probe set billing -> full: an MPS control daemon runs on the node"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace gpuledger::testing
