@@ -114,8 +114,14 @@ CG2_ROOT="$(awk '$3 == "cgroup2" {print $2; exit}' /proc/self/mounts)"
 # ------------------------------------------------------------ the driver under test
 AGENT_ARGS=(--listen 127.0.0.1:0 --store "" --nvml-interval-ms 500 --scan-interval-ms 1000)
 # Each pass starts from zero and leaves nothing pinned on the machine (builds that pin by default).
-if grep -q -- '--no-bpf-pins' <<<"$("$BUNDLE/gpuledger-run" gpuledger agent --help 2>/dev/null || true)"; then
+agent_help_text="$("$BUNDLE/gpuledger-run" gpuledger agent --help 2>/dev/null || true)"  # whole: no SIGPIPE with grep -q
+if grep -q -- '--no-bpf-pins' <<<"$agent_help_text"; then
   AGENT_ARGS+=(--no-bpf-pins)
+fi
+# The steps count launches, copies and waits: every hot call probed. (auto,
+# the default, would take billing on a GPU whose NVML splits it, and count none.)
+if grep -q -- '--probe-set' <<<"$agent_help_text"; then
+  AGENT_ARGS+=(--probe-set full)
 fi
 if ((SIMULATE)); then
   CUDA_LIB="$BUNDLE/sim/lib/libcuda.so.1"

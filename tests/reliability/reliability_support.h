@@ -170,11 +170,14 @@ inline void write_simulated_node(const Scratch& s, int window_seconds) {
   ::setenv("GPULEDGER_NVML_SIM_CONFIG", s.path("nvml.json").c_str(), 1);
 }
 
-// The agent on that node, observing every 200 ms.
+// The agent on that node, observing every 200 ms. Its NVML answers
+// per-process samples but has none to give (no work directory): `auto` would
+// turn billing and bill by samples that never come, so these tests, which
+// count launches, probe them: --probe-set full (probe_set_auto_test.cpp tests auto).
 inline std::vector<std::string> simulated_node_agent_args(const Scratch& s, const std::string& store) {
   return {"--no-discovery", "--cuda-lib", sim_library(), "--no-nvml=false", "--nvml-lib", nvml_sim_library(),
           "--nvml-interval-ms", "200", "--store", store, "--prices", s.path("prices.yaml"),
-          "--ledger-interval-ms", "200"};
+          "--ledger-interval-ms", "200", "--probe-set", "full"};
 }
 
 }  // namespace gpuledger::testing

@@ -29,6 +29,7 @@ std::vector<std::string> agent_args(const Scratch& s, const PinDir& pins, bool p
   write_simulated_node(s, 10);
   std::vector<std::string> args = {"--no-discovery", "--cuda-lib", sim_library(), "--no-nvml=false", "--nvml-lib",
                                    nvml_sim_library(), "--nvml-interval-ms", "200", "--store", "",
+                                   "--probe-set", "full",  // launches counted (reliability_support.h says why)
                                    "--keep-pins-on-exit",  // SIGTERM: a restart, not a removal
                                    "--bpf-pin-dir", pins.path()};  // last: a test points it elsewhere
   if (per_probe_links) args.push_back("--per-probe-links");
