@@ -209,8 +209,10 @@ void AttributionPlane::run() {
       std::lock_guard lock(refresh_mu_);
       refresh_locked();
     }
-    // Wakes on the first event: a library must be covered within ~100 ms of being mapped.
-    ring_buffer__poll(events_.get(), 100);
+    // Wakes on the first event (a library is covered within milliseconds of
+    // being mapped); the timeout only paces the heartbeat (fresh for 2 s in
+    // bpf/lib_discovery.bpf.c) and the retries: 4 turns a second at idle.
+    ring_buffer__poll(events_.get(), 250);
     auto now = clock::now();
     attacher_->retry_incomplete(now);
     if (runtime_) runtime_->retry_incomplete(now);
@@ -241,7 +243,7 @@ void AttributionPlane::scan_for_libraries() {
   for (const auto& candidate : scanned) attacher_->offer(candidate);
   attacher_->detach_unused(scanned);
   if (runtime_) runtime_->detach_unused(scanned);
-  if (runtime_worker_) runtime_worker_->scan_all();
+  if (runtime_worker_) runtime_worker_->scan_all(scanned);
 }
 
 void AttributionPlane::handle_event(const void* data, size_t size) {

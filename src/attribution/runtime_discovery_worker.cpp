@@ -30,10 +30,10 @@ void RuntimeDiscoveryWorker::look_at(uint32_t pid) {
   wake_.notify_one();
 }
 
-void RuntimeDiscoveryWorker::scan_all() {
+void RuntimeDiscoveryWorker::scan_all(std::vector<probes::LibraryCandidate> scanned) {
   {
     std::lock_guard lock(mu_);
-    scan_due_ = true;
+    scanned_ = std::move(scanned);  // a scan not looked at yet is replaced: bounded to one
   }
   wake_.notify_one();
 }
@@ -47,14 +47,16 @@ void RuntimeDiscoveryWorker::run() {
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
   std::unique_lock lock(mu_);
   while (true) {
-    wake_.wait(lock, [&] { return stopping_ || scan_due_ || !pids_.empty(); });
+    wake_.wait(lock, [&] { return stopping_ || scanned_ || !pids_.empty(); });
     if (stopping_) return;
     auto pids = std::exchange(pids_, {});
-    bool scan = std::exchange(scan_due_, false);
+    auto scanned = std::exchange(scanned_, std::nullopt);
     lock.unlock();
     for (uint32_t pid : pids)
       for (const auto& candidate : probes::runtime_candidates(proc_root_, pid, "map")) attacher_.offer(candidate);
-    if (scan) scan_all_now();
+    if (scanned)
+      for (const auto& candidate : probes::runtime_candidates_among(std::move(*scanned), drivers_()))
+        attacher_.offer(candidate);
     lock.lock();
   }
 }

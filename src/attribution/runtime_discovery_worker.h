@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <vector>
 #include <set>
 #include <string>
 #include <thread>
@@ -25,7 +27,9 @@ class RuntimeDiscoveryWorker {
   RuntimeDiscoveryWorker& operator=(const RuntimeDiscoveryWorker&) = delete;
 
   void look_at(uint32_t pid);  // a process that mapped the driver
-  void scan_all();             // every process that maps a driver, in the background
+  // Every process that maps a driver, in the background, among the mappings
+  // of the backstop's scan (read once for the driver and the runtime).
+  void scan_all(std::vector<probes::LibraryCandidate> scanned);
   void scan_all_now();         // the same, on the caller's thread (at start: before unclaimed pins go)
 
  private:
@@ -37,7 +41,7 @@ class RuntimeDiscoveryWorker {
   std::mutex mu_;
   std::condition_variable wake_;
   std::set<uint32_t> pids_;
-  bool scan_due_ = false;
+  std::optional<std::vector<probes::LibraryCandidate>> scanned_;  // the last scan's, not yet looked at
   bool stopping_ = false;
   std::thread thread_;
 };

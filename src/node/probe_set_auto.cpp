@@ -23,7 +23,8 @@ void ProbeSetAuto::judge(const device::DeviceSnapshot& devices, const attributio
     return owner ? owner->account : "";
   };
   facts.runs_mps = [this](uint32_t pid) { return identity::runs_mps_executable(proc_root_, pid); };
-  facts.mps_daemon_running = identity::mps_control_daemon_running(proc_root_);
+  if (judgements_++ % kDaemonWalkEvery == 0) mps_daemon_running_ = identity::mps_control_daemon_running(proc_root_);
+  facts.mps_daemon_running = mps_daemon_running_;
   if (allocation) facts.allocations = allocation->allocations;
   const ProbeSetVerdict verdict = judge_node(facts);
   const probes::ProbeSet current = plane_.probe_set();

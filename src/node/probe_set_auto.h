@@ -27,9 +27,15 @@ class ProbeSetAuto {
              const kubernetes::BillingAllocation* allocation);
 
  private:
+  // The host's processes are walked for an MPS control daemon at every
+  // kDaemonWalkEvery-th judgement (its clients show in NVML's lists at once).
+  static constexpr unsigned kDaemonWalkEvery = 6;
+
   attribution::AttributionPlane& plane_;
   ProbeSetSwitch switch_;
   std::string proc_root_;
+  unsigned judgements_ = 0;
+  bool mps_daemon_running_ = false;
 };
 
 // The node's split facts as the agent would gather them, for `doctor`: NVML

@@ -6,12 +6,14 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 namespace gpuledger::probes {
 namespace {
@@ -61,8 +63,16 @@ bool is_overlayfs_fd(int fd) {
 std::vector<Mapping> parse_exec_mappings(const std::string& maps_text, std::optional<uint64_t> at) {
   std::vector<Mapping> out;
   std::set<FileId> seen;
-  std::istringstream in(maps_text);
-  for (std::string line; std::getline(in, line);) {
+  // Most lines map data, not code: the perms field is looked at first, and
+  // only executable lines are parsed (an idle node's scans are mostly this).
+  for (size_t at_line = 0; at_line < maps_text.size();) {
+    size_t eol = maps_text.find('\n', at_line);
+    if (eol == std::string::npos) eol = maps_text.size();
+    const std::string_view view(maps_text.data() + at_line, eol - at_line);
+    at_line = eol + 1;
+    const size_t space = view.find(' ');
+    if (space == std::string_view::npos || view.size() < space + 4 || view[space + 3] != 'x') continue;
+    const std::string line(view);
     // address perms offset dev inode pathname
     std::istringstream fields(line);
     std::string range, perms, offset, dev, inode;
@@ -92,10 +102,16 @@ std::vector<Mapping> parse_exec_mappings(const std::string& maps_text, std::opti
 }
 
 std::vector<Mapping> exec_mappings(const std::string& proc, uint32_t pid, std::optional<uint64_t> at) {
-  std::ifstream in(proc + "/" + std::to_string(pid) + "/maps");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_exec_mappings(text.str(), at);
+  std::string text;
+  UniqueFd fd(::open((proc + "/" + std::to_string(pid) + "/maps").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return {};
+  // Bounded: vm.max_map_count (65530 by default) lines of ~100 bytes fit
+  // well within it; a process past it has its first mappings read.
+  constexpr size_t kMaxMapsBytes = 16 << 20;
+  char buf[65536];
+  for (ssize_t n; text.size() < kMaxMapsBytes && (n = ::read(fd.get(), buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<size_t>(n));
+  return parse_exec_mappings(text, at);
 }
 
 std::optional<OpenedFile> open_mapped_file(const std::string& proc, uint32_t pid, const Mapping& m,

@@ -15,8 +15,13 @@ std::vector<LibraryCandidate> runtime_candidates(const std::string& proc, uint32
 }
 
 std::vector<LibraryCandidate> scan_runtime_candidates(const std::string& proc, const std::set<FileId>& drivers) {
+  return runtime_candidates_among(scan_process_maps(proc), drivers);
+}
+
+std::vector<LibraryCandidate> runtime_candidates_among(std::vector<LibraryCandidate> scanned,
+                                                       const std::set<FileId>& drivers) {
   std::map<uint32_t, std::vector<LibraryCandidate>> by_pid;
-  for (auto& c : scan_process_maps(proc)) by_pid[c.pid].push_back(std::move(c));
+  for (auto& c : scanned) by_pid[c.pid].push_back(std::move(c));
   std::vector<LibraryCandidate> out;
   for (auto& [pid, mappings] : by_pid) {
     bool uses_driver = false;

@@ -21,5 +21,9 @@ std::vector<LibraryCandidate> runtime_candidates(const std::string& proc, uint32
 // runtime_candidates of every process that maps the driver: a file named like
 // libcuda, or one of `drivers` (the attached driver files, by inode).
 std::vector<LibraryCandidate> scan_runtime_candidates(const std::string& proc, const std::set<FileId>& drivers);
+// The same among the mappings of a scan already made (scan_process_maps): the
+// backstop reads every process's maps once for the driver and the runtime.
+std::vector<LibraryCandidate> runtime_candidates_among(std::vector<LibraryCandidate> scanned,
+                                                       const std::set<FileId>& drivers);
 
 }  // namespace gpuledger::probes

@@ -266,7 +266,7 @@ class SharedGpuTruth : public CallingPatterns {
         const std::string launches = std::to_string(tenants[i].launches / tenants[i].processes);
         EXPECT_EQ(run_tenant({cgroups[i]->dir()}, "init; launch 1 1 1 1 1 1 x" + launches + "; " + tenants[i].wait + "; exit 0",
                              env).exit_code, 0);
-        // Its exit event read by every plane (the ring buffer is polled every 100 ms).
+        // Its exit event read by every plane (its ring buffer wakes the plane at once).
         const std::string id = "systemd/" + tenants[i].name + ".service";
         for (auto* plane : planes)
           EXPECT_TRUE(eventually([&] {
