@@ -204,15 +204,16 @@ std::string spans_sql(PgConnection& db, const std::vector<SlotSpan>& spans) {
          "::text[], " + array_literal(db, a) + "::bigint[], " + array_literal(db, b) + "::bigint[]) AS k(c, n, g, a, b)";
 }
 
-// One period's GPUs: the matching roll-ups emitted, the rest added to `finer`
-// (contiguous periods of one GPU joined into one span).
-// `totals` names the window_totals rows as t (FROM items), `where` picks them.
 // The verified roll-up (as r) of window_totals' row t, when there is one.
 const char* kVerifiedRollup =
     " LEFT JOIN gpuledger.rollups r ON r.period = t.period AND r.cluster = t.cluster AND r.node = t.node"
     " AND r.gpu_uuid = t.gpu_uuid AND r.period_start = t.period_start AND r.windows = t.windows"
     " AND r.cost_micros = t.cost_micros AND r.digests = t.digests AND r.verified";
 
+// One period's GPUs: the matching verified roll-ups emitted, the rest added to
+// `finer` (contiguous periods of one GPU joined into one span); a body that
+// cannot be read counts in `unreadable` and goes to `finer` too.
+// `totals` names the window_totals rows as t (FROM items), `where` picks them.
 void read_period(PgConnection& db, Period p, const std::string& totals, const std::string& where,
                  std::vector<SlotSpan>& finer, const std::function<void(ledger::WindowRecord&&)>& fn,
                  int64_t& unreadable) {
