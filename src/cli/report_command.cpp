@@ -181,6 +181,7 @@ int run_report(const ReportCommand& cmd) {
     BillSource source;
     std::set<std::string> origins;  // "cluster/node" of every window read
     std::string windows_digest;     // the same whichever roll-ups the format reads
+    fleet::FleetReadNotes notes;    // said on stderr, whatever the format
     source.for_each_window = [&](const std::function<void(ledger::WindowRecord&&)>& fn) {
       fleet::for_each_fleet_window(
           db, from, to, filter, fleet_rollup_period(q),
@@ -188,7 +189,7 @@ int run_report(const ReportCommand& cmd) {
             origins.insert(w.node);
             fn(std::move(w));
           },
-          &windows_digest);
+          &windows_digest, &notes);
     };
     source.windows_digest = [&] { return windows_digest; };
     // The bill names a node and a cluster when all its windows came from one;
@@ -196,6 +197,7 @@ int run_report(const ReportCommand& cmd) {
     source.inputs = [&] { return fleet_bill_inputs(origins); };
     source.report_source = "fleet-db";
     text = render_bill(source, q, &whole);
+    for (const auto& warning : fleet::fleet_read_warnings(notes)) std::cerr << "gpuledger report: " << warning << "\n";
   } else if (!cmd.prometheus.empty()) {
     Report r = fleet_report(cmd.prometheus, from, to, q.by, cmd.timeout_ms);
     r.generated_at = q.generated_at;

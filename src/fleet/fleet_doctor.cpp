@@ -39,7 +39,17 @@ FleetCheck check_fleet_db(const std::string& conninfo, const std::string& passwo
         "has_function_privilege('gpuledger.ensure_month(bigint)', 'EXECUTE')");
     if (may.text(0, 0) != "t")
       return {false, db.name() + ": this role may not insert windows (grant it gpuledger_agent)" + pending};
-    return {true, db.name() + ": schema " + std::to_string(kFleetSchemaVersion) + ", windows may be shipped" + pending};
+    // Row-level security (schema 3): the nodes this role may ship, unless it owns the tables.
+    PgResult node = db.query(
+        "SELECT (SELECT coalesce(cluster, 'any cluster') || '/' || coalesce(node, 'any node') FROM gpuledger.node_roles "
+        "WHERE role = current_user), (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user) OR "
+        "pg_has_role((SELECT relowner FROM pg_class WHERE oid = 'gpuledger.windows'::regclass), 'MEMBER')");
+    if (node.null(0, 0) && node.text(0, 1) != "t")
+      return {false, db.name() + ": this role is no node's: run `gpuledger fleet-db add-node NODE` as the owner and "
+                                 "log in as the role it prints" + pending};
+    const std::string as = node.null(0, 0) ? "any node (the owner)" : node.text(0, 0);
+    return {true, db.name() + ": schema " + std::to_string(kFleetSchemaVersion) + ", windows of " + as +
+                      " may be shipped" + pending};
   } catch (const Error& e) {
     return {false, std::string(e.what()) + " (" + fleet_error_reason(e.what()) + ")" + pending};
   }

@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/error.h"
 #include "fleet/fleet_rows.h"
 #include "fleet/pg_connection.h"
 #include "fleet/window_json.h"
@@ -203,25 +204,37 @@ std::string spans_sql(PgConnection& db, const std::vector<SlotSpan>& spans) {
          "::text[], " + array_literal(db, a) + "::bigint[], " + array_literal(db, b) + "::bigint[]) AS k(c, n, g, a, b)";
 }
 
-// One period's GPUs: the matching roll-ups emitted, the rest added to `finer`
-// (contiguous periods of one GPU joined into one span).
+// The verified roll-up (as r) of window_totals' row t, when there is one.
+const char* kVerifiedRollup =
+    " LEFT JOIN gpuledger.rollups r ON r.period = t.period AND r.cluster = t.cluster AND r.node = t.node"
+    " AND r.gpu_uuid = t.gpu_uuid AND r.period_start = t.period_start AND r.windows = t.windows"
+    " AND r.cost_micros = t.cost_micros AND r.digests = t.digests AND r.verified";
+
+// One period's GPUs: the matching verified roll-ups emitted, the rest added to
+// `finer` (contiguous periods of one GPU joined into one span); a body that
+// cannot be read counts in `unreadable` and goes to `finer` too.
 // `totals` names the window_totals rows as t (FROM items), `where` picks them.
 void read_period(PgConnection& db, Period p, const std::string& totals, const std::string& where,
-                 std::vector<SlotSpan>& finer, const std::function<void(ledger::WindowRecord&&)>& fn) {
-  const std::string sql =
-      "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, r.body::text FROM " + totals +
-      " LEFT JOIN gpuledger.rollups r ON r.period = t.period AND r.cluster = t.cluster AND r.node = t.node"
-      " AND r.gpu_uuid = t.gpu_uuid AND r.period_start = t.period_start AND r.windows = t.windows"
-      " AND r.cost_micros = t.cost_micros AND r.digests = t.digests" + (where.empty() ? "" : " WHERE " + where) +
-      " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
+                 std::vector<SlotSpan>& finer, const std::function<void(ledger::WindowRecord&&)>& fn,
+                 int64_t& unreadable) {
+  const std::string sql = "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, r.body::text FROM " + totals +
+                          kVerifiedRollup + (where.empty() ? "" : " WHERE " + where) +
+                          " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
   for (Cursor cur(db, "gl_periods", sql); cur.valid(); cur.next()) {
     const PgResult& r = cur.r();
     const int i = cur.row();
     if (!r.null(i, 4)) {
-      ledger::WindowRecord w = window_from_json(r.text(i, 4));
-      w.node = r.text(i, 0) + "/" + r.text(i, 1);
-      fn(std::move(w));
-      continue;
+      std::optional<ledger::WindowRecord> w;
+      try {
+        w = window_from_json(r.text(i, 4));
+      } catch (const Error&) {
+        ++unreadable;  // never fatal: its finer periods are read instead
+      }
+      if (w) {
+        w->node = r.text(i, 0) + "/" + r.text(i, 1);
+        fn(std::move(*w));
+        continue;
+      }
     }
     const int64_t start = r.i64(i, 3);
     SlotSpan span{r.text(i, 0), r.text(i, 1), r.text(i, 2), start, report::period_end(start, p)};
@@ -279,6 +292,29 @@ std::string digest_of_windows(PgConnection& db, int64_t from, int64_t to, const 
   return "sha256:" + sha.hex();
 }
 
+// What a report of the range should be told (FleetReadNotes), from the same snapshot.
+FleetReadNotes read_notes(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter) {
+  FleetReadNotes notes;
+  auto in_range = [&](const std::string& column) {
+    return " x." + column + " >= " + std::to_string(from) + " AND x." + column + " < " + std::to_string(to) +
+           filter_sql(db, filter, "x");
+  };
+  notes.refused_rollups =
+      db.query("SELECT count(*) FROM gpuledger.rollups x WHERE NOT x.verified AND" + in_range("period_start")).i64(0, 0);
+  const std::string iso = "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'";
+  PgResult o = db.query(
+      "SELECT count(*) OVER (), x.gpu_uuid || ' of ' || x.cluster || '/' || x.node || ' at ' || "
+      "to_char(to_timestamp(x.start_time) AT TIME ZONE 'UTC', " + iso + ") || ' over ' || x.other_cluster || '/' || "
+      "x.other_node || '''s window from ' || to_char(to_timestamp(x.other_start) AT TIME ZONE 'UTC', " + iso + ") "
+      "FROM gpuledger.overlaps x WHERE" + in_range("start_time") +
+      " ORDER BY x.start_time, x.cluster, x.node, x.gpu_uuid LIMIT 1");
+  if (o.rows() == 1) {
+    notes.overlaps = o.i64(0, 0);
+    notes.first_overlap = o.text(0, 1);
+  }
+  return notes;
+}
+
 }  // namespace
 
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
@@ -288,22 +324,25 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
 
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
                            std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
-                           std::string* windows_digest) {
+                           std::string* windows_digest, FleetReadNotes* notes) {
+  int64_t unreadable = 0;
   in_snapshot(db, [&] {
     if (windows_digest) *windows_digest = digest_of_windows(db, from, to, filter);
+    if (notes) *notes = read_notes(db, from, to, filter);
     const RangePlan plan = plan_range(from, to, coarsest);
     std::vector<SlotSpan> spans;  // from the coarser period: to read at this one
     for (Period p : {Period::kMonth, Period::kDay, Period::kHour}) {
       std::vector<SlotSpan> finer;
       if (auto it = plan.whole.find(p); it != plan.whole.end())
-        read_period(db, p, "gpuledger.window_totals t", whole_periods(db, p, it->second, filter), finer, fn);
+        read_period(db, p, "gpuledger.window_totals t", whole_periods(db, p, it->second, filter), finer, fn,
+                    unreadable);
       if (!spans.empty())
         read_period(db, p,
                     spans_sql(db, spans) + " JOIN gpuledger.window_totals t ON t.period = " +
                         db.literal(report::to_string(p)) +
                         " AND t.cluster = k.c AND t.node = k.n AND t.gpu_uuid = k.g AND t.period_start >= k.a"
                         " AND t.period_start < k.b",
-                    "", finer, fn);
+                    "", finer, fn, unreadable);
       spans = std::move(finer);
     }
     for (const auto& [a, b] : plan.ragged) read_windows(db, starting_in(db, a, b, filter), fn);
@@ -314,6 +353,20 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
                        " AND x.start_time < k.b",
                    fn);
   });
+  if (notes) notes->refused_rollups += unreadable;
+}
+
+std::vector<std::string> fleet_read_warnings(const FleetReadNotes& notes) {
+  std::vector<std::string> out;
+  if (notes.refused_rollups > 0)
+    out.push_back(std::to_string(notes.refused_rollups) +
+                  " roll-ups in the fleet database did not check out against their windows and were not read (the "
+                  "bill is the windows'; see gpuledger.rollups.refusal)");
+  if (notes.overlaps > 0)
+    out.push_back(std::to_string(notes.overlaps) +
+                  " windows overlap another window of the same GPU, so that GPU time is billed twice (the first: " +
+                  notes.first_overlap + "; see gpuledger.overlaps)");
+  return out;
 }
 
 }  // namespace gpuledger::fleet

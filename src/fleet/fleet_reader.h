@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fleet/fleet_periods.h"
 #include "ledger/store.h"
@@ -38,8 +39,20 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
 // that names the windows the range holds, the same whatever was read: over
 // the database's count, cost and digest sum of every GPU's whole periods
 // (window_totals) and the digests of the windows at the range's ragged ends.
+// Roll-ups are read only when the database verified them as they arrived
+// (gpuledger.check_rollup: the windows' merge); a body that still cannot be
+// read is skipped like one that did not check out: the finer periods are read.
+// So what a verified roll-up bills (money, energy, accounts and their labels)
+// is the windows' that `windows_digest` names, whichever roll-ups are read.
+struct FleetReadNotes {
+  int64_t refused_rollups = 0;  // in the range: not verified by the database, or unreadable; not read
+  int64_t overlaps = 0;         // windows in the range over another window of the same GPU (gpuledger.overlaps)
+  std::string first_overlap;    // the earliest, in words
+};
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
                            std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
-                           std::string* windows_digest = nullptr);
+                           std::string* windows_digest = nullptr, FleetReadNotes* notes = nullptr);
+// The notes as sentences for a report's stderr (none when there is nothing to say).
+std::vector<std::string> fleet_read_warnings(const FleetReadNotes& notes);
 
 }  // namespace gpuledger::fleet

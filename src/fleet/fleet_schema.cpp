@@ -199,9 +199,220 @@ GRANT SELECT (period, period_start, cluster, node, gpu_uuid, windows, digests, d
 GRANT SELECT ON gpuledger.window_totals, gpuledger.rollups TO gpuledger_reader;
 )SQL";
 
+// Issue 30: nothing an agent sends is believed beyond what it proves.
+// - Per-node roles: node_roles says which login role ships which node (and
+//   cluster); row-level security lets an agent insert and see only those rows
+//   (`gpuledger fleet-db add-node`). Login roles that could ship before this
+//   migration are kept, for any node (node NULL), until the owner replaces them.
+// - Every amount an agent sends is bounded, and window_totals sums in numeric:
+//   a sum cannot overflow, so a refused insert tells nothing of what is stored.
+// - A roll-up is checked by the database as it arrives (check_rollup): its row
+//   against window_totals, its body against its row and the windows it claims;
+//   a report reads verified ones only.
+// - Windows of one GPU that overlap in time are kept and flagged (overlaps):
+//   refusing the later one would let a node pre-claim another's GPU time.
+// - An agent's ensure_month creates only months near the server's clock;
+//   create_month (the owner's, for migrate) any.
+const char* kMigration3 = R"SQL(
+CREATE TABLE gpuledger.node_roles(
+  role text COLLATE "C" PRIMARY KEY,
+  cluster text COLLATE "C",  -- NULL: any cluster
+  node text COLLATE "C",     -- NULL: any node (a shared role from before migration 3)
+  added_at timestamptz NOT NULL DEFAULT now());
+ALTER TABLE gpuledger.node_roles ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_role ON gpuledger.node_roles FOR SELECT TO gpuledger_agent USING (role = current_user);
+CREATE POLICY readers ON gpuledger.node_roles FOR SELECT TO gpuledger_reader USING (true);
+GRANT SELECT ON gpuledger.node_roles TO gpuledger_agent, gpuledger_reader;
+INSERT INTO gpuledger.node_roles(role, cluster, node)
+SELECT r.rolname, NULL, NULL FROM pg_roles r
+WHERE r.rolcanlogin AND NOT r.rolsuper AND NOT r.rolbypassrls AND pg_has_role(r.oid, 'gpuledger_agent', 'MEMBER');
+
+DO $rls$ DECLARE tbl text; BEGIN
+  FOREACH tbl IN ARRAY ARRAY['windows', 'accounts', 'charges', 'energy_charges', 'rollups'] LOOP
+    EXECUTE format('ALTER TABLE gpuledger.%I ENABLE ROW LEVEL SECURITY', tbl);
+    -- Subqueries that do not depend on the row: PostgreSQL runs each once a
+    -- statement (a hashed set), not once a row.
+    EXECUTE format($p$CREATE POLICY this_node ON gpuledger.%1$I FOR ALL TO gpuledger_agent USING (
+      EXISTS (SELECT FROM gpuledger.node_roles r WHERE r.role = current_user AND r.node IS NULL)
+      OR (cluster, node) IN (SELECT r.cluster, r.node FROM gpuledger.node_roles r WHERE r.role = current_user)
+      OR node IN (SELECT r.node FROM gpuledger.node_roles r WHERE r.role = current_user AND r.cluster IS NULL))$p$,
+      tbl);
+    EXECUTE format('CREATE POLICY readers ON gpuledger.%I FOR SELECT TO gpuledger_reader USING (true)', tbl);
+  END LOOP;
+END $rls$;
+
+-- At most 10,000 currency units a window, 10 GJ, 31 days: far past any GPU's.
+ALTER TABLE gpuledger.windows ADD CONSTRAINT bounded CHECK (
+  cost_micros <= 10000000000 AND end_time - start_time <= 2678400 AND energy_millijoules <= 10000000000000) NOT VALID;
+ALTER TABLE gpuledger.charges ADD CONSTRAINT bounded CHECK (micros <= 10000000000) NOT VALID;
+ALTER TABLE gpuledger.energy_charges ADD CONSTRAINT bounded CHECK (millijoules <= 10000000000000) NOT VALID;
+ALTER TABLE gpuledger.window_totals ALTER COLUMN cost_micros TYPE numeric;
+
+CREATE TABLE gpuledger.overlaps(
+  cluster text COLLATE "C" NOT NULL, node text COLLATE "C" NOT NULL, gpu_uuid text COLLATE "C" NOT NULL,
+  start_time bigint NOT NULL, end_time bigint NOT NULL,
+  other_cluster text NOT NULL, other_node text NOT NULL, other_start bigint NOT NULL, other_end bigint NOT NULL,
+  found_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (cluster, node, gpu_uuid, start_time));
+CREATE INDEX overlaps_by_start ON gpuledger.overlaps (start_time);
+CREATE INDEX windows_by_gpu ON gpuledger.windows (gpu_uuid, start_time);
+GRANT SELECT ON gpuledger.overlaps TO gpuledger_reader;
+
+-- A window committed over another of the same GPU (any node): two index probes
+-- a window, the latest that starts at or before it and the first that starts
+-- inside it. A long window laid over many is found by the first of them to
+-- come, or finds it.
+CREATE FUNCTION gpuledger.flag_overlaps() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  INSERT INTO gpuledger.overlaps(cluster, node, gpu_uuid, start_time, end_time, other_cluster, other_node,
+                                 other_start, other_end)
+  SELECT f.cluster, f.node, f.gpu_uuid, f.start_time, f.end_time, o.cluster, o.node, o.start_time, o.end_time
+  FROM fresh f CROSS JOIN LATERAL (
+    SELECT c.* FROM (
+      (SELECT w.cluster, w.node, w.start_time, w.end_time FROM gpuledger.windows w
+       WHERE w.gpu_uuid = f.gpu_uuid AND w.start_time <= f.start_time AND w.start_time > f.start_time - 2678400
+         AND (w.cluster, w.node, w.start_time) IS DISTINCT FROM (f.cluster, f.node, f.start_time)
+       ORDER BY w.start_time DESC LIMIT 1)
+      UNION ALL
+      (SELECT w.cluster, w.node, w.start_time, w.end_time FROM gpuledger.windows w
+       WHERE w.gpu_uuid = f.gpu_uuid AND w.start_time > f.start_time AND w.start_time < f.end_time
+       ORDER BY w.start_time LIMIT 1)) c
+    WHERE c.end_time > f.start_time ORDER BY c.start_time LIMIT 1) o
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.flag_overlaps() FROM PUBLIC;
+CREATE TRIGGER flag_overlaps AFTER INSERT ON gpuledger.windows
+  REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION gpuledger.flag_overlaps();
+-- The windows already there: each over the one before it (one sort, not a probe a window).
+INSERT INTO gpuledger.overlaps(cluster, node, gpu_uuid, start_time, end_time, other_cluster, other_node,
+                               other_start, other_end)
+SELECT cluster, node, gpu_uuid, start_time, end_time, pc, pn, ps, pe FROM (
+  SELECT w.cluster, w.node, w.gpu_uuid, w.start_time, w.end_time, lag(w.cluster) OVER g AS pc,
+         lag(w.node) OVER g AS pn, lag(w.start_time) OVER g AS ps, lag(w.end_time) OVER g AS pe
+  FROM gpuledger.windows w WINDOW g AS (PARTITION BY w.gpu_uuid ORDER BY w.start_time, w.cluster, w.node)) x
+WHERE pe > start_time;
+
+-- Why a roll-up does not check out, or NULL when it does: its row must be
+-- window_totals' for its period, and its body the windows' merge (the same
+-- cost, busy, idle and memory micros, charges and energy per account and kind,
+-- energy, currency, first start and last end, accounts and their labels).
+CREATE FUNCTION gpuledger.check_rollup(r gpuledger.rollups) RETURNS text
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  b json := r.body;
+  period_end bigint;
+  w record;
+BEGIN
+  IF NOT EXISTS (SELECT FROM gpuledger.periods_of(r.period_start) p
+                 WHERE p.period = r.period AND p.period_start = r.period_start) THEN
+    RETURN 'not the start of a period';
+  END IF;
+  period_end := CASE r.period WHEN 'hour' THEN r.period_start + 3600 WHEN 'day' THEN r.period_start + 86400
+    ELSE extract(epoch FROM (to_timestamp(r.period_start) AT TIME ZONE 'UTC') + interval '1 month')::bigint END;
+  IF NOT EXISTS (SELECT FROM gpuledger.window_totals t WHERE t.period = r.period AND t.period_start = r.period_start
+                 AND t.cluster = r.cluster AND t.node = r.node AND t.gpu_uuid = r.gpu_uuid
+                 AND t.windows = r.windows AND t.cost_micros = r.cost_micros AND t.digests = r.digests) THEN
+    RETURN 'not the windows the database holds';
+  END IF;
+  BEGIN
+    SELECT min(x.start_time) AS s, max(x.end_time) AS e, sum(x.cost_micros) AS cost, sum(x.busy_micros) AS busy,
+           sum(x.idle_micros) AS idle, sum(x.memory_micros) AS memory, sum(x.energy_millijoules) AS mj,
+           min(x.currency) AS cur, max(x.currency) AS cur2
+    INTO w FROM gpuledger.windows x
+    WHERE x.cluster = r.cluster AND x.node = r.node AND x.gpu_uuid = r.gpu_uuid
+      AND x.start_time >= r.period_start AND x.start_time < period_end;
+    IF json_typeof(b) IS DISTINCT FROM 'object' OR (b->'slot'->>0) IS DISTINCT FROM r.gpu_uuid
+       OR (b->>'start')::bigint IS DISTINCT FROM w.s OR (b->>'end')::bigint IS DISTINCT FROM w.e
+       OR (b->'micros'->>0)::bigint IS DISTINCT FROM r.cost_micros OR (b->'micros'->>0)::numeric IS DISTINCT FROM w.cost
+       OR (b->'micros'->>1)::numeric IS DISTINCT FROM w.busy OR (b->'micros'->>2)::numeric IS DISTINCT FROM w.idle
+       OR (b->'micros'->>3)::numeric IS DISTINCT FROM w.memory OR (b->>'currency') IS DISTINCT FROM w.cur
+       OR w.cur IS DISTINCT FROM w.cur2 OR (b->'energy'->>'mj')::numeric IS DISTINCT FROM w.mj THEN
+      RETURN 'its body is not its windows'' merge';
+    END IF;
+    -- Money ('c') and energy ('e') per account and kind, the body's against the windows'.
+    IF EXISTS (
+        SELECT FROM (SELECT p.part, c->>0 AS account, c->>1 AS kind, sum((c->>2)::bigint) AS n,
+                            min((c->>2)::bigint) AS least
+                     FROM (VALUES ('c', b->'charges'), ('e', CASE WHEN json_typeof(b->'energy') = 'object'
+                                                                 THEN b->'energy'->'parts' ELSE '[]'::json END)) p(part, a)
+                     CROSS JOIN LATERAL json_array_elements(p.a) c GROUP BY 1, 2, 3) mine
+        FULL JOIN (SELECT 'c' AS part, x.account, x.kind, sum(x.micros) AS n FROM gpuledger.charges x
+                   WHERE x.cluster = r.cluster AND x.node = r.node AND x.gpu_uuid = r.gpu_uuid
+                     AND x.start_time >= r.period_start AND x.start_time < period_end GROUP BY 1, 2, 3
+                   UNION ALL
+                   SELECT 'e', x.account, x.kind, sum(x.millijoules) FROM gpuledger.energy_charges x
+                   WHERE x.cluster = r.cluster AND x.node = r.node AND x.gpu_uuid = r.gpu_uuid
+                     AND x.start_time >= r.period_start AND x.start_time < period_end GROUP BY 1, 2, 3) theirs
+          ON mine.part = theirs.part AND mine.account = theirs.account AND mine.kind = theirs.kind
+        WHERE mine.n IS DISTINCT FROM theirs.n OR mine.least < 0) THEN
+      RETURN 'its charges or energy are not its windows''';
+    END IF;
+    IF (SELECT count(*) FROM json_array_elements(b->'accounts')) <>
+         (SELECT count(DISTINCT x.account) FROM gpuledger.accounts x
+          WHERE x.cluster = r.cluster AND x.node = r.node AND x.gpu_uuid = r.gpu_uuid
+            AND x.start_time >= r.period_start AND x.start_time < period_end)
+       OR EXISTS (SELECT FROM json_array_elements(b->'accounts') a WHERE NOT EXISTS (
+            SELECT FROM gpuledger.accounts x
+            WHERE x.cluster = r.cluster AND x.node = r.node AND x.gpu_uuid = r.gpu_uuid
+              AND x.start_time >= r.period_start AND x.start_time < period_end AND x.account = a->>0
+              AND x.namespace = a->>1 AND x.pod = a->>2 AND x.container = a->>3 AND x.team = a->>4)) THEN
+      RETURN 'its accounts are not its windows''';
+    END IF;
+  EXCEPTION WHEN data_exception OR invalid_text_representation OR numeric_value_out_of_range THEN
+    RETURN 'its body is malformed (' || SQLERRM || ')';
+  END;
+  RETURN NULL;
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.check_rollup(gpuledger.rollups) FROM PUBLIC;
+
+ALTER TABLE gpuledger.rollups ADD COLUMN verified boolean NOT NULL DEFAULT false, ADD COLUMN refusal text;
+CREATE FUNCTION gpuledger.verify_rollup() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  NEW.refusal := gpuledger.check_rollup(NEW);
+  NEW.verified := NEW.refusal IS NULL;
+  RETURN NEW;
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.verify_rollup() FROM PUBLIC;
+CREATE TRIGGER verify_rollup BEFORE INSERT ON gpuledger.rollups FOR EACH ROW EXECUTE FUNCTION gpuledger.verify_rollup();
+UPDATE gpuledger.rollups r SET refusal = gpuledger.check_rollup(r);
+UPDATE gpuledger.rollups SET verified = refusal IS NULL;
+CREATE INDEX rollups_refused ON gpuledger.rollups (period_start) WHERE NOT verified;
+GRANT SELECT (verified) ON gpuledger.rollups TO gpuledger_agent;
+
+-- Partitions: any month by the owner (migrate); an agent's only from a year
+-- before the server's clock to the month after it.
+ALTER FUNCTION gpuledger.ensure_month(bigint) RENAME TO create_month;
+REVOKE ALL ON FUNCTION gpuledger.create_month(bigint) FROM PUBLIC, gpuledger_agent;
+CREATE FUNCTION gpuledger.ensure_month(t bigint) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  now_month timestamp := date_trunc('month', now() AT TIME ZONE 'UTC');
+  month timestamp := date_trunc('month', to_timestamp(t) AT TIME ZONE 'UTC');
+BEGIN
+  IF to_regclass(format('gpuledger.windows_%s', to_char(month, 'YYYY_MM'))) IS NOT NULL
+     AND to_regclass(format('gpuledger.rollups_%s', to_char(month, 'YYYY_MM'))) IS NOT NULL THEN
+    RETURN;
+  END IF;
+  IF month < now_month - interval '12 months' OR month > now_month + interval '1 month' THEN
+    RAISE EXCEPTION 'gpuledger.ensure_month: an agent may create the partitions of a year back to a month ahead of the server''s clock, not %; the owner can (SELECT gpuledger.create_month(%))',
+      to_char(month, 'YYYY-MM'), t USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  PERFORM gpuledger.create_month(t);
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.ensure_month(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION gpuledger.ensure_month(bigint) TO gpuledger_agent;
+)SQL";
+
 // Migration n is kMigrations[n - 1]; append, never edit one that shipped.
-const std::vector<const char*> kMigrations = {kMigration1, kMigration2};
-static_assert(kFleetSchemaVersion == 2, "a new migration goes into kMigrations");
+const std::vector<const char*> kMigrations = {kMigration1, kMigration2, kMigration3};
+static_assert(kFleetSchemaVersion == 3, "a new migration goes into kMigrations");
 
 }  // namespace
 
@@ -230,9 +441,11 @@ int migrate(PgConnection& db, int64_t now, int target) {
         throw;
       }
     }
+    // The owner's: any month (an agent's ensure_month is bounded from schema 3).
+    const std::string create = version >= 3 ? "SELECT gpuledger.create_month($1)" : "SELECT gpuledger.ensure_month($1)";
     const int64_t month = report::period_start(now, report::Granularity::kMonth);
-    db.query("SELECT gpuledger.ensure_month($1)", {std::to_string(month)});
-    db.query("SELECT gpuledger.ensure_month($1)", {std::to_string(report::period_end(month, report::Granularity::kMonth))});
+    db.query(create, {std::to_string(month)});
+    db.query(create, {std::to_string(report::period_end(month, report::Granularity::kMonth))});
     db.exec("SELECT pg_advisory_unlock(hashtext('gpuledger.migrate'))");
     return version;
   } catch (...) {

@@ -9,12 +9,19 @@
 //   energy_charges(..., account, kind 'busy'|'idle', millijoules)
 //   window_totals(period, period_start, cluster, node, gpu_uuid, windows, cost_micros)
 //                     kept by a trigger on windows: per GPU and UTC hour, day, month
-//   rollups(period, period_start, cluster, node, gpu_uuid, windows, cost_micros, digest, body)
-//                     an agent's merged window of a period (fleet_rollups.h),
-//                     used only while windows and cost match window_totals
+//   rollups(period, period_start, cluster, node, gpu_uuid, windows, cost_micros, digest, body,
+//           verified, refusal)
+//                     an agent's merged window of a period (fleet_rollups.h), checked
+//                     by the database as it arrives (check_rollup, schema 3) and used
+//                     only when verified and while windows and cost match window_totals
+//   node_roles(role, cluster, node)   which login role ships which node (schema 3)
+//   overlaps(cluster, node, gpu_uuid, start_time, other_...)
+//                     windows committed over another window of the same GPU (schema 3)
 // Every table is partitioned by month on start_time (Unix seconds, UTC
 // months); ensure_month(t) creates the month's partitions (SECURITY DEFINER,
-// so an agent that may only insert can still start a new month).
+// so an agent that may only insert can still start a new month; from schema 3
+// only a year back to a month ahead of the server's clock, create_month(t) any
+// month, for the owner).
 // A window is keyed by (cluster, node, GPU or MIG instance uuid, start); its
 // digest (window_digest.h) tells a resend (the same content: stored once)
 // from a conflict (different content: refused, never overwritten).
@@ -23,6 +30,9 @@
 //   gpuledger_agent   INSERT into the four tables and rollups, SELECT of their
 //                     keys and digests only (to tell a resend from a conflict), and
 //                     ensure_month(); no UPDATE, DELETE, TRUNCATE or reading of bills.
+//                     From schema 3, row-level security: a member inserts and sees
+//                     only the rows of the node (and cluster) node_roles gives it
+//                     (fleet_roles.h: `gpuledger fleet-db add-node`).
 //   gpuledger_reader  SELECT only (reports).
 // `gpuledger fleet-db migrate` runs as the database's owner (docs/fleet-db.md).
 #include <cstdint>
@@ -33,7 +43,7 @@ namespace gpuledger::fleet {
 class PgConnection;
 
 // The newest migration this gpuledger knows.
-inline constexpr int kFleetSchemaVersion = 2;
+inline constexpr int kFleetSchemaVersion = 3;
 
 // Applies the migrations not applied yet, each in its own transaction
 // (serialised by an advisory lock, so two runs at once are safe), and creates

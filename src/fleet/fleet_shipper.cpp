@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -19,6 +20,7 @@ namespace gpuledger::fleet {
 
 std::string fleet_error_reason(const std::string& message) {
   if (message.rfind("ledger store", 0) == 0 || message.rfind("sqlite", 0) == 0) return "store";
+  if (message.find(kNotThisNode) != std::string::npos) return "not_this_node";
   if (message.find("cannot connect") != std::string::npos) return "connect";
   if (message.find("schema version") != std::string::npos || message.find("fleet-db migrate") != std::string::npos)
     return "schema";
@@ -64,6 +66,14 @@ void FleetShipper::ship_rollups(Session& s) {
       const auto rollups = build_rollups(*s.store, options_.origin, p, next);
       const auto done = s.sink->ship_rollups(rollups);
       for (size_t i = 0; i < done.size(); ++i) {
+        if (done[i] == Delivery::kUnverified) {
+          spdlog::error("fleet db: the database found the {} roll-up of {} from {} on {} not to be its windows' merge; "
+                        "reports read its finer periods instead",
+                        to_string(p), next, rollups[i].window.slot.uuid, options_.origin.node);
+          std::lock_guard lock(mu_);
+          ++errors_["rollup"];
+          continue;
+        }
         if (done[i] != Delivery::kConflict) {
           std::lock_guard lock(mu_);
           ++rollups_[to_string(p)];
@@ -174,10 +184,14 @@ bool FleetShipper::round(Session& s) {
   std::lock_guard lock(mu_);
   if (!status_.up) spdlog::info("fleet db: {} works; {} windows pending", name_, pending);
   status_.up = true;
+  not_this_node_logged_ = false;
+  status_.refused += static_cast<int64_t>(refused.size());
   status_.reason = "shipping to " + name_;
+  if (status_.refused > 0)
+    status_.reason += fmt::format("; {} windows refused: the database holds others under their keys, see the log",
+                                  status_.refused);
   status_.shipped += shipped.size();
   status_.pending = pending;
-  status_.refused += static_cast<int64_t>(refused.size());
   status_.oldest_pending_end = oldest;
   errors_["conflict"] += refused.size();
   return more;
@@ -200,8 +214,14 @@ void FleetShipper::run() {
       backoff = options_.first_retry;
     } catch (const std::exception& e) {
       failed(e.what());
-      spdlog::error("fleet db: {}; the windows stay in the store and are sent when it works; retrying in {} ms",
-                    e.what(), backoff.count());
+      bool quiet = false;  // a role for another node: said once, counted every time
+      if (fleet_error_reason(e.what()) == "not_this_node") {
+        std::lock_guard lock(mu_);
+        quiet = std::exchange(not_this_node_logged_, true);
+      }
+      if (!quiet)
+        spdlog::error("fleet db: {}; the windows stay in the store and are sent when it works; retrying in {} ms",
+                      e.what(), backoff.count());
       if (fleet_error_reason(e.what()) == "store") {
         s = Session{};
       } else {
@@ -251,8 +271,9 @@ void FleetShipper::write_metrics(metrics::ExpositionWriter& out) const {
              "Windows in the local store the fleet database refused: it holds a different window under their key");
   out.sample({}, static_cast<uint64_t>(std::max<int64_t>(0, st.refused)));
   out.family("gpuledger_fleet_db_errors_total", MetricType::kCounter,
-             "Failures shipping to the fleet database by class: connect, schema, privilege, conflict (a refused "
-             "window), store, query");
+             "Failures shipping to the fleet database by class: connect, schema, privilege, not_this_node (the role "
+             "is another node's: the batch stays pending), conflict (a refused window), rollup (a roll-up the database "
+             "found not to be its windows' merge), store, query");
   for (const auto& [reason, n] : errors) out.sample({{"reason", reason}}, n);
   out.family("gpuledger_fleet_db_shipped_rollups_total", MetricType::kCounter,
              "Roll-ups of complete hours, days and months (one per GPU) the fleet database committed (or already "

@@ -32,9 +32,13 @@
 namespace gpuledger::fleet {
 
 // connect: no connection; schema: not migrated or newer; privilege: the role
-// may not do what shipping needs; conflict: a window differs from the stored
-// one (refused); store: the local store failed; query: any other database error.
-inline constexpr const char* kFleetErrorReasons[] = {"connect", "schema", "privilege", "conflict", "store", "query"};
+// may not do what shipping needs; not_this_node: the role is another node's
+// (row-level security refused the batch: it stays pending); conflict: a window
+// differs from the stored one (refused); rollup: a roll-up the database found
+// not to be its windows' merge; store: the local store failed; query: any
+// other database error.
+inline constexpr const char* kFleetErrorReasons[] = {"connect",  "schema", "privilege", "not_this_node",
+                                                     "conflict", "rollup", "store",     "query"};
 // The class of a failure, from its message (PgConnection's SQLSTATE, the schema check's words).
 std::string fleet_error_reason(const std::string& message);
 
@@ -92,6 +96,7 @@ class FleetShipper : public metrics::MetricsContributor {
   Status status_;
   std::map<std::string, uint64_t> errors_;
   std::map<std::string, uint64_t> rollups_;  // by period: shipped (or already there)
+  bool not_this_node_logged_ = false;        // logged once until a batch ships again
   std::thread thread_;
 };
 

@@ -54,17 +54,25 @@ void FleetSinkPostgres::ensure_month(int64_t t) {
 }
 
 void FleetSinkPostgres::in_transaction(const std::function<void()>& fn) {
+  auto rollback = [&] {
+    if (!db_.ok()) return;
+    try {
+      db_.exec("ROLLBACK");
+    } catch (...) {
+    }
+  };
   db_.exec("BEGIN");
   try {
     fn();
     db_.exec("COMMIT");
+  } catch (const Error& e) {
+    rollback();
+    if (std::string(e.what()).find("row-level security") == std::string::npos) throw;
+    throw Error("fleet database " + db_.name() + ": " + kNotThisNode + ", not those of " + origin_.cluster + "/" +
+                origin_.node + " (run `gpuledger fleet-db add-node " + origin_.node + " --cluster " + origin_.cluster +
+                "` as the owner and give this node the role it prints); they stay pending in the store");
   } catch (...) {
-    if (db_.ok()) {
-      try {
-        db_.exec("ROLLBACK");
-      } catch (...) {
-      }
-    }
+    rollback();
     throw;
   }
 }
@@ -86,9 +94,12 @@ std::vector<Delivery> FleetSinkPostgres::ship_rollups(const std::vector<Rollup>&
       const auto& row = rows[i];
       PgResult done = db_.query(
           "INSERT INTO gpuledger.rollups(period, period_start, cluster, node, gpu_uuid, windows, cost_micros, digests, "
-          "digest, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json) ON CONFLICT DO NOTHING RETURNING 1",
+          "digest, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json) ON CONFLICT DO NOTHING RETURNING verified",
           row);
-      if (done.rows() == 1) continue;
+      if (done.rows() == 1) {
+        if (done.text(0, 0) != "t") out[i] = Delivery::kUnverified;
+        continue;
+      }
       PgResult stored = db_.query(
           "SELECT digest FROM gpuledger.rollups WHERE period = $1 AND period_start = $2 AND cluster = $3 AND node = $4 "
           "AND gpu_uuid = $5 AND windows = $6",

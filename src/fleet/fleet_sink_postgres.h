@@ -19,7 +19,13 @@
 
 namespace gpuledger::fleet {
 
-enum class Delivery { kStored, kDuplicate, kConflict };
+// kUnverified: a roll-up stored but found by the database not to be its
+// windows' merge (gpuledger.check_rollup); reports do not read it.
+enum class Delivery { kStored, kDuplicate, kConflict, kUnverified };
+
+// Said (in an Error) when the database's row-level security refused a row:
+// this role ships another node's windows or roll-ups (fleet_error_reason).
+inline constexpr const char* kNotThisNode = "this role may ship only its own node's windows";
 
 class FleetSinkPostgres {
  public:
@@ -36,7 +42,8 @@ class FleetSinkPostgres {
 
  private:
   void ensure_month(int64_t t);
-  // BEGIN, fn, COMMIT; ROLLBACK and rethrow when anything fails.
+  // BEGIN, fn, COMMIT; ROLLBACK and rethrow when anything fails (a refusal by
+  // row-level security as one sentence saying kNotThisNode).
   void in_transaction(const std::function<void()>& fn);
   PgConnection& db_;
   Origin origin_;

@@ -151,10 +151,12 @@ bool PgConnection::ok() const { return conn_ && PQstatus(conn_) == CONNECTION_OK
 
 namespace {
 [[noreturn]] void fail(pg_conn* conn, PGresult* r, const std::string& name) {
-  const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  // Copied before PQclear: the field lives in the result's memory.
+  const char* field = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  const std::string state = field ? field : "08006";
   const std::string why = one_line(r && *PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn));
   if (r) PQclear(r);
-  throw Error("fleet database " + name + ": " + why + kStateMarker + (state ? state : "08006") + "]");
+  throw Error("fleet database " + name + ": " + why + kStateMarker + state + "]");
 }
 }  // namespace
 

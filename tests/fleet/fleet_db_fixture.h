@@ -6,16 +6,22 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "fleet/fleet_reader.h"
 #include "fleet/fleet_schema.h"
+#include "fleet/fleet_shipper.h"
 #include "fleet/pg_connection.h"
 #include "fleet_windows.h"
 #include "ledger/store.h"
+#include "metrics/prometheus_text.h"
 #include "pg_server.h"
+#include "report/report.h"
 
 namespace gpuledger::testing {
 
@@ -53,6 +59,45 @@ class FleetDb : public ::testing::Test {
 inline std::vector<const ledger::WindowRecord*> pointers(const std::vector<ledger::WindowRecord>& ws) {
   std::vector<const ledger::WindowRecord*> out;
   for (const auto& w : ws) out.push_back(&w);
+  return out;
+}
+
+// A shipper's /metrics page, a line of it, a sample's value (-1: absent).
+inline std::string metrics(const fleet::FleetShipper& s) {
+  metrics::ExpositionWriter out;
+  s.write_metrics(out);
+  return out.text();
+}
+inline bool has_line(const std::string& page, const std::string& line) {
+  return ("\n" + page).find("\n" + line + "\n") != std::string::npos;
+}
+inline int64_t sample(const std::string& page, const std::string& series) {
+  const size_t at = ("\n" + page).find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stoll(page.substr(at + series.size() + 1));
+}
+
+// A fleet bill by team as a report reads it (roll-ups no coarser than `coarsest`).
+struct Read {
+  int records = 0;
+  std::map<std::string, std::pair<int64_t, int64_t>> cost_by_team;  // busy, idle micros
+  int64_t energy = 0, total = 0;
+  std::string windows_digest;  // names the windows, whatever was read
+  fleet::FleetReadNotes notes;
+};
+inline Read read(fleet::PgConnection& db, int64_t from, int64_t to, std::optional<fleet::Period> coarsest) {
+  Read out;
+  report::ReportBuilder builder(from, to, report::GroupBy::kTeam);
+  fleet::for_each_fleet_window(
+      db, from, to, {}, coarsest,
+      [&](ledger::WindowRecord&& w) {
+        ++out.records;
+        builder.add(w);
+      },
+      &out.windows_digest, &out.notes);
+  const auto r = builder.finish();
+  for (const auto& row : r.rows) out.cost_by_team[row.key] = {row.cost_busy_micros, row.cost_idle_micros};
+  out.energy = r.total.energy_millijoules.value_or(0);
+  out.total = r.total.cost_total_micros();
   return out;
 }
 

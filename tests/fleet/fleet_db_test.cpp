@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "fleet/fleet_reader.h"
+#include "fleet/fleet_roles.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_shipper.h"
 #include "fleet/fleet_sink_postgres.h"
@@ -31,9 +32,9 @@ namespace fs = std::filesystem;
 using fleet::Delivery;
 
 TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
-  EXPECT_EQ(fleet::schema_version(*admin_), 2);
-  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 2) << "a second run changes nothing";
-  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "2\n");
+  EXPECT_EQ(fleet::schema_version(*admin_), 3);
+  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 3) << "a second run changes nothing";
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "3\n");
   // This month's and the next month's partitions, of every table.
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'windows'"),
@@ -42,12 +43,12 @@ TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'rollups'"),
             "rollups_2027_01,rollups_2027_02\n");
   EXPECT_NO_THROW(fleet::check_schema(*admin_));
-  pg_->psql("INSERT INTO gpuledger.schema_migrations(version) VALUES (3)");
+  pg_->psql("INSERT INTO gpuledger.schema_migrations(version) VALUES (4)");
   try {
     fleet::check_schema(*admin_);
     FAIL() << "a newer schema was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("schema version 3 is newer than this gpuledger knows (2)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("schema version 4 is newer than this gpuledger knows (3)"), std::string::npos)
         << e.what();
   }
   EXPECT_THROW(fleet::migrate(*admin_, kFleetT0), Error);
@@ -108,9 +109,11 @@ TEST_F(FleetDb, AWindowIsStoredOnceAConflictIsRefusedAndTheReaderGivesItBackExac
 }
 
 TEST_F(FleetDb, AgentsMayOnlyInsertAndReportsOnlyRead) {
-  const std::string agent_pw = pg_->add_login("node_agent", "gpuledger_agent");
+  // Schema 3: the node's own role (`gpuledger fleet-db add-node node-1 --cluster prod`).
+  const std::string role = fleet::add_node_role(*admin_, "node-1", std::string("prod"));
+  const std::string agent_pw = pg_->set_password(role);
   const std::string reader_pw = pg_->add_login("finance", "gpuledger_reader");
-  fleet::PgConnection agent(pg_->conninfo("node_agent"), agent_pw);
+  fleet::PgConnection agent(pg_->conninfo(role), agent_pw);
   fleet::check_schema(agent);
   fleet::FleetSinkPostgres sink(agent, {"prod", "node-1"});
   const auto w = fleet_window(kFleetT0 + 40 * 86400, "GPU-a");  // next month but one: a partition the agent makes
@@ -173,15 +176,6 @@ TEST_F(FleetDb, ConnectionStringsAreRedactedAndPasswordsComeFromFiles) {
     EXPECT_EQ(std::string(e.what()).find("wrong"), std::string::npos) << "no password in an error: " << e.what();
     EXPECT_NE(std::string(e.what()).find("cannot connect"), std::string::npos) << e.what();
   }
-}
-
-std::string metrics(const fleet::FleetShipper& s) {
-  metrics::ExpositionWriter out;
-  s.write_metrics(out);
-  return out.text();
-}
-bool has_line(const std::string& page, const std::string& line) {
-  return ("\n" + page).find("\n" + line + "\n") != std::string::npos;
 }
 
 // The store is the outbox: through an outage nothing is lost, the backlog

@@ -1,6 +1,9 @@
 #include "pg_server.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <pwd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -103,7 +106,8 @@ void PgServer::start() {
   if (running_) return;
   const std::string bin = postgres_bin_dir();
   if (run_as_postgres({bin + "/pg_ctl", "-D", dir_ + "/data", "-w", "-t", "60", "-l", dir_ + "/server.log", "-o",
-                       "-k " + dir_ + " -c listen_addresses= -c max_connections=50 " + settings_, "start"},
+                       "-k " + dir_ + " " + listen_ + " -c port=" + std::to_string(port_) + " -c max_connections=50 " + settings_,
+                       "start"},
                       dir_ + "/pg_ctl.log") != 0)
     throw std::runtime_error("PostgreSQL did not start:\n" + read_file(dir_ + "/pg_ctl.log") +
                              read_file(dir_ + "/server.log"));
@@ -118,7 +122,7 @@ void PgServer::stop() {
 }
 
 std::string PgServer::conninfo(const std::string& user, const std::string& dbname) const {
-  return "host=" + dir_ + " port=5432 dbname=" + dbname + " user=" + user;
+  return "host=" + dir_ + " port=" + std::to_string(port_) + " dbname=" + dbname + " user=" + user;
 }
 
 std::string PgServer::admin_password_file() const { return dir_ + "/admin.pw"; }
@@ -133,12 +137,51 @@ std::string PgServer::add_login(const std::string& name, const std::string& grou
   return file;
 }
 
+std::string PgServer::set_password(const std::string& role) {
+  psql("ALTER ROLE \"" + role + "\" PASSWORD '" + role + "'");
+  std::string name = role;  // a node's role may hold a slash (cluster/node)
+  for (auto& c : name)
+    if (c == '/') c = '_';
+  const std::string file = dir_ + "/" + name + ".pw";
+  std::ofstream(file) << role << "\n";
+  return file;
+}
+
+void PgServer::enable_tls(const std::string& server_cert, const std::string& server_key, const std::string& client_ca,
+                          const std::string& ident_map) {
+  const std::string data = dir_ + "/data/";
+  fs::copy_file(server_cert, data + "server.crt", fs::copy_options::overwrite_existing);
+  fs::copy_file(server_key, data + "server.key", fs::copy_options::overwrite_existing);
+  fs::copy_file(client_ca, data + "client-ca.crt", fs::copy_options::overwrite_existing);
+  fs::permissions(data + "server.key", fs::perms::owner_read | fs::perms::owner_write);
+  for (const char* f : {"server.crt", "server.key", "client-ca.crt"}) give_to_postgres(data + f);
+  // Passwords on the unix socket; certificates only on TCP, and only over TLS.
+  std::ofstream(data + "pg_hba.conf") << "local all all scram-sha-256\n"
+                                         "hostssl all all 127.0.0.1/32 cert map=gpuledger\n";
+  std::ofstream(data + "pg_ident.conf") << ident_map;
+  // A free loopback port, as the kernel gives one.
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (s < 0 || ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error("no free loopback port");
+  ::close(s);
+  stop();
+  // The unix socket's name follows the port: psql and conninfo() follow it too.
+  port_ = ntohs(a.sin_port);
+  listen_ = "-c listen_addresses=127.0.0.1 -c ssl=on -c ssl_ca_file=client-ca.crt";
+  start();
+}
+
 std::string PgServer::psql(const std::string& sql, const std::string& user) const {
   const std::string out = dir_ + "/psql.out";
   fs::remove(out);
   const std::string pgpass = dir_ + "/pgpass";
   const int rc = run_as_postgres({fs::path(postgres_bin_dir()).parent_path().string() + "/bin/psql", "-X", "-q", "-A",
-                                  "-t", "-v", "ON_ERROR_STOP=1", "-h", dir_, "-p", "5432", "-U", user, "-d",
+                                  "-t", "-v", "ON_ERROR_STOP=1", "-h", dir_, "-p", std::to_string(port_), "-U", user, "-d",
                                   "postgres", "-c", sql},
                                  out, pgpass);
   const std::string text = read_file(out);

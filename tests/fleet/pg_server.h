@@ -25,6 +25,17 @@ class PgServer {
   std::string admin_password_file() const;
   // Creates a login role (password = its name, in the file returned) that is a member of `group`.
   std::string add_login(const std::string& name, const std::string& group);
+  // Sets a login role's password (= its name, in the file returned), e.g. for
+  // a role `gpuledger fleet-db add-node` made.
+  std::string set_password(const std::string& role);
+  // Restarts the server listening also on a loopback TCP port (port()) with
+  // TLS (its certificate and key files, in PEM), where clients log in with a
+  // certificate signed by `client_ca` whose CN maps to the role through
+  // `ident_map` (pg_ident.conf lines of the map "gpuledger"); the unix socket
+  // keeps password login.
+  void enable_tls(const std::string& server_cert, const std::string& server_key, const std::string& client_ca,
+                  const std::string& ident_map);
+  int port() const { return port_; }
   // Runs SQL as the admin through psql; returns its stdout (tuples only, unaligned).
   std::string psql(const std::string& sql, const std::string& user = "gpuledger_admin") const;
   const std::string& dir() const { return dir_; }
@@ -33,6 +44,8 @@ class PgServer {
  private:
   std::string dir_;
   std::string settings_;
+  std::string listen_ = "-c listen_addresses=";
+  int port_ = 5432;
   bool running_ = false;
 };
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -137,15 +138,27 @@ inline uint64_t metric_value(const std::string& page, const std::string& series)
   return std::stoull(page.substr(at + 1 + series.size() + 1));
 }
 
-// `gpuledger ARGS...` run to its end: its exit code, stdout and stderr in `output`.
-inline int run_cli(const std::vector<std::string>& args, std::string* output) {
+// `gpuledger ARGS...` run to its end: its exit code, stdout and stderr in
+// `output`, or stderr apart in `errors` when given.
+inline int run_cli(const std::vector<std::string>& args, std::string* output, std::string* errors = nullptr) {
   std::string command = gpuledger_binary();
   for (const auto& a : args) command += " '" + a + "'";
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  char err_file[] = "/tmp/gpuledger-cli-stderr-XXXXXX";
+  if (errors) {
+    const int fd = ::mkstemp(err_file);
+    if (fd < 0) return -1;
+    ::close(fd);
+  }
+  FILE* p = ::popen((command + (errors ? std::string(" 2>") + err_file : std::string(" 2>&1"))).c_str(), "r");
   char buf[512];
   output->clear();
   while (p && std::fgets(buf, sizeof buf, p)) *output += buf;
   int status = p ? ::pclose(p) : -1;
+  if (errors) {
+    std::ifstream in(err_file);
+    errors->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    ::unlink(err_file);
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
