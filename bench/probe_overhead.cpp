@@ -50,6 +50,7 @@ using HotCalls = std::vector<HotCall>;
 HotCalls simulator_calls(const CudaSession& session) {
   return {{"cuLaunchKernel", [&session] { return session.launch(); }},
           {"cuMemcpyHtoD_v2", [&session] { return session.copy(); }},
+          {"cuMemcpyHtoDAsync_v2", [&session] { return session.copy_async(); }},
           {"cuStreamSynchronize", [&session] { return session.sync(); }, 0.1}};
 }
 
@@ -446,6 +447,7 @@ class RealDriver {
     resolve("cuInit", init_);
     resolve("cuLaunchKernel", launch_);
     resolve("cuMemcpyHtoD_v2", copy_);
+    resolve("cuMemcpyHtoDAsync_v2", copy_async_);
     resolve("cuStreamSynchronize", sync_);
     init_result_ = init_(0);
   }
@@ -454,6 +456,7 @@ class RealDriver {
   HotCalls calls() const {
     return {{"cuLaunchKernel", [this] { return launch_(nullptr, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr); }},
             {"cuMemcpyHtoD_v2", [this] { return copy_(0x1000, host_, sizeof host_); }},
+            {"cuMemcpyHtoDAsync_v2", [this] { return copy_async_(0x1000, host_, sizeof host_, nullptr); }},
             {"cuStreamSynchronize", [this] { return sync_(nullptr); }}};
   }
 
@@ -466,6 +469,7 @@ class RealDriver {
   CUresult (*init_)(unsigned) = nullptr;
   decltype(&::cuLaunchKernel) launch_ = nullptr;
   decltype(&::cuMemcpyHtoD_v2) copy_ = nullptr;
+  decltype(&::cuMemcpyHtoDAsync_v2) copy_async_ = nullptr;
   decltype(&::cuStreamSynchronize) sync_ = nullptr;
   CUresult init_result_ = CUDA_SUCCESS;
   char host_[4096] = {};

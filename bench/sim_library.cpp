@@ -34,6 +34,7 @@ SimLibrary::SimLibrary(const std::string& original) : copy_(original, "gpuledger
   resolve(copy_, "cuMemAlloc_v2", api_.mem_alloc);
   resolve(copy_, "cuLaunchKernel", api_.launch_kernel);
   resolve(copy_, "cuMemcpyHtoD_v2", api_.memcpy_htod);
+  resolve(copy_, "cuMemcpyHtoDAsync_v2", api_.memcpy_htod_async);
   resolve(copy_, "cuStreamSynchronize", api_.stream_synchronize);
 }
 

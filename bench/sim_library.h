@@ -25,6 +25,7 @@ struct CudaApi {
   decltype(&::cuMemAlloc_v2) mem_alloc = nullptr;
   decltype(&::cuLaunchKernel) launch_kernel = nullptr;
   decltype(&::cuMemcpyHtoD_v2) memcpy_htod = nullptr;
+  decltype(&::cuMemcpyHtoDAsync_v2) memcpy_htod_async = nullptr;
   decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
 };
 
@@ -57,6 +58,7 @@ struct CudaSession {
     return api->launch_kernel(kernel, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr);
   }
   CUresult copy() const { return api->memcpy_htod(buffer, host, kCopyBytes); }
+  CUresult copy_async() const { return api->memcpy_htod_async(buffer, host, kCopyBytes, nullptr); }
   CUresult sync() const { return api->stream_synchronize(nullptr); }
 };
 

@@ -650,6 +650,29 @@ static __always_inline __u64 batch_bytes(struct pt_regs *ctx, bool ops3d) {
   return b.bytes;
 }
 
+static __always_inline void add_memcpy(struct gl_counters *c, __u64 dir, __u64 bytes) {
+  if (dir >= GL_DIR_COUNT) return;
+  __sync_fetch_and_add(&c->memcpy_bytes[dir], bytes);
+  __sync_fetch_and_add(&c->memcpy_calls[dir], 1);
+}
+
+/* An asynchronous copy or a memset (GL_COOKIE_AT_ENTRY): counted at its entry
+ * from the arguments just read, as a launch is - the uretprobe it no longer
+ * has cost more than the entry probe. The runtime's own probe counts it
+ * instead where it owns the call (runtime_owns). */
+static __always_inline void count_at_entry(struct gl_thread_state *t, __u32 kind, const struct gl_call_stash *s,
+                                           __u64 sp) {
+  if (runtime_owns(t, kind, sp, false)) return;
+  struct gl_counters *c = counters_for(current_cgroup_key(), t ? t->device : GL_DEVICE_UNKNOWN);
+  if (!c) return;
+  if (call_class(kind) == GL_KIND_MEMCPY) {
+    add_memcpy(c, s->a1, s->a0);
+  } else {
+    __sync_fetch_and_add(&c->memsets, 1);
+    __sync_fetch_and_add(&c->memset_bytes, s->a0);
+  }
+}
+
 SEC("uprobe")
 int gl_call_entry(struct pt_regs *ctx) {
   __u64 cookie = bpf_get_attach_cookie(ctx);
@@ -727,6 +750,10 @@ int gl_call_entry(struct pt_regs *ctx) {
       break;
   }
   struct gl_thread_state *t = thread_state(bpf_get_current_pid_tgid());
+  if (GL_COOKIE_AT_ENTRY(cookie)) {
+    count_at_entry(t, kind, &s, sp);
+    return 0;
+  }
   if (t) t->call = s;
   return 0;
 }
@@ -779,12 +806,6 @@ static __always_inline void record_free(struct gl_counters *c, struct gl_proc_st
   /* Freed bytes go back to the workload and device that allocated them. */
   struct gl_counters *oc = counters_of(owner.cgroup_key, owner.device);
   if (oc) __sync_fetch_and_add(&oc->freed_bytes, owner.bytes);
-}
-
-static __always_inline void add_memcpy(struct gl_counters *c, __u64 dir, __u64 bytes) {
-  if (dir >= GL_DIR_COUNT) return;
-  __sync_fetch_and_add(&c->memcpy_bytes[dir], bytes);
-  __sync_fetch_and_add(&c->memcpy_calls[dir], 1);
 }
 
 /* A wait that returned (a sync, a query that reported completion): the work

@@ -70,6 +70,11 @@ enum gl_sync_target {
  * returns once the default stream's work before it is done. */
 #define GL_COOKIE_SYNC_COPY_BIT (1ULL << 25)
 #define GL_COOKIE_SYNC_COPY(c) ((gl_u32)(((c) >> 25) & 0x1))
+/* Bit 26: counted at entry, with no return probe - an asynchronous copy or a
+ * memset, whose return would only say it succeeded (issue 28 item 4): like a
+ * launch, it counts as attempted. */
+#define GL_COOKIE_AT_ENTRY_BIT (1ULL << 26)
+#define GL_COOKIE_AT_ENTRY(c) ((gl_u32)(((c) >> 26) & 0x1))
 
 /* The size-argument bits of a GL_KIND_ARRAY_CREATE cookie: which descriptor. */
 enum gl_array_shape {

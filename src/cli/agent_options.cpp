@@ -32,8 +32,8 @@ void add_attribution_options(CLI::App* cmd, node::NodeOptions& o) {
                 "One perf-event link per uprobe even where the kernel has multi-uprobe links "
                 "(Linux 6.6+); the agent falls back to this by itself on older kernels");
   cmd->add_flag("--launch-returns", o.launch_returns,
-                "Also probe launch returns: counts only successful launches and their errors, at "
-                "the price of a return probe on the hottest calls");
+                "Also probe the returns of launches, asynchronous copies and memsets: counts only successful "
+                "calls and their errors, at the price of a return probe on the hottest calls");
   cmd->add_option("--probe-set", o.probe_set,
                   "Which CUDA entry points are probed: full probes every family; billing none called per "
                   "unit of work (launches, copies, memsets, synchronisations, queries, event records), so "

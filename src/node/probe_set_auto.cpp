@@ -29,10 +29,11 @@ void ProbeSetAuto::judge(const device::DeviceSnapshot& devices, const attributio
   const ProbeSetVerdict verdict = judge_node(facts);
   const probes::ProbeSet current = plane_.probe_set();
   const auto next = switch_.update(current, verdict, std::chrono::steady_clock::now());
+  const std::string why = "auto: " + verdict.why;
   if (next) {
-    plane_.set_probe_set(*next, std::string(reason_code(verdict.reason)), verdict.why);
+    plane_.set_probe_set(*next, std::string(reason_code(verdict.reason)), why);
   } else if (current == verdict.set) {
-    plane_.set_probe_set(current, std::string(reason_code(verdict.reason)), verdict.why);  // the reason, kept current
+    plane_.set_probe_set(current, std::string(reason_code(verdict.reason)), why);  // the reason, kept current
   }
 }
 

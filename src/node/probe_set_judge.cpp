@@ -99,7 +99,7 @@ ProbeSetVerdict judge_node(const NodeSplitFacts& facts) {
                             (g.process_samples_error.empty() ? "" : " (" + g.process_samples_error + ")"));
   }
   return {probes::ProbeSet::kBilling, ProbeSetReason::kDeviceSplits,
-          "auto: NVML splits every GPU's time itself (per-process samples, no MPS, no shared MIG instance)"};
+          "NVML splits every GPU's time itself (per-process samples, no MPS, no shared MIG instance)"};
 }
 
 std::optional<probes::ProbeSet> ProbeSetSwitch::update(probes::ProbeSet current, const ProbeSetVerdict& verdict,

@@ -215,6 +215,25 @@ bool is_launch(gl_call_kind kind) {
          kind == GL_KIND_LAUNCH_LEGACY || kind == GL_KIND_LAUNCH_MULTI;
 }
 
+// A call whose return probe would only say it succeeded: an asynchronous copy
+// (a synchronous one ends the default stream's spans when it returns) or a
+// memset. Counted at entry, as attempted, like a launch (GL_COOKIE_AT_ENTRY).
+bool counted_at_entry(const EntryPointFamily& family) {
+  switch (family.kind) {
+    case GL_KIND_MEMCPY:
+    case GL_KIND_MEMCPY_2D:
+    case GL_KIND_MEMCPY_3D:
+    case GL_KIND_MEMCPY_3D_PEER:
+    case GL_KIND_MEMCPY_BATCH:
+    case GL_KIND_MEMCPY_3D_BATCH:
+      return !synchronous_copy(family);
+    case GL_KIND_MEMSET:
+      return true;
+    default:
+      return false;
+  }
+}
+
 ProbeSpec spec_for(const EntryPointFamily& family, const ElfFunction& fn, CallNames& call_names,
                    const ProbePlanOptions& options) {
   auto form = parse_entry_point_form(fn.name, family.base);
@@ -230,6 +249,10 @@ ProbeSpec spec_for(const EntryPointFamily& family, const ElfFunction& fn, CallNa
   if (synchronous_copy(family)) spec.cookie |= GL_COOKIE_SYNC_COPY_BIT;
   if (is_launch(family.kind) && !options.launch_returns) {
     spec.program = ProbeProgram::kLaunch;
+    spec.with_return = false;
+  } else if (counted_at_entry(family) && !options.launch_returns) {
+    spec.program = ProbeProgram::kCallEntry;
+    spec.cookie |= GL_COOKIE_AT_ENTRY_BIT;
     spec.with_return = false;
   } else {
     spec.program = ProbeProgram::kCallEntry;

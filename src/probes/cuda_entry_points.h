@@ -83,7 +83,9 @@ struct ProbeSpec {
 
 struct ProbePlanOptions {
   // Launches are the hottest calls: by default they get one entry probe and
-  // count attempts; with this, they are counted at return, errors included.
+  // count attempts, and so do asynchronous copies and memsets (whose return
+  // probe would only say they succeeded); with this, they are counted at
+  // return, errors included.
   bool launch_returns = false;
   // False: the `billing` probe set (probe_sets.h) - no entry point called per
   // unit of work (launches, copies, memsets, waits, queries, event records).

@@ -249,7 +249,11 @@ TEST_F(SimPlan, CookiesDecodeToKindDirectionSizeArgAndLegacy) {
     const bool copy = e.kind == GL_KIND_MEMCPY || e.kind == GL_KIND_MEMCPY_2D || e.kind == GL_KIND_MEMCPY_3D ||
                       e.kind == GL_KIND_MEMCPY_3D_PEER;
     EXPECT_EQ(GL_COOKIE_SYNC_COPY(cookie), copy && name.find("Async") == std::string::npos ? 1u : 0u);
-    EXPECT_EQ((cookie >> 26) & 0x3f, 0u) << "bits between the sync-copy bit and the call id must be clear";
+    // Bit 26: counted at entry - an asynchronous copy (batches included) or a memset, by default.
+    const bool any_copy = copy || e.kind == GL_KIND_MEMCPY_BATCH || e.kind == GL_KIND_MEMCPY_3D_BATCH;
+    const bool at_entry = (any_copy && !GL_COOKIE_SYNC_COPY(cookie)) || e.kind == GL_KIND_MEMSET;
+    EXPECT_EQ(GL_COOKIE_AT_ENTRY(cookie), at_entry ? 1u : 0u);
+    EXPECT_EQ((cookie >> 27) & 0x1f, 0u) << "bits between the at-entry bit and the call id must be clear";
     EXPECT_EQ(cookie >> 42, 0u) << "bits above the call id must be clear";
     // The call id names the entry point back.
     const std::string* back = names.name_of(GL_COOKIE_CALL(cookie));
@@ -276,9 +280,21 @@ TEST_F(SimPlan, LaunchesGetTheLaunchProgramWithoutReturnByDefault) {
       EXPECT_EQ(p.program, ProbeProgram::kLaunch);
       EXPECT_FALSE(p.with_return);
     } else {
+      // Asynchronous copies and memsets are counted at entry too (issue 28 item 4): no return probe.
       EXPECT_EQ(p.program, ProbeProgram::kCallEntry);
-      EXPECT_TRUE(p.with_return);
+      EXPECT_EQ(p.with_return, !GL_COOKIE_AT_ENTRY(p.cookie));
     }
+  }
+  auto by = by_name(plan_probes(*functions_, names, {}));
+  for (const char* n : {"cuMemcpyHtoDAsync_v2", "cuMemcpyAsync", "cuMemsetD8_v2", "cuMemsetD32Async"}) {
+    ASSERT_TRUE(by.count(n)) << n;
+    EXPECT_FALSE(by[n].with_return) << n;
+    EXPECT_TRUE(GL_COOKIE_AT_ENTRY(by[n].cookie)) << n;
+  }
+  for (const char* n : {"cuMemcpyHtoD_v2", "cuMemcpy", "cuStreamSynchronize", "cuMemAlloc_v2", "cuEventRecord"}) {
+    ASSERT_TRUE(by.count(n)) << n;
+    EXPECT_TRUE(by[n].with_return) << n << ": its return does more than say it succeeded";
+    EXPECT_FALSE(GL_COOKIE_AT_ENTRY(by[n].cookie)) << n;
   }
   auto plan = by_name(plan_probes(*functions_, names, {}));
   for (const char* n : {"cuLaunchKernel", "cuLaunchKernel_ptsz"}) {
@@ -297,6 +313,7 @@ TEST_F(SimPlan, LaunchReturnsOptionProbesLaunchesAtReturn) {
     SCOPED_TRACE(p.name);
     EXPECT_EQ(p.program, ProbeProgram::kCallEntry);
     EXPECT_TRUE(p.with_return);
+    EXPECT_FALSE(GL_COOKIE_AT_ENTRY(p.cookie)) << "copies and memsets too are counted at return";
   }
   auto m = by_name(plan);
   EXPECT_EQ(GL_COOKIE_KIND(m["cuLaunchKernel"].cookie), uint32_t{GL_KIND_LAUNCH});

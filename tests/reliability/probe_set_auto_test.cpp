@@ -90,7 +90,8 @@ TEST(ProbeSetAuto, SwitchesLiveAndLosesNoCountMade) {
   ASSERT_TRUE(eventually([&] { return in_set(port, "full"); }, std::chrono::milliseconds(5000))) << agent.log();
   EXPECT_EQ(changes(port, "billing", "full", "no_process_samples"), 1);
   health = get_body(port, "/healthz");
-  EXPECT_NE(health.find("\n- probe set full (NVML gives no per-process samples for GPU 0 (" + kSimulatedGpu), std::string::npos)
+  EXPECT_NE(health.find("\n- probe set full (auto: NVML gives no per-process samples for GPU 0 (" + kSimulatedGpu),
+            std::string::npos)
       << health;
   tenant.write_line("go");
   ASSERT_EQ(tenant.read_line().rfind("READY", 0), 0u);
@@ -129,7 +130,25 @@ TEST(ProbeSetAuto, SwitchesLiveAndLosesNoCountMade) {
   // The log says each switch and why.
   const std::string log = agent.log();
   EXPECT_NE(log.find("probe set full -> billing: auto: NVML splits every GPU's time itself"), std::string::npos) << log;
-  EXPECT_NE(log.find("probe set billing -> full: an MPS control daemon runs on the node"), std::string::npos) << log;
+  EXPECT_NE(log.find("probe set billing -> full: auto: an MPS control daemon runs on the node"), std::string::npos)
+      << log;
+}
+
+// `doctor` says what auto would choose on this node now, and why.
+TEST(ProbeSetAuto, DoctorSaysWhatAutoWouldChoose) {
+  Scratch scratch("probeset-doctor");
+  std::string out;
+  write_node(scratch, true);
+  run_cli({"doctor", "--nvml-lib", nvml_sim_library()}, &out);
+  const std::regex billing_row("\nprobe-set +OK +auto would choose billing: NVML splits every GPU's time itself");
+  EXPECT_TRUE(std::regex_search(out, billing_row)) << out;
+  write_node(scratch, false);
+  run_cli({"doctor", "--nvml-lib", nvml_sim_library()}, &out);
+  EXPECT_NE(out.find("auto would choose full: NVML gives no per-process samples for GPU 0 (" + kSimulatedGpu +
+                     ") (Not Supported (3))"),
+            std::string::npos) << out;
+  run_cli({"doctor", "--nvml-lib", scratch.path("no-such-libnvidia-ml.so.1")}, &out);
+  EXPECT_NE(out.find("auto would choose full: NVML is not up"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -325,7 +325,8 @@ TEST(PinLayout, OneAgentPerPinsAndUninstallRemovesThem) {
   Agent unpinned(args);
   EXPECT_NE(unpinned.log().find("is not on a bpffs: pins must live there"), std::string::npos) << unpinned.log();
   EXPECT_EQ(metric(unpinned.port(), "gpuledger_bpf_pins_adopted", {}), std::nullopt);
-  EXPECT_EQ(metric(unpinned.port(), "gpuledger_probes_attached", {}), 300.0);  // the simulator's 155 entry points
+  // The simulator's 155 entry points; launches, asynchronous copies and memsets entry only.
+  EXPECT_EQ(metric(unpinned.port(), "gpuledger_probes_attached", {}), 243.0);
 }
 
 }  // namespace

@@ -199,8 +199,8 @@ TEST_F(AgentSurface, HealthAndReadinessSayWhy) {
   EXPECT_NE(health.find("\n- main loop turned "), std::string::npos) << health;
   // auto, judged at the main loop's first turn: without NVML nothing splits the GPUs but the launch probes.
   const std::string judged =
-      "\n- probe set full (NVML is not up (disabled (--no-nvml)): nothing splits the GPUs' time but the launch "
-      "probes)\n";
+      "\n- probe set full (auto: NVML is not up (disabled (--no-nvml)): nothing splits the GPUs' time but the "
+      "launch probes)\n";
   for (int i = 0; i < 100 && health.find(judged) == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     health = get_body(port(), "/healthz", &status);
@@ -208,8 +208,9 @@ TEST_F(AgentSurface, HealthAndReadinessSayWhy) {
   EXPECT_NE(health.find(judged), std::string::npos) << health;
   std::string ready = get_body(port(), "/readyz", &status);
   EXPECT_EQ(status, 200) << ready;
-  // The simulator's 155 entry points: entry and return probes, launches entry only, aliases once.
-  EXPECT_EQ(ready, "ok\n- 300 probes attached; counter maps read\n");
+  // The simulator's 155 entry points: entry and return probes; launches, asynchronous copies and
+  // memsets entry only; aliases once.
+  EXPECT_EQ(ready, "ok\n- 243 probes attached; counter maps read\n");
 
   // An agent with nothing to probe is alive but not ready, and says why.
   Agent idle({"--no-discovery", "--store", ""});
