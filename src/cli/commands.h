@@ -84,10 +84,11 @@ struct ReportCommand {
   fleet::FleetDbOptions fleet_db;       // the fleet database instead of the store
   std::string cluster, node;     // --cluster, --node filters of a fleet report; empty: all
   // Rightsizing (report/rightsizing.h): the `rightsizing:` section of --config,
-  // overridden by --idle-after and --vram-headroom when given.
+  // overridden by --idle-after, --vram-headroom and --min-evidence when given.
   std::string config;
   std::string idle_after;
   std::string vram_headroom;
+  std::string min_evidence;
 };
 int run_report(const ReportCommand& cmd);
 
@@ -103,6 +104,7 @@ struct RightsizeCommand {
   std::string config;
   std::string idle_after;
   std::string vram_headroom;
+  std::string min_evidence;
 };
 int run_rightsize(const RightsizeCommand& cmd);
 

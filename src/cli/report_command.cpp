@@ -56,11 +56,13 @@ std::pair<int64_t, int64_t> report_range(const std::string& month, const std::st
 }
 
 // The rightsizing options: --config's `rightsizing:` section, then the flags.
-report::RightsizingOptions rightsizing_options(const std::string& config, const std::string& idle_after,
-                                               const std::string& vram_headroom) {
-  report::RightsizingOptions o = config.empty() ? report::RightsizingOptions{} : report::load_rightsizing_section(config);
-  if (!idle_after.empty()) o.idle_after_seconds = report::parse_idle_after(idle_after);
-  if (!vram_headroom.empty()) o.vram_headroom_micros = report::parse_vram_headroom(vram_headroom);
+template <typename Command>
+report::RightsizingOptions rightsizing_options(const Command& cmd) {
+  report::RightsizingOptions o =
+      cmd.config.empty() ? report::RightsizingOptions{} : report::load_rightsizing_section(cmd.config);
+  if (!cmd.idle_after.empty()) o.idle_after_seconds = report::parse_idle_after(cmd.idle_after);
+  if (!cmd.vram_headroom.empty()) o.vram_headroom_micros = report::parse_vram_headroom(cmd.vram_headroom);
+  if (!cmd.min_evidence.empty()) o.min_evidence_seconds = report::parse_idle_after(cmd.min_evidence, "--min-evidence");
   return o;
 }
 
@@ -76,7 +78,7 @@ int run_rightsize(const RightsizeCommand& cmd) {
   const GroupBy by = parse_rightsizing_by(cmd.by);
   if (cmd.format != "table" && cmd.format != "json" && cmd.format != "csv")
     throw Error("--format: unknown format '" + cmd.format + "' (table, json or csv)");
-  const RightsizingOptions options = rightsizing_options(cmd.config, cmd.idle_after, cmd.vram_headroom);
+  const RightsizingOptions options = rightsizing_options(cmd);
   ledger::Store store(cmd.store, ledger::Store::Mode::kReadOnly);
   const Rightsizing r = rightsize(store, from, to, by, options);
   const std::string text = cmd.format == "json" ? render_rightsizing_json(r)
@@ -116,7 +118,8 @@ void check_options_apply(const ReportCommand& cmd, report::Format format) {
   // The recommendations' options: CSV and FOCUS carry no recommendations.
   if (format == Format::kCsv || format == Format::kFocus)
     for (const auto& [option, value] :
-         {std::pair{"--config", &cmd.config}, {"--idle-after", &cmd.idle_after}, {"--vram-headroom", &cmd.vram_headroom}})
+         {std::pair{"--config", &cmd.config}, {"--idle-after", &cmd.idle_after}, {"--vram-headroom", &cmd.vram_headroom},
+          {"--min-evidence", &cmd.min_evidence}})
       if (!value->empty()) refuse(option, "table, json and html (the recommendations)");
   if (!cmd.prometheus.empty()) {
     if (format == Format::kFocus)
@@ -159,7 +162,7 @@ int run_report(const ReportCommand& cmd) {
   q.format = parse_format(cmd.format);
   check_options_apply(cmd, q.format);
   q.granularity = cmd.granularity.empty() ? Granularity::kDay : parse_granularity(cmd.granularity);
-  q.rightsizing = rightsizing_options(cmd.config, cmd.idle_after, cmd.vram_headroom);
+  q.rightsizing = rightsizing_options(cmd);
   q.generated_at = generation_time(now);
   q.csv_totals = cmd.csv_totals;
   q.wide = cmd.wide;

@@ -48,7 +48,7 @@ Subcommand add_report_command(CLI::App& app) {
                        "node's windows, nodes deleted since included; --by node groups by cluster/node");
   cmd->add_option("--cluster", o->cluster, "With --fleet-db: only this cluster");
   cmd->add_option("--node", o->node, "With --fleet-db: only this node");
-  add_rightsizing_options(cmd, o->config, o->idle_after, o->vram_headroom);
+  add_rightsizing_options(cmd, o->config, o->idle_after, o->vram_headroom, o->min_evidence);
 
   return {cmd, [o, timeout_opt, by_opt] {
             log::set_level("warn");
@@ -78,7 +78,7 @@ Subcommand add_rightsize_command(CLI::App& app) {
   cmd->add_option("--by", o->by, "pod, workload, namespace or team")->capture_default_str();
   cmd->add_option("--format", o->format, "table, json or csv")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "Write to this file instead of stdout");
-  add_rightsizing_options(cmd, o->config, o->idle_after, o->vram_headroom);
+  add_rightsizing_options(cmd, o->config, o->idle_after, o->vram_headroom, o->min_evidence);
 
   return {cmd, [o] {
             log::set_level("warn");

@@ -17,6 +17,7 @@ const CLI::Validator& duration_validator();
 void add_fleet_db_options(CLI::App* cmd, fleet::FleetDbOptions& db, const std::string& what);
 
 // What decides the recommendations (report/rightsizing.h), for `report` and `rightsize` alike.
-void add_rightsizing_options(CLI::App* cmd, std::string& config, std::string& idle_after, std::string& vram_headroom);
+void add_rightsizing_options(CLI::App* cmd, std::string& config, std::string& idle_after, std::string& vram_headroom,
+                             std::string& min_evidence);
 
 }  // namespace gpuledger::cli

@@ -3,8 +3,11 @@
 //
 // What real exporters print, and how it is read:
 // - identity labels: UUID (old builds: uuid), gpu, modelName, pci_bus_id,
-//   device ("nvidia0" -> minor 0), Hostname (newer builds: hostname);
-// - MIG instances: GPU_I_ID / GPU_I_PROFILE; a reading per (UUID, GPU_I_ID);
+//   device ("nvidia0" -> minor 0), and the node's name: `Hostname` (builds
+//   before NVIDIA/dcgm-exporter#655) or `hostname` (after it, 2026), the
+//   same value whichever spelling (the first non-empty, Hostname first);
+// - MIG instances: GPU_I_ID / GPU_I_PROFILE, UUID the parent GPU's; a reading
+//   per (UUID, GPU_I_ID); GPU_I_ID "0" (a 7g instance) is an instance too;
 // - Kubernetes: pod/namespace/container (old: pod_name/pod_namespace/
 //   container_name), pod_uid, and with --kubernetes-virtual-gpus one copy of
 //   each series per pod sharing the GPU (plus vgpu). The copies are ONE device

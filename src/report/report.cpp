@@ -373,6 +373,7 @@ std::string render_table(const Report& r, bool wide) {
       const std::string saving = rec.saving_per_month_micros
                                      ? "saves " + shown_amount(*rec.saving_per_month_micros, r.currency) + " a month"
                                      : std::string("saving not stated (limited evidence)");
+      const std::string confidence = ", confidence " + confidence_text(rec.confidence_hundredths);
       std::string who = rec.key;
       if (!(rec.members.size() == 1 && rec.members[0] == rec.key) && !rec.members.empty()) {
         who += " (";
@@ -381,7 +382,7 @@ std::string render_table(const Report& r, bool wide) {
         who += ")";
       }
       say(who + ": " + std::string(to_string(rec.advice)) +
-              (rec.target.empty() ? "" : " " + rec.target) + ", " + saving + " - " + rec.why,
+              (rec.target.empty() ? "" : " " + rec.target) + ", " + saving + confidence + " - " + rec.why,
           "  ", "    ");
     }
   }

@@ -79,12 +79,23 @@ class RatioHistogram {
     total_ += weight;
   }
   std::optional<double> p95() const {
+    const auto i = step(95);
+    return i ? std::optional<double>(static_cast<double>(*i) / kSteps) : std::nullopt;
+  }
+  // The nearest-rank percentile `pct`, in steps of 0.001 (as ledger::weighted_p95).
+  std::optional<int64_t> step(int64_t pct) const {
     if (total_ <= 0) return std::nullopt;
-    const int64_t rank = (95 * total_ + 99) / 100;  // nearest rank, as ledger::weighted_p95
+    const int64_t rank = (pct * total_ + 99) / 100;
     int64_t seen = 0;
     for (size_t i = 0; i < counts_.size(); ++i)
-      if ((seen += counts_[i]) >= rank) return static_cast<double>(i) / kSteps;
-    return 1.0;
+      if ((seen += counts_[i]) >= rank) return static_cast<int64_t>(i);
+    return kSteps;
+  }
+  // 1000 - (p95 - p50) in thousandths: how steady the values were; nullopt without any.
+  std::optional<int64_t> steadiness() const {
+    const auto hi = step(95), mid = step(50);
+    if (!hi || !mid) return std::nullopt;
+    return kSteps - (*hi - *mid);
   }
 
  private:
@@ -114,8 +125,9 @@ struct Unit {
   std::map<std::string, std::pair<int64_t, std::string>> last_window;  // by slot: (start, account) counted
   std::optional<uint64_t> vram_peak, nvml_peak;
   BytesHistogram vram, nvml;
-  RatioHistogram sm, occupancy, busy;
+  RatioHistogram sm, occupancy, busy, dram, tensor;
   UnitFacts facts;  // what the decision needs beyond the evidence
+  double evidence_held = 0, evidence_present = 0;  // seconds, in the windows the agent watched
   double busy_seconds = 0;
   int64_t windows = 0;
   uint64_t launches = 0;
@@ -123,7 +135,8 @@ struct Unit {
   std::set<int> held_slices;  // compute slices of what it holds: a whole GPU's table slices, a MIG profile's n
 };
 
-std::optional<uint64_t> max_opt(std::optional<uint64_t> a, std::optional<uint64_t> b) {
+template <typename T>
+std::optional<T> max_opt(std::optional<T> a, std::optional<T> b) {
   if (!a) return b;
   if (!b) return a;
   return std::max(*a, *b);
@@ -187,8 +200,8 @@ struct WindowPart {
   bool first = true;
   int64_t paid = 0;
   std::optional<uint64_t> vram_peak, vram_p95, nvml_peak, nvml_p95;
-  std::optional<double> sm, occupancy;
-  double busy = 0;
+  std::optional<double> sm, occupancy, dram, tensor;
+  double busy = 0, held = 0;
   int64_t windows = 1;
 
   void add(const AccountRecord& a, double len, bool watched, int64_t charged) {
@@ -204,6 +217,9 @@ struct WindowPart {
     nvml_p95 = sum(nvml_p95, ledger::nvml_vram_p95(a));
     sm = sum(sm, ledger::sm_active_p95(a));
     occupancy = sum(occupancy, ledger::sm_occupancy_p95(a));
+    dram = sum(dram, a.efficiency.dram_active);  // a roll-up's: its hour's average
+    tensor = sum(tensor, a.efficiency.tensor_active);
+    held += a.held_share * len;
     busy = std::min(1.0, busy + ledger::busy_p95(a, len));
   }
   template <typename T>
@@ -271,12 +287,16 @@ void RightsizingBuilder::add(const WindowRecord& w) {
     if (len > 0 && part.run.longest + 1e-6 >= len) u.facts.idle_paid += part.paid;
     const int64_t n = part.windows;
     u.windows += n;
+    u.evidence_held += part.held;
+    u.evidence_present += w.end - w.start;
     u.vram_peak = max_opt(u.vram_peak, part.vram_peak);
     u.nvml_peak = max_opt(u.nvml_peak, part.nvml_peak);
     if (part.vram_p95) u.vram.add(*part.vram_p95, n);
     if (part.nvml_p95) u.nvml.add(*part.nvml_p95, n);
     if (part.sm) u.sm.add(*part.sm, n);
     if (part.occupancy) u.occupancy.add(*part.occupancy, n);
+    if (part.dram) u.dram.add(*part.dram, n);
+    if (part.tensor) u.tensor.add(*part.tensor, n);
     u.busy.add(part.busy, n);
   }
 }
@@ -316,12 +336,19 @@ RightsizingEvidence evidence_of(const Unit& u) {
   e.vram_p95_bytes = max_opt(u.vram.p95(), u.nvml.p95());
   e.sm_active_p95 = u.sm.p95();
   e.sm_occupancy_p95 = u.occupancy.p95();
+  e.dram_active_p95 = u.dram.p95();
+  e.tensor_active_p95 = u.tensor.p95();
+  const RatioHistogram* sizing = &u.sm;  // the figure that sizes it, for its steadiness
   if (e.sm_active_p95) {
     e.sm_source = "device";
   } else if (auto busy = u.busy.p95()) {
     e.sm_active_p95 = busy;  // the eBPF span estimate stands in, labelled
     e.sm_source = "ebpf";
+    sizing = &u.busy;
   }
+  if (memory_bound(e)) sizing = &u.dram;
+  e.steadiness_thousandths = sizing->steadiness().value_or(1000);
+  e.evidence_seconds = u.evidence_held > 0 ? u.evidence_held : u.evidence_present;
   const double held = u.facts.held_seconds > 0 ? u.facts.held_seconds : u.facts.present_seconds;
   e.busy_share = held > 0 ? std::min(1.0, u.busy_seconds / held) : 0;
   e.idle_seconds_longest = longest_idle(u.segments);
@@ -362,7 +389,10 @@ Rightsizing RightsizingBuilder::finish() const {
     rec.members.push_back(key);
     rec.cost_micros += u.facts.paid;
     const int64_t saving = d.limited ? 0 : per_month(d.saving);
+    const int64_t confidence =
+        confidence_hundredths(std::llround(e.evidence_seconds), e.steadiness_thousandths);
     if (fresh) {
+      rec.confidence_hundredths = confidence;
       rec.key = row_key;
       rec.advice = d.advice;
       rec.target = d.target;
@@ -374,12 +404,16 @@ Rightsizing RightsizingBuilder::finish() const {
     }
     // A group of pods: the largest figures, windows summed, sources and models united.
     if (!d.limited) rec.saving_per_month_micros = rec.saving_per_month_micros.value_or(0) + saving;
+    rec.confidence_hundredths = std::min(rec.confidence_hundredths, confidence);
     RightsizingEvidence& g = rec.evidence;
     g.vram_peak_bytes = max_opt(g.vram_peak_bytes, e.vram_peak_bytes);
     g.vram_p95_bytes = max_opt(g.vram_p95_bytes, e.vram_p95_bytes);
-    if (e.sm_active_p95 && (!g.sm_active_p95 || *e.sm_active_p95 > *g.sm_active_p95)) g.sm_active_p95 = e.sm_active_p95;
-    if (e.sm_occupancy_p95 && (!g.sm_occupancy_p95 || *e.sm_occupancy_p95 > *g.sm_occupancy_p95))
-      g.sm_occupancy_p95 = e.sm_occupancy_p95;
+    g.sm_active_p95 = max_opt(g.sm_active_p95, e.sm_active_p95);
+    g.sm_occupancy_p95 = max_opt(g.sm_occupancy_p95, e.sm_occupancy_p95);
+    g.dram_active_p95 = max_opt(g.dram_active_p95, e.dram_active_p95);
+    g.tensor_active_p95 = max_opt(g.tensor_active_p95, e.tensor_active_p95);
+    g.evidence_seconds += e.evidence_seconds;
+    g.steadiness_thousandths = std::min(g.steadiness_thousandths, e.steadiness_thousandths);
     if (g.sm_source != e.sm_source) g.sm_source = g.sm_source.empty() ? e.sm_source : "mixed";
     g.busy_share = std::max(g.busy_share, e.busy_share);
     g.idle_seconds_longest = std::max(g.idle_seconds_longest, e.idle_seconds_longest);

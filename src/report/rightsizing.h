@@ -30,6 +30,15 @@
 // does not grow with its windows. A saving is integer micro-units of the ledger's
 // currency per month (kMonthSeconds: 730 h), scaled from the range's period
 // (the part of [from, to) the stored windows cover), never a binary float.
+//
+// Every row also states its confidence (0 to 1, in hundredths): the days of
+// held time behind it weighted 0.3 for one day rising to 1.0 from a week,
+// times how steady the figure that sized it was (1 - (p95 - p50)); see
+// confidence_hundredths. Below min_evidence of held time (default 24 h) a row
+// is limited whatever its advice and states no saving. A memory-bound unit
+// (DRAM active p95 at least kMemoryBoundDram, above its SM active and tensor
+// p95s) is sized by its memory: a MIG profile must also carry its share of
+// the memory bandwidth, which follows the profile's memory.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -49,21 +58,35 @@ std::string_view to_string(Advice advice);  // release | mig | time-slice | more
 
 inline constexpr double kSaturatedSmActive = 0.95;
 inline constexpr int64_t kMonthSeconds = 730 * 3600;  // a twelfth of 365 days, as cloud bills count a month
+inline constexpr double kMemoryBoundDram = 0.30;      // DRAM active p95 from which a light-compute unit is memory-bound
 
 struct RightsizingOptions {
   int64_t idle_after_seconds = 24 * 3600;
   int64_t vram_headroom_micros = 200'000;  // the fraction in millionths (0.2): exact comparisons
+  int64_t min_evidence_seconds = 24 * 3600;  // rightsizing.min_evidence: less held time behind a row states no saving
   ledger::MigTables mig;
 };
+
+// A row's confidence in hundredths (0..100): the held time behind it weighted
+// w(d) = 0.3 d for d < 1 day, 0.3 + 0.7 (d - 1) / 6 up to 7 days, 1 after;
+// times its steadiness (thousandths, 0..1000), rounded half up. Integer
+// arithmetic over whole seconds: the same figures give the same confidence.
+int64_t confidence_hundredths(int64_t evidence_seconds, int64_t steadiness_thousandths);
 
 struct RightsizingEvidence {
   std::optional<uint64_t> vram_peak_bytes, vram_p95_bytes;  // the larger of the probes' and NVML's figures
   std::optional<double> sm_active_p95, sm_occupancy_p95;   // of the whole GPU
+  std::optional<double> dram_active_p95, tensor_active_p95;  // of the whole GPU, the device counters only
   std::string sm_source;           // "device" (counters) | "ebpf" (span estimate) | "" (neither)
   double busy_share = 0;           // busy GPU-seconds attributed / GPU-seconds held (or present)
   double idle_seconds_longest = 0;
   int64_t windows = 0;
   uint64_t launches = 0;
+  // Held GPU-seconds in the windows the agent watched (present, for a unit that held nothing).
+  double evidence_seconds = 0;
+  // 1000 - (p95 - p50) of the figure that sized it, in thousandths: DRAM active
+  // when memory-bound, else SM active (device or eBPF estimate); 1000 without one.
+  int64_t steadiness_thousandths = 1000;
   std::vector<std::string> sources;  // of: probes, nvml, device, ebpf
   std::vector<std::string> models;   // the GPU models it ran on
   bool operator==(const RightsizingEvidence&) const = default;
@@ -75,6 +98,7 @@ struct Recommendation {
   Advice advice = Advice::kKeep;
   std::string target;                           // "1g.10gb", "1/4"; empty otherwise
   std::optional<int64_t> saving_per_month_micros;  // nullopt when limited
+  int64_t confidence_hundredths = 0;               // 0..100 (a group: its least confident pod's)
   bool limited = false;
   std::string why;
   RightsizingEvidence evidence;

@@ -99,9 +99,9 @@ RightsizingOptions parse_rightsizing_section(const std::string& yaml_text, const
   if (!r.IsMap()) fail(source, r, "rightsizing must be a mapping");
   for (const auto& kv : r) {
     const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
-    if (key != "idle_after" && key != "vram_headroom" && key != "mig_profiles")
+    if (key != "idle_after" && key != "vram_headroom" && key != "min_evidence" && key != "mig_profiles")
       fail(source, kv.first,
-           "unknown key '" + key + "' in rightsizing (expected: idle_after, vram_headroom, mig_profiles)");
+           "unknown key '" + key + "' in rightsizing (expected: idle_after, vram_headroom, min_evidence, mig_profiles)");
   }
   auto checked = [&](const YAML::Node& n, auto parse, const char* key) {
     try {
@@ -112,6 +112,7 @@ RightsizingOptions parse_rightsizing_section(const std::string& yaml_text, const
   };
   if (auto n = r["idle_after"]) o.idle_after_seconds = checked(n, parse_idle_after, "idle_after");
   if (auto n = r["vram_headroom"]) o.vram_headroom_micros = checked(n, parse_vram_headroom, "vram_headroom");
+  if (auto n = r["min_evidence"]) o.min_evidence_seconds = checked(n, parse_idle_after, "min_evidence");
   if (auto m = r["mig_profiles"]; m && !m.IsNull()) {
     if (!m.IsMap()) fail(source, m, "rightsizing.mig_profiles must map GPU models to MIG tables");
     for (const auto& kv : m) o.mig.custom.push_back(mig_table(source, scalar(source, kv.first, "a GPU model"), kv.second));

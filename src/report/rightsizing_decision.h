@@ -30,7 +30,13 @@ struct Decision {
   int64_t saving = 0;  // over the range, micro-units; >= 0
 };
 
+// The advice (rightsizing.h's order), then: less held time behind it than
+// min_evidence makes it limited, saying so in why.
 Decision decide(const UnitFacts& facts, const RightsizingEvidence& evidence, const RightsizingOptions& options);
+
+// DRAM active p95 (device counters) at least kMemoryBoundDram and above both
+// its SM active and tensor active p95s (tensor unknown: 0).
+bool memory_bound(const RightsizingEvidence& evidence);
 
 // a x b / c rounded half up (a, b >= 0, c > 0; 0 when c <= 0), without overflow.
 int64_t mul_div_half_up(int64_t a, int64_t b, int64_t c);

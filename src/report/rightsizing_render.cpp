@@ -1,6 +1,8 @@
 #include "common/not_probed.h"
 #include "report/rightsizing_render.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "common/inert_text.h"
@@ -8,6 +10,11 @@
 #include "report/report_text.h"
 
 namespace gpuledger::report {
+
+std::string confidence_text(int64_t hundredths) {
+  const int64_t h = std::clamp<int64_t>(hundredths, 0, 100);
+  return std::to_string(h / 100) + "." + (h % 100 < 10 ? "0" : "") + std::to_string(h % 100);
+}
 
 std::string duration_text(int64_t s) {
   if (s >= 2 * 86400 && s % 86400 == 0) return std::to_string(s / 86400) + "d";
@@ -21,6 +28,9 @@ namespace {
 std::string saving_text(const Recommendation& r) {
   return r.saving_per_month_micros ? money(*r.saving_per_month_micros) : "unknown";
 }
+
+// Held hours behind a row, to the thousandth of an hour (3.6 s).
+double evidence_hours(const Recommendation& r) { return std::round(r.evidence.evidence_seconds / 3.6) / 1000.0; }
 
 nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 nlohmann::json opt(const std::optional<uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
@@ -38,9 +48,10 @@ std::string joined(const std::vector<std::string>& v, const char* sep) {
 
 std::string headroom_text(int64_t micros) { return ledger::format_micros(micros).substr(0, 4); }
 
-const std::vector<std::string> kColumns = {"recommendation", "target",        "saving_per_month", "vram_peak_gb",
-                                           "vram_p95_gb",    "sm_active_p95", "busy_share",       "idle_longest",
-                                           "windows",        "sources",       "limited"};
+const std::vector<std::string> kColumns = {"recommendation", "target",         "saving_per_month", "confidence",
+                                           "evidence_hours", "vram_peak_gb",   "vram_p95_gb",      "sm_active_p95",
+                                           "busy_share",     "idle_longest",   "windows",          "sources",
+                                           "limited"};
 
 // Raw cells: the table shows them with display_name, the HTML with html_escape.
 std::vector<std::vector<std::string>> table_lines(const Rightsizing& r) {
@@ -49,7 +60,8 @@ std::vector<std::vector<std::string>> table_lines(const Rightsizing& r) {
   for (const auto& row : r.rows) {
     const auto& e = row.evidence;
     lines.push_back({row.key, std::string(to_string(row.advice)), row.target.empty() ? "-" : row.target,
-                     saving_text(row), bytes_text(e.vram_peak_bytes, "unknown"), bytes_text(e.vram_p95_bytes, "unknown"),
+                     saving_text(row), confidence_text(row.confidence_hundredths), fixed(evidence_hours(row), 1),
+                     bytes_text(e.vram_peak_bytes, "unknown"), bytes_text(e.vram_p95_bytes, "unknown"),
                      e.sm_active_p95 ? pct(e.sm_active_p95) + (e.sm_source == "device" ? "" : " (" + e.sm_source + ")")
                                      : "unknown",
                      pct(e.busy_share), duration_text(static_cast<int64_t>(e.idle_seconds_longest)),
@@ -89,7 +101,8 @@ std::string idle_source_text(const Rightsizing& r) {
 // Raw (the currency is configured text): each renderer escapes it.
 std::string options_text(const Rightsizing& r) {
   return "idle_after " + duration_text(r.options.idle_after_seconds) + ", vram_headroom " +
-         headroom_text(r.options.vram_headroom_micros) + "; savings per month of " +
+         headroom_text(r.options.vram_headroom_micros) + ", min_evidence " +
+         duration_text(r.options.min_evidence_seconds) + "; savings per month of " +
          std::to_string(kMonthSeconds / 3600) + " h, in " + r.currency + idle_source_text(r);
 }
 
@@ -105,6 +118,7 @@ nlohmann::json rightsizing_json(const Rightsizing& r) {
   j["month_seconds"] = kMonthSeconds;
   j["idle_after_seconds"] = r.options.idle_after_seconds;
   j["vram_headroom"] = ledger::format_micros(r.options.vram_headroom_micros);
+  j["min_evidence_seconds"] = r.options.min_evidence_seconds;
   if (r.idle_source != "launches") j["idle_source"] = r.idle_source;  // launches when absent
   if (r.launches_not_probed) j["launches_not_probed"] = std::string(kNotProbedByBilling);
   j["rows"] = nlohmann::json::array();
@@ -118,6 +132,8 @@ nlohmann::json rightsizing_json(const Rightsizing& r) {
                                                           : nlohmann::json(nullptr)},
          {"saving_per_month_micros",
           row.saving_per_month_micros ? nlohmann::json(*row.saving_per_month_micros) : nlohmann::json(nullptr)},
+         {"confidence", row.confidence_hundredths / 100.0},
+         {"evidence_hours", evidence_hours(row)},
          {"limited", row.limited},
          {"why", row.why},
          {"cost_micros", row.cost_micros},
@@ -127,6 +143,9 @@ nlohmann::json rightsizing_json(const Rightsizing& r) {
            {"vram_p95_bytes", opt(e.vram_p95_bytes)},
            {"sm_active_p95", opt(e.sm_active_p95)},
            {"sm_occupancy_p95", opt(e.sm_occupancy_p95)},
+           {"dram_active_p95", opt(e.dram_active_p95)},
+           {"tensor_active_p95", opt(e.tensor_active_p95)},
+           {"steadiness", e.steadiness_thousandths / 1000.0},
            {"sm_source", e.sm_source},
            {"busy_share", e.busy_share},
            {"idle_seconds_longest", e.idle_seconds_longest},
@@ -145,7 +164,7 @@ std::string render_rightsizing_json(const Rightsizing& r) {
 std::string render_rightsizing_csv(const Rightsizing& r) {
   std::string out =
       "key,recommendation,target,saving_per_month,saving_per_month_micros,limited,why,vram_peak_bytes,vram_p95_bytes,"
-      "sm_active_p95,sm_source,busy_share,idle_seconds_longest,windows,sources,currency\r\n";
+      "sm_active_p95,sm_source,busy_share,idle_seconds_longest,windows,sources,currency,confidence,evidence_hours\r\n";
   for (const auto& row : r.rows) {
     const auto& e = row.evidence;
     // Text cells are spreadsheet_text (no formula, no control); amounts stay numbers.
@@ -165,7 +184,9 @@ std::string render_rightsizing_csv(const Rightsizing& r) {
         fixed(e.idle_seconds_longest, 0),
         std::to_string(e.windows),
         spreadsheet_text(joined(e.sources, "+")),
-        spreadsheet_text(r.currency)};
+        spreadsheet_text(r.currency),
+        confidence_text(row.confidence_hundredths),
+        fixed(evidence_hours(row), 3)};
     for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_field(cells[i]);
     out += "\r\n";
   }
@@ -196,6 +217,8 @@ std::string rightsizing_html_section(const Rightsizing& r) {
   std::ostringstream h;
   h << "<h2>Recommendations</h2>\n<p class=\"note\">" << html_escape(options_text(r)) << ". Each line names the "
     << "evidence that decided it; a limited line rests on a number the device did not measure and states no saving."
+    << " Its confidence (0 to 1) weighs the days of held time behind it (1 from a week) by how steady it was; with "
+    << "less held time than min_evidence a line is limited too."
     << "</p>\n<table id=\"recommendations\"><thead><tr><th>" << html_escape(r.by) << "</th>";
   for (const auto& c : kColumns) h << "<th>" << html_escape(c) << "</th>";
   h << "<th>why</th></tr></thead><tbody>\n";

@@ -20,6 +20,8 @@ std::string render_rightsizing_table(const Rightsizing& r);
 // The report's section: its rows and reasons, under a heading.
 std::string rightsizing_table_section(const Rightsizing& r);
 std::string rightsizing_html_section(const Rightsizing& r);
+// A confidence in hundredths as text: 30 -> "0.30", 100 -> "1.00".
+std::string confidence_text(int64_t hundredths);
 // "24h" / "2d" / "90m" / "45s": how idle_after is written back (days from two on).
 std::string duration_text(int64_t seconds);
 

@@ -148,6 +148,137 @@ TEST(DcgmReadings, ReorderedCrlfGarbageStaleAndNonFiniteValues) {
   EXPECT_DOUBLE_EQ(*fresh.readings[0][DeviceField::kDramActiveRatio], 0.33);
 }
 
+// dcgm-exporter renamed `Hostname` to `hostname` (NVIDIA/dcgm-exporter#655, 2026): a page of each spelling,
+// otherwise byte for byte the same, gives the same readings, exactly.
+const std::string kH100_0 = "GPU-5b1c7d2e-0f3a-4e6b-9c8d-7a6b5c4d3e2f";
+const std::string kH100_1 = "GPU-c4d3e2f1-a0b9-4c8d-8e7f-6a5b4c3d2e1f";
+
+void expect_h100_page(const DcgmExtraction& x) {
+  ASSERT_EQ(x.readings.size(), 2u);
+  EXPECT_EQ(x.samples_used, 20u);
+  EXPECT_EQ(x.samples_stale, 0u);
+  EXPECT_EQ(x.conflicting_copies, 0u);
+  const auto* busy = find(x, kH100_0);
+  const auto* idle = find(x, kH100_1);
+  ASSERT_TRUE(busy && idle);
+  EXPECT_EQ(busy->hostname, "gpu-node-h100-02");
+  EXPECT_EQ(idle->hostname, "gpu-node-h100-02");
+  EXPECT_EQ(busy->gpu_index, 0u);
+  EXPECT_EQ(idle->gpu_index, 1u);
+  EXPECT_EQ(busy->model, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(busy->gpu_instance_id, "");
+  EXPECT_EQ(busy->gpu_instance_profile, "");
+  EXPECT_DOUBLE_EQ(*(*busy)[DeviceField::kUtilizationRatio], 0.71);
+  EXPECT_EQ(*(*busy)[DeviceField::kMemoryUsedBytes], 40960 * kMiB);
+  EXPECT_EQ(*(*busy)[DeviceField::kMemoryFreeBytes], 40119 * kMiB);
+  EXPECT_DOUBLE_EQ(*(*busy)[DeviceField::kPowerWatts], 402.518);
+  EXPECT_DOUBLE_EQ(*(*busy)[DeviceField::kEnergyJoules], 912345678.901);
+  EXPECT_DOUBLE_EQ(*(*busy)[DeviceField::kGraphicsEngineActiveRatio], 0.734102);
+  EXPECT_DOUBLE_EQ(*(*busy)[DeviceField::kSmActiveRatio], 0.523817);
+  EXPECT_DOUBLE_EQ(*(*busy)[DeviceField::kSmOccupancyRatio], 0.201446);
+  EXPECT_DOUBLE_EQ(*(*busy)[DeviceField::kTensorActiveRatio], 0.08731);
+  EXPECT_DOUBLE_EQ(*(*busy)[DeviceField::kDramActiveRatio], 0.612004);
+  EXPECT_EQ(*(*idle)[DeviceField::kUtilizationRatio], 0.0);  // measured zeros stay zeros
+  EXPECT_EQ(*(*idle)[DeviceField::kSmActiveRatio], 0.0);
+  EXPECT_EQ(*(*idle)[DeviceField::kMemoryUsedBytes], 1 * kMiB);
+  EXPECT_EQ(*(*idle)[DeviceField::kMemoryFreeBytes], 81078 * kMiB);
+  EXPECT_DOUBLE_EQ(*(*idle)[DeviceField::kPowerWatts], 71.25);
+  EXPECT_DOUBLE_EQ(*(*idle)[DeviceField::kEnergyJoules], 54321.0);
+  ASSERT_EQ(x.gpus.size(), 2u);
+  EXPECT_EQ(x.gpus[0].uuid, kH100_0);
+  EXPECT_EQ(x.gpus[0].pci_bus_id, "00000000:18:00.0");
+  EXPECT_EQ(x.gpus[0].minor, 0u);
+  EXPECT_EQ(x.gpus[1].pci_bus_id, "00000000:2A:00.0");
+  EXPECT_EQ(x.gpus[1].minor, 1u);
+  EXPECT_EQ(x.gpus[1].origins, (std::vector<std::string>{"dcgm"}));
+  EXPECT_FALSE(x.gpus[0].mig_enabled);  // no MIG series: not known
+  ASSERT_EQ(x.pods.size(), 1u);
+  EXPECT_EQ(x.pods[0].uuid, kH100_0);
+  EXPECT_EQ(x.pods[0].namespace_name, "serving");
+  EXPECT_EQ(x.pods[0].pod, "vllm-llama-0");
+  EXPECT_EQ(x.pods[0].container, "vllm");
+}
+
+TEST(DcgmReadings, HostnameInLowerCaseAsExportersWriteItNow) {
+  expect_h100_page(extract_fixture("h100-hostname-lowercase.txt"));
+}
+
+TEST(DcgmReadings, HostnameInItsOldCapitalSpelling) { expect_h100_page(extract_fixture("h100-hostname-capital.txt")); }
+
+// MIG as dcgm-exporter writes it after the rename: GPU_I_PROFILE and GPU_I_ID
+// beside `hostname`, UUID the parent's. A GPU_I_ID of 0 (a 7g.80gb, the whole
+// GPU as one instance) is an instance, not the whole GPU.
+TEST(DcgmReadings, MigInstancesWithLowercaseHostname) {
+  auto x = extract_fixture("mig-h100-hostname-lowercase.txt");
+  ASSERT_EQ(x.readings.size(), 3u);
+  EXPECT_EQ(x.samples_used, 6u);
+  const auto* big = find(x, kH100_0, "2");
+  const auto* small = find(x, kH100_0, "9");
+  const auto* whole = find(x, kH100_1, "0");
+  ASSERT_TRUE(big && small && whole);
+  EXPECT_EQ(find(x, kH100_1), nullptr);  // no whole-GPU reading: its one series is instance 0's
+  EXPECT_EQ(big->gpu_instance_profile, "3g.40gb");
+  EXPECT_EQ(small->gpu_instance_profile, "1g.10gb");
+  EXPECT_EQ(whole->gpu_instance_profile, "7g.80gb");
+  for (const auto* r : {big, small, whole}) {
+    EXPECT_EQ(r->hostname, "mig-node-2");
+    EXPECT_EQ(r->model, "NVIDIA H100 80GB HBM3");
+  }
+  EXPECT_EQ(big->gpu_index, 0u);
+  EXPECT_EQ(whole->gpu_index, 1u);
+  EXPECT_EQ(*(*big)[DeviceField::kSmActiveRatio], 0.375);
+  EXPECT_EQ(*(*big)[DeviceField::kMemoryUsedBytes], 30720 * kMiB);
+  EXPECT_EQ(*(*small)[DeviceField::kSmActiveRatio], 0.0625);
+  EXPECT_EQ(*(*small)[DeviceField::kMemoryUsedBytes], 512 * kMiB);
+  EXPECT_DOUBLE_EQ(*(*whole)[DeviceField::kSmActiveRatio], 0.9);
+  EXPECT_EQ(*(*whole)[DeviceField::kMemoryUsedBytes], 71680 * kMiB);
+  EXPECT_FALSE((*big)[DeviceField::kUtilizationRatio]);  // not on the page: absent
+  // The order is (UUID, GPU_I_ID).
+  EXPECT_EQ(&x.readings[0], big);
+  EXPECT_EQ(&x.readings[1], small);
+  ASSERT_EQ(x.gpus.size(), 2u);
+  EXPECT_EQ(x.gpus[0].uuid, kH100_0);
+  EXPECT_EQ(x.gpus[0].mig_enabled, true);
+  EXPECT_EQ(x.gpus[1].mig_enabled, true);
+  EXPECT_EQ(x.gpus[1].minor, 1u);
+  ASSERT_EQ(x.pods.size(), 2u);
+  EXPECT_EQ(x.pods[0].gpu_instance_id, "2");
+  EXPECT_EQ(x.pods[0].pod, "embedder-7f9c8-kq2lp");
+  EXPECT_EQ(x.pods[0].namespace_name, "search");
+  EXPECT_EQ(x.pods[1].gpu_instance_id, "0");
+  EXPECT_EQ(x.pods[1].pod, "llm-pretrain-0");
+  EXPECT_EQ(x.pods[1].container, "trainer");
+}
+
+// The old capital spelling on MIG (mig-a100.txt), every figure.
+TEST(DcgmReadings, MigInstancesWithCapitalHostname) {
+  auto x = extract_fixture("mig-a100.txt");
+  const auto* big = find(x, kA100_0, "1");
+  const auto* small = find(x, kA100_0, "9");
+  ASSERT_TRUE(big && small);
+  EXPECT_EQ(big->hostname, "mig-node");
+  EXPECT_EQ(small->hostname, "mig-node");
+  EXPECT_EQ(small->gpu_instance_profile, "1g.10gb");
+  EXPECT_EQ(*(*small)[DeviceField::kMemoryUsedBytes], 0.0);
+  ASSERT_EQ(x.pods.size(), 1u);
+  EXPECT_EQ(x.pods[0].gpu_instance_id, "1");
+  EXPECT_EQ(x.pods[0].pod, "p-a");
+}
+
+// Without a UUID a series is its host's GPU index; either spelling names the same host.
+TEST(DcgmReadings, EitherHostnameSpellingNamesTheSameHost) {
+  auto x = extract_dcgm_readings(parse_prometheus_text(
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",Hostname=\"n1\"} 10\nDCGM_FI_DEV_FB_USED{gpu=\"0\",hostname=\"n1\"} 2\n"
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",hostname=\"n2\"} 20\n"));
+  ASSERT_EQ(x.readings.size(), 2u);
+  EXPECT_EQ(x.readings[0].uuid, "gpu-index:n1:0");
+  EXPECT_EQ(x.readings[0].hostname, "n1");
+  EXPECT_EQ(*x.readings[0][DeviceField::kPowerWatts], 10.0);
+  EXPECT_EQ(*x.readings[0][DeviceField::kMemoryUsedBytes], 2 * kMiB);
+  EXPECT_EQ(x.readings[1].uuid, "gpu-index:n2:0");
+  EXPECT_EQ(*x.readings[1][DeviceField::kPowerWatts], 20.0);
+}
+
 TEST(DcgmReadings, SeriesWithoutUuidFallBackToHostAndIndex) {
   auto x = extract_dcgm_readings(parse_prometheus_text(
       "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",Hostname=\"a\"} 10\nDCGM_FI_DEV_POWER_USAGE{gpu=\"0\",Hostname=\"b\"} 20\n"

@@ -25,7 +25,9 @@ TEST(ExporterUrl, AcceptsUrlsAndHostPort) {
 TEST(DcgmScraper, ScrapesEachFixtureFromALocalServer) {
   test::FixtureServer server;
   for (const char* name : {"two-a100-kubernetes.txt", "t4-time-slicing-virtual-gpus.txt", "mig-a100.txt",
-                           "hostname-lowercase-old-labels.txt", "reordered-crlf-garbage.txt"}) {
+                           "hostname-lowercase-old-labels.txt", "reordered-crlf-garbage.txt",
+                           "h100-hostname-lowercase.txt", "h100-hostname-capital.txt",
+                           "mig-h100-hostname-lowercase.txt"}) {
     server.set(test::read_fixture(std::string("dcgm-exporter/") + name));
     DcgmScraper scraper(server.url());
     auto result = scraper.scrape();

@@ -193,6 +193,8 @@ TEST(RightsizeCli, BadInputIsOneSentenceOnStderrAndNothingOnStdout) {
        "0.2)\n"},
       {" --by gpu", "gpuledger rightsize: --by: unknown grouping 'gpu' (pod, workload, namespace or team)\n"},
       {" --format html", "gpuledger rightsize: --format: unknown format 'html' (table, json or csv)\n"},
+      {" --min-evidence week",
+       "gpuledger rightsize: --min-evidence 'week': expected a duration such as 24h, 90m or 2d\n"},
   };
   for (const auto& [args, message] : cases) {
     Proc out = run_stdout(base + args);
@@ -239,6 +241,39 @@ TEST(RightsizeCli, ConfigurationAndFlagsDecide) {
   EXPECT_EQ(bad.status, 1);
   EXPECT_EQ(bad.out, "gpuledger rightsize: config " + config.string() +
                          ":2:15: rightsizing.idle_after 'soon': expected a duration such as 24h, 90m or 2d\n");
+}
+
+// Issue 33: --min-evidence (and the configuration's min_evidence) decides
+// whether the two-minute fixture's recommendations state a saving; the report
+// follows it, and refuses it for CSV.
+TEST(RightsizeCli, MinEvidenceDecidesWhetherASavingIsStated) {
+  testing::FixtureStore store("rightsize_evidence");
+  const std::string base = gpuledger() + " rightsize --store " + store.path() + kRange + " --format json";
+  auto stated = [&](const std::string& args) {
+    Proc got = run_stdout(base + args);
+    EXPECT_EQ(got.status, 0) << args;
+    const auto j = nlohmann::json::parse(got.out);
+    int n = 0;
+    for (const auto& row : j["rows"]) {
+      EXPECT_EQ(row["confidence"], 0.0) << row.dump();  // two minutes of evidence
+      n += row["saving_per_month_micros"].is_null() ? 0 : 1;
+    }
+    return n;
+  };
+  EXPECT_EQ(stated(""), 0);  // the default, 24 h
+  EXPECT_EQ(stated(" --min-evidence 0"), 2);
+  const auto config = store.dir() / "config.yaml";
+  std::ofstream(config) << "rightsizing:\n  min_evidence: 0\n";
+  EXPECT_EQ(stated(" --config " + config.string()), 2);
+  EXPECT_EQ(stated(" --config " + config.string() + " --min-evidence 1h"), 0);
+  Proc report = run_stdout(gpuledger() + " report --store " + store.path() + kRange +
+                           " --by pod --format json --min-evidence 30m");
+  ASSERT_EQ(report.status, 0);
+  EXPECT_EQ(nlohmann::json::parse(report.out)["rightsizing"]["min_evidence_seconds"], 1800);
+  Proc csv = run(gpuledger() + " report --store " + store.path() + kRange + " --format csv --min-evidence 0");
+  EXPECT_EQ(csv.status, 1);
+  EXPECT_EQ(csv.out, "gpuledger report: --min-evidence applies to --format table, json and html (the "
+                     "recommendations) only, not csv\n");
 }
 
 }  // namespace

@@ -13,10 +13,14 @@ namespace {
 
 using testing::kT0;
 
+// Two minutes of windows: min_evidence 0, so the recommendations state the
+// savings their decisions make (the default, 24 h, would state none).
 Report fixture_report(GroupBy by) {
   static testing::FixtureStore store("fmt");
   ledger::Store s(store.path(), ledger::Store::Mode::kReadOnly);
-  return build_report(s.windows(kT0, kT0 + 120), kT0, kT0 + 120, by);
+  RightsizingOptions any_evidence;
+  any_evidence.min_evidence_seconds = 0;
+  return build_report(s.windows(kT0, kT0 + 120), kT0, kT0 + 120, by, any_evidence);
 }
 
 // For people: human headers, money to the cent (rows adding up to the total), 120 columns.
@@ -53,15 +57,16 @@ Under-users (used less than allocated):
   nlp (allocated 0.65, used 0.18)
 
 Recommendations (savings per month in USD, largest first; --wide shows their evidence)
-  nlp (nlp/pod-b): mig 1g.10gb, saves 544.37 a month - VRAM peak 0.00 GB with 20% headroom fits 1g.10gb (10.00 GB), and
-    SM active p95 12.5% fits its 1/7 of the compute
-  vision (ml/pod-a): more, saves 0.00 a month - used 0.75 of its GPU's activity with 0.50 allocated: an over-user of a
-    shared GPU
-  nlp (nlp/pod-d): mig 1g.10gb, saving not stated (limited evidence) - VRAM peak 0.00 GB with 20% headroom fits 1g.10gb
-    (10.00 GB), and SM active p95 0.0% fits its 1/7 of the compute; SM active is the eBPF span estimate (no device
-    counters in its windows), so no saving is stated
-  vision (ml/pod-c): keep, saving not stated (limited evidence) - needs VRAM 2.15 GB +20% and SM active p95 75.0%: no
-    smaller H100 80GB MIG profile fits (SM active is the eBPF span estimate: no device counters in its windows)
+  nlp (nlp/pod-b): mig 1g.10gb, saves 544.37 a month, confidence 0.00 - VRAM peak 0.00 GB with 20% headroom fits 1g.10gb
+    (10.00 GB), and SM active p95 12.5% fits its 1/7 of the compute
+  vision (ml/pod-a): more, saves 0.00 a month, confidence 0.00 - used 0.75 of its GPU's activity with 0.50 allocated: an
+    over-user of a shared GPU
+  nlp (nlp/pod-d): mig 1g.10gb, saving not stated (limited evidence), confidence 0.00 - VRAM peak 0.00 GB with 20%
+    headroom fits 1g.10gb (10.00 GB), and SM active p95 0.0% fits its 1/7 of the compute; SM active is the eBPF span
+    estimate (no device counters in its windows), so no saving is stated
+  vision (ml/pod-c): keep, saving not stated (limited evidence), confidence 0.00 - needs VRAM 2.15 GB +20% and SM active
+    p95 75.0%: no smaller H100 80GB MIG profile fits (SM active is the eBPF span estimate: no device counters in its
+    windows)
 
 Special accounts
   __unallocated__: the part of a GPU nobody held: its time while no pod held it, work no holder or user could be named

@@ -30,6 +30,7 @@ struct Use {
   std::optional<double> sm_active = 0.10;
   std::optional<uint64_t> vram_peak = 6'000'000'000;
   int64_t paid = 0;  // its charges (the test splits the window's cost)
+  std::optional<double> dram_active = std::nullopt, tensor_active = std::nullopt;
 };
 
 // One window of `len` seconds on `uuid`, costing `cost`; its users pay their `paid`.
@@ -57,6 +58,8 @@ WindowRecord window(int64_t start, int64_t len, const std::string& uuid, const s
     a.busy_seconds = u.busy_seconds;
     a.gpu_busy_seconds = u.busy_seconds;
     a.efficiency.sm_active = u.sm_active;
+    a.efficiency.dram_active = u.dram_active;
+    a.efficiency.tensor_active = u.tensor_active;
     a.evidence.vram_peak_bytes = u.vram_peak;
     w.accounts.push_back(a);
     w.charges.push_back({a.account, ChargeKind::kIdle, uses.size() == 1 ? cost : u.paid});
@@ -71,7 +74,15 @@ std::vector<WindowRecord> hour_of(const Use& use, const std::string& model = kH1
   return ws;
 }
 
-Rightsizing by_pod(const std::vector<WindowRecord>& ws, const RightsizingOptions& o = {}) {
+// The decision alone, on however little evidence: most scenarios here are an
+// hour, below the default min_evidence (24 h), which would state no saving.
+RightsizingOptions any_evidence() {
+  RightsizingOptions o;
+  o.min_evidence_seconds = 0;
+  return o;
+}
+
+Rightsizing by_pod(const std::vector<WindowRecord>& ws, const RightsizingOptions& o = any_evidence()) {
   return rightsize(ws, kT0, kT0 + 7 * 86400, GroupBy::kPod, o);
 }
 
@@ -123,7 +134,7 @@ TEST(Rightsizing, VramPeaksThatJustFitAndJustMissAProfile) {
   // No headroom: 9,999,999,999 fits 1g.10gb again.
   Use tight{"tight"};
   tight.vram_peak = 9'999'999'999;
-  RightsizingOptions none;
+  RightsizingOptions none = any_evidence();
   none.vram_headroom_micros = 0;
   EXPECT_EQ(by_pod(hour_of(tight), none).rows[0].target, "1g.10gb");
   EXPECT_EQ(by_pod(hour_of(tight)).rows[0].target, "1g.20gb");
@@ -146,7 +157,7 @@ TEST(Rightsizing, NotebookIdleForTwoDaysIsReleased) {
   // All of its 201.60 in 48 h was idle: 201.60 x 730 / 48 a month.
   EXPECT_EQ(r.rows[0].saving_per_month_micros, 3'066'000'000);
   // Idle for less than idle_after: not released (it would fit a slice instead).
-  RightsizingOptions three_days;
+  RightsizingOptions three_days = any_evidence();
   three_days.idle_after_seconds = 3 * 86400;
   EXPECT_EQ(by_pod(ws, three_days).rows[0].advice, Advice::kMig);
   // A launch in the middle cuts the run in two days of 24 h: not longer than 24 h.
@@ -251,7 +262,7 @@ TEST(Rightsizing, TeamsGatherTheirPodsByAdvice) {
     w.slot.uuid = "GPU-2";
     ws.push_back(w);
   }
-  const Rightsizing r = rightsize(ws, kT0, kT0 + 3600, GroupBy::kTeam);
+  const Rightsizing r = rightsize(ws, kT0, kT0 + 3600, GroupBy::kTeam, any_evidence());
   ASSERT_EQ(r.rows.size(), 1u);
   EXPECT_EQ(r.rows[0].key, "vision");
   EXPECT_EQ(r.rows[0].members, (std::vector<std::string>{"ml/infer", "ml/infer2"}));
@@ -295,7 +306,8 @@ rightsizing:
             "config c.yaml:2:18: rightsizing.vram_headroom '1.5': expected a fraction from 0 to 1 with at most 6 "
             "decimals (e.g. 0.2)");
   EXPECT_EQ(error("rightsizing:\n  idle: 1h\n"),
-            "config c.yaml:2:3: unknown key 'idle' in rightsizing (expected: idle_after, vram_headroom, mig_profiles)");
+            "config c.yaml:2:3: unknown key 'idle' in rightsizing (expected: idle_after, vram_headroom, min_evidence, "
+            "mig_profiles)");
   EXPECT_EQ(error("rightsizing:\n  mig_profiles:\n    X: [3c.20gb]\n"),
             "config c.yaml:3:9: '3c.20gb' is not a MIG GPU-instance profile such as 1g.10gb");
 }
@@ -347,6 +359,173 @@ TEST(Rightsizing, HostilePodNamesStayText) {
   const std::string csv = render_rightsizing_csv(r);
   EXPECT_NE(csv.find("\r\n\"ml/<script>alert(1)</script>,\"\"x\"\"\\xff\",mig,1g.10gb,"), std::string::npos) << csv;
   EXPECT_NO_THROW(nlohmann::json::parse(render_rightsizing_json(r)));
+}
+
+}  // namespace
+}  // namespace gpuledger::report
+
+namespace gpuledger::report {
+namespace {
+
+// Issue 33: advice states its confidence. Hourly windows on one H100, each
+// costing 4.20; the pod holds all of it.
+std::vector<WindowRecord> hours_of(const Use& use, int hours) {
+  std::vector<WindowRecord> ws;
+  for (int h = 0; h < hours; ++h) ws.push_back(window(kT0 + 3600 * h, 3600, "GPU-1", kH100, 4'200'000, {use}));
+  return ws;
+}
+
+// The inference server of hours_of, steady, on `hours` of evidence: a 1g.10gb,
+// with `saving` stated or not (limited) and `confidence` in hundredths.
+void expect_one_slice(const Rightsizing& r, int hours, std::optional<int64_t> saving, int64_t confidence) {
+  ASSERT_EQ(r.rows.size(), 1u);
+  const Recommendation& row = r.rows[0];
+  EXPECT_EQ(row.advice, Advice::kMig);
+  EXPECT_EQ(row.target, "1g.10gb");
+  EXPECT_EQ(row.limited, !saving);
+  EXPECT_EQ(row.saving_per_month_micros, saving);
+  EXPECT_EQ(row.confidence_hundredths, confidence);
+  EXPECT_EQ(row.evidence.evidence_seconds, hours * 3600);
+  EXPECT_EQ(row.evidence.steadiness_thousandths, 1000);
+}
+
+TEST(RightsizingConfidence, TheWeightOfDaysAndSteadiness) {
+  constexpr int64_t kDay = 86400;
+  EXPECT_EQ(confidence_hundredths(0, 1000), 0);
+  EXPECT_EQ(confidence_hundredths(40, 1000), 0);            // the issue's 40 seconds
+  EXPECT_EQ(confidence_hundredths(6 * 3600, 1000), 8);      // 0.3 x 0.25 = 0.075, half up
+  EXPECT_EQ(confidence_hundredths(23 * 3600, 1000), 29);    // 0.2875
+  EXPECT_EQ(confidence_hundredths(kDay, 1000), 30);         // one day: 0.3
+  EXPECT_EQ(confidence_hundredths(3 * kDay, 1000), 53);     // 0.3 + 0.7 x 2/6 = 0.5333
+  EXPECT_EQ(confidence_hundredths(7 * kDay, 1000), 100);    // a week: 1.0
+  EXPECT_EQ(confidence_hundredths(30 * kDay, 1000), 100);
+  EXPECT_EQ(confidence_hundredths(7 * kDay, 700), 70);      // as steady as 0.7
+  EXPECT_EQ(confidence_hundredths(kDay, 500), 15);
+  EXPECT_EQ(confidence_text(8), "0.08");
+  EXPECT_EQ(confidence_text(30), "0.30");
+  EXPECT_EQ(confidence_text(100), "1.00");
+}
+
+// Six hours: the decision is made and shown, but no saving is stated, and the confidence is low.
+TEST(RightsizingConfidence, HoursOfEvidenceStateNoSavingAndLowConfidence) {
+  const Rightsizing r = by_pod(hours_of(Use{"infer"}, 6), RightsizingOptions{});
+  expect_one_slice(r, 6, std::nullopt, 8);
+  const Recommendation& row = r.rows[0];
+  EXPECT_EQ(row.why,
+            "VRAM peak 6.00 GB with 20% headroom fits 1g.10gb (10.00 GB), and SM active p95 10.0% fits its 1/7 of the "
+            "compute; only 6.0 h of held time behind it, below min_evidence 1 d: no saving is stated");
+  const auto j = rightsizing_json(r);
+  EXPECT_EQ(j["min_evidence_seconds"], 86400);
+  EXPECT_TRUE(j["rows"][0]["saving_per_month_micros"].is_null());
+  EXPECT_TRUE(j["rows"][0]["saving_per_month"].is_null());
+  EXPECT_EQ(j["rows"][0]["confidence"].dump(), "0.08");
+  EXPECT_EQ(j["rows"][0]["evidence_hours"].dump(), "6.0");
+  // min_evidence 0: the same six hours state the decision's saving (3.60 an hour), with the same low confidence.
+  const Rightsizing any = by_pod(hours_of(Use{"infer"}, 6));
+  EXPECT_EQ(any.rows[0].saving_per_month_micros, int64_t{3'600'000} * 730);
+  EXPECT_EQ(any.rows[0].confidence_hundredths, 8);
+  // 23 hours are still too few; 24 are enough.
+  EXPECT_EQ(by_pod(hours_of(Use{"infer"}, 23), RightsizingOptions{}).rows[0].saving_per_month_micros, std::nullopt);
+  const Rightsizing day = by_pod(hours_of(Use{"infer"}, 24), RightsizingOptions{});
+  EXPECT_EQ(day.rows[0].saving_per_month_micros, int64_t{3'600'000} * 730);
+  EXPECT_FALSE(day.rows[0].limited);
+  EXPECT_EQ(day.rows[0].confidence_hundredths, 30);
+  // The issue's ledger of 40 seconds: no saving, confidence 0.
+  const Rightsizing blink =
+      by_pod({window(kT0, 40, "GPU-1", kH100, 46'667, {Use{"infer"}})}, RightsizingOptions{});
+  EXPECT_EQ(blink.rows[0].saving_per_month_micros, std::nullopt);
+  EXPECT_EQ(blink.rows[0].confidence_hundredths, 0);
+  EXPECT_NE(blink.rows[0].why.find("; only 1 min of held time behind it, below min_evidence 1 d"), std::string::npos)
+      << blink.rows[0].why;
+}
+
+// A week of steady use: a confident saving.
+TEST(RightsizingConfidence, AWeekOfSteadyEvidenceIsConfident) {
+  const Rightsizing r = by_pod(hours_of(Use{"infer"}, 168), RightsizingOptions{});
+  expect_one_slice(r, 168, int64_t{3'600'000} * 730, 100);
+  const Recommendation& row = r.rows[0];
+  EXPECT_EQ(row.why, "VRAM peak 6.00 GB with 20% headroom fits 1g.10gb (10.00 GB), and SM active p95 10.0% fits its "
+                     "1/7 of the compute");
+  const auto j = rightsizing_json(r);
+  EXPECT_EQ(j["rows"][0]["confidence"].dump(), "1.0");
+  EXPECT_EQ(j["rows"][0]["evidence_hours"].dump(), "168.0");
+  EXPECT_EQ(j["rows"][0]["saving_per_month_micros"], 2'628'000'000);
+  // The table and the HTML show the confidence beside the saving.
+  const std::string table = render_rightsizing_table(r);
+  const std::string header = table.substr(table.find("\npod ") + 1);
+  EXPECT_LT(header.find("saving_per_month"), header.find("confidence"));
+  EXPECT_LT(header.find("confidence"), header.find("evidence_hours"));
+  EXPECT_LT(header.find("evidence_hours"), header.find("vram_peak_gb"));
+  EXPECT_NE(table.find("min_evidence 24h"), std::string::npos) << table;
+  const std::string html = rightsizing_html_section(r);
+  EXPECT_NE(html.find("<th>saving_per_month</th><th>confidence</th><th>evidence_hours</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td>2628.000000</td><td>1.00</td><td>168.0</td>"), std::string::npos) << html;
+  const std::string csv = render_rightsizing_csv(r);
+  EXPECT_NE(csv.find(",currency,confidence,evidence_hours\r\n"), std::string::npos);
+  EXPECT_NE(csv.find(",USD,1.00,168.000\r\n"), std::string::npos) << csv;
+}
+
+// A bursty week: SM active 0.10, and 0.40 one hour in four. Its p95 sizes it
+// (3g.40gb) and its spread, 0.30, takes the confidence to 0.70.
+TEST(RightsizingConfidence, ABurstyWeekIsLessCertain) {
+  std::vector<WindowRecord> ws = hours_of(Use{"bursty"}, 168);
+  for (size_t h = 0; h < ws.size(); h += 4) ws[h].accounts[0].efficiency.sm_active = 0.40;
+  const Rightsizing r = by_pod(ws, RightsizingOptions{});
+  const Recommendation& row = r.rows[0];
+  EXPECT_EQ(row.target, "3g.40gb");
+  EXPECT_EQ(row.evidence.steadiness_thousandths, 700);
+  EXPECT_EQ(row.confidence_hundredths, 70);
+  // 4.20 - 4.20 x 3/7 = 2.40 an hour.
+  EXPECT_EQ(row.saving_per_month_micros, int64_t{2'400'000} * 730);
+}
+
+// DRAM busy, SM and tensor light: sized by its memory bandwidth, which a MIG
+// profile gets in proportion to its memory (an H100's 3g.40gb: 40 of 80 GB).
+TEST(RightsizingConfidence, AMemoryBoundWorkloadIsSizedByItsMemory) {
+  Use streamer{"streamer"};
+  streamer.dram_active = 0.45;
+  streamer.tensor_active = 0.02;
+  const Rightsizing r = by_pod(hours_of(streamer, 168), RightsizingOptions{});
+  const Recommendation& row = r.rows[0];
+  EXPECT_EQ(row.advice, Advice::kMig);
+  EXPECT_EQ(row.target, "3g.40gb");  // by compute alone 1g.10gb
+  EXPECT_FALSE(row.limited);
+  EXPECT_EQ(row.saving_per_month_micros, int64_t{2'400'000} * 730);
+  EXPECT_EQ(row.confidence_hundredths, 100);
+  EXPECT_EQ(row.evidence.dram_active_p95, 0.45);
+  EXPECT_EQ(row.evidence.tensor_active_p95, 0.02);
+  EXPECT_EQ(row.why,
+            "memory-bound (DRAM active p95 45.0%, above its SM active and tensor): sized by its memory; VRAM peak "
+            "6.00 GB with 20% headroom fits 3g.40gb (40.00 GB), and SM active p95 10.0% fits its 3/7 of the compute "
+            "and its 40.00 GB of 80.00 GB of the memory bandwidth");
+  const auto j = rightsizing_json(r);
+  EXPECT_EQ(j["rows"][0]["evidence"]["dram_active_p95"], 0.45);
+  EXPECT_EQ(j["rows"][0]["evidence"]["tensor_active_p95"], 0.02);
+  // DRAM light (below 0.30), or below its SM active: sized by compute, as before.
+  streamer.dram_active = 0.25;
+  EXPECT_EQ(by_pod(hours_of(streamer, 168), RightsizingOptions{}).rows[0].target, "1g.10gb");
+  Use compute{"compute"};
+  compute.sm_active = 0.50;
+  compute.dram_active = 0.45;
+  EXPECT_EQ(by_pod(hours_of(compute, 168), RightsizingOptions{}).rows[0].target, "4g.40gb");
+  // Tensor busier than DRAM: not memory-bound.
+  streamer.dram_active = 0.45;
+  streamer.tensor_active = 0.50;
+  EXPECT_EQ(by_pod(hours_of(streamer, 168), RightsizingOptions{}).rows[0].target, "1g.10gb");
+}
+
+TEST(RightsizingConfidence, MinEvidenceIsConfigured) {
+  EXPECT_EQ(RightsizingOptions{}.min_evidence_seconds, 24 * 3600);
+  EXPECT_EQ(parse_rightsizing_section("rightsizing:\n  min_evidence: 7d\n").min_evidence_seconds, 7 * 86400);
+  EXPECT_EQ(parse_rightsizing_section("rightsizing:\n  min_evidence: 0\n").min_evidence_seconds, 0);
+  EXPECT_EQ(parse_rightsizing_section("rightsizing:\n  idle_after: 2d\n").min_evidence_seconds, 24 * 3600);
+  try {
+    parse_rightsizing_section("rightsizing:\n  min_evidence: soon\n", "c.yaml");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "config c.yaml:2:17: rightsizing.min_evidence 'soon': expected a duration such as 24h, 90m or 2d");
+  }
 }
 
 }  // namespace
