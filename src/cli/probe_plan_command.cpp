@@ -39,7 +39,7 @@ int run_probe_plan(const ProbePlanCommand& cmd) {
     }
   }
   std::printf("# gpuledger probe plan for %s (probe set %s): %zu probes\n", cmd.cuda_lib.c_str(),
-              cmd.probe_set.c_str(), names.size());
+              cmd.probe_set.c_str(), plan.size());
   for (const auto& family : probes::entry_point_families()) {
     std::printf("%.*s", static_cast<int>(family.base.size()), family.base.data());
     if (auto it = probed_by_base.find(family.base); it != probed_by_base.end())

@@ -265,12 +265,11 @@ ProbeSpec spec_for(const EntryPointFamily& family, const ElfFunction& fn, CallNa
 
 std::vector<ProbeSpec> plan_probes(const std::vector<ElfFunction>& functions, CallNames& call_names,
                                    const ProbePlanOptions& options) {
+  // Billing: the full plan less every address of the hot path, so no rare
+  // name aliasing a launch or a wait (a tenant's own driver copy) puts a trap there.
+  if (!options.hot_path) return plan_driver_by_set(functions, call_names, options).rare;
   std::vector<ProbeSpec> specs;
-  // An alias shares its address: one probe, first name wins. Billing: every
-  // address of the hot path is taken first, so no rare name aliasing a launch
-  // or a wait (a tenant's own driver copy) puts a trap there.
-  std::set<uint64_t> offsets_taken;
-  if (!options.hot_path) offsets_taken = hot_path_offsets(functions, entry_point_families());
+  std::set<uint64_t> offsets_taken;  // an alias shares its address: one probe, first name wins
   for (const auto& family : entry_point_families()) {
     for (const auto& fn : find_entry_point_forms(functions, family.base)) {
       if (!offsets_taken.insert(fn.file_offset).second) continue;

@@ -98,8 +98,7 @@ bool LibraryAttacher::offer(const LibraryCandidate& candidate) {
 
 bool LibraryAttacher::judge(ProbeTarget& target, const std::string& origin, bool quiet) {
   const FileId& key = target.key;
-  std::vector<ProbeSpec> specs;
-  std::set<uint64_t> hot_offsets;
+  PlanBySet plan;
   try {
     auto functions = read_dynamic_functions(target.file.fd.get(), target.file.label);
     if (!exports_driver_api(functions)) {
@@ -108,8 +107,7 @@ bool LibraryAttacher::judge(ProbeTarget& target, const std::string& origin, bool
       return false;
     }
     // The full plan, cut by call rate: the hot part attached while the set is full.
-    specs = plan_probes(functions, call_names_, {.launch_returns = options_.launch_returns});
-    hot_offsets = hot_path_offsets(functions, entry_point_families());
+    plan = plan_driver_by_set(functions, call_names_, options_);
   } catch (const Error& e) {
     if (quiet) {
       remember_judged(key);
@@ -118,7 +116,7 @@ bool LibraryAttacher::judge(ProbeTarget& target, const std::string& origin, bool
     reject(target.file.label, origin, e.what(), key);
     return false;
   }
-  if (specs.empty()) {
+  if (plan.rare.empty() && plan.hot.empty()) {
     reject(target.file.label, origin, "no CUDA driver entry points among its dynamic symbols", key);
     remember_judged(key);
     return false;
@@ -133,8 +131,8 @@ bool LibraryAttacher::judge(ProbeTarget& target, const std::string& origin, bool
   const OpenedFile& file = target.file;
   // Through the descriptor's magic link: the kernel resolves it to the very
   // inode read above, whatever has happened to any path since.
-  AttachedFile entry = attach_plan(program_, file.attach_path(), split_by_call_rate(std::move(specs), hot_offsets),
-                                   key, options_.hot_path, file.label, origin);
+  AttachedFile entry =
+      attach_plan(program_, file.attach_path(), std::move(plan), key, options_.hot_path, file.label, origin);
   if (entry.record.probes == 0 && !entry.record.probe_failures.empty()) {
     reject(file.label, origin, "every probe failed to attach: " + entry.record.probe_failures.front(), key);
     return false;
@@ -236,11 +234,6 @@ void LibraryAttacher::set_hot_path(bool on) {
   std::lock_guard lock(mu_);
   options_.hot_path = on;
   set_hot_path_in(attached_, program_, on);
-}
-
-bool LibraryAttacher::hot_path() const {
-  std::lock_guard lock(mu_);
-  return options_.hot_path;
 }
 
 std::string LibraryAttacher::call_name(uint32_t id) const {

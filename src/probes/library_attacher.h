@@ -80,7 +80,6 @@ class LibraryAttacher {
   // every file (on) or detaches them (off); files attached later follow it.
   // The rare calls' probes, and every count, stay in place.
   void set_hot_path(bool on);
-  bool hot_path() const;
 
  private:
   // Reads and attaches the target's file (already verified) under its key,

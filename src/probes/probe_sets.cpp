@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include "probes/runtime_entry_points.h"
+
 namespace gpuledger::probes {
 namespace {
 
@@ -83,6 +85,18 @@ PlanBySet split_by_call_rate(std::vector<ProbeSpec> full_plan, const std::set<ui
   PlanBySet out;
   for (auto& spec : full_plan) (hot_offsets.contains(spec.file_offset) ? out.hot : out.rare).push_back(std::move(spec));
   return out;
+}
+
+PlanBySet plan_driver_by_set(const std::vector<ElfFunction>& functions, CallNames& call_names,
+                             const ProbePlanOptions& options) {
+  ProbePlanOptions full = options;
+  full.hot_path = true;
+  return split_by_call_rate(plan_probes(functions, call_names, full), hot_path_offsets(functions, entry_point_families()));
+}
+
+PlanBySet plan_runtime_by_set(const std::vector<ElfFunction>& functions, CallNames& call_names) {
+  return split_by_call_rate(plan_runtime_probes(functions, call_names),
+                            hot_path_offsets(functions, runtime_entry_point_families()));
 }
 
 }  // namespace gpuledger::probes

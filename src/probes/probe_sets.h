@@ -53,5 +53,10 @@ struct PlanBySet {
   std::vector<ProbeSpec> rare, hot;
 };
 PlanBySet split_by_call_rate(std::vector<ProbeSpec> full_plan, const std::set<uint64_t>& hot_offsets);
+// A driver's and a runtime's full plan (plan_probes, plan_runtime_probes),
+// cut so. The billing set's plan is their `rare` part, wherever it is asked for.
+PlanBySet plan_driver_by_set(const std::vector<ElfFunction>& functions, CallNames& call_names,
+                             const ProbePlanOptions& options);
+PlanBySet plan_runtime_by_set(const std::vector<ElfFunction>& functions, CallNames& call_names);
 
 }  // namespace gpuledger::probes

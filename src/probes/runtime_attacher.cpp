@@ -85,13 +85,13 @@ bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin
     return true;
   }
   const std::string path = target.file.label;  // a copy: the file may be swapped for its backing layer's
-  std::vector<ProbeSpec> specs;
+  PlanBySet plan;  // the full plan, cut by call rate: the hot part attached while the set is full
   try {
-    specs = plan_runtime_probes(symbols, call_names_);  // the full plan, cut by call rate below
+    plan = plan_runtime_by_set(symbols, call_names_);
   } catch (const Error& e) {  // runtime call ids ran out
     spdlog::warn("CUDA runtime in {} not probed: {}", path, e.what());
   }
-  if (specs.empty()) {
+  if (plan.rare.empty() && plan.hot.empty()) {
     if (without_runtime_.size() >= kMaxRemembered) {
       without_runtime_.clear();
       stripped_.clear();
@@ -118,10 +118,7 @@ bool RuntimeAttacher::offer_target(ProbeTarget target, const std::string& origin
   prefer_backing_file(proc_root_, target);
   // Pinned under the file's key like the driver's: a restarted agent takes
   // the links over, so runtime calls made while no agent ran are counted too.
-  AttachedFile entry = attach_plan(program_, target.file.attach_path(),
-                                   split_by_call_rate(std::move(specs),
-                                                      hot_path_offsets(symbols, runtime_entry_point_families())),
-                                   id, hot_path_, path, origin);
+  AttachedFile entry = attach_plan(program_, target.file.attach_path(), std::move(plan), id, hot_path_, path, origin);
   if (entry.record.probes == 0 && !entry.record.probe_failures.empty()) {
     spdlog::warn("CUDA runtime in {} not probed: every probe failed ({})", path, entry.record.probe_failures.front());
     without_runtime_.insert(id);

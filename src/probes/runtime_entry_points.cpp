@@ -58,11 +58,9 @@ const std::vector<EntryPointFamily>& runtime_entry_point_families() {
 
 std::vector<ProbeSpec> plan_runtime_probes(const std::vector<ElfFunction>& functions, CallNames& call_names,
                                            bool hot_path) {
+  if (!hot_path) return plan_runtime_by_set(functions, call_names).rare;  // as plan_probes does
   std::vector<ProbeSpec> specs;
-  // Aliases, and a symbol in both .dynsym and .symtab: one probe. Billing: the
-  // hot path's addresses are taken first (cuda_entry_points.cpp).
-  std::set<uint64_t> offsets_taken;
-  if (!hot_path) offsets_taken = hot_path_offsets(functions, runtime_entry_point_families());
+  std::set<uint64_t> offsets_taken;  // aliases, and a symbol in both .dynsym and .symtab: one probe
   for (const auto& family : runtime_entry_point_families()) {
     for (const auto& fn : find_entry_point_forms(functions, family.base)) {
       if (!offsets_taken.insert(fn.file_offset).second) continue;
