@@ -14,6 +14,7 @@
 
 #include "bpf_requirement.h"
 #include "exposition_parser.h"
+#include "identity/infrastructure.h"
 #include "reliability_support.h"
 #include "simulation/tenant.h"
 
@@ -51,6 +52,8 @@ nlohmann::json workload(int port, const std::string& id) {
 
 TEST(ProbeSetAuto, SwitchesLiveAndLosesNoCountMade) {
   GL_REQUIRE_BPF();
+  // The agent walks the host's processes: a node running MPS is full by design.
+  ASSERT_FALSE(identity::mps_control_daemon_running()) << "an MPS control daemon runs on this machine";
   Scratch scratch("probeset-auto");
   write_node(scratch, true);
   std::ofstream(scratch.path("prices.yaml")) << "per_model:\n  H100: 3.60\nwindow_seconds: 10\n";
