@@ -8,7 +8,7 @@
 #ifndef GPULEDGER_CUDA_STRUCT_LAYOUTS_H
 #define GPULEDGER_CUDA_STRUCT_LAYOUTS_H
 
-#include "gpuledger_abi.h"
+#include "cuda_probes.h"
 
 /* CUmemorytype */
 #define GL_CU_MEMORYTYPE_HOST 1

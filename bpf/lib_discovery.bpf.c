@@ -15,7 +15,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "gpuledger_abi.h"
+#include "lib_discovery.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

@@ -13,8 +13,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "nvidia_ioctl_abi.h"
-#include "task_files.h"
+#include "nvidia_ioctl.h"
+#include "lib/task_files.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

@@ -28,7 +28,7 @@ endif()
 function(bpf_skeleton name src)
   set(obj ${BPF_GEN_DIR}/${name}.bpf.o)
   set(skel ${BPF_GEN_DIR}/${name}.skel.h)
-  file(GLOB bpf_headers ${CMAKE_SOURCE_DIR}/bpf/*.h)
+  file(GLOB_RECURSE bpf_headers ${CMAKE_SOURCE_DIR}/bpf/*.h)
   add_custom_command(
     OUTPUT ${obj}
     COMMAND ${CLANG_BPF} -g -O2 -target bpf -D__TARGET_ARCH_x86

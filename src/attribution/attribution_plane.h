@@ -24,6 +24,7 @@
 #include "identity/workload_classifier.h"
 #include "identity/workload_directory.h"
 #include "identity/workload_names.h"
+#include "lib_discovery.h"
 #include "probes/bpf_handles.h"
 #include "probes/cuda_probe_program.h"
 #include "probes/library_attacher.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "gpuledger_abi.h"
+#include "cuda_probes.h"
 
 namespace gpuledger::attribution {
 

@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "gpuledger_abi.h"
+#include "cuda_probes.h"
 #include "identity/workload.h"
 #include "identity/workload_names.h"
 #include "probes/library_attacher.h"

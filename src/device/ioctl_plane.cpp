@@ -17,7 +17,7 @@
 #include "identity/cgroup_fs.h"
 #include "identity/workload_directory.h"
 #include "nvidia_ioctl.skel.h"
-#include "nvidia_ioctl_abi.h"
+#include "nvidia_ioctl.h"
 #include "probes/bpf_handles.h"
 #include "probes/map_reader.h"
 #include "probes/pin_store.h"

@@ -1,6 +1,6 @@
 #include "identity/workload_directory.h"
 
-#include "gpuledger_abi.h"
+#include "cuda_probes.h"
 #include "identity/workload_classifier.h"
 
 namespace gpuledger::identity {

@@ -1,5 +1,5 @@
 #pragma once
-// The call_names BPF map (gpuledger_abi.h): each call id's name, kept beside
+// The call_names BPF map (cuda_probes.h): each call id's name, kept beside
 // the counters and links whose keys and cookies carry the ids. An agent that
 // takes over pinned maps and links must name ids as the agent that handed
 // them out did - which depends on the order files were planned in, not only

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gpuledger_abi.h"
+#include "cuda_probes.h"
 #include "probes/elf_symbols.h"
 
 namespace gpuledger::probes {

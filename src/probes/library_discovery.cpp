@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "identity/process_cgroup.h"
+#include "lib_discovery.h"
 #include "lib_discovery.skel.h"
 #include "probes/bpf_handles.h"
 #include "probes/map_reader.h"

@@ -15,7 +15,7 @@
 
 #include <bpf/bpf.h>
 
-#include "gpuledger_abi.h"
+#include "cuda_probes.h"
 
 namespace gpuledger::probes {
 

@@ -1,5 +1,5 @@
 #pragma once
-// Busy spans still open (bpf/gpuledger_abi.h, gl_open_spans), counted to date:
+// Busy spans still open (bpf/cuda_probes.h, gl_open_spans), counted to date:
 // each open span adds now - its start to the busy_ns of the workload and
 // device that opened it, so a span crossing windows is spread over them and a
 // launch never waited for is charged until something ends it (a wait, its

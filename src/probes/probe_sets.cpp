@@ -8,7 +8,7 @@
 namespace gpuledger::probes {
 namespace {
 
-// Every call kind of gpuledger_abi.h, by how often a program calls it. Hot:
+// Every call kind of cuda_probes.h, by how often a program calls it. Hot:
 // what a launch-bound tenant calls once or more per kernel. Rare: what a
 // program calls at start, per context, per allocation or at exit - the calls
 // the bill of an exclusive or time-sliced GPU needs (who holds the GPU, on

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/not_probed.h"
-#include "gpuledger_abi.h"
+#include "cuda_probes.h"
 #include "probes/cuda_entry_points.h"
 
 namespace gpuledger::probes {

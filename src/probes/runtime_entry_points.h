@@ -3,12 +3,12 @@
 // --runtime-probes, as data, and their probes for one file: a shared
 // libcudart, or an executable that links the runtime statically (nvcc's
 // default) and kept its symbols. How the two levels count a call once:
-// bpf/runtime_handlers.h and docs/runtime-probes.md.
+// bpf/cuda_runtime.bpf.h and docs/runtime-probes.md.
 #include <optional>
 #include <string_view>
 #include <vector>
 
-#include "gpuledger_abi.h"
+#include "cuda_probes.h"
 #include "probes/cuda_entry_points.h"
 #include "probes/elf_symbols.h"
 

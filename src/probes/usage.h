@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "gpuledger_abi.h"
+#include "cuda_probes.h"
 
 namespace gpuledger::probes {
 

@@ -1,4 +1,4 @@
-// The busy spans are per stream and context, not per thread (bpf/gpuledger_abi.h,
+// The busy spans are per stream and context, not per thread (bpf/cuda_probes.h,
 // gl_open_spans): as root, with the real BPF programs and the CUDA driver
 // simulator, a tenant's span time covers the work it ran whatever its calling
 // pattern: waiting on the launching thread or another, on the context, a

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "gpuledger_abi.h"
+#include "cuda_probes.h"
 #include "elf_function_fixture.h"
 #include "probes/elf_symbols.h"
 

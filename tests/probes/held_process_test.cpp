@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "bpf_requirement.h"
-#include "gpuledger_abi.h"
+#include "lib_discovery.h"
 #include "probes/library_discovery.h"
 
 namespace gpuledger::probes {

@@ -10,7 +10,7 @@
 
 #include "bpf_requirement.h"
 #include "common/unique_fd.h"
-#include "gpuledger_abi.h"
+#include "cuda_probes.h"
 #include "probes/call_name_map.h"
 
 namespace gpuledger::testing {

@@ -1,6 +1,6 @@
 /* Kernel layout differences handled with CO-RE flavours, in one place. */
-#ifndef GPULEDGER_CORE_FIXES_H
-#define GPULEDGER_CORE_FIXES_H
+#ifndef GPULEDGER_CORE_FIXES_BPF_H
+#define GPULEDGER_CORE_FIXES_BPF_H
 
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>

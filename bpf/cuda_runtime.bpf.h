@@ -1,12 +1,12 @@
 /* CUDA runtime API attribution (--runtime-probes): uprobes on libcudart's
  * entry points, in a shared libcudart or an executable that links it
- * statically. Included once, at the end of cuda_probes.bpf.c: these handlers
+ * statically. Included by cuda_probes.bpf.c after the driver handlers: these
  * count into that program's maps, with its helpers, so a call counts the same
  * whichever level sees it.
  *
  * De-duplication is per thread. The runtime entry records the call in the
  * thread's state; a driver probe of the same class firing beneath it on that
- * thread marks it seen (runtime_owns, in cuda_probes.bpf.c). At the runtime
+ * thread marks it seen (runtime_owns, in cuda_call_class.bpf.h). At the runtime
  * return:
  *   on:   the runtime level counts every call (the driver skipped the nested one);
  *   auto: it counts only a call the driver level did not see - the process's
@@ -15,8 +15,8 @@
  * Calls that need no driver (cudaFree(NULL), cudaMalloc of 0 bytes, copies of
  * 0 bytes or host to host) are counted by neither level.
  * See docs/runtime-probes.md. */
-#ifndef GPULEDGER_RUNTIME_HANDLERS_H
-#define GPULEDGER_RUNTIME_HANDLERS_H
+#ifndef GPULEDGER_CUDA_RUNTIME_BPF_H
+#define GPULEDGER_CUDA_RUNTIME_BPF_H
 
 /* Processes reported as reaching the driver around its exported symbols,
  * keyed by (tgid, start time) so a reused PID is reported anew. LRU: an

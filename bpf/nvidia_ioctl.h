@@ -1,9 +1,9 @@
 /* The contract between bpf/nvidia_ioctl.bpf.c and src/device/ioctl_plane.cpp:
- * the NVIDIA driver ioctl plane. Fixed-width types only (see gpuledger_abi.h). */
-#ifndef GPULEDGER_NVIDIA_IOCTL_ABI_H
-#define GPULEDGER_NVIDIA_IOCTL_ABI_H
+ * the NVIDIA driver ioctl plane. Fixed-width types only (lib/abi_types.h). */
+#ifndef GPULEDGER_NVIDIA_IOCTL_H
+#define GPULEDGER_NVIDIA_IOCTL_H
 
-#include "gpuledger_abi.h"
+#include "lib/abi_types.h"
 
 /* A filter entry whose minor is this matches every minor of its major. */
 #define GL_IOCTL_ANY_MINOR 0xffffffffu

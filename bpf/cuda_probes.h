@@ -1,19 +1,12 @@
-/* The contract between the BPF programs and the agent: fixed-width C types that
- * both sides include. Units are in the field names or comments. Keep this file
- * free of kernel or libc headers so C++ can include it as-is. */
-#ifndef GPULEDGER_ABI_H
-#define GPULEDGER_ABI_H
+/* The contract between bpf/cuda_probes.bpf.c and the agent's probes
+ * (src/probes): fixed-width C types that both sides include. Units are in the
+ * field names or comments. Keep this file free of kernel or libc headers so
+ * C++ can include it as-is. */
+#ifndef GPULEDGER_CUDA_PROBES_H
+#define GPULEDGER_CUDA_PROBES_H
 
-#ifdef __cplusplus
-#include <cstdint>
-typedef std::uint8_t gl_u8;
-typedef std::uint32_t gl_u32;
-typedef std::uint64_t gl_u64;
-#else
-typedef __u8 gl_u8;
-typedef __u32 gl_u32;
-typedef __u64 gl_u64;
-#endif
+#include "lib/abi_types.h"
+#include "lib/events.h"
 
 /* Memcpy direction, the index into the per-direction counter arrays. */
 enum gl_direction {
@@ -310,24 +303,8 @@ enum gl_stat {
   GL_STAT_COUNT = 14,
 };
 
-/* Events to userspace: rare by construction (a new workload, a process that
- * starts or exits its CUDA life, a file first mapped for execution). */
-enum gl_event_type {
-  GL_EV_NEW_WORKLOAD = 1,
-  GL_EV_PROC_START = 2,
-  GL_EV_PROC_EXIT = 3,
-  GL_EV_LIB_MAP = 4,
-  GL_EV_RUNTIME_BYPASS = 5, /* a gl_proc_event: the process's runtime reached the driver around its exported symbols */
-};
-
 #define GL_PATH_DEPTH 12
 #define GL_NAME_LEN 128
-
-struct gl_event_header {
-  gl_u32 type;
-  gl_u32 tgid;
-  gl_u64 cgroup_key;
-};
 
 /* The cgroup's path, captured in the kernel so a cgroup that is gone before
  * the agent looks can still be named. components[0] is the leaf. */
@@ -342,42 +319,6 @@ struct gl_proc_event {
   struct gl_event_header h;
   gl_u64 start_ns;
   gl_u64 released_bytes; /* exit: what the process still held */
-};
-
-/* Kernel dev_t encoding (major << 20 | minor). */
-struct gl_file_id {
-  gl_u64 dev;
-  gl_u64 ino;
-};
-
-/* A file mapped for execution for the first time since it was last
- * reported. `file` is the inode the mapping really holds (on overlayfs the
- * backing layer's file, which is what a uprobe lands on), read from the VMA
- * in the kernel: no path, nothing the process could swap. [start, end) is
- * the mapping, as /proc/PID/map_files names it. */
-/* What the agent decided about a file (the watcher's known_files values). */
-enum gl_file_verdict {
-  GL_FILE_PENDING = 0, /* reported, not judged yet */
-  GL_FILE_DRIVER = 1,  /* the CUDA driver, probed: each later mapping is reported too */
-  GL_FILE_OTHER = 2,   /* anything else: never reported again */
-};
-
-struct gl_lib_map_event {
-  struct gl_event_header h;
-  struct gl_file_id file;
-  gl_u64 start;
-  gl_u64 end;
-  gl_u32 known_driver; /* a driver already probed, mapped by another process */
-  gl_u32 held;         /* the process was stopped (SIGSTOP) until the agent has looked: continue it */
-  char name[64]; /* the file's name (no directory), for the log only */
-};
-
-/* A process the watcher holds (stopped) until the agent continues it. Kept in
- * a map the agent pins, so an agent that dies while holding one (SIGKILL, OOM)
- * has its successor continue it; the start time tells a recycled pid apart. */
-struct gl_held_process {
-  gl_u64 start_boottime; /* the process's start, ns since boot (/proc/PID/stat starttime) */
-  gl_u64 held_at;        /* bpf_ktime_get_ns() when it was stopped (CLOCK_MONOTONIC) */
 };
 
 #endif

@@ -1,7 +1,7 @@
 /* The open files of a task, read in BPF: what the syscall tracepoints need
  * to go from a file descriptor to its struct file. */
-#ifndef GPULEDGER_TASK_FILES_H
-#define GPULEDGER_TASK_FILES_H
+#ifndef GPULEDGER_TASK_FILES_BPF_H
+#define GPULEDGER_TASK_FILES_BPF_H
 
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
