@@ -269,7 +269,9 @@ class Accountant : public metrics::MetricsContributor {
   // Allocation against use over (t0, t1] of `obs`, into the open window.
   void attribute_use(const Observation& obs, double t0, double t1);
   // The window's seconds of use without allocation and allocation without
-  // use, into its account records (adding those that only used the slot).
+  // use, into its account records (adding those that only used the slot). A
+  // holder the probes or NVML's samples saw work on the slot in the window
+  // has no allocation without use in it (the device side missed it).
   void record_use(const SlotState* state, WindowRecord& rec);
   void write_check_metrics(metrics::ExpositionWriter& out) const;
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> suspect_windows_;  // (uuid, field, reason)

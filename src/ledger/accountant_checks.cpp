@@ -90,7 +90,12 @@ void Accountant::record_use(const SlotState* state, WindowRecord& rec) {
     present.insert(a.account);
     if (is_special_account(a.account)) continue;
     a.used_unallocated_seconds = seconds(state->used_unallocated, a.account);
-    a.allocated_unused_seconds = seconds(state->allocated_unused, a.account);
+    // "Ran nothing on it": where the probes (or NVML's samples) saw it work on
+    // the slot in this window, the device side missed its processes (a pid
+    // it could not map, a device file it could not read): none is counted.
+    auto act = state->activity.find(a.account);
+    const bool worked = act != state->activity.end() && act->second.any();
+    a.allocated_unused_seconds = worked ? 0.0 : seconds(state->allocated_unused, a.account);
   }
   // A workload that only used the slot (no launch, no span, no VRAM seen) is a record too.
   for (const auto& [account, s] : state->used_unallocated) {

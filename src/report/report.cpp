@@ -258,6 +258,13 @@ std::string shorten(const std::string& name, size_t max) {
 
 constexpr size_t kTableWidth = 120;
 
+// Some row used a GPU it was not allocated, or was allocated one it ran nothing on.
+bool has_use_facts(const Report& r) {
+  return std::any_of(r.rows.begin(), r.rows.end(), [](const Row& x) {
+    return x.used_unallocated_hours.value_or(0) > 0 || x.allocated_unused_hours.value_or(0) > 0;
+  });
+}
+
 // An efficiency cell: a value the row's suspect device data left unknown
 // says so (ledger/device_quality.h), never 0 % nor a bare unknown.
 std::string eff_pct(const Row& row, const std::optional<double>& v) {
@@ -441,8 +448,8 @@ std::string render_csv_periods(const Report& whole, const std::vector<Report>& p
   bool quality_column = suspect_in(whole);
   for (const auto& p : periods) quality_column = quality_column || suspect_in(p);
   // Allocation against use, only when the range's windows observed it.
-  bool use_columns = whole.coverage.use_observed;
-  for (const auto& p : periods) use_columns = use_columns || p.coverage.use_observed;
+  bool use_columns = has_use_facts(whole);
+  for (const auto& p : periods) use_columns = use_columns || has_use_facts(p);
   out += std::string(",currency,period_start,period_end") + (team_column ? ",team" : "") + ",node,cluster,bill_id,partial_period" +
          (quality_column ? ",device_data,device_suspect_windows,device_suspect_reasons" : "") +
          (use_columns ? ",used_unallocated_gpu_hours,allocated_unused_gpu_hours" : "") + "\r\n";
@@ -505,7 +512,10 @@ std::string render_json(const Report& r) {
   j["rows"] = nlohmann::json::array();
   for (const auto& row : r.rows) j["rows"].push_back(row_json(row));
   j["total"] = row_json(r.total);
-  if (r.coverage.device_quality_judged) {  // the device data's quality per row (ledger/device_quality.h)
+  // The device data's quality per row (ledger/device_quality.h), when some
+  // window of the range was suspect: a clean range's rows are as before (and
+  // as a fleet database's, which does not carry the quality).
+  if (r.coverage.device_quality_judged && r.total.device_suspect_windows > 0) {
     auto flag = [](nlohmann::json& out, const Row& row) {
       out["device_data"] = row.device_data();
       out["device_suspect_windows"] = row.device_suspect_windows;
@@ -519,8 +529,12 @@ std::string render_json(const Report& r) {
       out["used_unallocated_gpu_hours"] = opt_json(row.used_unallocated_hours);
       out["allocated_unused_gpu_hours"] = opt_json(row.allocated_unused_hours);
     };
-    for (size_t i = 0; i < r.rows.size(); ++i) use(j["rows"][i], r.rows[i]);
-    use(j["total"], r.total);
+    // In the rows only when there is some: rows without are as before (and as
+    // a fleet database's, which does not carry these facts).
+    if (has_use_facts(r)) {
+      for (size_t i = 0; i < r.rows.size(); ++i) use(j["rows"][i], r.rows[i]);
+      use(j["total"], r.total);
+    }
     j["allocation_against_use"] = nlohmann::json::array();
     for (const auto& row : r.rows)
       if (row.used_unallocated_hours.value_or(0) > 0 || row.allocated_unused_hours.value_or(0) > 0)

@@ -35,16 +35,18 @@
 //                    a profiling field reading 0 while the GPU was busy, frozen,
 //                    a source stopped) adds nothing to them: where that leaves a
 //                    value unknown the cell says "suspect" (never 0 %), and the
-//                    row's device_data flag (JSON; CSV's device_data column when
-//                    any row is suspect) says "suspect", with its reasons.
+//                    row's device_data flag (JSON's rows and CSV's device_data
+//                    columns, when any window of the range is suspect) says
+//                    "suspect", with its reasons.
 //   used_unallocated_gpu_hours, allocated_unused_gpu_hours
 //                    allocation against use as facts, from the device side
 //                    (NVML's process lists, the /dev/nvidiaN its processes hold
 //                    open): GPU time its processes used on a GPU it was not
 //                    allocated, and GPU time it was allocated with none of its
-//                    processes on the GPU. Shown (JSON rows and
-//                    allocation_against_use, CSV columns, a table and HTML
-//                    section) when the range's windows observed it.
+//                    processes on the GPU. Shown when the range's windows
+//                    observed it: JSON's allocation_against_use, a table and
+//                    HTML section; and where some row has any, the JSON rows'
+//                    fields and CSV's two columns.
 //   vram_gib_hours, launches
 //   split_source     which evidence split the busy part of the group's windows
 //                    (ledger/split_source.h), in JSON: split_busy_gpu_hours by

@@ -9,7 +9,8 @@
 //   GPU-busy, GPU-idle  noisy but healthy: not one window suspect.
 // And allocation against use from the device side: pod-busy's processes also
 // sit on GPU-idle (not allocated to it); pod-idle holds GPU-idle and runs
-// nothing on it.
+// nothing on it; pod-dead's processes the device side misses, but the probes
+// see it work: no allocation without use is counted for it.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -84,9 +85,9 @@ class DeviceDataChecks : public testing::LedgerDirTest {
           {"k8s/pod-busy", pod("pod-busy"), 0.8 * t, static_cast<uint64_t>(50 * t), 8ull << 30, {"GPU-busy"}, {}, {}},
       };
       o.device = device_samples(devices);
-      // The device side: pod-busy's processes on its GPU and on GPU-idle; pod-dead on its own; pod-idle nowhere.
-      o.device_use = {{"k8s/pod-busy", {pod("pod-busy"), {"GPU-busy", "GPU-idle"}}},
-                      {"k8s/pod-dead", {pod("pod-dead"), {"GPU-dead"}}}};
+      // The device side: pod-busy's processes on its GPU and on GPU-idle; pod-idle nowhere; pod-dead's
+      // missed (a pid it could not map), while the probes see it work: not "allocated, unused".
+      o.device_use = {{"k8s/pod-busy", {pod("pod-busy"), {"GPU-busy", "GPU-idle"}}}};
       o.device_use_known = true;
       acc.observe(o);
     }
