@@ -386,7 +386,7 @@ std::string render_table(const Report& r, bool wide) {
       if (row.used_unallocated_hours.value_or(0) > 0 || row.allocated_unused_hours.value_or(0) > 0)
         use.push_back({shorten(display_name(row.key), side_name_max), fixed(row.used_unallocated_hours.value_or(0), 4),
                        fixed(row.allocated_unused_hours.value_or(0), 4)});
-    if (use.size() == 1) out << "  none: every process ran on a GPU its workload was allocated, every allocation ran one\n";
+    if (use.size() == 1) out << "  none seen from the device side\n";
     else out << aligned_columns(use, false);
   }
   if (r.rightsizing && wide) out << "\n" << rightsizing_table_section(*r.rightsizing);

@@ -133,7 +133,7 @@ std::string allocation_against_use(const Report& r) {
     h << "<tr><td>" << html_escape(row_name(row.key)) << "</td><td>" << fixed(row.used_unallocated_hours.value_or(0), 3)
       << "</td><td>" << fixed(row.allocated_unused_hours.value_or(0), 3) << "</td></tr>\n";
   }
-  if (n == 0) h << "<tr><td colspan=\"3\">none</td></tr>\n";
+  if (n == 0) h << "<tr><td colspan=\"3\">none seen from the device side</td></tr>\n";
   h << "</tbody></table>\n";
   return h.str();
 }

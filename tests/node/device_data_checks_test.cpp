@@ -21,6 +21,7 @@
 #include "device/dcgm_readings.h"
 #include "device/prometheus_parser.h"
 #include "ledger/accountant.h"
+#include "ledger/device_quality.h"
 #include "ledger/store.h"
 #include "metrics/prometheus_text.h"
 #include "node/observation_inputs.h"
@@ -126,6 +127,16 @@ TEST_F(DeviceDataChecks, DeadProfilingIsSuspectEveryWindowAndNeverBilledAsZero) 
   EXPECT_EQ(by_gpu["GPU-dead"], (Q{0, 120, 0}));
   EXPECT_EQ(by_gpu["GPU-busy"], (Q{120, 0, 0}));  // the false-positive case: noisy, healthy
   EXPECT_EQ(by_gpu["GPU-idle"], (Q{120, 0, 0}));
+
+  // What `gpuledger doctor --store` says.
+  const ledger::DeviceQualitySummary doctor = ledger::device_quality_summary(store, kT0, kT0 + kSeconds);
+  EXPECT_EQ(doctor.suspect, 120);
+  EXPECT_EQ(doctor.ok, 240);
+  EXPECT_NE(doctor.line().find("120 of 360 windows in the last day had suspect device data (240 ok, 0 absent); "
+                               "GPU-dead: dram_active: zero_while_busy, gr_engine_active: zero_while_busy, "
+                               "sm_active: zero_while_busy, sm_occupancy: zero_while_busy, tensor_active: zero_while_busy"),
+            std::string::npos)
+      << doctor.line();
 
   // The self-metric, per field and reason.
   EXPECT_NE(metrics_.find("gpuledger_device_data_suspect_windows_total{UUID=\"GPU-dead\",field=\"sm_active\","
