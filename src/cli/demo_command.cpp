@@ -1,6 +1,6 @@
 // `gpuledger demo`: the whole pipeline on a machine without a GPU. What is
 // SIMULATED: the CUDA driver (sim/libcuda), NVML (sim/nvml: three scripted
-// GPUs), dcgm-exporter (a loopback page of fixed profiling values), the workloads (the gpuledger-cudasim generator) and the Kubernetes
+// GPUs), dcgm-exporter (a loopback page with a real one's noise, simulation/dcgm_stand_in.h), the workloads (the gpuledger-cudasim generator) and the Kubernetes
 // names and GPU allocation (fixed here, as a kubelet would report them). What
 // is real: the agent, its eBPF probes, the cgroups, the processes, the device
 // plane reading NVML, and the ledger and its report. Energy: the simulated
@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include <httplib.h>
@@ -38,6 +39,7 @@
 #include "node/served_content.h"
 #include "report/bill.h"
 #include "report/report.h"
+#include "simulation/dcgm_stand_in.h"
 #include "simulation/tenant.h"
 
 namespace gpuledger::cli {
@@ -61,37 +63,20 @@ std::string nvml_script() {
          device(kGpuNotebook, 1, 3, 1073741824) + ", " + device(kGpuUnheld, 2, 35, 8589934592) + "]}";
 }
 
-// What a dcgm-exporter on this node would print for the three GPUs: the
-// profiling counters only DCGM has (SM active and occupancy, tensor and DRAM
-// activity). The shared GPU is busy, the notebook's nearly idle.
+// What a dcgm-exporter on this node would print for the three GPUs, with a
+// real one's noise (simulation/dcgm_stand_in.h): the profiling counters only
+// DCGM has (SM active and occupancy, tensor and DRAM activity), utilisation,
+// power and energy. The shared GPU is busy, the notebook's nearly idle.
 std::string dcgm_exposition() {
-  struct Gpu {
-    const char* uuid;
-    int index;
-    double sm_active, sm_occupancy, tensor, dram;
-    int util;
-  };
-  const Gpu gpus[] = {{kGpuShared, 0, 0.61, 0.38, 0.27, 0.33, 72},
-                      {kGpuNotebook, 1, 0.02, 0.01, 0.0, 0.01, 3},
-                      {kGpuUnheld, 2, 0.29, 0.18, 0.05, 0.12, 35}};
-  const std::pair<const char*, int> fields[] = {{"DCGM_FI_PROF_SM_ACTIVE", 0}, {"DCGM_FI_PROF_SM_OCCUPANCY", 1},
-                                                {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 2}, {"DCGM_FI_PROF_DRAM_ACTIVE", 3},
-                                                {"DCGM_FI_DEV_GPU_UTIL", 4}};
-  std::string out;
-  for (const auto& [name, which] : fields) {
-    out += std::string("# HELP ") + name + " simulated by gpuledger demo\n# TYPE " + name + " gauge\n";
-    for (const auto& g : gpus) {
-      double v = which == 0 ? g.sm_active : which == 1 ? g.sm_occupancy : which == 2 ? g.tensor : which == 3 ? g.dram
-                                                                                                   : g.util;
-      char line[256];
-      std::snprintf(line, sizeof(line),
-                    "%s{gpu=\"%d\",UUID=\"%s\",device=\"nvidia%d\",modelName=\"gpuledger simulated H100\","
-                    "Hostname=\"demo\"} %g\n",
-                    name, g.index, g.uuid, g.index, v);
-      out += line;
-    }
-  }
-  return out;
+  static std::mutex mu;
+  static simulation::DcgmStandIn stand_in({
+      {kGpuShared, 0, "gpuledger simulated H100", 0.72, 0.61, 0.38, 0.27, 0.33},
+      {kGpuNotebook, 1, "gpuledger simulated H100", 0.03, 0.02, 0.01, 0.0, 0.01},
+      {kGpuUnheld, 2, "gpuledger simulated H100", 0.35, 0.29, 0.18, 0.05, 0.12},
+  });
+  std::lock_guard lock(mu);
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return stand_in.page(now);
 }
 
 struct TenantSpec {

@@ -9,6 +9,8 @@
 #include "common/log.h"
 #include "device/doctor.h"
 #include "fleet/fleet_doctor.h"
+#include "ledger/device_quality.h"
+#include "ledger/store.h"
 #include "node/node_agent.h"
 #include "node/probe_set_auto.h"
 #include "probes/pin_store.h"
@@ -34,6 +36,18 @@ int run_doctor(const DoctorCommand& cmd) {
     const auto check = fleet::check_fleet_db(fleet_db, cmd.fleet_db.password_file, cmd.store);
     reports.push_back({"fleet-db", check.ok ? device::PlaneStatus::kOk : device::PlaneStatus::kUnavailable, check.reason});
   }
+  if (!cmd.store.empty()) {
+    // The ledger's cross-checks of the device data (ledger/device_quality.h) over its last day.
+    try {
+      const ledger::Store store(cmd.store, ledger::Store::Mode::kReadOnly);
+      const int64_t end = store.last_window_end().value_or(0);
+      const auto summary = ledger::device_quality_summary(store, end - 86400, end);
+      reports.push_back({"device-data", summary.suspect > 0 ? device::PlaneStatus::kDegraded : device::PlaneStatus::kOk,
+                         summary.line()});
+    } catch (const std::exception& e) {
+      reports.push_back({"device-data", device::PlaneStatus::kUnavailable, std::string("store: ") + e.what()});
+    }
+  }
   std::fputs(device::format_doctor_table(reports).c_str(), stdout);
   return device::doctor_exit_code(reports);
 }
@@ -55,7 +69,7 @@ Subcommand add_doctor_command(CLI::App& app) {
                          "The agent's --bpf-pin-dir, checked for pins no agent holds (default: <bpffs>/gpuledger)");
   add_fleet_db_options(cmd, o->fleet_db,
                        "Check that this node can ship to the fleet database (default: $GPULEDGER_FLEET_DB)");
-  cmd->add_option("--store", o->store, "The agent's ledger store, for the fleet backlog it holds");
+  cmd->add_option("--store", o->store, "The agent's ledger store: the fleet backlog it holds, and its windows' device data (suspect or not)");
   cmd->add_option("--orphaned-pins-after", o->orphaned_pins_after,
                          "Pins whose last agent heartbeat is older than this are called orphaned")
       ->check(duration_validator())

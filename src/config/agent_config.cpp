@@ -111,8 +111,8 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
   if (root.IsNull()) return config;
   if (!root.IsMap()) fail(source, root, "the top level must be a mapping");
   // `cost` (prices) is read by ledger/prices.h from the same file, `rightsizing`
-  // by report/rightsizing_config.h.
-  check_keys(source, root, "the top level", {"team", "kubernetes", "probes", "teams", "cost", "rightsizing"});
+  // by report/rightsizing_config.h, `device_checks` by ledger/device_checks_config.h.
+  check_keys(source, root, "the top level", {"team", "kubernetes", "probes", "teams", "cost", "rightsizing", "device_checks"});
 
   if (auto team = root["team"]; team && !team.IsNull()) {
     if (!team.IsMap()) fail(source, team, "team must be a mapping");

@@ -170,6 +170,7 @@ Accountant::Accountant(Store& store, PriceBook prices, int64_t max_backfill_seco
   store_.for_each_window(INT64_MIN, INT64_MAX, [&](WindowRecord&& w) {
     add_share_seconds_locked(w);
     count_split_locked(w);
+    count_checks_locked(w);
   });
 }
 
@@ -182,6 +183,19 @@ void Accountant::attribute(const Observation& obs, double t0, double t1) {
     if (d.busy_fraction) {
       s.busy_weighted += *d.busy_fraction * dt;
       s.busy_time += dt;
+      (d.checks.empty() || d.checks[CheckedField::kDcgmUtilization] ? s.busy_dcgm_time : s.busy_nvml_time) += dt;
+    }
+    if (d.checks.empty()) {
+      // A sample without its sources told apart (tests, older callers): judged as one source.
+      CheckSample c;
+      c[CheckedField::kSmActive] = d.efficiency.sm_active;
+      c[CheckedField::kSmOccupancy] = d.efficiency.sm_occupancy;
+      c[CheckedField::kTensorActive] = d.efficiency.tensor_active;
+      c[CheckedField::kDramActive] = d.efficiency.dram_active;
+      c[CheckedField::kDcgmUtilization] = d.busy_fraction;
+      cross_check_.observe(uuid, t0, t1, c);
+    } else {
+      cross_check_.observe(uuid, t0, t1, d.checks);
     }
     auto add = [&](const char* name, const std::optional<double>& v) {
       if (v) {
@@ -195,6 +209,7 @@ void Accountant::attribute(const Observation& obs, double t0, double t1) {
     add("dram_active", d.efficiency.dram_active);
     if (d.vram_capacity_bytes) s.vram_capacity = d.vram_capacity_bytes;
   }
+  attribute_use(obs, t0, t1);
   // VRAM held since the previous observation (its live bytes, on its slots),
   // and its peak per slot (an account's streams on one slot add up).
   std::map<std::pair<std::string, std::string>, uint64_t> held;  // (slot, account)
@@ -457,6 +472,7 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
       sw.nvml_vram_peak_bytes = s.nvml_peak;
     }
     sw.launches_probed = !hot_path_unprobed_;
+    const DeviceVerdict verdict = judge_device(slot.uuid, sw, it != slots_.end() ? &it->second : nullptr);
     if (!allocation_known_) {
       // No allocation: the users hold the slot, in equal parts of it.
       sw.holders.clear();
@@ -470,6 +486,11 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
     for (const auto& [a, act] : sw.activity) sw.labels[a] = labels_[a];
     const int64_t cost = rate_remainders_.window_cost(slot.uuid, price_for(prices_, slot), L);
     WindowRecord rec = account_window(prices_, start, start + L, sw, observed_seconds, source, cost);
+    (verdict.quality == DeviceQuality::kOk       ? rec.device_quality.ok
+     : verdict.quality == DeviceQuality::kSuspect ? rec.device_quality.suspect
+                                                  : rec.device_quality.absent) = 1;
+    rec.device_findings = finding_counts(verdict);
+    record_use(it != slots_.end() ? &it->second : nullptr, rec);
     if (rec.cost_micros == 0 && unpriced_logged_.insert(slot.uuid).second)
       spdlog::warn("ledger: GPU {} ({}) has no price: no per_uuid, per_model or default_per_hour entry matches it, "
                    "so its time is billed at 0",

@@ -71,6 +71,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ledger/device_quality.h"
 #include "ledger/rate_remainder.h"
 #include "ledger/energy_meter.h"
 #include "ledger/prices.h"
@@ -117,10 +118,22 @@ struct WorkloadUsage {
   std::map<std::string, uint64_t> nvml_used_bytes;
 };
 
+// Where the device side sees a workload now (allocation against use,
+// allocation_use.h): the GPU uuids of NVML's process lists and of the
+// /dev/nvidiaN its processes hold open (a MIG instance's process shows its
+// parent GPU).
+struct DeviceUse {
+  AccountLabels labels;
+  std::vector<std::string> gpus;
+};
+
 struct DeviceSample {
   std::optional<double> busy_fraction;  // DCGM GPU utilisation / NVML, 0..1
   Efficiency efficiency;
   std::optional<double> vram_capacity_bytes;  // the GPU's memory (used + free), when read
+  // Each source's values, for the cross-checks (device_quality.h); busy_fraction
+  // is DCGM's utilisation when checks has it, else NVML's.
+  CheckSample checks;
 };
 
 struct Observation {
@@ -142,6 +155,11 @@ struct Observation {
   // or wait was probed, so their counts are not evidence of idleness; the
   // window's idleness comes from NVML and the store notes the span.
   bool hot_path_probed = true;
+  // By account (workload id). Believed when device_use_known (NVML answers its
+  // process lists); with allocation_known, the window's accounts then get
+  // used_unallocated_seconds and allocated_unused_seconds.
+  std::map<std::string, DeviceUse> device_use;
+  bool device_use_known = false;
 };
 
 // Everything one slot did in one window (input of account_window()).
@@ -183,6 +201,8 @@ class Accountant : public metrics::MetricsContributor {
   // The identity of the kernel counter set the observations read (empty: not
   // one that outlives the agent). Call before the first observation.
   void set_counter_set(std::string id) { counter_set_ = std::move(id); }
+  // The thresholds of the device data's cross-checks (device_quality.h).
+  void set_device_checks(const DeviceCheckConfig& config) { cross_check_.set_config(config); }
   // Writes the metrics families (gpuledger_cost_total, ...). Thread-safe.
   void write_metrics(metrics::ExpositionWriter& out) const override;
   uint64_t windows_written() const;
@@ -197,6 +217,11 @@ class Accountant : public metrics::MetricsContributor {
     std::map<std::string, std::pair<double, double>> eff;  // name -> (sum value*dt, sum dt)
     std::optional<double> vram_capacity;                   // the last reading
     std::map<std::string, uint64_t> vram_peak, nvml_peak;  // by account: the window's peaks
+    double busy_dcgm_time = 0, busy_nvml_time = 0;        // whose utilisation busy_weighted holds
+    // Allocation against use from the device side, seconds by account (accountant_checks.cpp).
+    bool use_known = false;
+    std::map<std::string, double> used_unallocated, allocated_unused;
+    std::map<std::string, AccountLabels> use_labels;
   };
   struct AccountState {
     double busy_seconds = 0;
@@ -236,6 +261,21 @@ class Accountant : public metrics::MetricsContributor {
   // activity (accountant_split.cpp); the first call is the baseline.
   void add_process_sm(const Observation& obs);
   ProcessSmMeter sm_meter_;
+  // The device data's cross-checks (accountant_checks.cpp): the verdict on the
+  // slot's window, with the suspect values dropped from `sw`.
+  DeviceCrossCheck cross_check_;
+  DeviceVerdict judge_device(const std::string& uuid, SlotWindow& sw, const SlotState* state);
+  void count_checks_locked(const WindowRecord& w);
+  // Allocation against use over (t0, t1] of `obs`, into the open window.
+  void attribute_use(const Observation& obs, double t0, double t1);
+  // The window's seconds of use without allocation and allocation without
+  // use, into its account records (adding those that only used the slot). A
+  // holder the probes or NVML's samples saw work on the slot in the window
+  // has no allocation without use in it (the device side missed it).
+  void record_use(const SlotState* state, WindowRecord& rec);
+  void write_check_metrics(metrics::ExpositionWriter& out) const;
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> suspect_windows_;  // (uuid, field, reason)
+  std::map<std::pair<std::string, std::string>, uint64_t> quality_windows_;              // (uuid, quality)
   void record_energy_locked(const WindowRecord& w);
   void write_energy_metrics(metrics::ExpositionWriter& out) const;
   // Windows by (uuid, split_source), from the store at start, and NVML/span
@@ -308,6 +348,9 @@ class Accountant : public metrics::MetricsContributor {
   // for fleet reports: exact sums that continue from the store at start.
   std::map<SeriesKey, ShareSeconds> share_seconds_;
   std::map<SeriesKey, double> carbon_grams_;
+  // Allocation against use from the device side (schema 9): seconds used
+  // without holding, held without using, over every window.
+  std::map<SeriesKey, double> used_unallocated_, allocated_unused_;
   void add_share_seconds_locked(const WindowRecord& w);
   void write_share_seconds_metrics(metrics::ExpositionWriter& out) const;
   // The labels of an account's series (namespace, pod, container, team, UUID).

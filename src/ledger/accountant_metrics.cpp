@@ -49,6 +49,7 @@ void Accountant::record_metrics_locked(const WindowRecord& w) {
   record_shares_locked(w);
   add_share_seconds_locked(w);
   count_split_locked(w);
+  count_checks_locked(w);
 }
 
 metrics::Labels Accountant::series_labels(const SeriesKey& k) {
@@ -219,6 +220,7 @@ void Accountant::write_metrics(metrics::ExpositionWriter& out) const {
   per_ratio(efficiency_known_);
   write_share_seconds_metrics(out);
   write_split_metrics(out);
+  write_check_metrics(out);
   out.family("gpuledger_ledger_info", metrics::MetricType::kGauge, "The ledger's currency (label), always 1");
   out.sample({{"currency", prices_.currency}}, uint64_t{1});
   out.family("gpuledger_ledger_first_window_timestamp_seconds", metrics::MetricType::kGauge,

@@ -50,6 +50,10 @@ WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
     m.exclusive = m.exclusive && w.exclusive;
     busy_seconds += w.busy_fraction * len;
     device.add(w.device, len);
+    m.device_quality.ok += w.device_quality.ok;
+    m.device_quality.suspect += w.device_quality.suspect;
+    m.device_quality.absent += w.device_quality.absent;
+    for (const auto& [key, n] : w.device_findings) m.device_findings[key] += n;
     for (const auto& a : w.accounts) {
       AccountSum& s = accounts[a.account];
       s.record.account = a.account;
@@ -63,6 +67,11 @@ WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
       s.record.vram_byte_seconds += a.vram_byte_seconds;
       s.record.launches += a.launches;
       s.efficiency.add(a.efficiency, len);
+      auto sum = [](std::optional<double>& into, const std::optional<double>& v) {
+        if (v) into = into.value_or(0) + *v;
+      };
+      sum(s.record.used_unallocated_seconds, a.used_unallocated_seconds);
+      sum(s.record.allocated_unused_seconds, a.allocated_unused_seconds);
     }
     for (const auto& c : w.charges) charges[{c.account, c.kind}] += c.micros;
   }

@@ -13,7 +13,9 @@
 // (window_evidence.h): VRAM peaks exact (max), idle runs exact (joined in
 // start order), and the p95s of the hour's window values (an hour of rolled-up
 // windows then stands for its windows in a range's p95: an approximation, see
-// docs/rightsizing.md). What is lost: the
+// docs/rightsizing.md). Device data quality (schema 9): the windows of each
+// quality and of each finding summed; allocation against use: seconds summed
+// (unknown where no window observed them). What is lost: the
 // minute-by-minute detail, and a report range that starts or ends inside a
 // rolled-up hour takes the hour by its start, like any window.
 #include <vector>

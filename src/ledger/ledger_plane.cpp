@@ -28,6 +28,7 @@ std::string ledger_error_reason(const std::string& message) {
 struct LedgerPlane::Open {
   Open(const LedgerPlaneOptions& options) : store(options.store_path), accountant(store, options.prices) {
     accountant.retire_series_after(std::chrono::duration<double>(options.retire_series_after).count());
+    accountant.set_device_checks(options.device_checks);
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     record_bill_inputs(store, options.node, options.cluster, options.prices,
                        std::chrono::duration_cast<std::chrono::seconds>(now).count());

@@ -39,6 +39,8 @@ struct LedgerPlaneOptions {
   // Ledger series of gone accounts leave /metrics after this (the agent's
   // --retire-after; Accountant::retire_series_after); 0: never.
   std::chrono::milliseconds retire_series_after{0};
+  // The device data's cross-checks (--config's `device_checks:`, device_quality.h).
+  DeviceCheckConfig device_checks{};
   // Recorded in the store for the bills (bill_inputs.h); empty: not recorded.
   std::string node{}, cluster{};
 };

@@ -48,6 +48,8 @@ CREATE TABLE windows(
   allocated_total REAL NOT NULL DEFAULT 0,
   split_source TEXT NOT NULL DEFAULT '',
   shipped INTEGER NOT NULL DEFAULT 0,
+  device_ok INTEGER NOT NULL DEFAULT 0, device_suspect INTEGER NOT NULL DEFAULT 0,
+  device_absent INTEGER NOT NULL DEFAULT 0, device_findings TEXT NOT NULL DEFAULT '',
   UNIQUE(start, gpu_uuid));
 CREATE INDEX windows_end ON windows(end);
 CREATE TABLE accounts(
@@ -63,6 +65,7 @@ CREATE TABLE accounts(
   vram_peak_bytes INTEGER, vram_p95_bytes INTEGER, nvml_vram_peak_bytes INTEGER, nvml_vram_p95_bytes INTEGER,
   sm_active_p95 REAL, sm_occupancy_p95 REAL, busy_p95 REAL,
   idle_lead_seconds REAL, idle_trail_seconds REAL, idle_longest_seconds REAL, window_count INTEGER,
+  used_unallocated_seconds REAL, allocated_unused_seconds REAL,
   PRIMARY KEY(window_id, account)) WITHOUT ROWID;
 )";
 
@@ -72,6 +75,16 @@ const char* kColumnsAddedIn6[][2] = {
     {"nvml_vram_p95_bytes", "INTEGER"},  {"sm_active_p95", "REAL"},         {"sm_occupancy_p95", "REAL"},
     {"busy_p95", "REAL"},                {"idle_lead_seconds", "REAL"},     {"idle_trail_seconds", "REAL"},
     {"idle_longest_seconds", "REAL"},    {"window_count", "INTEGER"},
+};
+
+// Schema 9: the device data's quality and allocation against use (store.h).
+const char* kColumnsAddedIn9[][3] = {
+    {"windows", "device_ok", "INTEGER NOT NULL DEFAULT 0"},
+    {"windows", "device_suspect", "INTEGER NOT NULL DEFAULT 0"},
+    {"windows", "device_absent", "INTEGER NOT NULL DEFAULT 0"},
+    {"windows", "device_findings", "TEXT NOT NULL DEFAULT ''"},
+    {"accounts", "used_unallocated_seconds", "REAL"},
+    {"accounts", "allocated_unused_seconds", "REAL"},
 };
 
 // Schema 8: the outbox's pending windows, oldest first (ledger/outbox.h).
@@ -232,6 +245,13 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
         exec("PRAGMA user_version=8");
         exec("COMMIT");
       }
+      // Schema 9 (issue 33): device data quality, allocation against use. Self-contained: "< 9".
+      if (tables > 0 && version < 9) {
+        exec("BEGIN IMMEDIATE");
+        for (const auto& [table, column, definition] : kColumnsAddedIn9) add_column_once(table, column, definition);
+        exec("PRAGMA user_version=9");
+        exec("COMMIT");
+      }
       exec(kOutboxIndex);
     }
     has_energy_ = schema_version() >= 2;
@@ -239,6 +259,7 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
     has_share_known_ = schema_version() >= 5;
     has_evidence_ = schema_version() >= 6;
     has_split_source_ = schema_version() >= 7;
+    has_quality_ = schema_version() >= 9;
     exec("PRAGMA foreign_keys=ON");
     if (mode == Mode::kReadWrite) {
       Stmt q(db_, "PRAGMA quick_check", *this);

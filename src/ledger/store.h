@@ -40,6 +40,16 @@
 // 1 committed by the fleet database, 2 refused by it as conflicting) and the
 // meta key 'fleet_outbox' (set once a store ships: retention then keeps the
 // windows not yet shipped). Schema 7 is issue 18's; "< 8" triggers the step.
+// Schema 9 (issue 33; its own "< 9" step) added the device data's quality
+// (device_quality.h): windows.device_ok, device_suspect, device_absent (how
+// many windows were of each quality: one of them 1 in a window, sums in an
+// hourly roll-up; all 0 in windows written before: not judged) and
+// windows.device_findings ("field:reason=N,..."); and allocation against use
+// (allocation_use.h): accounts.used_unallocated_seconds (the window's seconds
+// the account was seen on the slot from the device side - its open
+// /dev/nvidiaN, NVML's process lists - without holding it) and
+// accounts.allocated_unused_seconds (seconds it held the slot with no process
+// on it and nothing run); NULL: not observed (backfill, older stores).
 // Older stores are migrated in place: schema 1 gets the energy tables (its old
 // windows have unknown energy); schema 2 windows get memory_micros 0, policy
 // 'usage', and allocated shares equal to their held shares (what they were
@@ -69,7 +79,7 @@ struct sqlite3;
 
 namespace gpuledger::ledger {
 
-inline constexpr int kStoreSchemaVersion = 8;
+inline constexpr int kStoreSchemaVersion = 9;
 
 // The cumulative kernel counters per account (workload id) that the stored
 // windows were charged up to, and the identity of the kernel counter set they
@@ -134,6 +144,10 @@ struct AccountRecord {
   uint64_t launches = 0;
   Efficiency efficiency;         // device values (exclusive) or apportioned (shared); unknown = nullopt
   AccountEvidence evidence;      // for rightsizing (schema 6)
+  // Allocation against use from the device side (schema 9, allocation_use.h):
+  // seconds of the window it used the slot without holding it, and held it
+  // without using it; nullopt: not observed.
+  std::optional<double> used_unallocated_seconds, allocated_unused_seconds;
   bool operator==(const AccountRecord&) const = default;
 };
 
@@ -166,7 +180,18 @@ struct WindowRecord {
   bool exclusive = false;
   double observed_seconds = 0;  // how much of the window the agent watched
   std::string source = "live";  // live | partial | gap (agent stalled) | backfill (agent down)
-  Efficiency device;            // the device's own readings, unknown = nullopt
+  Efficiency device;            // the device's own readings, unknown = nullopt (a suspect one too)
+  // How many windows' device data were ok, suspect or absent (schema 9,
+  // device_quality.h): a window has 1 in one of them, a roll-up the sums;
+  // all 0: not judged (written before schema 9).
+  struct DeviceQualityCounts {
+    int64_t ok = 0, suspect = 0, absent = 0;
+    int64_t judged() const { return ok + suspect + absent; }
+    bool operator==(const DeviceQualityCounts&) const = default;
+  };
+  DeviceQualityCounts device_quality;
+  // "field:reason" -> windows it was found in (device_quality.h).
+  std::map<std::string, int64_t> device_findings;
   std::vector<AccountRecord> accounts;
   std::vector<Charge> charges;
   std::optional<WindowEnergyRecord> energy;  // nullopt: unknown
@@ -195,6 +220,7 @@ struct LedgerTotals {
     // the windows where the account had a value: the sum of value x window
     // GPU-seconds, and of window GPU-seconds (their quotient: the average).
     std::array<double, 4> efficiency_weighted{}, efficiency_known{};
+    double used_unallocated_seconds = 0, allocated_unused_seconds = 0;  // schema 9, summed
   };
   struct Energy {
     std::string account;
@@ -208,6 +234,8 @@ struct LedgerTotals {
   std::vector<Energy> energy;
   std::vector<Seconds> seconds;
   std::vector<std::pair<std::string, double>> gpu_busy_seconds;  // by uuid: busy_fraction x window
+  // Suspect windows by (uuid, "field:reason") (schema 9, device_quality.h).
+  std::map<std::pair<std::string, std::string>, int64_t> device_findings;
 };
 
 class Store {
@@ -305,6 +333,7 @@ class Store {
   bool has_share_known_ = true;  // false: a schema 1 to 4 store opened read-only (every share known)
   bool has_split_source_ = true;  // false: a schema 1 to 6 store opened read-only (split_source '')
   bool has_evidence_ = true;     // false: a schema 1 to 5 store opened read-only (no rightsizing evidence)
+  bool has_quality_ = true;      // false: a schema 1 to 8 store opened read-only (not judged, use unknown)
 };
 
 }  // namespace gpuledger::ledger

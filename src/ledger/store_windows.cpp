@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/utf8.h"
+#include "ledger/device_quality.h"
 #include "ledger/hourly_rollup.h"
 #include "ledger/store_sqlite.h"
 
@@ -128,8 +129,9 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
   Stmt ins(db_,
            "INSERT OR IGNORE INTO windows(start,end,gpu_uuid,parent_uuid,model,mig_profile,gpu_fraction,currency,"
            "cost_micros,busy_micros,idle_micros,busy_fraction,busy_source,exclusive,observed_seconds,source,"
-           "sm_active,sm_occupancy,tensor_active,dram_active,memory_micros,cost_policy,allocated_total,split_source) "
-           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           "sm_active,sm_occupancy,tensor_active,dram_active,memory_micros,cost_policy,allocated_total,split_source,"
+           "device_ok,device_suspect,device_absent,device_findings) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
            *this);
   ins.bind(1, w.start).bind(2, w.end).bind(3, w.slot.uuid).bind(4, w.slot.parent_uuid).bind(5, w.slot.model);
   ins.bind(6, w.slot.mig_profile).bind(7, w.gpu_fraction).bind(8, w.currency).bind(9, w.cost_micros);
@@ -138,6 +140,8 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
   ins.bind(17, w.device.sm_active).bind(18, w.device.sm_occupancy).bind(19, w.device.tensor_active);
   ins.bind(20, w.device.dram_active).bind(21, w.memory_micros).bind(22, w.cost_policy).bind(23, w.allocated_total);
   ins.bind(24, w.split_source);
+  ins.bind(25, w.device_quality.ok).bind(26, w.device_quality.suspect).bind(27, w.device_quality.absent);
+  ins.bind(28, encode_findings(w.device_findings));
   ins.step();
   if (sqlite3_changes(db_) == 0) return false;
   int64_t id = sqlite3_last_insert_rowid(db_);
@@ -145,7 +149,8 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
            (std::string("INSERT INTO accounts(window_id,account,namespace,pod,container,team,held_share,busy_seconds,"
            "activity_share,gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,"
            "dram_active,allocated_share,allocated_share_known,") +
-               kEvidenceColumns + ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+               kEvidenceColumns + ",used_unallocated_seconds,allocated_unused_seconds) "
+               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
                .c_str(),
            *this);
   for (const auto& a : w.accounts) {
@@ -163,6 +168,7 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
     };
     acc.bind(26, idle(&IdleRun::lead)).bind(27, idle(&IdleRun::trail)).bind(28, idle(&IdleRun::longest));
     acc.bind(29, ev.windows);
+    acc.bind(30, a.used_unallocated_seconds).bind(31, a.allocated_unused_seconds);
     acc.step();
     acc.reset();
   }
@@ -214,7 +220,8 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
                       "sm_occupancy,tensor_active,dram_active,") +
           (has_allocation_ ? "memory_micros,cost_policy,allocated_total" : 
                            "0,'usage',(SELECT total(held_share) FROM accounts a WHERE a.window_id = windows.id)") +
-          (has_split_source_ ? ",split_source" : ",''") + " FROM windows WHERE id BETWEEN ? AND ? AND start >= ? AND start < ? ORDER BY id")
+          (has_split_source_ ? ",split_source" : ",''") +
+          (has_quality_ ? ",device_ok,device_suspect,device_absent,device_findings" : ",0,0,0,''") + " FROM windows WHERE id BETWEEN ? AND ? AND start >= ? AND start < ? ORDER BY id")
              .c_str(),
          *this);
   s.bind(1, first_id).bind(2, last_id).bind(3, from).bind(4, to);
@@ -222,7 +229,8 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
          (std::string("SELECT window_id,account,namespace,pod,container,team,held_share,busy_seconds,activity_share,"
                       "gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,dram_active,") +
           (has_allocation_ ? "allocated_share" : "held_share") + (has_share_known_ ? ",allocated_share_known" : ",1") +
-          "," + (has_evidence_ ? kEvidenceColumns : kNoEvidence) + " FROM accounts WHERE window_id BETWEEN ? AND ? ORDER BY window_id, account")
+          "," + (has_evidence_ ? kEvidenceColumns : kNoEvidence) +
+          (has_quality_ ? ",used_unallocated_seconds,allocated_unused_seconds" : ",NULL,NULL") + " FROM accounts WHERE window_id BETWEEN ? AND ? ORDER BY window_id, account")
              .c_str(),
          *this);
   a.bind(1, first_id).bind(2, last_id);
@@ -273,6 +281,8 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
     w.cost_policy = s.text(22);
     w.allocated_total = s.f64(23);
     w.split_source = s.text(24);
+    w.device_quality = {s.i64(25), s.i64(26), s.i64(27)};
+    w.device_findings = decode_findings(s.text(28));
     while (a_row && a.i64(0) < id) a_row = a.step();  // a window outside [from, to)
     for (; a_row && a.i64(0) == id; a_row = a.step()) {
       AccountRecord r;
@@ -297,6 +307,8 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
       ev.busy_p95 = a.opt(24);
       if (!a.null(27)) ev.idle = IdleRun{a.f64(25), a.f64(26), a.f64(27)};
       ev.windows = a.opt_i64(28);
+      r.used_unallocated_seconds = a.opt(29);
+      r.allocated_unused_seconds = a.opt(30);
       w.accounts.push_back(std::move(r));
     }
     while (c_row && c.i64(0) < id) c_row = c.step();
@@ -361,7 +373,9 @@ LedgerTotals Store::totals() const {
          ("SELECT a.account, a.namespace, a.pod, a.container, a.team, w.gpu_uuid, "
           "sum(a.held_share * (w.end - w.start) * w.gpu_fraction), sum(a.gpu_busy_seconds * w.gpu_fraction), "
           "total(a.vram_byte_seconds), sum(a.launches)" +
-          efficiency + " FROM accounts a JOIN windows w ON w.id = a.window_id GROUP BY 1,2,3,4,5,6 ORDER BY 1,2,3,4,5,6")
+          efficiency +
+          (has_quality_ ? ", total(a.used_unallocated_seconds), total(a.allocated_unused_seconds)" : ", 0, 0") +
+          " FROM accounts a JOIN windows w ON w.id = a.window_id GROUP BY 1,2,3,4,5,6 ORDER BY 1,2,3,4,5,6")
              .c_str(),
          *this);
   while (a.step()) {
@@ -372,10 +386,17 @@ LedgerTotals Store::totals() const {
       s.efficiency_weighted[i] = a.f64(10 + 2 * i);
       s.efficiency_known[i] = a.f64(11 + 2 * i);
     }
+    s.used_unallocated_seconds = a.f64(18);
+    s.allocated_unused_seconds = a.f64(19);
     t.seconds.push_back(std::move(s));
   }
   Stmt g(db_, "SELECT gpu_uuid, sum(busy_fraction * (end - start)) FROM windows GROUP BY 1 ORDER BY 1", *this);
   while (g.step()) t.gpu_busy_seconds.emplace_back(g.text(0), g.f64(1));
+  if (has_quality_) {
+    Stmt f(db_, "SELECT gpu_uuid, device_findings FROM windows WHERE device_findings != ''", *this);
+    while (f.step())
+      for (const auto& [key, n] : decode_findings(f.text(1))) t.device_findings[{f.text(0), key}] += n;
+  }
   return t;
 }
 

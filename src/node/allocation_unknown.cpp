@@ -20,7 +20,10 @@ ledger::Observation make_billed_observation(double now, const attribution::Attri
                                     const device::DeviceSnapshot& devices,
                                     const kubernetes::BillingAllocation& allocation, const ledger::PriceBook& prices) {
   ledger::Observation o = make_observation(now, snapshot, devices, allocation.allocations, true, prices);
-  if (allocation.basis == kubernetes::BillingAllocation::Basis::kUnknown) hold_by_allocation_unknown(o);
+  if (allocation.basis == kubernetes::BillingAllocation::Basis::kUnknown) {
+    hold_by_allocation_unknown(o);
+    o.device_use_known = false;  // no allocation to hold use against
+  }
   return o;
 }
 

@@ -26,6 +26,7 @@
 #include "kubernetes/kubernetes_metrics.h"
 #include "kubernetes/pod_resources_client.h"
 #include "kubernetes/team_namer.h"
+#include "ledger/device_checks_config.h"
 #include "ledger/ledger_plane.h"
 #include "ledger/prices.h"
 #include "node/allocation_unknown.h"
@@ -175,6 +176,7 @@ void NodeAgent::Parts::open_ledger(const NodeOptions& cmd) {
   // (at least two ledger observations, as for the workloads below).
   ledger_options.retire_series_after =
       std::max(parse_duration(cmd.retire_after), 2 * std::chrono::milliseconds(cmd.ledger_interval_ms));
+  if (!cmd.config.empty()) ledger_options.device_checks = ledger::load_device_checks_section(cmd.config);
   ledger = std::make_unique<ledger::LedgerPlane>(std::move(ledger_options));
 }
 

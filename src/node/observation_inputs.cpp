@@ -1,7 +1,9 @@
 #include "node/observation_inputs.h"
 
+#include <algorithm>
 #include <set>
 
+#include "identity/gpu_evidence.h"
 #include "node/process_owners.h"
 #include "node/snapshot_usage.h"
 
@@ -112,6 +114,21 @@ std::map<std::string, ledger::DeviceSample> device_samples(const device::DeviceS
       fill(s.efficiency.dram_active, DeviceField::kDramActiveRatio);
       if (!s.vram_capacity_bytes && (*r)[DeviceField::kMemoryUsedBytes] && (*r)[DeviceField::kMemoryFreeBytes])
         s.vram_capacity_bytes = *(*r)[DeviceField::kMemoryUsedBytes] + *(*r)[DeviceField::kMemoryFreeBytes];
+      // Each source on its own, for the cross-checks (ledger/device_quality.h).
+      using ledger::CheckedField;
+      auto& all = source == device::Source::kDcgm ? s.checks.dcgm_all : s.checks.nvml_all;
+      for (const auto& v : r->values) all.push_back(v ? *v : -1.0);
+      if (std::none_of(r->values.begin(), r->values.end(), [](const auto& v) { return v.has_value(); })) all.clear();
+      if (source == device::Source::kDcgm) {
+        s.checks[CheckedField::kGrEngineActive] = (*r)[DeviceField::kGraphicsEngineActiveRatio];
+        s.checks[CheckedField::kSmActive] = (*r)[DeviceField::kSmActiveRatio];
+        s.checks[CheckedField::kSmOccupancy] = (*r)[DeviceField::kSmOccupancyRatio];
+        s.checks[CheckedField::kTensorActive] = (*r)[DeviceField::kTensorActiveRatio];
+        s.checks[CheckedField::kDramActive] = (*r)[DeviceField::kDramActiveRatio];
+        s.checks[CheckedField::kDcgmUtilization] = (*r)[DeviceField::kUtilizationRatio];
+      } else {
+        s.checks[CheckedField::kNvmlUtilization] = (*r)[DeviceField::kUtilizationRatio];
+      }
     }
     if (s.busy_fraction || s.vram_capacity_bytes || s.efficiency.sm_active || s.efficiency.sm_occupancy || s.efficiency.tensor_active ||
         s.efficiency.dram_active)
@@ -159,6 +176,46 @@ void add_nvml_memory(std::vector<ledger::WorkloadUsage>& workloads, const attrib
   }
 }
 
+bool add_device_use(ledger::Observation& observation, const attribution::AttributionSnapshot& snapshot,
+                    const device::DeviceSnapshot& devices, const std::string& proc_root) {
+  std::map<uint32_t, std::string> account_of_pid;
+  std::map<std::string, std::vector<uint32_t>> pids_of;
+  std::map<std::string, ledger::AccountLabels> labels;
+  for (const auto& v : snapshot.workloads) {
+    if (v.infrastructure) continue;
+    labels[v.workload.id] = {v.names.namespace_name, v.names.pod, v.names.container, v.names.team};
+    for (const auto& p : v.processes) {
+      account_of_pid.emplace(p.pid, v.workload.id);
+      pids_of[v.workload.id].push_back(p.pid);
+    }
+  }
+  for (const auto& w : observation.workloads) labels.emplace(w.account, w.labels);
+  for (const auto& o : snapshot.other_processes)
+    if (!o.infrastructure && o.until_us == 0 && !o.account.empty()) account_of_pid.emplace(o.pid, o.account);
+  std::map<std::string, std::set<std::string>> seen;
+  for (const auto& p : devices.processes)
+    if (auto a = account_of_pid.find(p.pid); a != account_of_pid.end() && !p.gpu_uuid.empty())
+      seen[a->second].insert(p.gpu_uuid);
+  if (!proc_root.empty()) {
+    std::map<unsigned, std::string> uuid_of_minor;
+    for (const auto& g : devices.gpus)
+      if (g.minor && !g.uuid.empty()) uuid_of_minor[*g.minor] = g.uuid;
+    if (!uuid_of_minor.empty())
+      for (const auto& [account, pids] : pids_of)
+        for (uint32_t pid : pids) {
+          identity::FdScanCursor cursor;
+          for (unsigned minor : identity::read_open_gpu_minors(proc_root, pid, cursor, 4096))
+            if (auto u = uuid_of_minor.find(minor); u != uuid_of_minor.end()) seen[account].insert(u->second);
+        }
+  }
+  for (auto& [account, gpus] : seen) {
+    ledger::DeviceUse& use = observation.device_use[account];
+    if (auto l = labels.find(account); l != labels.end()) use.labels = l->second;
+    use.gpus.assign(gpus.begin(), gpus.end());
+  }
+  return devices.health.nvml_up;
+}
+
 std::vector<ledger::ProcessSmUse> process_sm_uses(const attribution::AttributionSnapshot& snapshot, const device::DeviceSnapshot& devices) {
   const ProcessOwners owners(snapshot);
   std::set<std::string> excluded;
@@ -191,6 +248,7 @@ ledger::Observation make_observation(double now, const attribution::AttributionS
   o.device = device_samples(devices);
   o.energy = energy_readings(now, devices);
   o.allocation_known = allocation_known;
+  o.device_use_known = add_device_use(o, snapshot, devices);
   o.hot_path_probed = snapshot.self.hot_path_probed();
   return o;
 }

@@ -54,6 +54,15 @@ std::map<std::string, ledger::EnergyReading> energy_readings(double now, const d
 void add_nvml_memory(std::vector<ledger::WorkloadUsage>& workloads, const attribution::AttributionSnapshot& snapshot,
                      const device::DeviceSnapshot& devices);
 
+// The GPUs the device side sees each workload on (Observation::device_use):
+// NVML's process lists (by host pid: the views' processes, then the owners of
+// processes the probes never saw) and the /dev/nvidiaN its processes hold
+// open under `proc_root` (identity/gpu_evidence.h; "" skips the scan), mapped
+// to GPU uuids by the inventory's minors. GPU infrastructure (the MPS daemons)
+// is nobody's use. Returns whether it can be believed: NVML answers.
+bool add_device_use(ledger::Observation& observation, const attribution::AttributionSnapshot& snapshot,
+                    const device::DeviceSnapshot& devices, const std::string& proc_root = "/proc");
+
 // NVML's per-process SM time (DeviceSnapshot::process_sm) by slot, pid and the
 // account the agent names for the pid when it ran (process_owners.h; "" none:
 // __unattributed__), for the busy split

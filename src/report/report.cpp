@@ -13,6 +13,7 @@
 #include "common/inert_text.h"
 #include "common/not_probed.h"
 #include "common/utf8.h"
+#include "ledger/device_quality.h"
 #include "ledger/prices.h"
 #include "report/calendar.h"
 #include "report/report_text.h"
@@ -257,6 +258,20 @@ std::string shorten(const std::string& name, size_t max) {
 
 constexpr size_t kTableWidth = 120;
 
+// Some row used a GPU it was not allocated, or was allocated one it ran nothing on.
+bool has_use_facts(const Report& r) {
+  return std::any_of(r.rows.begin(), r.rows.end(), [](const Row& x) {
+    return x.used_unallocated_hours.value_or(0) > 0 || x.allocated_unused_hours.value_or(0) > 0;
+  });
+}
+
+// An efficiency cell: a value the row's suspect device data left unknown
+// says so (ledger/device_quality.h), never 0 % nor a bare unknown.
+std::string eff_pct(const Row& row, const std::optional<double>& v) {
+  if (!v && row.device_suspect_windows > 0) return "suspect";
+  return pct(v);
+}
+
 size_t widest_line(const std::string& text) {
   size_t widest = 0, start = 0;
   for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) widest = std::max(widest, nl - start);
@@ -281,14 +296,14 @@ std::string render_table(const Report& r, bool wide) {
       {"Idle cost", money_of(ShownCosts::kIdle), true}};
   if (memory) cols.push_back({"Memory cost", money_of(ShownCosts::kMemory), true});
   cols.push_back({"Total cost", money_of(ShownCosts::kTotal), true});
-  cols.push_back({"SM active of held", [](const Row& x, size_t) { return pct(x.efficiency_of_held.sm_active); }, true});
-  cols.push_back({"of GPU", [](const Row& x, size_t) { return pct(x.efficiency.sm_active); }, true});
-  cols.push_back({"Occupancy of held", [](const Row& x, size_t) { return pct(x.efficiency_of_held.sm_occupancy); }, false});
-  cols.push_back({"of GPU", [](const Row& x, size_t) { return pct(x.efficiency.sm_occupancy); }, false});
-  cols.push_back({"Tensor of held", [](const Row& x, size_t) { return pct(x.efficiency_of_held.tensor_active); }, false});
-  cols.push_back({"of GPU", [](const Row& x, size_t) { return pct(x.efficiency.tensor_active); }, false});
-  cols.push_back({"DRAM of held", [](const Row& x, size_t) { return pct(x.efficiency_of_held.dram_active); }, false});
-  cols.push_back({"of GPU", [](const Row& x, size_t) { return pct(x.efficiency.dram_active); }, false});
+  cols.push_back({"SM active of held", [](const Row& x, size_t) { return eff_pct(x, x.efficiency_of_held.sm_active); }, true});
+  cols.push_back({"of GPU", [](const Row& x, size_t) { return eff_pct(x, x.efficiency.sm_active); }, true});
+  cols.push_back({"Occupancy of held", [](const Row& x, size_t) { return eff_pct(x, x.efficiency_of_held.sm_occupancy); }, false});
+  cols.push_back({"of GPU", [](const Row& x, size_t) { return eff_pct(x, x.efficiency.sm_occupancy); }, false});
+  cols.push_back({"Tensor of held", [](const Row& x, size_t) { return eff_pct(x, x.efficiency_of_held.tensor_active); }, false});
+  cols.push_back({"of GPU", [](const Row& x, size_t) { return eff_pct(x, x.efficiency.tensor_active); }, false});
+  cols.push_back({"DRAM of held", [](const Row& x, size_t) { return eff_pct(x, x.efficiency_of_held.dram_active); }, false});
+  cols.push_back({"of GPU", [](const Row& x, size_t) { return eff_pct(x, x.efficiency.dram_active); }, false});
   cols.push_back({"VRAM GiB-h", [&](const Row& x, size_t) { return fixed(x.vram_gib_hours, hd); }, false});
   cols.push_back({"Launches", [&](const Row& x, size_t) {
                     return r.launches_not_probed ? std::string(kNotProbedByBilling) : std::to_string(x.launches);
@@ -363,6 +378,17 @@ std::string render_table(const Report& r, bool wide) {
     out << "Under-users (used less than allocated):" << (r.under_users.empty() ? " none\n" : "\n");
     for (const auto& row : r.under_users) say(flagged(row), "  ", "    ");
   }
+  if (r.coverage.use_observed) {
+    // Allocation against use, as facts from the device side (ledger/allocation_use.h).
+    out << "\nAllocation against use (device side: NVML's process lists, open /dev/nvidiaN; GPU-hours)\n";
+    std::vector<std::vector<std::string>> use = {{group_title(r.by), "Used, not allocated", "Allocated, unused"}};
+    for (const auto& row : r.rows)
+      if (row.used_unallocated_hours.value_or(0) > 0 || row.allocated_unused_hours.value_or(0) > 0)
+        use.push_back({shorten(display_name(row.key), side_name_max), fixed(row.used_unallocated_hours.value_or(0), 4),
+                       fixed(row.allocated_unused_hours.value_or(0), 4)});
+    if (use.size() == 1) out << "  none seen from the device side\n";
+    else out << aligned_columns(use, false);
+  }
   if (r.rightsizing && wide) out << "\n" << rightsizing_table_section(*r.rightsizing);
   if (r.rightsizing && !wide) {
     // One line each, for people; --wide adds the table of their evidence.
@@ -415,7 +441,18 @@ std::string render_csv_periods(const Report& whole, const std::vector<Report>& p
   for (const auto& h : kShareHeaders) out += "," + h;
   // A pod's or workload's team (--by team names it in the first column already).
   const bool team_column = whole.by == GroupBy::kPod || whole.by == GroupBy::kWorkload;
-  out += std::string(",currency,period_start,period_end") + (team_column ? ",team" : "") + ",node,cluster,bill_id,partial_period\r\n";
+  // The device data's quality (ledger/device_quality.h), only when a row's is suspect: CSV files of clean ranges keep their columns.
+  auto suspect_in = [](const Report& r) {
+    return std::any_of(r.rows.begin(), r.rows.end(), [](const Row& x) { return x.device_suspect_windows > 0; });
+  };
+  bool quality_column = suspect_in(whole);
+  for (const auto& p : periods) quality_column = quality_column || suspect_in(p);
+  // Allocation against use, only when the range's windows observed it.
+  bool use_columns = has_use_facts(whole);
+  for (const auto& p : periods) use_columns = use_columns || has_use_facts(p);
+  out += std::string(",currency,period_start,period_end") + (team_column ? ",team" : "") + ",node,cluster,bill_id,partial_period" +
+         (quality_column ? ",device_data,device_suspect_windows,device_suspect_reasons" : "") +
+         (use_columns ? ",used_unallocated_gpu_hours,allocated_unused_gpu_hours" : "") + "\r\n";
   auto emit = [&](const Report& r, const Row& row) {
     // Not probed (probe set billing): empty, as CSV leaves every unknown.
     const std::string launches_cell = whole.launches_not_probed ? "" : std::to_string(row.launches);
@@ -444,6 +481,15 @@ std::string render_csv_periods(const Report& whole, const std::vector<Report>& p
     cells.push_back(spreadsheet_text(whole.audit.cluster));
     cells.push_back(spreadsheet_text(whole.audit.bill_id));
     cells.push_back(whole.generated_at > 0 && r.to > whole.generated_at ? "true" : "false");
+    if (quality_column) {
+      cells.push_back(row.device_data());
+      cells.push_back(std::to_string(row.device_suspect_windows));
+      cells.push_back(spreadsheet_text(ledger::describe_findings(row.device_findings)));
+    }
+    if (use_columns) {
+      cells.push_back(row.used_unallocated_hours ? fixed(*row.used_unallocated_hours, 6) : "");
+      cells.push_back(row.allocated_unused_hours ? fixed(*row.allocated_unused_hours, 6) : "");
+    }
     for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_field(cells[i]);
     out += "\r\n";
   };
@@ -466,6 +512,36 @@ std::string render_json(const Report& r) {
   j["rows"] = nlohmann::json::array();
   for (const auto& row : r.rows) j["rows"].push_back(row_json(row));
   j["total"] = row_json(r.total);
+  // The device data's quality per row (ledger/device_quality.h), when some
+  // window of the range was suspect: a clean range's rows are as before (and
+  // as a fleet database's, which does not carry the quality).
+  if (r.coverage.device_quality_judged && r.total.device_suspect_windows > 0) {
+    auto flag = [](nlohmann::json& out, const Row& row) {
+      out["device_data"] = row.device_data();
+      out["device_suspect_windows"] = row.device_suspect_windows;
+      out["device_suspect_reasons"] = row.device_findings;
+    };
+    for (size_t i = 0; i < r.rows.size(); ++i) flag(j["rows"][i], r.rows[i]);
+    flag(j["total"], r.total);
+  }
+  if (r.coverage.use_observed) {  // allocation against use, as facts (ledger/allocation_use.h)
+    auto use = [](nlohmann::json& out, const Row& row) {
+      out["used_unallocated_gpu_hours"] = opt_json(row.used_unallocated_hours);
+      out["allocated_unused_gpu_hours"] = opt_json(row.allocated_unused_hours);
+    };
+    // In the rows only when there is some: rows without are as before (and as
+    // a fleet database's, which does not carry these facts).
+    if (has_use_facts(r)) {
+      for (size_t i = 0; i < r.rows.size(); ++i) use(j["rows"][i], r.rows[i]);
+      use(j["total"], r.total);
+    }
+    j["allocation_against_use"] = nlohmann::json::array();
+    for (const auto& row : r.rows)
+      if (row.used_unallocated_hours.value_or(0) > 0 || row.allocated_unused_hours.value_or(0) > 0)
+        j["allocation_against_use"].push_back({{"key", row.key},
+                                               {"used_unallocated_gpu_hours", row.used_unallocated_hours.value_or(0)},
+                                               {"allocated_unused_gpu_hours", row.allocated_unused_hours.value_or(0)}});
+  }
   if (r.launches_not_probed) {  // absent, not 0: said why
     for (auto& row : j["rows"]) row["launches"] = nullptr;
     j["total"]["launches"] = nullptr;
@@ -504,6 +580,13 @@ std::string render_json(const Report& r) {
                    {"windows_by_split_source", c.windows_by_split_source},
                    {"lines", coverage_lines(r)}};
   if (c.windows == 0) j["coverage"]["no_windows"] = no_windows_sentence(r);
+  if (c.device_quality_judged) {
+    j["coverage"]["windows_by_device_quality"] = {{"ok", c.windows_by_device_quality.count("ok") ? c.windows_by_device_quality.at("ok") : 0},
+                                                  {"suspect", c.windows_by_device_quality.count("suspect") ? c.windows_by_device_quality.at("suspect") : 0},
+                                                  {"absent", c.windows_by_device_quality.count("absent") ? c.windows_by_device_quality.at("absent") : 0}};
+    j["coverage"]["device_suspect_findings"] = c.device_findings;
+    j["coverage"]["gpus_device_suspect"] = c.gpus_device_suspect;
+  }
   j["unknown_explained"] = unknown_explanations(r);
   if (r.rightsizing) j["rightsizing"] = rightsizing_json(*r.rightsizing);
   j["audit"] = audit_json(r);

@@ -31,6 +31,22 @@
 //                    on shared ones); unknown when no window had a device value.
 //                    The TOTAL row's: the rows' values weighted by their held
 //                    GPU-hours (--by gpu: by their window GPU-hours).
+//                    A window whose device data was suspect (ledger/device_quality.h:
+//                    a profiling field reading 0 while the GPU was busy, frozen,
+//                    a source stopped) adds nothing to them: where that leaves a
+//                    value unknown the cell says "suspect" (never 0 %), and the
+//                    row's device_data flag (JSON's rows and CSV's device_data
+//                    columns, when any window of the range is suspect) says
+//                    "suspect", with its reasons.
+//   used_unallocated_gpu_hours, allocated_unused_gpu_hours
+//                    allocation against use as facts, from the device side
+//                    (NVML's process lists, the /dev/nvidiaN its processes hold
+//                    open): GPU time its processes used on a GPU it was not
+//                    allocated, and GPU time it was allocated with none of its
+//                    processes on the GPU. Shown when the range's windows
+//                    observed it: JSON's allocation_against_use, a table and
+//                    HTML section; and where some row has any, the JSON rows'
+//                    fields and CSV's two columns.
 //   vram_gib_hours, launches
 //   split_source     which evidence split the busy part of the group's windows
 //                    (ledger/split_source.h), in JSON: split_busy_gpu_hours by
@@ -107,6 +123,18 @@ struct Row {
   double energy_share_hours = 0, energy_used_hours = 0;  // windows with known energy only
   // Busy GPU-hours by the evidence that split their windows (split_sources.h).
   std::map<std::string, double> split_busy_hours;
+  // The quality of the device data of the windows the row held or used
+  // (ledger/device_quality.h; windows from before it was judged: ok with a
+  // device reading, else absent), and the suspect ones' findings
+  // ("field:reason" -> windows).
+  int64_t device_ok_windows = 0, device_suspect_windows = 0, device_absent_windows = 0;
+  std::map<std::string, int64_t> device_findings;
+  // "suspect" when any of its windows was, else "ok" with any device data, else "absent".
+  std::string device_data() const;
+  // Allocation against use from the device side (ledger/allocation_use.h),
+  // GPU-hours (x GPU fraction): used on a GPU it was not allocated, and
+  // allocated without any of its processes on it; nullopt: not observed.
+  std::optional<double> used_unallocated_hours, allocated_unused_hours;
   int64_t cost_total_micros() const { return cost_busy_micros + cost_idle_micros + cost_memory_micros; }
   void add_cost(ledger::ChargeKind kind, int64_t micros);
   std::optional<double> allocated_share() const;
@@ -133,6 +161,17 @@ struct Coverage {
   int64_t seconds_no_data = 0;       // after that, no window at all
   int64_t seconds_future = 0;        // after the bill was made: not billed yet
   std::map<std::string, int64_t> windows_by_split_source;  // split_sources.h
+  // Windows by the quality of their device data: ok, suspect, absent
+  // (ledger/device_quality.h); device_quality_judged: some window of the range
+  // was judged (schema 9), else the JSON leaves windows_by_device_quality out.
+  std::map<std::string, int64_t> windows_by_device_quality;
+  bool device_quality_judged = false;
+  std::map<std::string, int64_t> device_findings;  // "field:reason" -> suspect windows
+  std::vector<std::string> gpus_device_suspect;    // slots with a suspect window
+  // Some window of the range observed allocation against use from the device
+  // side (schema 9): the JSON's rows and allocation_against_use carry it, CSV
+  // its two columns, the table and HTML a section.
+  bool use_observed = false;
 };
 
 // The effective price of a GPU model over the range: cost / GPU-hours.

@@ -15,6 +15,7 @@
 #include "report/probe_set_note.h"
 #include "report/report.h"
 #include "report/special_accounts.h"
+#include "ledger/device_quality.h"
 #include "report/split_sources.h"
 
 namespace gpuledger::report {
@@ -37,6 +38,15 @@ bool has_device_reading(const ledger::Efficiency& e) {
 
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
+// A window's device quality counts; not judged (before schema 9): ok with a
+// device reading, else absent.
+ledger::WindowRecord::DeviceQualityCounts quality_of(const WindowRecord& w) {
+  if (w.device_quality.judged() > 0) return w.device_quality;
+  ledger::WindowRecord::DeviceQualityCounts q;
+  (has_device_reading(w.device) ? q.ok : q.absent) = 1;
+  return q;
+}
+
 }  // namespace
 
 void Row::add_cost(ChargeKind kind, int64_t micros) {
@@ -55,6 +65,13 @@ std::optional<double> ratio_of(double part, double whole) {
 std::optional<double> Row::allocated_share() const {
   return allocated_unknown_hours > 0 ? std::nullopt : ratio_of(allocated_hours, share_hours);
 }
+std::string Row::device_data() const {
+  if (device_suspect_windows > 0) return "suspect";
+  if (device_ok_windows > 0) return "ok";
+  if (device_absent_windows > 0) return "absent";
+  return "";
+}
+
 std::optional<double> Row::used_share() const { return ratio_of(used_hours, share_hours); }
 std::optional<double> Row::used_vram_share() const { return ratio_of(vram_used_hours, share_hours); }
 std::optional<double> Row::used_energy_share() const { return ratio_of(energy_used_hours, energy_share_hours); }
@@ -95,6 +112,7 @@ struct ReportBuilder::State {
   Coverage coverage;
   std::vector<std::pair<int64_t, int64_t>> spans, watched;  // windows' [start, end) in the range
   std::map<std::string, bool> gpu_has_device;
+  std::set<std::string> gpu_suspect;
   std::map<std::string, ModelPrice> prices;
   std::unique_ptr<RightsizingBuilder> rightsizing;  // by pod when the report is by GPU
 
@@ -193,6 +211,13 @@ void ReportBuilder::add(const WindowRecord& w) {
   c.window_gpu_hours += gpu_hours;
   c.observed_gpu_hours += std::min(w.observed_seconds, len) * w.gpu_fraction / 3600.0;
   s.gpu_has_device[w.slot.uuid] |= device;
+  const auto quality = quality_of(w);
+  c.device_quality_judged = c.device_quality_judged || w.device_quality.judged() > 0;
+  c.windows_by_device_quality["ok"] += quality.ok;
+  c.windows_by_device_quality["suspect"] += quality.suspect;
+  c.windows_by_device_quality["absent"] += quality.absent;
+  for (const auto& [key, n] : w.device_findings) c.device_findings[key] += n;
+  if (quality.suspect > 0) s.gpu_suspect.insert(w.slot.uuid);
   ModelPrice& price = s.prices[w.slot.model];
   price.model = w.slot.model;
   price.cost_micros += w.cost_micros;
@@ -235,6 +260,14 @@ void ReportBuilder::add(const WindowRecord& w) {
     row.gpu_hours_busy += a->gpu_busy_seconds * w.gpu_fraction / 3600.0;
     row.vram_gib_hours += a->vram_byte_seconds / kBytesPerGiB / 3600.0;
     row.launches += a->launches;
+    if (a->used_unallocated_seconds || a->allocated_unused_seconds) {
+      c.use_observed = true;
+      auto add_hours = [&](std::optional<double>& into, const std::optional<double>& seconds) {
+        if (seconds) into = into.value_or(0) + *seconds * w.gpu_fraction / 3600.0;
+      };
+      add_hours(row.used_unallocated_hours, a->used_unallocated_seconds);
+      add_hours(row.allocated_unused_hours, a->allocated_unused_seconds);
+    }
     if (a->gpu_busy_seconds > 0)
       row.split_busy_hours[split_source_name(w.split_source)] += a->gpu_busy_seconds * w.gpu_fraction / 3600.0;
     auto e = std::find_if(window_efficiency.begin(), window_efficiency.end(),
@@ -254,6 +287,10 @@ void ReportBuilder::add(const WindowRecord& w) {
     k.pod->gpu_hours_busy += a->gpu_busy_seconds * w.gpu_fraction / 3600.0;
   }
   for (auto& [group, e, held] : window_efficiency) {
+    group->row.device_ok_windows += quality.ok;
+    group->row.device_suspect_windows += quality.suspect;
+    group->row.device_absent_windows += quality.absent;
+    for (const auto& [key, n] : w.device_findings) group->row.device_findings[key] += n;
     group->efficiency.add(e, len * w.gpu_fraction);
     if (s.by == GroupBy::kGpu) group->row.efficiency_hours += gpu_hours;
     const std::optional<double>* values[4] = {&e.sm_active, &e.sm_occupancy, &e.tensor_active, &e.dram_active};
@@ -357,9 +394,27 @@ Report ReportBuilder::finish() {
     r.coverage.gpus.push_back(uuid);
     if (!device) r.coverage.gpus_without_device.push_back(uuid);
   }
+  r.coverage.gpus_device_suspect.assign(s.gpu_suspect.begin(), s.gpu_suspect.end());
   for (const auto& [model, p] : s.prices) r.prices.push_back(p);
   r.teams = team_sections(s.pods_by_team);
   finish_report(r);
+  r.total.device_ok_windows = r.coverage.windows_by_device_quality["ok"];
+  r.total.device_suspect_windows = r.coverage.windows_by_device_quality["suspect"];
+  r.total.device_absent_windows = r.coverage.windows_by_device_quality["absent"];
+  r.total.device_findings = r.coverage.device_findings;
+  if (r.total.device_suspect_windows > 0) {
+    std::string gpus;
+    for (size_t i = 0; i < r.coverage.gpus_device_suspect.size() && i < 5; ++i)
+      gpus += (i ? ", " : "") + r.coverage.gpus_device_suspect[i];
+    if (r.coverage.gpus_device_suspect.size() > 5)
+      gpus += " and " + std::to_string(r.coverage.gpus_device_suspect.size() - 5) + " more";
+    r.notes.push_back("Device data suspect in " + std::to_string(r.total.device_suspect_windows) + " of " +
+                      std::to_string(r.coverage.windows) + " windows (" + gpus + "; " +
+                      ledger::describe_findings(r.coverage.device_findings) +
+                      "): the cross-checks of DCGM, NVML and the probes disagreed, so those windows' suspect values "
+                      "are not used for efficiency, waste or advice; a value they leave unknown is shown as "
+                      "\"suspect\", never as 0 %.");
+  }
   r.rightsizing = s.rightsizing->finish();
   return r;
 }
@@ -429,6 +484,9 @@ void finish_report(Report& r) {
     r.total.cost_memory_micros += row.cost_memory_micros;
     r.total.vram_gib_hours += row.vram_gib_hours;
     r.total.launches += row.launches;
+    for (auto [total, part] : {std::pair{&r.total.used_unallocated_hours, &row.used_unallocated_hours},
+                               std::pair{&r.total.allocated_unused_hours, &row.allocated_unused_hours}})
+      if (*part) *total = total->value_or(0) + **part;
     for (const auto& [source, h] : row.split_busy_hours) r.total.split_busy_hours[source] += h;
     r.total.efficiency_hours += row.efficiency_hours;
     add_energy_totals(r.total, row);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/not_probed.h"
+#include "ledger/device_quality.h"
 #include "ledger/window_split.h"
 #include "report/chart_time.h"
 #include "report/report.h"
@@ -61,7 +62,11 @@ std::string money_cell(int64_t micros, const std::string& currency) {
          shown_amount(micros, currency) + "</td>";
 }
 
-std::string pct_cell(const std::optional<double>& v) {
+std::string pct_cell(const std::optional<double>& v, const Row* row = nullptr) {
+  if (!v && row && row->device_suspect_windows > 0)
+    return "<td class=\"unknown\" title=\"The device data of these windows was suspect (" +
+           html_escape(ledger::describe_findings(row->device_findings)) +
+           "): not used, never shown as 0 %\">suspect</td>";
   if (!v)
     return "<td class=\"unknown\" title=\"No device reading (DCGM or NVML) in these windows, or nothing held to "
            "divide by\">unknown</td>";
@@ -110,6 +115,26 @@ std::string allocated_against_used(const Report& r) {
   list("under-users", "Under-users (used less than allocated)", r.under_users);
   h << "<p><small>Flagged when the used share (work) and the allocated share differ by more than "
     << fixed(ledger::kShareFlagMargin, 2) << ".</small></p>\n";
+  return h.str();
+}
+
+// Allocation against use, as facts from the device side (ledger/allocation_use.h).
+std::string allocation_against_use(const Report& r) {
+  if (!r.coverage.use_observed) return "";
+  std::ostringstream h;
+  h << "<h2>Allocation against use</h2>\n<p>From the device side (NVML's process lists, the /dev/nvidiaN its "
+       "processes hold open): GPU-hours used on a GPU not allocated to the workload, and allocated with none of its "
+       "processes on it.</p>\n<table id=\"allocation-use\"><thead><tr><th>"
+    << group_title(r.by) << "</th><th>Used, not allocated (GPU-h)</th><th>Allocated, unused (GPU-h)</th></tr></thead><tbody>\n";
+  size_t n = 0;
+  for (const auto& row : r.rows) {
+    if (!(row.used_unallocated_hours.value_or(0) > 0 || row.allocated_unused_hours.value_or(0) > 0)) continue;
+    ++n;
+    h << "<tr><td>" << html_escape(row_name(row.key)) << "</td><td>" << fixed(row.used_unallocated_hours.value_or(0), 3)
+      << "</td><td>" << fixed(row.allocated_unused_hours.value_or(0), 3) << "</td></tr>\n";
+  }
+  if (n == 0) h << "<tr><td colspan=\"3\">none seen from the device side</td></tr>\n";
+  h << "</tbody></table>\n";
   return h.str();
 }
 
@@ -224,10 +249,10 @@ void cost_table(std::ostringstream& h, const Report& r, const ShownCosts& shown)
       << money_cell(cost[ShownCosts::kBusy], row.cost_busy_micros, r)
       << money_cell(cost[ShownCosts::kIdle], row.cost_idle_micros, r)
       << (memory ? money_cell(cost[ShownCosts::kMemory], row.cost_memory_micros, r) : "")
-      << money_cell(cost[ShownCosts::kTotal], row.cost_total_micros(), r) << pct_cell(row.efficiency_of_held.sm_active)
-      << pct_cell(row.efficiency.sm_active)
-      << pct_cell(row.efficiency.sm_occupancy) << pct_cell(row.efficiency.tensor_active)
-      << pct_cell(row.efficiency.dram_active) << "<td>" << fixed(row.vram_gib_hours, 2) << "</td><td>"
+      << money_cell(cost[ShownCosts::kTotal], row.cost_total_micros(), r) << pct_cell(row.efficiency_of_held.sm_active, &row)
+      << pct_cell(row.efficiency.sm_active, &row)
+      << pct_cell(row.efficiency.sm_occupancy, &row) << pct_cell(row.efficiency.tensor_active, &row)
+      << pct_cell(row.efficiency.dram_active, &row) << "<td>" << fixed(row.vram_gib_hours, 2) << "</td><td>"
       << (r.launches_not_probed ? std::string(kNotProbedByBilling) : std::to_string(row.launches)) << "</td>"
       << energy_cells(row) << "</tr>\n";
   };
@@ -356,6 +381,7 @@ std::string render_html(const Report& r) {
   cost_table(h, r, shown);
   team_pods(h, r);
   h << allocated_against_used(r);
+  h << allocation_against_use(r);
   top_wasters(h, r);
   if (r.rightsizing) h << rightsizing_html_section(*r.rightsizing);
   h << html_charts(r, row_name);

@@ -133,6 +133,8 @@ struct Unit {
   uint64_t launches = 0;
   std::set<std::string> models;
   std::set<int> held_slices;  // compute slices of what it holds: a whole GPU's table slices, a MIG profile's n
+  int64_t device_suspect_windows = 0;
+  std::map<std::string, int64_t> device_findings;
 };
 
 template <typename T>
@@ -284,6 +286,10 @@ void RightsizingBuilder::add(const WindowRecord& w) {
     Unit& u = *unit;
     append(u.segments[w.slot.uuid], {w.start, w.end, part.run});
     if (!watched) continue;
+    if (w.device_quality.suspect > 0) {
+      u.device_suspect_windows += w.device_quality.suspect;
+      for (const auto& [key, n] : w.device_findings) u.device_findings[key] += n;
+    }
     if (len > 0 && part.run.longest + 1e-6 >= len) u.facts.idle_paid += part.paid;
     const int64_t n = part.windows;
     u.windows += n;
@@ -358,6 +364,8 @@ RightsizingEvidence evidence_of(const Unit& u) {
   if (u.nvml_peak) e.sources.push_back("nvml");
   if (!e.sm_source.empty()) e.sources.push_back(e.sm_source);
   e.models.assign(u.models.begin(), u.models.end());
+  e.device_suspect_windows = u.device_suspect_windows;
+  e.device_findings = u.device_findings;
   return e;
 }
 
@@ -419,6 +427,8 @@ Rightsizing RightsizingBuilder::finish() const {
     g.idle_seconds_longest = std::max(g.idle_seconds_longest, e.idle_seconds_longest);
     g.windows += e.windows;
     g.launches += e.launches;
+    g.device_suspect_windows += e.device_suspect_windows;
+    for (const auto& [key, n] : e.device_findings) g.device_findings[key] += n;
     for (const auto& x : e.sources)
       if (std::find(g.sources.begin(), g.sources.end(), x) == g.sources.end()) g.sources.push_back(x);
     for (const auto& x : e.models)

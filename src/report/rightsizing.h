@@ -31,6 +31,10 @@
 // currency per month (kMonthSeconds: 730 h), scaled from the range's period
 // (the part of [from, to) the stored windows cover), never a binary float.
 //
+// Windows whose device data was suspect (ledger/device_quality.h) give no
+// device value (unknown, never 0 %): the why names them, and the SM cell says
+// "suspect" where they leave it unknown.
+//
 // Every row also states its confidence (0 to 1, in hundredths): the days of
 // held time behind it weighted 0.3 for one day rising to 1.0 from a week,
 // times how steady the figure that sized it was (1 - (p95 - p50)); see
@@ -40,6 +44,7 @@
 // p95s) is sized by its memory: a MIG profile must also carry its share of
 // the memory bandwidth, which follows the profile's memory.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -89,6 +94,10 @@ struct RightsizingEvidence {
   int64_t steadiness_thousandths = 1000;
   std::vector<std::string> sources;  // of: probes, nvml, device, ebpf
   std::vector<std::string> models;   // the GPU models it ran on
+  // Its watched windows whose device data was suspect (ledger/device_quality.h):
+  // their suspect values are not evidence; the why says so. "field:reason" -> windows.
+  int64_t device_suspect_windows = 0;
+  std::map<std::string, int64_t> device_findings;
   bool operator==(const RightsizingEvidence&) const = default;
 };
 

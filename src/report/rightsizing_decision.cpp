@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ledger/allocation_use.h"
+#include "ledger/device_quality.h"
 #include "ledger/mig_profiles.h"
 #include "report/report_text.h"
 
@@ -177,6 +178,9 @@ Decision decide_advice(const UnitFacts& f, const RightsizingEvidence& e, const R
 
 Decision decide(const UnitFacts& f, const RightsizingEvidence& e, const RightsizingOptions& o) {
   Decision d = decide_advice(f, e, o);
+  if (e.device_suspect_windows > 0)
+    d.why += "; device data suspect in " + std::to_string(e.device_suspect_windows) + " of its windows (" +
+             ledger::describe_findings(e.device_findings) + "): their suspect values are not used";
   if (std::llround(e.evidence_seconds) < o.min_evidence_seconds) {
     d.limited = true;
     d.why += "; only " + duration_words(e.evidence_seconds) + " of held time behind it, below min_evidence " +

@@ -63,7 +63,7 @@ std::vector<std::vector<std::string>> table_lines(const Rightsizing& r) {
                      saving_text(row), confidence_text(row.confidence_hundredths), fixed(evidence_hours(row), 1),
                      bytes_text(e.vram_peak_bytes, "unknown"), bytes_text(e.vram_p95_bytes, "unknown"),
                      e.sm_active_p95 ? pct(e.sm_active_p95) + (e.sm_source == "device" ? "" : " (" + e.sm_source + ")")
-                                     : "unknown",
+                                     : e.device_suspect_windows > 0 ? "suspect" : "unknown",
                      pct(e.busy_share), duration_text(static_cast<int64_t>(e.idle_seconds_longest)),
                      std::to_string(e.windows), e.sources.empty() ? "-" : joined(e.sources, "+"),
                      row.limited ? "yes" : "no"});
@@ -153,6 +153,11 @@ nlohmann::json rightsizing_json(const Rightsizing& r) {
            {"launches", r.launches_not_probed ? nlohmann::json(nullptr) : nlohmann::json(e.launches)},
            {"sources", e.sources},
            {"models", e.models}}}});
+    if (e.device_suspect_windows > 0) {  // only then: ranges with clean device data keep their JSON
+      j["rows"].back()["device_data"] = "suspect";
+      j["rows"].back()["evidence"]["device_suspect_windows"] = e.device_suspect_windows;
+      j["rows"].back()["evidence"]["device_suspect_reasons"] = e.device_findings;
+    }
   }
   return j;
 }

@@ -313,7 +313,7 @@ TEST(FleetOutbox, AStoreFromBeforeSchemaEightHasEveryWindowPending) {
     EXPECT_EQ(report.windows(0, kFleetT0 + 120).size(), 2u);
   }
   ledger::Store store(path);
-  EXPECT_EQ(store.schema_version(), 8);
+  EXPECT_EQ(store.schema_version(), ledger::kStoreSchemaVersion);
   ledger::Outbox outbox(store);
   EXPECT_EQ(outbox.pending_count(), 2);
   EXPECT_EQ(outbox.oldest_pending_end(), kFleetT0 + 60);

@@ -427,7 +427,7 @@ TEST_F(StoreTest, RightsizingEvidenceRoundTripsAndSchemaFiveMigrates) {
   }
   Store store(path());
   EXPECT_EQ(store.schema_version(), kStoreSchemaVersion);
-  EXPECT_EQ(kStoreSchemaVersion, 8);
+  EXPECT_GE(kStoreSchemaVersion, 8);
   EXPECT_EQ(store.windows(0, 60), std::vector<WindowRecord>{sample(0)});
   WindowRecord later = with;
   later.start = 60, later.end = 120;
@@ -470,6 +470,88 @@ TEST(WindowEvidence, IdleRunsJoinAcrossRecords) {
   EXPECT_EQ(weighted_p95({{1, 19}, {2, 1}}), 1.0);   // rank 19 of 20
   EXPECT_EQ(weighted_p95({{1, 18}, {2, 2}}), 2.0);
   EXPECT_EQ(weighted_p95({}), std::nullopt);
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger
+
+namespace gpuledger::ledger {
+namespace {
+
+// Schema 9: the device data's quality and allocation against use round-trip,
+// roll up as counts and sums; a schema 8 store (no such columns) reads as not
+// judged / not observed and migrates in place.
+WindowRecord judged(int64_t start, bool suspect) {
+  WindowRecord w = sample(start);
+  if (suspect) {
+    w.device_quality.suspect = 1;
+    w.device_findings = {{"sm_active:zero_while_busy", 1}, {"gr_engine_active:zero_while_busy", 1}};
+    w.device = {std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+    w.accounts.front().efficiency = w.device;
+  } else {
+    w.device_quality.ok = 1;
+  }
+  w.accounts.front().used_unallocated_seconds = 12.5;
+  w.accounts.front().allocated_unused_seconds = suspect ? 0.0 : 30.0;
+  return w;
+}
+
+TEST_F(StoreTest, DeviceQualityAndUseRoundTripAndSchemaEightMigrates) {
+  {
+    Store store(path());
+    ASSERT_TRUE(store.insert_window(judged(0, true)));
+    ASSERT_TRUE(store.insert_window(judged(60, false)));
+    EXPECT_EQ(store.windows(0, 120), (std::vector<WindowRecord>{judged(0, true), judged(60, false)}));
+    const LedgerTotals t = store.totals();
+    EXPECT_EQ(t.device_findings.at({"GPU-1", "sm_active:zero_while_busy"}), 1);
+    ASSERT_EQ(t.seconds.size(), 1u);
+    EXPECT_DOUBLE_EQ(t.seconds[0].used_unallocated_seconds, 25);
+    EXPECT_DOUBLE_EQ(t.seconds[0].allocated_unused_seconds, 30);
+  }
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path().c_str(), &raw), SQLITE_OK);
+    std::string drop;
+    for (const char* c : {"device_ok", "device_suspect", "device_absent", "device_findings"})
+      drop += std::string("ALTER TABLE windows DROP COLUMN ") + c + ";";
+    for (const char* c : {"used_unallocated_seconds", "allocated_unused_seconds"})
+      drop += std::string("ALTER TABLE accounts DROP COLUMN ") + c + ";";
+    ASSERT_EQ(sqlite3_exec(raw, (drop + "PRAGMA user_version = 8;").c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(raw);
+    sqlite3_close(raw);
+  }
+  auto unjudged = [](WindowRecord w) {
+    w.device_quality = {};
+    w.device_findings.clear();
+    w.accounts.front().used_unallocated_seconds.reset();
+    w.accounts.front().allocated_unused_seconds.reset();
+    return w;
+  };
+  {
+    Store report(path(), Store::Mode::kReadOnly);
+    EXPECT_EQ(report.schema_version(), 8);
+    EXPECT_EQ(report.windows(0, 120), (std::vector<WindowRecord>{unjudged(judged(0, true)), unjudged(judged(60, false))}));
+    EXPECT_TRUE(report.totals().device_findings.empty());
+  }
+  Store store(path());
+  EXPECT_EQ(store.schema_version(), kStoreSchemaVersion);
+  EXPECT_GE(kStoreSchemaVersion, 9);
+  EXPECT_EQ(store.windows(0, 120), (std::vector<WindowRecord>{unjudged(judged(0, true)), unjudged(judged(60, false))}));
+  ASSERT_TRUE(store.insert_window(judged(120, true)));
+  EXPECT_EQ(store.windows(120, 180), std::vector<WindowRecord>{judged(120, true)});
+}
+
+TEST(HourlyRollup, DeviceQualityCountsAndUseSecondsAdd) {
+  std::vector<WindowRecord> ws = {judged(0, true), judged(60, false), judged(120, true), sample(180)};
+  const WindowRecord m = merge_windows(ws);
+  EXPECT_EQ(m.device_quality, (WindowRecord::DeviceQualityCounts{1, 2, 0}));
+  EXPECT_EQ(m.device_findings, (std::map<std::string, int64_t>{{"gr_engine_active:zero_while_busy", 2},
+                                                              {"sm_active:zero_while_busy", 2}}));
+  ASSERT_EQ(m.accounts.size(), 1u);
+  EXPECT_DOUBLE_EQ(*m.accounts[0].used_unallocated_seconds, 37.5);
+  EXPECT_DOUBLE_EQ(*m.accounts[0].allocated_unused_seconds, 30);
+  // None observed: unknown, not 0.
+  EXPECT_FALSE(merge_windows({sample(0), sample(60)}).accounts[0].used_unallocated_seconds);
 }
 
 }  // namespace
