@@ -9,11 +9,27 @@
 #include "common/log.h"
 #include "device/doctor.h"
 #include "fleet/fleet_doctor.h"
+#include "node/allocation_source.h"
 #include "node/node_agent.h"
 #include "node/probe_set_auto.h"
 #include "probes/pin_store.h"
 
 namespace gpuledger::cli {
+
+namespace {
+
+// Which allocation source the agent would take here, and what its bills mean then.
+device::PlaneReport allocation_report(const DoctorCommand& cmd) {
+  const auto asked = node::parse_allocation_source(cmd.allocation_source).value_or(node::AllocationSource::kAuto);
+  const auto facts = node::gather_allocation_facts(cmd.pod_resources_socket, !cmd.kubeconfig.empty(),
+                                                   !cmd.hpc_job_mapping_dir.empty());
+  const auto choice = node::choose_allocation_source(asked, facts);
+  return {"allocation", device::PlaneStatus::kOk,
+          std::string(node::to_string(choice.source)) + " (" + choice.why + "): " +
+              node::allocation_meaning(choice.source)};
+}
+
+}  // namespace
 
 int run_doctor(const DoctorCommand& cmd) {
   device::DoctorOptions options;
@@ -30,6 +46,7 @@ int run_doctor(const DoctorCommand& cmd) {
   const node::ProbeSetVerdict verdict = node::judge_this_node(cmd.nvml_lib);
   reports.push_back({"probe-set", device::PlaneStatus::kOk,
                      "auto would choose " + std::string(probes::probe_set_name(verdict.set)) + ": " + verdict.why});
+  reports.push_back(allocation_report(cmd));
   if (const std::string fleet_db = cmd.fleet_db.resolve(); !fleet_db.empty()) {
     const auto check = fleet::check_fleet_db(fleet_db, cmd.fleet_db.password_file, cmd.store);
     reports.push_back({"fleet-db", check.ok ? device::PlaneStatus::kOk : device::PlaneStatus::kUnavailable, check.reason});
@@ -48,6 +65,11 @@ Subcommand add_doctor_command(CLI::App& app) {
   cmd->add_option("--dcgm-exporter", o->dcgm_exporter, "dcgm-exporter metrics URL to try");
   cmd->add_option("--pod-resources-socket", o->pod_resources_socket, "kubelet pod-resources socket")
       ->capture_default_str();
+  cmd->add_option("--allocation-source", o->allocation_source, "The agent's --allocation-source, judged on this node")
+      ->check(CLI::IsMember({"auto", "kubernetes", "slurm", "hpc-job-mapping", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--hpc-job-mapping-dir", o->hpc_job_mapping_dir, "The agent's --hpc-job-mapping-dir");
+  cmd->add_option("--kubeconfig", o->kubeconfig, "The agent's --kubeconfig (Kubernetes is then configured)");
   cmd->add_option("--nvidia-proc-root", o->nvidia_proc_root, "The NVIDIA driver's procfs directory")
       ->capture_default_str();
   cmd->add_option("--btf", o->btf, "Kernel BTF file")->capture_default_str();

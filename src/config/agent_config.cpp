@@ -112,7 +112,7 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
   if (!root.IsMap()) fail(source, root, "the top level must be a mapping");
   // `cost` (prices) is read by ledger/prices.h from the same file, `rightsizing`
   // by report/rightsizing_config.h.
-  check_keys(source, root, "the top level", {"team", "kubernetes", "probes", "teams", "cost", "rightsizing"});
+  check_keys(source, root, "the top level", {"team", "kubernetes", "probes", "allocation", "teams", "cost", "rightsizing"});
 
   if (auto team = root["team"]; team && !team.IsNull()) {
     if (!team.IsMap()) fail(source, team, "team must be a mapping");
@@ -166,6 +166,18 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
       config.probe_set = probes::parse_probe_set(v);
       if (!config.probe_set) fail(source, n, "probes.set must be one of auto, billing, full; not '" + v + "'");
     }
+  }
+  if (auto allocation = root["allocation"]; allocation && !allocation.IsNull()) {
+    if (!allocation.IsMap()) fail(source, allocation, "allocation must be a mapping");
+    check_keys(source, allocation, "allocation", {"source", "hpc_job_mapping_dir"});
+    if (auto n = allocation["source"]) {
+      config.allocation_source = scalar(source, n, "allocation.source");
+      const auto& v = config.allocation_source;
+      if (v != "auto" && v != "kubernetes" && v != "slurm" && v != "hpc-job-mapping" && v != "none")
+        fail(source, n, "allocation.source must be one of auto, kubernetes, slurm, hpc-job-mapping, none; not '" + v + "'");
+    }
+    if (auto n = allocation["hpc_job_mapping_dir"])
+      config.hpc_job_mapping_dir = scalar(source, n, "allocation.hpc_job_mapping_dir");
   }
   if (auto teams = root["teams"]; teams && !teams.IsNull()) {
     if (!teams.IsSequence()) fail(source, teams, "teams must be a list of {match, pattern, team}");

@@ -23,6 +23,9 @@
 //                                    # schedulers write their records as (docs/security.md)
 //   probes:
 //     set: auto                      # auto | billing | full (--probe-set wins; docs/probe-sets.md)
+//   allocation:                      # who holds each GPU (--allocation-source wins)
+//     source: auto                   # auto | kubernetes | slurm | hpc-job-mapping | none
+//     hpc_job_mapping_dir: /run/gpuledger/job-mapping   # the Slurm prolog's files (deploy/slurm/)
 //   teams:                           # outside Kubernetes: first match wins
 //     - match: systemd_unit          # glob on the unit, e.g. "trainer-*.service"
 //       pattern: "trainer-*.service"
@@ -80,6 +83,10 @@ struct AgentConfig {
   std::vector<TeamMapping> teams;
   // probes.set; none: not configured (--probe-set, else auto).
   std::optional<probes::ProbeSet> probe_set;
+  // allocation.source and allocation.hpc_job_mapping_dir (node/allocation_source.h);
+  // empty: not configured (the command line's, else auto / none).
+  std::string allocation_source;
+  std::string hpc_job_mapping_dir;
 };
 
 // Throws Error naming the file, line and problem on a malformed configuration.
