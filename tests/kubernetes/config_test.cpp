@@ -113,6 +113,17 @@ TEST(AgentConfig, TheProbeSetIsReadAndOnlyItsThreeNamesAreAccepted) {
   EXPECT_NE(error_of("probes: billing").find("probes must be a mapping"), std::string::npos);
 }
 
+TEST(AgentConfig, TheAllocationSourceIsReadAndOnlyItsNamesAreAccepted) {
+  EXPECT_EQ(parse_agent_config("", "x").allocation_source, "");
+  const auto c = parse_agent_config("allocation:\n  source: hpc-job-mapping\n  hpc_job_mapping_dir: /run/map\n", "x");
+  EXPECT_EQ(c.allocation_source, "hpc-job-mapping");
+  EXPECT_EQ(c.hpc_job_mapping_dir, "/run/map");
+  EXPECT_EQ(parse_agent_config("allocation: {source: none}", "x").allocation_source, "none");
+  EXPECT_EQ(error_of("allocation:\n  source: k8s"),
+            "config test.yaml:2:11: allocation.source must be one of auto, kubernetes, slurm, hpc-job-mapping, none; not 'k8s'");
+  EXPECT_NE(error_of("allocation: {dir: /x}").find("unknown key 'dir' in allocation"), std::string::npos);
+}
+
 TEST(AgentConfig, LoadsFromAFileAndNamesAMissingOne) {
   char path[] = "/tmp/gpuledger-config-XXXXXX";
   int fd = ::mkstemp(path);
