@@ -74,8 +74,9 @@ MatchKind match_kind(const std::string& source, const YAML::Node& node) {
   if (v == "systemd_unit") return MatchKind::kSystemdUnit;
   if (v == "slurm_job") return MatchKind::kSlurmJob;
   if (v == "slurm_user") return MatchKind::kSlurmUser;
+  if (v == "slurm_account") return MatchKind::kSlurmAccount;
   if (v == "cgroup_prefix") return MatchKind::kCgroupPrefix;
-  fail(source, node, "match must be one of systemd_unit, slurm_job, slurm_user, cgroup_prefix; not '" + v + "'");
+  fail(source, node, "match must be one of systemd_unit, slurm_job, slurm_user, slurm_account, cgroup_prefix; not '" + v + "'");
 }
 
 bool glob(const std::string& pattern, const std::string& value) {
@@ -218,7 +219,8 @@ std::optional<unsigned> slurm_uid_from_path(const std::string& cgroup_path) {
   return std::nullopt;
 }
 
-std::optional<std::string> team_from_mappings(const identity::Workload& w, const std::vector<TeamMapping>& mappings) {
+std::optional<std::string> team_from_mappings(const identity::Workload& w, const std::vector<TeamMapping>& mappings,
+                                              const std::string& slurm_account) {
   for (const auto& m : mappings) {
     bool hit = false;
     switch (m.match) {
@@ -229,6 +231,9 @@ std::optional<std::string> team_from_mappings(const identity::Workload& w, const
           if (auto uid = slurm_uid_from_path(w.cgroup_path))
             hit = glob(m.pattern, std::to_string(*uid)) || glob(m.pattern, user_name(*uid));
         }
+        break;
+      case MatchKind::kSlurmAccount:
+        hit = w.kind == identity::WorkloadKind::kSlurm && glob(m.pattern, slurm_account);
         break;
       case MatchKind::kCgroupPrefix: hit = path_prefix(m.pattern, w.cgroup_path); break;
     }

@@ -36,6 +36,9 @@
 //     - match: slurm_user            # user (name or numeric uid) from uid_<n> in the cgroup path
 //       pattern: alice
 //       team: research
+//     - match: slurm_account         # glob on the job's Slurm account, as the controller
+//       pattern: "phys*"             # says it (squeue, slurm/slurm_jobs.h; never the job's
+//       team: physics                # environment); no match while it is not known
 //     - match: cgroup_prefix         # leading path components of the cgroup path
 //       pattern: /research
 //       team: research
@@ -60,7 +63,7 @@ struct TeamRule {
   bool pod_label_overrides = false;
 };
 
-enum class MatchKind { kSystemdUnit, kSlurmJob, kSlurmUser, kCgroupPrefix };
+enum class MatchKind { kSystemdUnit, kSlurmJob, kSlurmUser, kSlurmAccount, kCgroupPrefix };
 
 struct TeamMapping {
   MatchKind match = MatchKind::kCgroupPrefix;
@@ -95,8 +98,10 @@ AgentConfig load_agent_config(const std::string& path);
 
 // The team of a workload outside Kubernetes (or a pod the API does not know)
 // from the mappings: the first that matches, else nullopt.
+// `slurm_account`: the job's account from Slurm's controller ("" unknown).
 std::optional<std::string> team_from_mappings(const identity::Workload& workload,
-                                              const std::vector<TeamMapping>& mappings);
+                                              const std::vector<TeamMapping>& mappings,
+                                              const std::string& slurm_account = "");
 
 // The numeric uid a Slurm cgroup path carries (".../uid_1000/job_5/..."), if any.
 std::optional<unsigned> slurm_uid_from_path(const std::string& cgroup_path);

@@ -40,6 +40,7 @@
 #include "probes/pin_store.h"
 #include "slurm/job_mapping_watch.h"
 #include "slurm/slurm_cgroups.h"
+#include "slurm/slurm_jobs.h"
 
 namespace gpuledger::node {
 namespace {
@@ -151,6 +152,7 @@ struct NodeAgent::Parts {
   AllocationChoice allocation;
   std::unique_ptr<slurm::JobMappingWatch> job_mapping;  // only with the hpc-job-mapping source
   identity::CgroupMounts cgroup_mounts;                 // where the running jobs' cgroups are looked for
+  std::unique_ptr<slurm::SlurmJobFacts> slurm_jobs;     // the jobs' accounts from squeue; with job_mapping
   std::shared_ptr<const identity::WorkloadNamer> namer;
   std::unique_ptr<kubernetes::KubernetesMetrics> k8s_metrics;
   std::unique_ptr<device::DevicePlane> devices;
@@ -209,6 +211,14 @@ void NodeAgent::Parts::choose_allocation(const NodeOptions& cmd) {
     if (dir.empty()) throw Error("--allocation-source hpc-job-mapping needs --hpc-job-mapping-dir");
     job_mapping = std::make_unique<slurm::JobMappingWatch>(dir);
     cgroup_mounts = identity::discover_cgroup_mounts();
+    if (facts.slurmd_running)  // the controller's word on each job here: its account, for `teams:`
+      slurm_jobs = std::make_unique<slurm::SlurmJobFacts>(
+          [mounts = cgroup_mounts] {
+            std::vector<std::string> ids;
+            for (const auto& [id, job] : slurm::live_slurm_jobs(mounts)) ids.push_back(id);
+            return ids;
+          },
+          std::chrono::seconds(60));
   }
   spdlog::info("allocation source {} ({}): {}", to_string(allocation.source), allocation.why,
                allocation_meaning(allocation.source));
@@ -280,8 +290,14 @@ attribution::AttributionOptions NodeAgent::Parts::attribution_options(const Node
   identity::InfrastructureOptions infrastructure;
   if (!cmd.infrastructure_namespaces.empty()) infrastructure.namespaces = cmd.infrastructure_namespaces;
   options.infrastructure = std::make_shared<identity::InfrastructureJudge>(infrastructure);
+  std::function<std::string(const std::string&)> slurm_account_of;
+  if (slurm_jobs)
+    slurm_account_of = [facts = slurm_jobs.get()](const std::string& job) {
+      const auto f = facts->find(job);
+      return f ? f->account : std::string();
+    };
   options.namer = std::make_shared<kubernetes::TeamNamer>(cluster ? pods : nullptr, config.team_rule,
-                                                          config.teams);
+                                                          config.teams, std::move(slurm_account_of));
   namer = options.namer;
   device::DevicePlane* device_plane = devices.get();
   options.gpu_inventory = [device_plane] { return device::gpu_identities(device_plane->snapshot()); };
@@ -389,6 +405,7 @@ NodeAgent::NodeAgent(const NodeOptions& cmd) : parts_(std::make_unique<Parts>())
   if (!cmd.no_xid) p.start_xid_monitor(cmd, options);
   if (p.k8s) p.k8s->start();
   if (p.pod_resources) p.pod_resources->start();
+  if (p.slurm_jobs) p.slurm_jobs->start();
   p.serve(cmd, http, host);
 }
 
@@ -398,6 +415,7 @@ NodeAgent::~NodeAgent() {
   if (p.shipper) p.shipper->stop();
   if (p.k8s) p.k8s->stop();
   if (p.pod_resources) p.pod_resources->stop();
+  if (p.slurm_jobs) p.slurm_jobs->stop();
   if (p.xids) p.xids->stop();
   p.agent->stop();
   p.devices->stop();

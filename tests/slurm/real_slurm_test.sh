@@ -10,6 +10,8 @@
 #   - the jobs' bills grouped by their Slurm account (from scontrol), plus
 #     __unallocated__, add up to the GPUs' cost exactly, and no window is
 #     __allocation_unknown__;
+#   - `teams:` rules on the Slurm account (from squeue, slurm/slurm_jobs.h)
+#     name each job's team: the bill by team is the bill by account;
 #   - the Epilog removed the files and the jobs' cgroups.
 # Needs root, Slurm and munge (scripts/setup.sh installs them); without them
 # it skips (77), except under CI=true where it fails.
@@ -43,10 +45,15 @@ cat >"$work/nvml.json" <<J
   "minor":1,"utilization":{"gpu":0,"memory":0},"memory":{"total":85899345920,"used":0}}]}
 J
 printf 'currency: EUR\ndefault_per_hour: 3.60\nwindow_seconds: 5\n' >"$work/prices.yaml"
+cat >"$work/config.yaml" <<Y
+teams:
+  - {match: slurm_account, pattern: "phys*", team: physics-dept}
+  - {match: slurm_account, pattern: chemistry, team: chemistry-dept}
+Y
 GPULEDGER_NVML_SIM_CONFIG="$work/nvml.json" "$build/gpuledger" agent --listen 127.0.0.1:0 --store "$work/ledger.db" \
   --prices "$work/prices.yaml" --nvml-lib "$build/sim/nvml/libnvidia-ml.so.1" --nvml-interval-ms 1000 \
   --ledger-interval-ms 1000 --no-bpf-pins --no-discovery --no-nvidia-ioctl --no-xid \
-  --hpc-job-mapping-dir "$map" >"$work/agent.log" 2>&1 &
+  --hpc-job-mapping-dir "$map" --config "$work/config.yaml" >"$work/agent.log" 2>&1 &
 agent=$!
 for _ in $(seq 200); do grep -q "serving" "$work/agent.log" && break; sleep 0.1; done
 grep -q "allocation source hpc-job-mapping (auto: slurmd runs on this node" "$work/agent.log" ||
@@ -95,5 +102,11 @@ rest = sum(r["cost_total_micros"] for k, r in rows.items() if not k.startswith("
 print(f"by account {by_account}, __unallocated__ {rest}, GPUs' cost {total}")
 assert sum(by_account.values()) + rest == total
 assert set(k for k in rows if not k.startswith("slurm/")) <= {"__unallocated__"}, rows.keys()
+teams = json.loads(subprocess.run([gl, "report", "--store", f"{work}/ledger.db", "--format", "json", "--by", "team"],
+                                  check=True, capture_output=True, text=True).stdout)
+by_team = {r["key"]: r["cost_total_micros"] for r in teams["rows"]}
+print(f"by team {by_team}")
+assert by_team.get("physics-dept") == by_account["physics"], by_team
+assert by_team.get("chemistry-dept") == by_account["chemistry"], by_team
 PY
 echo ok
