@@ -24,7 +24,7 @@ std::optional<AllocationSource> parse_allocation_source(std::string_view text);
 // What auto looks at on this node.
 struct AllocationFacts {
   bool kubelet_socket = false;         // the pod-resources socket is there (a kubelet, even restarting)
-  bool kubernetes_configured = false;  // --kubeconfig, or in a cluster
+  bool kubernetes_configured = false;  // --kubeconfig, a --pod-resources-socket named, or in a cluster
   bool slurmd_running = false;         // a root process named slurmd
   bool job_mapping_dir = false;        // --hpc-job-mapping-dir given
 };

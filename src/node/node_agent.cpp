@@ -194,7 +194,11 @@ void NodeAgent::Parts::open_ledger(const NodeOptions& cmd) {
 void NodeAgent::Parts::choose_allocation(const NodeOptions& cmd) {
   const std::string asked = !cmd.allocation_source.empty() ? cmd.allocation_source : config.allocation_source;
   const std::string dir = !cmd.hpc_job_mapping_dir.empty() ? cmd.hpc_job_mapping_dir : config.hpc_job_mapping_dir;
-  const auto facts = gather_allocation_facts(cmd.pod_resources_socket, !cmd.kubeconfig.empty(), !dir.empty());
+  // A --kubeconfig, or a --pod-resources-socket other than the default, is Kubernetes configured.
+  const bool socket_named = !cmd.pod_resources_socket.empty() &&
+                            cmd.pod_resources_socket != NodeOptions{}.pod_resources_socket;
+  const auto facts =
+      gather_allocation_facts(cmd.pod_resources_socket, !cmd.kubeconfig.empty() || socket_named, !dir.empty());
   const AllocationSource wanted = parse_allocation_source(asked).value_or(AllocationSource::kAuto);
   allocation = choose_allocation_source(wanted, facts);
   if (allocation.source == AllocationSource::kSlurm) {
