@@ -52,14 +52,19 @@ teams:
 Y
 GPULEDGER_NVML_SIM_CONFIG="$work/nvml.json" "$build/gpuledger" agent --listen 127.0.0.1:0 --store "$work/ledger.db" \
   --prices "$work/prices.yaml" --nvml-lib "$build/sim/nvml/libnvidia-ml.so.1" --nvml-interval-ms 1000 \
-  --ledger-interval-ms 1000 --no-bpf-pins --no-discovery --no-nvidia-ioctl --no-xid \
+  --ledger-interval-ms 1000 --no-bpf-pins --no-discovery --cuda-lib "$build/sim/lib/libcuda.so.1" \
+  --probe-set full --no-nvidia-ioctl --no-xid \
   --hpc-job-mapping-dir "$map" --config "$work/config.yaml" >"$work/agent.log" 2>&1 &
 agent=$!
 for _ in $(seq 200); do grep -q "serving" "$work/agent.log" && break; sleep 0.1; done
 grep -q "allocation source hpc-job-mapping (auto: slurmd runs on this node" "$work/agent.log" ||
   fail "auto did not take Slurm's job-mapping files"
 
-a=$(sbatch --parsable --gres=gpu:1 -A physics -o "$work/a.out" --export=ALL,GL_JOB_SECONDS=12 "$repo/tests/slurm/job.sh")
+# (the agent probes the simulator's libcuda, every launch under --probe-set full: root and BPF)
+# Job a runs a simulated tenant (the CUDA driver simulator: 2000 kernel
+# launches the agent's probes count in the job's cgroup), job b only sleeps.
+a=$(sbatch --parsable --gres=gpu:1 -A physics -o "$work/a.out" "$repo/tests/slurm/job.sh" \
+      "$build/gpuledger-cudasim" "init; launch 1 1 1 1 1 1 x2000; sleep-ms 12000")
 b=$(sbatch --parsable --gres=gpu:1 -A chemistry -o "$work/b.out" --export=ALL,GL_JOB_SECONDS=7 "$repo/tests/slurm/job.sh")
 for _ in $(seq 600); do
   states=$(for j in "$a" "$b"; do scontrol show job "$j" --oneliner 2>/dev/null || true; done |
@@ -87,6 +92,7 @@ bill = json.loads(subprocess.run([gl, "report", "--store", f"{work}/ledger.db", 
 rows = {r["key"]: r for r in bill["rows"]}
 total = bill["total"]["cost_total_micros"]
 assert "__allocation_unknown__" not in rows, rows.keys()
+assert rows[f"slurm/{jobs[0]}"]["launches"] == 2000, rows[f"slurm/{jobs[0]}"]  # the tenant's, exactly
 by_account = {}
 for job in jobs:
     account, held = slurm(job)
