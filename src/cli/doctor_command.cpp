@@ -1,11 +1,18 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "cli/shared_options.h"
 #include "common/duration_text.h"
+#include "common/error.h"
+#include "common/unique_fd.h"
 #include "common/log.h"
 #include "device/doctor.h"
 #include "fleet/fleet_doctor.h"
@@ -13,10 +20,37 @@
 #include "node/node_agent.h"
 #include "node/probe_set_auto.h"
 #include "probes/pin_store.h"
+#include "slurm/job_mapping.h"
 
 namespace gpuledger::cli {
 
 namespace {
+
+// The job-mapping directory as the agent would read it now.
+std::string job_mapping_state(const std::string& dir, device::PlaneStatus& status) {
+  if (dir.empty()) {
+    status = device::PlaneStatus::kUnavailable;
+    return "no --hpc-job-mapping-dir given";
+  }
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0) {
+    status = device::PlaneStatus::kUnavailable;
+    return dir + " cannot be opened (" + std::strerror(errno) + "): the agent would bill __allocation_unknown__";
+  }
+  try {
+    const slurm::JobMapping m = slurm::read_job_mapping(fd.get());
+    std::string out = dir + ": " + std::to_string(m.jobs_by_gpu.size()) + " GPU files, " +
+                      std::to_string(m.skipped_files) + " files and " + std::to_string(m.skipped_lines) +
+                      " lines skipped";
+    if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
+      out += "; WARNING: writable by others than root, who could name any running job as a GPU's holder";
+    return out;
+  } catch (const Error& e) {
+    status = device::PlaneStatus::kUnavailable;
+    return e.what();
+  }
+}
 
 // Which allocation source the agent would take here, and what its bills mean then.
 device::PlaneReport allocation_report(const DoctorCommand& cmd) {
@@ -24,9 +58,13 @@ device::PlaneReport allocation_report(const DoctorCommand& cmd) {
   const auto facts = node::gather_allocation_facts(cmd.pod_resources_socket, !cmd.kubeconfig.empty(),
                                                    !cmd.hpc_job_mapping_dir.empty());
   const auto choice = node::choose_allocation_source(asked, facts);
-  return {"allocation", device::PlaneStatus::kOk,
-          std::string(node::to_string(choice.source)) + " (" + choice.why + "): " +
-              node::allocation_meaning(choice.source)};
+  device::PlaneReport report{"allocation", device::PlaneStatus::kOk,
+                             std::string(node::to_string(choice.source)) + " (" + choice.why + "): " +
+                                 node::allocation_meaning(choice.source)};
+  const bool files = choice.source == node::AllocationSource::kHpcJobMapping ||
+                     (choice.source == node::AllocationSource::kSlurm && !cmd.hpc_job_mapping_dir.empty());
+  if (files) report.reason += "; " + job_mapping_state(cmd.hpc_job_mapping_dir, report.status);
+  return report;
 }
 
 }  // namespace

@@ -30,6 +30,11 @@ bool JobMappingWatch::open_directory() {
     down_reason_ = "the job-mapping directory " + dir_ + " cannot be watched: " + std::strerror(errno);
     return false;
   }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) == 0 && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))))
+    spdlog::warn("allocation: {} is writable by others than root: whoever can write it can name any job running "
+                 "here as a GPU's holder (deploy/slurm/ makes it 0755 root)",
+                 dir_);
   dirfd_ = std::move(fd);
   inotify_ = std::move(in);
   return true;
