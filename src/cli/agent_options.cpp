@@ -88,6 +88,15 @@ void add_kubernetes_options(CLI::App* cmd, node::NodeOptions& o) {
   cmd->add_option("--pod-resources-socket", o.pod_resources_socket,
                   "The kubelet Pod Resources API socket, for GPU allocation (empty: off)")
       ->capture_default_str();
+  cmd->add_option("--allocation-source", o.allocation_source,
+                  "Who holds each GPU: auto (Kubernetes where a kubelet answers or is configured, Slurm where "
+                  "slurmd runs, the job-mapping files where --hpc-job-mapping-dir is given, else none), "
+                  "kubernetes, slurm, hpc-job-mapping or none (the GPU's users hold it); default: allocation.source "
+                  "in --config, else auto")
+      ->check(CLI::IsMember({"auto", "kubernetes", "slurm", "hpc-job-mapping", "none"}));
+  cmd->add_option("--hpc-job-mapping-dir", o.hpc_job_mapping_dir,
+                  "The directory of HPC job-mapping files (dcgm-exporter's convention: one file per GPU index, "
+                  "its lines the ids of the jobs holding it), written by the Slurm prolog in deploy/slurm/");
   cmd->add_option("--config", o.config,
                   "The agent's YAML configuration: team rules, non-Kubernetes team mappings, extra GPU "
                   "resources");

@@ -17,6 +17,7 @@ Subcommand add_demo_command(CLI::App& app);
 Subcommand add_report_command(CLI::App& app);
 Subcommand add_rightsize_command(CLI::App& app);
 Subcommand add_fleet_db_command(CLI::App& app);
+Subcommand add_job_command(CLI::App& app);
 Subcommand add_probe_plan_command(CLI::App& app);  // hidden: for the GPU validation kit
 
 
@@ -44,6 +45,9 @@ struct DoctorCommand {
   std::string orphaned_pins_after = "24h";
   fleet::FleetDbOptions fleet_db;                  // empty: not checked
   std::string store;                        // for the fleet outbox's backlog; empty: not read
+  std::string allocation_source = "auto";   // the agent's --allocation-source, judged here
+  std::string hpc_job_mapping_dir;
+  std::string kubeconfig;
 };
 int run_doctor(const DoctorCommand& cmd);
 

@@ -1,21 +1,75 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "cli/shared_options.h"
 #include "common/duration_text.h"
+#include "common/error.h"
+#include "common/unique_fd.h"
 #include "common/log.h"
 #include "device/doctor.h"
 #include "fleet/fleet_doctor.h"
 #include "ledger/device_quality.h"
 #include "ledger/store.h"
+#include "node/allocation_source.h"
 #include "node/node_agent.h"
 #include "node/probe_set_auto.h"
 #include "probes/pin_store.h"
+#include "slurm/job_mapping.h"
 
 namespace gpuledger::cli {
+
+namespace {
+
+// The job-mapping directory as the agent would read it now.
+std::string job_mapping_state(const std::string& dir, device::PlaneStatus& status) {
+  if (dir.empty()) {
+    status = device::PlaneStatus::kUnavailable;
+    return "no --hpc-job-mapping-dir given";
+  }
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0) {
+    status = device::PlaneStatus::kUnavailable;
+    return dir + " cannot be opened (" + std::strerror(errno) + "): the agent would bill __allocation_unknown__";
+  }
+  try {
+    const slurm::JobMapping m = slurm::read_job_mapping(fd.get());
+    std::string out = dir + ": " + std::to_string(m.jobs_by_gpu.size()) + " GPU files, " +
+                      std::to_string(m.skipped_files) + " files and " + std::to_string(m.skipped_lines) +
+                      " lines skipped";
+    if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
+      out += "; WARNING: writable by others than root, who could name any running job as a GPU's holder";
+    return out;
+  } catch (const Error& e) {
+    status = device::PlaneStatus::kUnavailable;
+    return e.what();
+  }
+}
+
+// Which allocation source the agent would take here, and what its bills mean then.
+device::PlaneReport allocation_report(const DoctorCommand& cmd) {
+  const auto asked = node::parse_allocation_source(cmd.allocation_source).value_or(node::AllocationSource::kAuto);
+  const auto facts = node::gather_allocation_facts(cmd.pod_resources_socket, !cmd.kubeconfig.empty(),
+                                                   !cmd.hpc_job_mapping_dir.empty());
+  const auto choice = node::choose_allocation_source(asked, facts);
+  device::PlaneReport report{"allocation", device::PlaneStatus::kOk,
+                             std::string(node::to_string(choice.source)) + " (" + choice.why + "): " +
+                                 node::allocation_meaning(choice.source)};
+  const bool files = choice.source == node::AllocationSource::kHpcJobMapping ||
+                     (choice.source == node::AllocationSource::kSlurm && !cmd.hpc_job_mapping_dir.empty());
+  if (files) report.reason += "; " + job_mapping_state(cmd.hpc_job_mapping_dir, report.status);
+  return report;
+}
+
+}  // namespace
 
 int run_doctor(const DoctorCommand& cmd) {
   device::DoctorOptions options;
@@ -32,6 +86,7 @@ int run_doctor(const DoctorCommand& cmd) {
   const node::ProbeSetVerdict verdict = node::judge_this_node(cmd.nvml_lib);
   reports.push_back({"probe-set", device::PlaneStatus::kOk,
                      "auto would choose " + std::string(probes::probe_set_name(verdict.set)) + ": " + verdict.why});
+  reports.push_back(allocation_report(cmd));
   if (const std::string fleet_db = cmd.fleet_db.resolve(); !fleet_db.empty()) {
     const auto check = fleet::check_fleet_db(fleet_db, cmd.fleet_db.password_file, cmd.store);
     reports.push_back({"fleet-db", check.ok ? device::PlaneStatus::kOk : device::PlaneStatus::kUnavailable, check.reason});
@@ -62,6 +117,11 @@ Subcommand add_doctor_command(CLI::App& app) {
   cmd->add_option("--dcgm-exporter", o->dcgm_exporter, "dcgm-exporter metrics URL to try");
   cmd->add_option("--pod-resources-socket", o->pod_resources_socket, "kubelet pod-resources socket")
       ->capture_default_str();
+  cmd->add_option("--allocation-source", o->allocation_source, "The agent's --allocation-source, judged on this node")
+      ->check(CLI::IsMember({"auto", "kubernetes", "slurm", "hpc-job-mapping", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--hpc-job-mapping-dir", o->hpc_job_mapping_dir, "The agent's --hpc-job-mapping-dir");
+  cmd->add_option("--kubeconfig", o->kubeconfig, "The agent's --kubeconfig (Kubernetes is then configured)");
   cmd->add_option("--nvidia-proc-root", o->nvidia_proc_root, "The NVIDIA driver's procfs directory")
       ->capture_default_str();
   cmd->add_option("--btf", o->btf, "Kernel BTF file")->capture_default_str();

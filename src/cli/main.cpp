@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "gpuledger " GPULEDGER_VERSION);  // CMake project version
   const std::vector<Subcommand> subcommands = {
       add_agent_command(app),  add_uninstall_command(app), add_doctor_command(app),   add_demo_command(app),
-      add_report_command(app), add_rightsize_command(app), add_fleet_db_command(app), add_probe_plan_command(app)};
+      add_report_command(app), add_rightsize_command(app), add_fleet_db_command(app), add_probe_plan_command(app),
+      add_job_command(app)};
 
   const std::vector<std::string> args = split_empty_option_values(argc, argv);
   std::vector<const char*> arg_ptrs;

@@ -74,8 +74,9 @@ MatchKind match_kind(const std::string& source, const YAML::Node& node) {
   if (v == "systemd_unit") return MatchKind::kSystemdUnit;
   if (v == "slurm_job") return MatchKind::kSlurmJob;
   if (v == "slurm_user") return MatchKind::kSlurmUser;
+  if (v == "slurm_account") return MatchKind::kSlurmAccount;
   if (v == "cgroup_prefix") return MatchKind::kCgroupPrefix;
-  fail(source, node, "match must be one of systemd_unit, slurm_job, slurm_user, cgroup_prefix; not '" + v + "'");
+  fail(source, node, "match must be one of systemd_unit, slurm_job, slurm_user, slurm_account, cgroup_prefix; not '" + v + "'");
 }
 
 bool glob(const std::string& pattern, const std::string& value) {
@@ -112,7 +113,7 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
   if (!root.IsMap()) fail(source, root, "the top level must be a mapping");
   // `cost` (prices) is read by ledger/prices.h from the same file, `rightsizing`
   // by report/rightsizing_config.h, `device_checks` by ledger/device_checks_config.h.
-  check_keys(source, root, "the top level", {"team", "kubernetes", "probes", "teams", "cost", "rightsizing", "device_checks"});
+  check_keys(source, root, "the top level", {"team", "kubernetes", "probes", "allocation", "teams", "cost", "rightsizing", "device_checks"});
 
   if (auto team = root["team"]; team && !team.IsNull()) {
     if (!team.IsMap()) fail(source, team, "team must be a mapping");
@@ -167,6 +168,18 @@ AgentConfig parse_agent_config(const std::string& yaml_text, const std::string& 
       if (!config.probe_set) fail(source, n, "probes.set must be one of auto, billing, full; not '" + v + "'");
     }
   }
+  if (auto allocation = root["allocation"]; allocation && !allocation.IsNull()) {
+    if (!allocation.IsMap()) fail(source, allocation, "allocation must be a mapping");
+    check_keys(source, allocation, "allocation", {"source", "hpc_job_mapping_dir"});
+    if (auto n = allocation["source"]) {
+      config.allocation_source = scalar(source, n, "allocation.source");
+      const auto& v = config.allocation_source;
+      if (v != "auto" && v != "kubernetes" && v != "slurm" && v != "hpc-job-mapping" && v != "none")
+        fail(source, n, "allocation.source must be one of auto, kubernetes, slurm, hpc-job-mapping, none; not '" + v + "'");
+    }
+    if (auto n = allocation["hpc_job_mapping_dir"])
+      config.hpc_job_mapping_dir = scalar(source, n, "allocation.hpc_job_mapping_dir");
+  }
   if (auto teams = root["teams"]; teams && !teams.IsNull()) {
     if (!teams.IsSequence()) fail(source, teams, "teams must be a list of {match, pattern, team}");
     for (const auto& entry : teams) {
@@ -206,7 +219,8 @@ std::optional<unsigned> slurm_uid_from_path(const std::string& cgroup_path) {
   return std::nullopt;
 }
 
-std::optional<std::string> team_from_mappings(const identity::Workload& w, const std::vector<TeamMapping>& mappings) {
+std::optional<std::string> team_from_mappings(const identity::Workload& w, const std::vector<TeamMapping>& mappings,
+                                              const std::string& slurm_account) {
   for (const auto& m : mappings) {
     bool hit = false;
     switch (m.match) {
@@ -217,6 +231,9 @@ std::optional<std::string> team_from_mappings(const identity::Workload& w, const
           if (auto uid = slurm_uid_from_path(w.cgroup_path))
             hit = glob(m.pattern, std::to_string(*uid)) || glob(m.pattern, user_name(*uid));
         }
+        break;
+      case MatchKind::kSlurmAccount:
+        hit = w.kind == identity::WorkloadKind::kSlurm && glob(m.pattern, slurm_account);
         break;
       case MatchKind::kCgroupPrefix: hit = path_prefix(m.pattern, w.cgroup_path); break;
     }

@@ -23,6 +23,9 @@
 //                                    # schedulers write their records as (docs/security.md)
 //   probes:
 //     set: auto                      # auto | billing | full (--probe-set wins; docs/probe-sets.md)
+//   allocation:                      # who holds each GPU (--allocation-source wins)
+//     source: auto                   # auto | kubernetes | slurm | hpc-job-mapping | none
+//     hpc_job_mapping_dir: /run/gpuledger/job-mapping   # the Slurm prolog's files (deploy/slurm/)
 //   teams:                           # outside Kubernetes: first match wins
 //     - match: systemd_unit          # glob on the unit, e.g. "trainer-*.service"
 //       pattern: "trainer-*.service"
@@ -33,6 +36,9 @@
 //     - match: slurm_user            # user (name or numeric uid) from uid_<n> in the cgroup path
 //       pattern: alice
 //       team: research
+//     - match: slurm_account         # glob on the job's Slurm account, as the controller
+//       pattern: "phys*"             # says it (squeue, slurm/slurm_jobs.h; never the job's
+//       team: physics                # environment); no match while it is not known
 //     - match: cgroup_prefix         # leading path components of the cgroup path
 //       pattern: /research
 //       team: research
@@ -57,7 +63,7 @@ struct TeamRule {
   bool pod_label_overrides = false;
 };
 
-enum class MatchKind { kSystemdUnit, kSlurmJob, kSlurmUser, kCgroupPrefix };
+enum class MatchKind { kSystemdUnit, kSlurmJob, kSlurmUser, kSlurmAccount, kCgroupPrefix };
 
 struct TeamMapping {
   MatchKind match = MatchKind::kCgroupPrefix;
@@ -80,6 +86,10 @@ struct AgentConfig {
   std::vector<TeamMapping> teams;
   // probes.set; none: not configured (--probe-set, else auto).
   std::optional<probes::ProbeSet> probe_set;
+  // allocation.source and allocation.hpc_job_mapping_dir (node/allocation_source.h);
+  // empty: not configured (the command line's, else auto / none).
+  std::string allocation_source;
+  std::string hpc_job_mapping_dir;
 };
 
 // Throws Error naming the file, line and problem on a malformed configuration.
@@ -88,8 +98,10 @@ AgentConfig load_agent_config(const std::string& path);
 
 // The team of a workload outside Kubernetes (or a pod the API does not know)
 // from the mappings: the first that matches, else nullopt.
+// `slurm_account`: the job's account from Slurm's controller ("" unknown).
 std::optional<std::string> team_from_mappings(const identity::Workload& workload,
-                                              const std::vector<TeamMapping>& mappings);
+                                              const std::vector<TeamMapping>& mappings,
+                                              const std::string& slurm_account = "");
 
 // The numeric uid a Slurm cgroup path carries (".../uid_1000/job_5/..."), if any.
 std::optional<unsigned> slurm_uid_from_path(const std::string& cgroup_path);

@@ -3,8 +3,12 @@
 namespace gpuledger::kubernetes {
 
 TeamNamer::TeamNamer(std::shared_ptr<const PodDirectory> directory, config::TeamRule rule,
-                     std::vector<config::TeamMapping> mappings)
-    : directory_(std::move(directory)), rule_(std::move(rule)), mappings_(std::move(mappings)) {}
+                     std::vector<config::TeamMapping> mappings,
+                     std::function<std::string(const std::string& job)> slurm_account_of)
+    : directory_(std::move(directory)),
+      rule_(std::move(rule)),
+      mappings_(std::move(mappings)),
+      slurm_account_of_(std::move(slurm_account_of)) {}
 
 identity::WorkloadNames TeamNamer::names_for(const identity::Workload& w) const {
   identity::WorkloadNames names;
@@ -17,7 +21,9 @@ identity::WorkloadNames TeamNamer::names_for(const identity::Workload& w) const 
       return names;
     }
   }
-  if (auto team = config::team_from_mappings(w, mappings_)) names.team = *team;
+  const std::string account =
+      slurm_account_of_ && w.kind == identity::WorkloadKind::kSlurm ? slurm_account_of_(w.slurm_job) : "";
+  if (auto team = config::team_from_mappings(w, mappings_, account)) names.team = *team;
   return names;
 }
 

@@ -4,17 +4,12 @@
 
 namespace gpuledger::node {
 
-namespace {
-
-// Every slot held, whole, by __allocation_unknown__.
 void hold_by_allocation_unknown(ledger::Observation& observation) {
   const std::string account(ledger::kAllocationUnknownAccount);
   observation.holders.clear();
   for (const auto& slot : observation.slots)
     observation.holders.push_back({slot.uuid, account, ledger::AccountLabels{"", "", "", account}, 1.0, true});
 }
-
-}  // namespace
 
 ledger::Observation make_billed_observation(double now, const attribution::AttributionSnapshot& snapshot,
                                     const device::DeviceSnapshot& devices,

@@ -11,6 +11,9 @@
 
 namespace gpuledger::node {
 
+// Every slot held, whole, by __allocation_unknown__ (any source that is down).
+void hold_by_allocation_unknown(ledger::Observation& observation);
+
 // make_observation (agent_inputs.h) with the allocation the kubelet's state
 // leaves to bill by: its answer, its last answer, or unknown.
 ledger::Observation make_billed_observation(double now, const attribution::AttributionSnapshot& snapshot,

@@ -29,7 +29,9 @@
 #include "ledger/device_checks_config.h"
 #include "ledger/ledger_plane.h"
 #include "ledger/prices.h"
+#include "node/allocation_source.h"
 #include "node/allocation_unknown.h"
+#include "node/job_holders.h"
 #include "node/observation_inputs.h"
 #include "node/pins_on_exit.h"
 #include "node/probe_set_auto.h"
@@ -37,6 +39,9 @@
 #include "node/workload_efficiency.h"
 #include "probes/pin_heartbeat.h"
 #include "probes/pin_store.h"
+#include "slurm/job_mapping_watch.h"
+#include "slurm/slurm_cgroups.h"
+#include "slurm/slurm_jobs.h"
 
 namespace gpuledger::node {
 namespace {
@@ -144,7 +149,12 @@ struct NodeAgent::Parts {
   std::shared_ptr<kubernetes::PodDirectory> pods;
   std::optional<kubernetes::ClusterConfig> cluster;
   std::unique_ptr<kubernetes::KubernetesMetadata> k8s;
-  std::unique_ptr<kubernetes::PodResourcesMonitor> pod_resources;
+  std::unique_ptr<kubernetes::PodResourcesMonitor> pod_resources;  // only with the kubernetes source
+  AllocationChoice allocation;
+  std::unique_ptr<slurm::JobMappingWatch> job_mapping;  // only with the hpc-job-mapping source
+  identity::CgroupMounts cgroup_mounts;                 // where the running jobs' cgroups are looked for
+  std::unique_ptr<slurm::SlurmJobFacts> slurm_jobs;     // the jobs' accounts from squeue; with job_mapping
+  std::shared_ptr<const identity::WorkloadNamer> namer;
   std::unique_ptr<kubernetes::KubernetesMetrics> k8s_metrics;
   std::unique_ptr<device::DevicePlane> devices;
   std::unique_ptr<device::IoctlPlane> ioctls;  // null with --no-nvidia-ioctl
@@ -159,6 +169,7 @@ struct NodeAgent::Parts {
 
   // The constructor's stages, in the order it runs them.
   void open_ledger(const NodeOptions& cmd);
+  void choose_allocation(const NodeOptions& cmd);
   void watch_kubernetes(const NodeOptions& cmd);
   attribution::AttributionOptions attribution_options(const NodeOptions& cmd);
   void start_xid_monitor(const NodeOptions& cmd, const attribution::AttributionOptions& options);
@@ -180,6 +191,45 @@ void NodeAgent::Parts::open_ledger(const NodeOptions& cmd) {
   ledger = std::make_unique<ledger::LedgerPlane>(std::move(ledger_options));
 }
 
+// Who holds each GPU (allocation_source.h): the command line, else the
+// configuration, else auto's look at this node.
+void NodeAgent::Parts::choose_allocation(const NodeOptions& cmd) {
+  const std::string asked = !cmd.allocation_source.empty() ? cmd.allocation_source : config.allocation_source;
+  const std::string dir = !cmd.hpc_job_mapping_dir.empty() ? cmd.hpc_job_mapping_dir : config.hpc_job_mapping_dir;
+  // A --kubeconfig, or a --pod-resources-socket other than the default, is Kubernetes configured.
+  const bool socket_named = !cmd.pod_resources_socket.empty() &&
+                            cmd.pod_resources_socket != NodeOptions{}.pod_resources_socket;
+  const auto facts =
+      gather_allocation_facts(cmd.pod_resources_socket, !cmd.kubeconfig.empty() || socket_named, !dir.empty());
+  const AllocationSource wanted = parse_allocation_source(asked).value_or(AllocationSource::kAuto);
+  allocation = choose_allocation_source(wanted, facts);
+  if (allocation.source == AllocationSource::kSlurm) {
+    // The controller is not read yet (src/slurm): the prolog's files say which job holds which GPU.
+    if (!dir.empty())
+      allocation = {AllocationSource::kHpcJobMapping, allocation.why + "; its jobs' GPUs from --hpc-job-mapping-dir"};
+    else if (wanted == AllocationSource::kSlurm)
+      throw Error("--allocation-source slurm reads the jobs' GPUs from the job-mapping files for now: give "
+                  "--hpc-job-mapping-dir (deploy/slurm/ has the prolog and epilog that write them)");
+    else
+      allocation = {AllocationSource::kNone, allocation.why + ", but no --hpc-job-mapping-dir says its jobs' GPUs"};
+  }
+  if (allocation.source == AllocationSource::kHpcJobMapping) {
+    if (dir.empty()) throw Error("--allocation-source hpc-job-mapping needs --hpc-job-mapping-dir");
+    job_mapping = std::make_unique<slurm::JobMappingWatch>(dir);
+    cgroup_mounts = identity::discover_cgroup_mounts();
+    if (facts.slurmd_running)  // the controller's word on each job here: its account, for `teams:`
+      slurm_jobs = std::make_unique<slurm::SlurmJobFacts>(
+          [mounts = cgroup_mounts] {
+            std::vector<std::string> ids;
+            for (const auto& [id, job] : slurm::live_slurm_jobs(mounts)) ids.push_back(id);
+            return ids;
+          },
+          std::chrono::seconds(60));
+  }
+  spdlog::info("allocation source {} ({}): {}", to_string(allocation.source), allocation.why,
+               allocation_meaning(allocation.source));
+}
+
 // Names and teams: the Kubernetes API (retried in the background; the
 // UID-based identity meanwhile) and the configuration's rules; the kubelet's
 // allocation. Made here, started once the attribution plane is.
@@ -195,7 +245,7 @@ void NodeAgent::Parts::watch_kubernetes(const NodeOptions& cmd) {
   } else {
     spdlog::info("kubernetes: no --kubeconfig and not in a cluster: workloads keep their cgroup identity");
   }
-  if (!cmd.pod_resources_socket.empty())
+  if (allocation.source == AllocationSource::kKubernetes && !cmd.pod_resources_socket.empty())
     pod_resources = std::make_unique<kubernetes::PodResourcesMonitor>(
         cmd.pod_resources_socket, kubernetes::AllocationOptions{config.extra_gpu_resources, config.dra_drivers},
         config.pod_resources_interval);
@@ -246,8 +296,15 @@ attribution::AttributionOptions NodeAgent::Parts::attribution_options(const Node
   identity::InfrastructureOptions infrastructure;
   if (!cmd.infrastructure_namespaces.empty()) infrastructure.namespaces = cmd.infrastructure_namespaces;
   options.infrastructure = std::make_shared<identity::InfrastructureJudge>(infrastructure);
+  std::function<std::string(const std::string&)> slurm_account_of;
+  if (slurm_jobs)
+    slurm_account_of = [facts = slurm_jobs.get()](const std::string& job) {
+      const auto f = facts->find(job);
+      return f ? f->account : std::string();
+    };
   options.namer = std::make_shared<kubernetes::TeamNamer>(cluster ? pods : nullptr, config.team_rule,
-                                                          config.teams);
+                                                          config.teams, std::move(slurm_account_of));
+  namer = options.namer;
   device::DevicePlane* device_plane = devices.get();
   options.gpu_inventory = [device_plane] { return device::gpu_identities(device_plane->snapshot()); };
   options.gpu_processes = [device_plane] { return device::gpu_processes(device_plane->snapshot()); };
@@ -340,6 +397,7 @@ NodeAgent::NodeAgent(const NodeOptions& cmd) : parts_(std::make_unique<Parts>())
   p.port = p.listener->bind(host, port);
   p.config = cmd.config.empty() ? config::AgentConfig{} : config::load_agent_config(cmd.config);
 
+  p.choose_allocation(cmd);
   p.devices = std::make_unique<device::DevicePlane>(device_options(cmd));
   p.devices->start();
   p.watch_kubernetes(cmd);
@@ -353,6 +411,7 @@ NodeAgent::NodeAgent(const NodeOptions& cmd) : parts_(std::make_unique<Parts>())
   if (!cmd.no_xid) p.start_xid_monitor(cmd, options);
   if (p.k8s) p.k8s->start();
   if (p.pod_resources) p.pod_resources->start();
+  if (p.slurm_jobs) p.slurm_jobs->start();
   p.serve(cmd, http, host);
 }
 
@@ -362,6 +421,7 @@ NodeAgent::~NodeAgent() {
   if (p.shipper) p.shipper->stop();
   if (p.k8s) p.k8s->stop();
   if (p.pod_resources) p.pod_resources->stop();
+  if (p.slurm_jobs) p.slurm_jobs->stop();
   if (p.xids) p.xids->stop();
   p.agent->stop();
   p.devices->stop();
@@ -386,7 +446,13 @@ void NodeAgent::observe() {
   }
   const attribution::AttributionSnapshot snapshot = p.agent->snapshot();
   if (p.probe_set_auto) p.probe_set_auto->judge(devices, &snapshot, allocation ? &*allocation : nullptr);
-  if (!allocation) {
+  if (p.job_mapping) {  // the jobs the prolog's files name, while their cgroups run here
+    const auto& mapping = p.job_mapping->poll();
+    const auto running = mapping ? slurm::live_slurm_jobs(p.cgroup_mounts) : std::map<std::string, slurm::LiveJob>{};
+    p.ledger->observe(make_job_observation(now, snapshot, devices, mapping, running, p.namer.get(), p.prices));
+    return;
+  }
+  if (!allocation) {  // no source (none): the users of a GPU hold it
     p.ledger->observe(make_observation(now, snapshot, devices, {}, false, p.prices));
     return;
   }

@@ -35,6 +35,10 @@ struct NodeOptions {
   std::string cluster_name;  // named on the bills and in the fleet database (resolve_cluster_name)
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";  // empty: off
   std::string config;      // the agent's YAML configuration file
+  // Who holds each GPU (node/allocation_source.h): auto | kubernetes | slurm |
+  // hpc-job-mapping | none; empty: the config file's allocation.source, else auto.
+  std::string allocation_source;
+  std::string hpc_job_mapping_dir;  // the job-mapping files (slurm/job_mapping.h); empty: the config's
   // Device plane (src/device): NVML is dlopen'd at run time; DCGM comes from dcgm-exporter.
   std::string nvml_lib = "libnvidia-ml.so.1";
   bool no_nvml = false;

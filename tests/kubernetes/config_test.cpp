@@ -113,6 +113,29 @@ TEST(AgentConfig, TheProbeSetIsReadAndOnlyItsThreeNamesAreAccepted) {
   EXPECT_NE(error_of("probes: billing").find("probes must be a mapping"), std::string::npos);
 }
 
+// The account comes from Slurm's controller (slurm/slurm_jobs.h), never from
+// the cgroup path or the job: unknown ("") matches no account rule.
+TEST(AgentConfig, ASlurmAccountRuleNamesTheTeamOfTheJobsOfThatAccount) {
+  const auto c = parse_agent_config("teams:\n  - {match: slurm_account, pattern: 'phys*', team: physics}\n", "x");
+  const auto job = identity::classify_cgroup_path("/slurm/uid_1000/job_42/step_0");
+  EXPECT_EQ(team_from_mappings(job, c.teams, "physics-lab").value_or("<none>"), "physics");
+  EXPECT_EQ(team_from_mappings(job, c.teams, "chemistry").value_or("<none>"), "<none>");
+  EXPECT_EQ(team_from_mappings(job, c.teams, "").value_or("<none>"), "<none>");
+  const auto service = identity::classify_cgroup_path("/system.slice/phys.service");
+  EXPECT_EQ(team_from_mappings(service, c.teams, "physics").value_or("<none>"), "<none>");  // no job
+}
+
+TEST(AgentConfig, TheAllocationSourceIsReadAndOnlyItsNamesAreAccepted) {
+  EXPECT_EQ(parse_agent_config("", "x").allocation_source, "");
+  const auto c = parse_agent_config("allocation:\n  source: hpc-job-mapping\n  hpc_job_mapping_dir: /run/map\n", "x");
+  EXPECT_EQ(c.allocation_source, "hpc-job-mapping");
+  EXPECT_EQ(c.hpc_job_mapping_dir, "/run/map");
+  EXPECT_EQ(parse_agent_config("allocation: {source: none}", "x").allocation_source, "none");
+  EXPECT_EQ(error_of("allocation:\n  source: k8s"),
+            "config test.yaml:2:11: allocation.source must be one of auto, kubernetes, slurm, hpc-job-mapping, none; not 'k8s'");
+  EXPECT_NE(error_of("allocation: {dir: /x}").find("unknown key 'dir' in allocation"), std::string::npos);
+}
+
 TEST(AgentConfig, LoadsFromAFileAndNamesAMissingOne) {
   char path[] = "/tmp/gpuledger-config-XXXXXX";
   int fd = ::mkstemp(path);

@@ -1,0 +1,118 @@
+#!/bin/bash
+# Real Slurm (Debian's slurmctld, slurmd, munge 22.05: tests/slurm/slurm_cluster.sh)
+# and the agent with its defaults plus --hpc-job-mapping-dir, as an HPC admin
+# would run it: auto must take Slurm (a root slurmd runs here) and read the
+# jobs' GPUs from the files deploy/slurm/'s Prolog writes. Two jobs, one GPU
+# each, under two accounts, on a node of two simulated GPUs (NVML simulator),
+# 5 s windows at 3.60 EUR an hour. Checked:
+#   - each job's held GPU-hours (`gpuledger job`) equal Slurm's own
+#     (scontrol: (EndTime - StartTime) x its GPUs) within one window;
+#   - the jobs' bills grouped by their Slurm account (from scontrol), plus
+#     __unallocated__, add up to the GPUs' cost exactly, and no window is
+#     __allocation_unknown__;
+#   - `teams:` rules on the Slurm account (from squeue, slurm/slurm_jobs.h)
+#     name each job's team: the bill by team is the bill by account;
+#   - the Epilog removed the files and the jobs' cgroups.
+# Needs root, Slurm and munge (scripts/setup.sh installs them); without them
+# it skips (77), except under CI=true where it fails.
+set -euo pipefail
+build=$1
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+missing=""
+for t in slurmctld slurmd munged sbatch scontrol; do command -v $t >/dev/null || missing="$missing $t"; done
+if [ -n "$missing" ] || [ "$(id -u)" != 0 ]; then
+  echo "needs root and$missing (apt-get install slurmctld slurmd slurm-client munge)" >&2
+  [ "${CI:-}" = true ] && exit 1
+  exit 77
+fi
+work=$(mktemp -d /tmp/gl_slurm_XXXXXX)
+agent=""
+cleanup() {
+  [ -n "$agent" ] && kill "$agent" 2>/dev/null && wait "$agent" 2>/dev/null
+  "$repo/tests/slurm/slurm_cluster.sh" stop "$work/cluster" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; tail -n 30 "$work/agent.log" >&2 || true; exit 1; }
+
+eval "export $("$repo/tests/slurm/slurm_cluster.sh" start "$work/cluster")"
+map="$work/cluster/map"
+cat >"$work/nvml.json" <<J
+{"driver_version":"550.90.07","devices":[
+ {"uuid":"GPU-00000000-0000-0000-0000-00000000aaaa","name":"NVIDIA H100 80GB HBM3","pci_bus_id":"00000000:07:00.0",
+  "minor":0,"utilization":{"gpu":0,"memory":0},"memory":{"total":85899345920,"used":0}},
+ {"uuid":"GPU-00000000-0000-0000-0000-00000000bbbb","name":"NVIDIA H100 80GB HBM3","pci_bus_id":"00000000:08:00.0",
+  "minor":1,"utilization":{"gpu":0,"memory":0},"memory":{"total":85899345920,"used":0}}]}
+J
+printf 'currency: EUR\ndefault_per_hour: 3.60\nwindow_seconds: 5\n' >"$work/prices.yaml"
+cat >"$work/config.yaml" <<Y
+teams:
+  - {match: slurm_account, pattern: "phys*", team: physics-dept}
+  - {match: slurm_account, pattern: chemistry, team: chemistry-dept}
+Y
+GPULEDGER_NVML_SIM_CONFIG="$work/nvml.json" "$build/gpuledger" agent --listen 127.0.0.1:0 --store "$work/ledger.db" \
+  --prices "$work/prices.yaml" --nvml-lib "$build/sim/nvml/libnvidia-ml.so.1" --nvml-interval-ms 1000 \
+  --ledger-interval-ms 1000 --no-bpf-pins --no-discovery --cuda-lib "$build/sim/lib/libcuda.so.1" \
+  --probe-set full --no-nvidia-ioctl --no-xid \
+  --hpc-job-mapping-dir "$map" --config "$work/config.yaml" >"$work/agent.log" 2>&1 &
+agent=$!
+for _ in $(seq 200); do grep -q "serving" "$work/agent.log" && break; sleep 0.1; done
+grep -q "allocation source hpc-job-mapping (auto: slurmd runs on this node" "$work/agent.log" ||
+  fail "auto did not take Slurm's job-mapping files"
+
+# (the agent probes the simulator's libcuda, every launch under --probe-set full: root and BPF)
+# Job a runs a simulated tenant (the CUDA driver simulator: 2000 kernel
+# launches the agent's probes count in the job's cgroup), job b only sleeps.
+a=$(sbatch --parsable --gres=gpu:1 -A physics -o "$work/a.out" "$repo/tests/slurm/job.sh" \
+      "$build/gpuledger-cudasim" "init; launch 1 1 1 1 1 1 x2000; sleep-ms 12000")
+b=$(sbatch --parsable --gres=gpu:1 -A chemistry -o "$work/b.out" --export=ALL,GL_JOB_SECONDS=7 "$repo/tests/slurm/job.sh")
+for _ in $(seq 600); do
+  states=$(for j in "$a" "$b"; do scontrol show job "$j" --oneliner 2>/dev/null || true; done |
+             grep -o 'JobState=[A-Z]*' | sort -u | tr '\n' ' ' || true)
+  [ "$states" = "JobState=COMPLETED " ] && break
+  sleep 0.1
+done
+[ "$states" = "JobState=COMPLETED " ] || fail "jobs did not complete: $states"
+sleep 6  # the window the jobs ended in closes
+kill -TERM "$agent"; wait "$agent" || true; agent=""
+[ -z "$(ls "$map")" ] || fail "the Epilog left job-mapping files: $(ls "$map")"
+
+cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+python3 - "$build/gpuledger" "$work" "$a" "$b" "$cg2" <<'PY'
+import datetime, json, os, re, subprocess, sys
+gl, work, jobs, cg2 = sys.argv[1], sys.argv[2], sys.argv[3:5], sys.argv[5]
+def slurm(job):
+    text = subprocess.run(["scontrol", "show", "job", "-d", job, "--oneliner"], check=True, capture_output=True, text=True).stdout
+    f = dict(re.findall(r"(\w+)=(\S*)", text))
+    t = lambda s: datetime.datetime.fromisoformat(s).timestamp()
+    gpus = int(re.search(r"gpu:(\d+)", f["JOB_GRES"]).group(1))
+    return f["Account"], (t(f["EndTime"]) - t(f["StartTime"])) * gpus
+bill = json.loads(subprocess.run([gl, "report", "--store", f"{work}/ledger.db", "--format", "json", "--by", "workload"],
+                                 check=True, capture_output=True, text=True).stdout)
+rows = {r["key"]: r for r in bill["rows"]}
+total = bill["total"]["cost_total_micros"]
+assert "__allocation_unknown__" not in rows, rows.keys()
+assert rows[f"slurm/{jobs[0]}"]["launches"] == 2000, rows[f"slurm/{jobs[0]}"]  # the tenant's, exactly
+by_account = {}
+for job in jobs:
+    account, held = slurm(job)
+    mine = json.loads(subprocess.run([gl, "job", job, "--store", f"{work}/ledger.db", "--format", "json"], check=True,
+                                     capture_output=True, text=True).stdout)
+    print(f"job {job} ({account}): Slurm {held:.0f} GPU-s, gpuledger {mine['gpu_hours_held'] * 3600:.0f} GPU-s held, "
+          f"{mine['cost_micros']} micro-EUR")
+    assert abs(mine["gpu_hours_held"] * 3600 - held) <= 5, (job, held, mine)
+    assert mine["cost_micros"] == rows[f"slurm/{job}"]["cost_total_micros"]
+    by_account[account] = by_account.get(account, 0) + mine["cost_micros"]
+    assert not os.path.exists(f"{cg2}/slurm/uid_0/job_{job}"), "the Epilog left the job's cgroup"
+rest = sum(r["cost_total_micros"] for k, r in rows.items() if not k.startswith("slurm/"))
+print(f"by account {by_account}, __unallocated__ {rest}, GPUs' cost {total}")
+assert sum(by_account.values()) + rest == total
+assert set(k for k in rows if not k.startswith("slurm/")) <= {"__unallocated__"}, rows.keys()
+teams = json.loads(subprocess.run([gl, "report", "--store", f"{work}/ledger.db", "--format", "json", "--by", "team"],
+                                  check=True, capture_output=True, text=True).stdout)
+by_team = {r["key"]: r["cost_total_micros"] for r in teams["rows"]}
+print(f"by team {by_team}")
+assert by_team.get("physics-dept") == by_account["physics"], by_team
+assert by_team.get("chemistry-dept") == by_account["chemistry"], by_team
+PY
+echo ok
