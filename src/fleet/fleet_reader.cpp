@@ -9,6 +9,7 @@
 #include "fleet/fleet_rows.h"
 #include "fleet/pg_connection.h"
 #include "fleet/window_json.h"
+#include "report/report_text.h"
 
 namespace gpuledger::fleet {
 
@@ -315,6 +316,27 @@ FleetReadNotes read_notes(PgConnection& db, int64_t from, int64_t to, const Flee
   return notes;
 }
 
+// Months whose windows were pruned (schema 4): a read that needs windows there
+// fails rather than bill less. Their whole hours all have verified roll-ups
+// (gpuledger.prune_month), so only a range not cut at whole hours needs them.
+class PrunedMonths {
+ public:
+  explicit PrunedMonths(PgConnection& db) {
+    PgResult r = db.query("SELECT month_start FROM gpuledger.pruned_months ORDER BY 1");
+    for (int i = 0; i < r.rows(); ++i) months_.push_back(r.i64(i, 0));
+  }
+  void refuse(int64_t a, int64_t b) const {
+    for (int64_t m : months_)
+      if (a < report::period_end(m, Period::kMonth) && m < b)
+        throw Error("the windows of " + report::format_utc(m, "%Y-%m") +
+                    " were pruned from the fleet database (gpuledger fleet-db prune): a report of that month reads "
+                    "its roll-ups, which cover whole hours only; give --from and --to at whole UTC hours");
+  }
+
+ private:
+  std::vector<int64_t> months_;
+};
+
 }  // namespace
 
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
@@ -345,6 +367,9 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
                     "", finer, fn, unreadable);
       spans = std::move(finer);
     }
+    const PrunedMonths pruned(db);
+    for (const auto& [a, b] : plan.ragged) pruned.refuse(a, b);
+    for (const auto& s : spans) pruned.refuse(s.start, s.end);
     for (const auto& [a, b] : plan.ragged) read_windows(db, starting_in(db, a, b, filter), fn);
     if (!spans.empty())
       read_windows(db,

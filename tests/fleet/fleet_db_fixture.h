@@ -101,4 +101,12 @@ inline Read read(fleet::PgConnection& db, int64_t from, int64_t to, std::optiona
   return out;
 }
 
+// Two reads bill the same windows the same, to the micro-unit.
+inline void expect_same_bill(const Read& a, const Read& b) {
+  EXPECT_EQ(a.windows_digest, b.windows_digest);
+  EXPECT_EQ(a.cost_by_team, b.cost_by_team);
+  EXPECT_EQ(a.energy, b.energy);
+  EXPECT_EQ(a.total, b.total);
+}
+
 }  // namespace gpuledger::testing
