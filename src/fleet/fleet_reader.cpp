@@ -1,6 +1,8 @@
 #include "fleet/fleet_reader.h"
 
+#include <algorithm>
 #include <map>
+#include <thread>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -211,6 +213,35 @@ const char* kVerifiedRollup =
     " AND r.gpu_uuid = t.gpu_uuid AND r.period_start = t.period_start AND r.windows = t.windows"
     " AND r.cost_micros = t.cost_micros AND r.digests = t.digests AND r.verified";
 
+// A roll-up's body, parsed: present (not NULL), and read (nullopt: unreadable).
+struct ParsedBody {
+  bool present = false;
+  std::optional<ledger::WindowRecord> window;
+};
+// A fetched page's `column`, parsed by every core: the
+// JSON is most of a report's time (docs/performance.md, section 6), and the
+// rows are independent. The report's builder still takes them in order.
+std::vector<ParsedBody> parse_bodies(const PgResult& r, int column) {
+  std::vector<ParsedBody> out(static_cast<size_t>(r.rows()));
+  const unsigned workers = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  auto work = [&](unsigned k) {
+    for (size_t j = k; j < out.size(); j += workers) {
+      const int i = static_cast<int>(j);
+      if (r.null(i, column)) continue;
+      out[j].present = true;
+      try {
+        out[j].window = window_from_json(r.text(i, column));
+      } catch (const Error&) {
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned k = 1; k < workers && k < out.size(); ++k) threads.emplace_back(work, k);
+  work(0);
+  for (auto& t : threads) t.join();
+  return out;
+}
+
 // One period's GPUs: the matching verified roll-ups emitted, the rest added to
 // `finer` (contiguous periods of one GPU joined into one span); a body that
 // cannot be read counts in `unreadable` and goes to `finer` too.
@@ -221,19 +252,18 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
   const std::string sql = "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, r.body::text FROM " + totals +
                           kVerifiedRollup + (where.empty() ? "" : " WHERE " + where) +
                           " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
-  for (Cursor cur(db, "gl_periods", sql); cur.valid(); cur.next()) {
+  Cursor cur(db, "gl_periods", sql);
+  std::vector<ParsedBody> page;  // the bodies of the rows fetched, parsed on every core
+  for (; cur.valid(); cur.next()) {
     const PgResult& r = cur.r();
     const int i = cur.row();
-    if (!r.null(i, 4)) {
-      std::optional<ledger::WindowRecord> w;
-      try {
-        w = window_from_json(r.text(i, 4));
-      } catch (const Error&) {
-        ++unreadable;  // never fatal: its finer periods are read instead
-      }
-      if (w) {
-        w->node = r.text(i, 0) + "/" + r.text(i, 1);
-        fn(std::move(*w));
+    if (i == 0) page = parse_bodies(r, 4);  // a page fetched
+    ParsedBody& body = page[static_cast<size_t>(i)];
+    if (body.present) {
+      if (!body.window) ++unreadable;  // never fatal: its finer periods are read instead
+      if (body.window) {
+        body.window->node = r.text(i, 0) + "/" + r.text(i, 1);
+        fn(std::move(*body.window));
         continue;
       }
     }
