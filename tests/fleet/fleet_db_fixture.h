@@ -62,6 +62,19 @@ inline std::vector<const ledger::WindowRecord*> pointers(const std::vector<ledge
   return out;
 }
 
+// A shipper of `store` to the database as `origin`, quick to look and to retry.
+inline fleet::FleetShipperOptions shipper_options(const std::string& conninfo, const std::string& password_file,
+                                                  const std::string& store, fleet::Origin origin) {
+  fleet::FleetShipperOptions o;
+  o.conninfo = conninfo;
+  o.password_file = password_file;
+  o.store_path = store;
+  o.origin = std::move(origin);
+  o.interval = std::chrono::milliseconds(50);
+  o.first_retry = o.max_retry = std::chrono::milliseconds(100);
+  return o;
+}
+
 // A shipper's /metrics page, a line of it, a sample's value (-1: absent).
 inline std::string metrics(const fleet::FleetShipper& s) {
   metrics::ExpositionWriter out;

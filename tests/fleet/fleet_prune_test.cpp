@@ -56,14 +56,8 @@ TEST_F(FleetDb, PruneDropsAMonthsWindowsOnlyOnceItsRollUpsAreVerifiedAndTheBillS
   EXPECT_EQ(count("windows"), static_cast<int64_t>(ws.size()));
 
   // The agent's shipper sends the roll-ups of every complete hour, day and month.
-  fleet::FleetShipperOptions o;
-  o.conninfo = pg_->conninfo();
-  o.password_file = pg_->admin_password_file();
-  o.store_path = path;
-  o.origin = {"prod", "node-1"};
-  o.interval = std::chrono::milliseconds(50);
   {
-    fleet::FleetShipper shipper(o);
+    fleet::FleetShipper shipper(shipper_options(pg_->conninfo(), pg_->admin_password_file(), path, {"prod", "node-1"}));
     shipper.start();
     EXPECT_TRUE(eventually([&] { return count("rollups") == 312; }, std::chrono::seconds(60)))
         << shipper.status().reason << "; roll-ups: " << count("rollups");

@@ -74,18 +74,6 @@ Proc fleet_report(PgServer& pg, const std::string& reader_pw, const std::string&
              to_err.c_str());
 }
 
-fleet::FleetShipperOptions shipper_options(const std::string& conninfo, const std::string& password_file,
-                                           const std::string& store, fleet::Origin origin) {
-  fleet::FleetShipperOptions o;
-  o.conninfo = conninfo;
-  o.password_file = password_file;
-  o.store_path = store;
-  o.origin = std::move(origin);
-  o.interval = std::chrono::milliseconds(50);
-  o.first_retry = o.max_retry = std::chrono::milliseconds(100);
-  return o;
-}
-
 TEST(FleetRoles, ANodesRoleNameIsItsNameOrAHashedOneWithinPostgresLimit) {
   EXPECT_EQ(fleet::node_role_name("node-a", std::nullopt), "gpuledger_node_node-a");
   EXPECT_EQ(fleet::node_role_name("gpu-17.dc1", std::string("prod")), "gpuledger_node_prod/gpu-17.dc1");
