@@ -11,6 +11,7 @@
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_shipper.h"
 #include "fleet/fleet_sink_postgres.h"
+#include "cli_process.h"
 #include "fleet_db_fixture.h"
 #include "ledger/outbox.h"
 
@@ -119,6 +120,22 @@ TEST_F(FleetDb, PruneDropsAMonthsWindowsOnlyOnceItsRollUpsAreVerifiedAndTheBillS
   }
   EXPECT_THROW(admin_->query("SELECT gpuledger.create_month($1)", {std::to_string(kJan)}), Error);
   expect_same_bill(read(*admin_, kJan, kFeb, Period::kMonth), windows);
+}
+
+// The command: a month as YYYY-MM, at most this one; nothing to prune is not a failure.
+TEST_F(FleetDb, PruneTakesAMonthNoLaterThanThisOne) {
+  const std::string cmd = gpuledger() + " fleet-db prune --fleet-db '" + pg_->conninfo() +
+                          "' --fleet-db-password-file " + pg_->admin_password_file() + " --before ";
+  Proc p = run(cmd + "2026-13");
+  EXPECT_EQ(p.status, 1);
+  EXPECT_NE(p.out.find("--before takes a month as YYYY-MM, not '2026-13'"), std::string::npos) << p.out;
+  p = run(cmd + "2999-01");
+  EXPECT_EQ(p.status, 1);
+  EXPECT_NE(p.out.find("--before must be the start of a month no later than this one"), std::string::npos) << p.out;
+  p = run(cmd + "2026-01");  // the fixture's months are 2027's
+  EXPECT_EQ(p.status, 0) << p.out;
+  EXPECT_EQ(p.out, "");
+  EXPECT_EQ(windows_partitions(*admin_), 2);
 }
 
 }  // namespace
