@@ -165,6 +165,11 @@ std::string starting_in(PgConnection& db, int64_t a, int64_t b, const FleetFilte
 void in_snapshot(PgConnection& db, const std::function<void()>& fn) {
   db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   try {
+    // Each totals row finds its roll-up once: PostgreSQL 14's memoize cache
+    // before that index probe never hits here, and at 80,000 GPU-months it
+    // cost 131 MB and most of the server's time (docs/performance.md, section
+    // 6). Where the setting exists (14 and later), for this transaction.
+    db.exec("SELECT set_config(name, 'off', true) FROM pg_settings WHERE name = 'enable_memoize'");
     fn();
     db.exec("COMMIT");
   } catch (...) {
