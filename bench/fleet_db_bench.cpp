@@ -16,7 +16,12 @@
 //      --fleet-db`, a separate process), the JSON and FOCUS exports of that
 //      month, with the plans PostgreSQL ran for the table (auto_explain)
 //   5. checks the bill: the JSON total equals every charge of the fleet, exactly
-// The full shape: --nodes 2 --fleet-nodes 1000 --days 30.
+//   6. --prune: `fleet-db prune` of the month, and the sizes after it
+// The full shape: --nodes 2 --fleet-nodes 1000 --days 30. At 10,000 nodes the
+// roll-ups of every hour would not fit this VM's disk (132 GiB):
+// --fleet-nodes 10000 --grow-periods month copies the months only, which is
+// all the month's table report reads (JSON and the other formats need days
+// and hours, so they are skipped).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,6 +51,7 @@ namespace fs = std::filesystem;
 
 struct Shape {
   int nodes = 2, fleet_nodes = 0, gpus = 8, accounts = 3;
+  std::string grow_periods = "hour,day,month";  // the roll-ups copied to grown nodes
   double days = 30;
   int64_t start = 1'793'491'200;  // 2026-11-01T00:00:00Z
 };
@@ -97,8 +103,12 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 // `gpuledger report ...` as a separate process: wall seconds, stdout in `out`.
+// The largest resident set of any report so far (KiB, /usr/bin/time's).
+long g_peak_report_kib = 0;
+
 double run_report(const std::string& binary, const std::vector<std::string>& args, std::string& out) {
-  std::string cmd = binary + " report";
+  const std::string rss_file = (fs::temp_directory_path() / ("gl-fleet-bench-rss-" + std::to_string(::getpid()))).string();
+  std::string cmd = "/usr/bin/time -f %M -o " + rss_file + " " + binary + " report";
   for (const auto& a : args) {
     cmd += " '";
     for (char c : a) cmd += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -111,8 +121,12 @@ double run_report(const std::string& binary, const std::vector<std::string>& arg
   size_t n = 0;
   while (p && (n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   const int status = p ? ::pclose(p) : -1;
+  const double took = seconds_since(began);
   if (status != 0) throw std::runtime_error("gpuledger report failed: " + out);
-  return seconds_since(began);
+  long kib = 0;
+  std::ifstream(rss_file) >> kib;
+  g_peak_report_kib = std::max(g_peak_report_kib, kib);
+  return took;
 }
 
 // Table and index bytes of the gpuledger tables' partitions, by table.
@@ -140,7 +154,8 @@ void grow_fleet(fleet::PgConnection& db, const Shape& s) {
   // GPU-<src>-<g> becomes GPU-<k>-<g>; src = k mod the shipped nodes.
   const std::string uuid = "'GPU-' || k || substr(x.gpu_uuid, length('GPU-' || (k % " + n + ")) + 1)";
   const std::string pick = " FROM generate_series(" + from + ", " + to + ") k JOIN gpuledger.";
-  const std::string same = " x ON x.node = 'node-' || (k % " + n + ")";
+  const std::string same = " x ON x.node = 'node-' || (k % " + n + ") AND x.period = ANY(string_to_array('" +
+                           s.grow_periods + "', ','))";
   db.exec("INSERT INTO gpuledger.window_totals SELECT x.period, x.period_start, x.cluster, 'node-' || k, " + uuid +
           ", x.windows, x.cost_micros, x.digests" + pick + "window_totals" + same);
   // The copies are of roll-ups the server verified against the shipped
@@ -155,13 +170,48 @@ void grow_fleet(fleet::PgConnection& db, const Shape& s) {
   db.exec("ALTER TABLE gpuledger.rollups ENABLE TRIGGER verify_rollup");
 }
 
+// The formats other than the table and JSON, timed: line counts as the rows written.
+template <typename Report>
+void other_formats(Report& report, const Shape& s, std::string& out) {
+  auto lines = [&] { return static_cast<size_t>(std::count(out.begin(), out.end(), '\n')); };
+  double t = report({"--format", "focus"}, out);
+  std::printf("report --format focus (daily)   %6.2f s, %zu rows\n", t, lines() - 1);
+  t = report({"--format", "focus", "--granularity", "hour", "--node", "node-0"}, out);
+  std::printf("report --format focus --granularity hour --node node-0   %6.2f s, %zu rows (one node)\n", t, lines() - 1);
+  t = report({"--by", "team", "--format", "html"}, out);
+  std::printf("report --by team --format html  %6.2f s, %zu bytes\n", t, out.size());
+  t = report({"--by", "team", "--format", "csv", "--granularity", "month"}, out);
+  std::printf("report --by team --format csv --granularity month  %6.2f s, %zu lines\n", t, lines());
+  t = report({"--by", "team", "--format", "csv", "--granularity", "day"}, out);
+  std::printf("report --by team --format csv --granularity day    %6.2f s, %zu lines\n", t, lines());
+  if (s.days >= 15) {  // month to date: 14 days, 12 hours and 30 minutes
+    std::vector<std::string> mtd = {"--by", "team", "--to", std::to_string(s.start + 14 * 86400 + 12 * 3600 + 1800)};
+    t = report(mtd, out);
+    std::printf("report --by team, month to date (14 d 12 h 30 min)  %6.2f s, %zu lines\n", t, lines());
+  }
+}
+
+// fleet-db prune of the bench's month (complete: its roll-ups shipped), then the sizes.
+void prune_month(fleet::PgConnection& db, const Shape& s) {
+  const int64_t next = report::period_end(s.start, report::Granularity::kMonth);
+  const auto began = std::chrono::steady_clock::now();
+  const int64_t now = std::max<int64_t>(next, ::time(nullptr));
+  for (const auto& r : fleet::prune_before(db, next, now))
+    std::printf("prune %lld: %s (%lld windows)\n", static_cast<long long>(r.month_start),
+                r.kept_because ? r.kept_because->c_str() : "pruned", static_cast<long long>(r.windows));
+  std::printf("prune: %.1f s\n", seconds_since(began));
+  db.exec("VACUUM ANALYZE");
+  print_sizes(db, s.fleet_nodes * s.days / 30.0, "after prune (the month's roll-ups and totals; the hour after it "
+                                                  "still as windows)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress as it comes, also into a file
   Shape s;
   std::string binary = GPULEDGER_BINARY, plans;
-  bool quick = false;
+  bool quick = false, prune = false;
   int repeat = 1, hold_seconds = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -176,9 +226,12 @@ int main(int argc, char** argv) {
     else if (a == "--repeat") repeat = std::max(1, std::stoi(next()));
     else if (a == "--hold-seconds") hold_seconds = std::stoi(next());
     else if (a == "--gpuledger") binary = next();
+    else if (a == "--grow-periods") s.grow_periods = next();
+    else if (a == "--prune") prune = true;
     else {
       std::fprintf(stderr, "usage: %s [--quick] [--nodes N] [--fleet-nodes N] [--gpus N] [--days D] [--accounts N] "
-                   "[--plans FILE] [--repeat N] [--hold-seconds S] [--gpuledger BINARY]\n", argv[0]);
+                   "[--plans FILE] [--repeat N] [--hold-seconds S] [--gpuledger BINARY] [--grow-periods hour,day,month] "
+                   "[--prune]\n", argv[0]);
       return 2;
     }
   }
@@ -264,7 +317,11 @@ int main(int argc, char** argv) {
     const std::vector<std::string> range = {"--fleet-db", admin, "--fleet-db-password-file", pw, "--from", from, "--to", to};
     auto report = [&](std::vector<std::string> extra, std::string& out) {
       std::vector<std::string> args = range;
-      args.insert(args.end(), extra.begin(), extra.end());
+      for (size_t i = 0; i < extra.size(); ++i) {  // --to given again: replaces the range's
+        auto at = std::find(args.begin(), args.end(), extra[i]);
+        if (extra[i] == "--to" && at != args.end() && i + 1 < extra.size()) *(at + 1) = extra[++i];
+        else args.push_back(extra[i]);
+      }
       return run_report(binary, args, out);
     };
     const int64_t expected = int64_t{s.fleet_nodes} * s.gpus * days * 1440 * 60'000;
@@ -276,7 +333,8 @@ int main(int argc, char** argv) {
       std::printf("report --by %-9s (table)  %s, %zu lines\n", by, times.c_str(),
                   static_cast<size_t>(std::count(out.begin(), out.end(), '\n')));
     }
-    {
+    const bool days_grown = s.grow_periods.find("day") != std::string::npos;
+    if (days_grown) {  // the JSON reads days, which grown nodes have only with --grow-periods ...,day
       const double t = report({"--by", "team", "--format", "json"}, out);
       const auto j = nlohmann::json::parse(out);
       std::string total = j["total"]["cost_total"];
@@ -286,11 +344,10 @@ int main(int argc, char** argv) {
       std::printf("report --by team --format json  %6.2f s, %zu rows, total %s micro-units (%s)\n", t, j["rows"].size(),
                   total.c_str(), exact ? "exact" : "WRONG");
     }
-    {
-      const double t = report({"--format", "focus"}, out);
-      std::printf("report --format focus (daily)   %6.2f s, %zu rows\n", t,
-                  static_cast<size_t>(std::count(out.begin(), out.end(), '\n')) - 1);
-    }
+    // The other formats read days or hours, which grown nodes have only with --grow-periods hour,day,...
+    if (days_grown && s.grow_periods.find("hour") != std::string::npos) other_formats(report, s, out);
+    std::printf("peak memory of the largest report: %.0f MiB (maximum resident set)\n", g_peak_report_kib / 1024.0);
+    if (prune) prune_month(db, s);
     // The plans PostgreSQL ran for the table report by team (auto_explain, in the server's log).
     const size_t log_before = pg.log().size();
     std::vector<std::string> traced = range;

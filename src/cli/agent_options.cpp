@@ -159,7 +159,7 @@ void add_fleet_options(CLI::App* cmd, node::NodeOptions& o) {
   cmd->add_option("--fleet-db-interval-ms", o.fleet_db_interval_ms,
                   "How often the shipper looks for windows to ship once the backlog is empty")
       ->capture_default_str();
-  cmd->add_option("--fleet-db-batch", o.fleet_db_batch, "Windows per transaction sent to the fleet database")
+  cmd->add_option("--fleet-db-batch", o.fleet_db_batch, "Windows per transaction sent to the fleet database (grown with a backlog: a quarter of it, up to 4000)")
       ->check(CLI::Range(1u, 2000u))
       ->capture_default_str();
 }

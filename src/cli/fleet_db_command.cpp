@@ -1,5 +1,6 @@
-// `gpuledger fleet-db migrate` and `add-node`, and where the fleet database is for every command.
+// `gpuledger fleet-db migrate`, `add-node` and `prune`, and where the fleet database is for every command.
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -11,6 +12,8 @@
 #include "fleet/fleet_roles.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/pg_connection.h"
+#include "report/calendar.h"
+#include "report/report_text.h"
 
 namespace gpuledger::cli {
 
@@ -33,6 +36,36 @@ int run_fleet_db_add_node(const AddNodeCommand& cmd) {
   const std::optional<std::string> cluster = cmd.cluster.empty() ? std::nullopt : std::optional(cmd.cluster);
   std::cout << fleet::add_node_role(db, cmd.node, cluster) << "\n";  // its only line
   return 0;
+}
+
+// `gpuledger fleet-db prune --before YYYY-MM`: the windows of earlier months,
+// once their roll-ups are verified (fleet_schema.h, prune_before).
+struct PruneCommand {
+  fleet::FleetDbOptions db;
+  std::string before;
+};
+
+int run_fleet_db_prune(const PruneCommand& cmd) {
+  int year = 0, month = 0;
+  char extra = 0;
+  if (std::sscanf(cmd.before.c_str(), "%4d-%2d%c", &year, &month, &extra) != 2 || cmd.before.size() != 7 ||
+      month < 1 || month > 12 || year < 1970)
+    throw Error("fleet-db prune: --before takes a month as YYYY-MM, not '" + cmd.before + "'");
+  const int64_t before = report::days_from_civil(year, month, 1) * 86400;
+  fleet::PgConnection db(conninfo_of(cmd.db, "prune"), cmd.db.password_file);
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  int kept = 0;
+  for (const auto& r : fleet::prune_before(db, before, now)) {
+    const std::string month_name = report::format_utc(r.month_start, "%Y-%m");
+    if (r.kept_because) {
+      ++kept;
+      std::cout << month_name << ": kept its windows: " << *r.kept_because << "\n";
+    } else {
+      std::cout << month_name << ": pruned its " << r.windows << " windows; roll-ups and totals kept\n";
+    }
+  }
+  return kept ? 1 : 0;
 }
 
 }  // namespace
@@ -66,7 +99,20 @@ Subcommand add_fleet_db_command(CLI::App& app) {
   add_fleet_db_options(add, a->db, "The fleet database (default: $GPULEDGER_FLEET_DB)");
   add->footer("Log in as the role with a password (ALTER ROLE ... PASSWORD, as the owner) or a client certificate "
               "whose CN maps to it in pg_ident.conf (docs/fleet-db.md).");
-  return {fleet_db_cmd, [o, a, add] { return *add ? run_fleet_db_add_node(*a) : run_fleet_db_migrate(*o); }};
+
+  auto p = std::make_shared<PruneCommand>();
+  CLI::App* prune = fleet_db_cmd->add_subcommand(
+      "prune", "Drop the windows of every month before --before whose roll-ups the database verified, keeping "
+               "roll-ups and totals (as the owner; safe to repeat)");
+  prune->add_option("--before", p->before, "The first month kept whole, YYYY-MM (at most this month)")->required();
+  add_fleet_db_options(prune, p->db, "The fleet database (default: $GPULEDGER_FLEET_DB)");
+  prune->footer("A month whose hours, days or month lack a verified roll-up keeps its windows (exit status 1). "
+                "Reports of a pruned month read whole UTC hours only; late windows of it are refused.");
+  return {fleet_db_cmd, [o, a, add, p, prune] {
+            if (*add) return run_fleet_db_add_node(*a);
+            if (*prune) return run_fleet_db_prune(*p);
+            return run_fleet_db_migrate(*o);
+          }};
 }
 
 }  // namespace gpuledger::cli

@@ -1,6 +1,8 @@
 #include "fleet/fleet_reader.h"
 
+#include <algorithm>
 #include <map>
+#include <thread>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "fleet/fleet_rows.h"
 #include "fleet/pg_connection.h"
 #include "fleet/window_json.h"
+#include "report/report_text.h"
 
 namespace gpuledger::fleet {
 
@@ -162,6 +165,11 @@ std::string starting_in(PgConnection& db, int64_t a, int64_t b, const FleetFilte
 void in_snapshot(PgConnection& db, const std::function<void()>& fn) {
   db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   try {
+    // Each totals row finds its roll-up once: PostgreSQL 14's memoize cache
+    // before that index probe never hits here, and at 80,000 GPU-months it
+    // cost 131 MB and most of the server's time (docs/performance.md, section
+    // 6). Where the setting exists (14 and later), for this transaction.
+    db.exec("SELECT set_config(name, 'off', true) FROM pg_settings WHERE name = 'enable_memoize'");
     fn();
     db.exec("COMMIT");
   } catch (...) {
@@ -210,6 +218,35 @@ const char* kVerifiedRollup =
     " AND r.gpu_uuid = t.gpu_uuid AND r.period_start = t.period_start AND r.windows = t.windows"
     " AND r.cost_micros = t.cost_micros AND r.digests = t.digests AND r.verified";
 
+// A roll-up's body, parsed: present (not NULL), and read (nullopt: unreadable).
+struct ParsedBody {
+  bool present = false;
+  std::optional<ledger::WindowRecord> window;
+};
+// A fetched page's `column`, parsed by every core: the
+// JSON is most of a report's time (docs/performance.md, section 6), and the
+// rows are independent. The report's builder still takes them in order.
+std::vector<ParsedBody> parse_bodies(const PgResult& r, int column) {
+  std::vector<ParsedBody> out(static_cast<size_t>(r.rows()));
+  const unsigned workers = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  auto work = [&](unsigned k) {
+    for (size_t j = k; j < out.size(); j += workers) {
+      const int i = static_cast<int>(j);
+      if (r.null(i, column)) continue;
+      out[j].present = true;
+      try {
+        out[j].window = window_from_json(r.text(i, column));
+      } catch (const Error&) {
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned k = 1; k < workers && k < out.size(); ++k) threads.emplace_back(work, k);
+  work(0);
+  for (auto& t : threads) t.join();
+  return out;
+}
+
 // One period's GPUs: the matching verified roll-ups emitted, the rest added to
 // `finer` (contiguous periods of one GPU joined into one span); a body that
 // cannot be read counts in `unreadable` and goes to `finer` too.
@@ -220,19 +257,18 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
   const std::string sql = "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, r.body::text FROM " + totals +
                           kVerifiedRollup + (where.empty() ? "" : " WHERE " + where) +
                           " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
-  for (Cursor cur(db, "gl_periods", sql); cur.valid(); cur.next()) {
+  Cursor cur(db, "gl_periods", sql);
+  std::vector<ParsedBody> page;  // the bodies of the rows fetched, parsed on every core
+  for (; cur.valid(); cur.next()) {
     const PgResult& r = cur.r();
     const int i = cur.row();
-    if (!r.null(i, 4)) {
-      std::optional<ledger::WindowRecord> w;
-      try {
-        w = window_from_json(r.text(i, 4));
-      } catch (const Error&) {
-        ++unreadable;  // never fatal: its finer periods are read instead
-      }
-      if (w) {
-        w->node = r.text(i, 0) + "/" + r.text(i, 1);
-        fn(std::move(*w));
+    if (i == 0) page = parse_bodies(r, 4);  // a page fetched
+    ParsedBody& body = page[static_cast<size_t>(i)];
+    if (body.present) {
+      if (!body.window) ++unreadable;  // never fatal: its finer periods are read instead
+      if (body.window) {
+        body.window->node = r.text(i, 0) + "/" + r.text(i, 1);
+        fn(std::move(*body.window));
         continue;
       }
     }
@@ -315,6 +351,27 @@ FleetReadNotes read_notes(PgConnection& db, int64_t from, int64_t to, const Flee
   return notes;
 }
 
+// Months whose windows were pruned (schema 4): a read that needs windows there
+// fails rather than bill less. Their whole hours all have verified roll-ups
+// (gpuledger.prune_month), so only a range not cut at whole hours needs them.
+class PrunedMonths {
+ public:
+  explicit PrunedMonths(PgConnection& db) {
+    PgResult r = db.query("SELECT month_start FROM gpuledger.pruned_months ORDER BY 1");
+    for (int i = 0; i < r.rows(); ++i) months_.push_back(r.i64(i, 0));
+  }
+  void refuse(int64_t a, int64_t b) const {
+    for (int64_t m : months_)
+      if (a < report::period_end(m, Period::kMonth) && m < b)
+        throw Error("the windows of " + report::format_utc(m, "%Y-%m") +
+                    " were pruned from the fleet database (gpuledger fleet-db prune): a report of that month reads "
+                    "its roll-ups, which cover whole hours only; give --from and --to at whole UTC hours");
+  }
+
+ private:
+  std::vector<int64_t> months_;
+};
+
 }  // namespace
 
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
@@ -345,6 +402,9 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
                     "", finer, fn, unreadable);
       spans = std::move(finer);
     }
+    const PrunedMonths pruned(db);
+    for (const auto& [a, b] : plan.ragged) pruned.refuse(a, b);
+    for (const auto& s : spans) pruned.refuse(s.start, s.end);
     for (const auto& [a, b] : plan.ragged) read_windows(db, starting_in(db, a, b, filter), fn);
     if (!spans.empty())
       read_windows(db,

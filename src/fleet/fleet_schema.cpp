@@ -410,9 +410,80 @@ REVOKE ALL ON FUNCTION gpuledger.ensure_month(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION gpuledger.ensure_month(bigint) TO gpuledger_agent;
 )SQL";
 
+// Retention (issue 30): `gpuledger fleet-db prune --before YYYY-MM` drops a
+// month's windows (their four tables' partitions) once every GPU's hours, days
+// and month there have a verified roll-up equal to the database's own totals,
+// so every report of whole hours reads the same bill from the roll-ups alone.
+// window_totals, rollups and overlaps stay. A pruned month is recorded, and
+// never gets windows partitions again: a late window of it is refused (it
+// would change totals whose windows are gone), and a report that would need
+// its windows (a range not cut at whole hours) says so instead of billing less.
+const char* kMigration4 = R"SQL(
+CREATE TABLE gpuledger.pruned_months(
+  month_start bigint PRIMARY KEY, windows numeric NOT NULL, pruned_at timestamptz NOT NULL DEFAULT now());
+GRANT SELECT ON gpuledger.pruned_months TO gpuledger_agent, gpuledger_reader;
+
+ALTER FUNCTION gpuledger.create_month(bigint) RENAME TO create_partitions;
+REVOKE ALL ON FUNCTION gpuledger.create_partitions(bigint) FROM PUBLIC, gpuledger_agent;
+CREATE FUNCTION gpuledger.create_month(t bigint) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  lo timestamp := date_trunc('month', to_timestamp(t) AT TIME ZONE 'UTC');
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('gpuledger.ensure_month'));  -- prune_month's too
+  IF EXISTS (SELECT FROM gpuledger.pruned_months p WHERE p.month_start = extract(epoch FROM lo)::bigint) THEN
+    RAISE EXCEPTION 'gpuledger: the windows of % were pruned (gpuledger fleet-db prune), so no window of that month can be stored any more',
+      to_char(lo, 'YYYY-MM') USING ERRCODE = 'object_not_in_prerequisite_state';
+  END IF;
+  PERFORM gpuledger.create_partitions(t);
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.create_month(bigint) FROM PUBLIC, gpuledger_agent;
+
+-- Drops the windows of the month starting at m, or says why not (the owner's;
+-- NULL: pruned now or before). The month's windows partitions are locked
+-- first, so no window arrives between the check and the drop.
+CREATE FUNCTION gpuledger.prune_month(m bigint) RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  lo timestamp := to_timestamp(m) AT TIME ZONE 'UTC';
+  hi bigint := extract(epoch FROM lo + interval '1 month')::bigint;
+  suffix text := to_char(lo, 'YYYY_MM');
+  tbl text;
+  missing bigint;
+  counted numeric;
+BEGIN
+  IF date_trunc('month', lo) <> lo THEN RETURN 'not the start of a month'; END IF;
+  PERFORM pg_advisory_xact_lock(hashtext('gpuledger.ensure_month'));  -- no month created meanwhile
+  IF EXISTS (SELECT FROM gpuledger.pruned_months p WHERE p.month_start = m) THEN RETURN NULL; END IF;
+  FOREACH tbl IN ARRAY ARRAY['windows', 'accounts', 'charges', 'energy_charges'] LOOP
+    IF to_regclass(format('gpuledger.%I', tbl || '_' || suffix)) IS NOT NULL THEN
+      EXECUTE format('LOCK TABLE gpuledger.%I IN ACCESS EXCLUSIVE MODE', tbl || '_' || suffix);
+    END IF;
+  END LOOP;
+  SELECT count(*) INTO missing FROM gpuledger.window_totals t
+  WHERE t.period_start >= m AND t.period_start < hi AND NOT EXISTS (
+    SELECT FROM gpuledger.rollups r WHERE r.period = t.period AND r.cluster = t.cluster AND r.node = t.node
+      AND r.gpu_uuid = t.gpu_uuid AND r.period_start = t.period_start AND r.windows = t.windows
+      AND r.cost_micros = t.cost_micros AND r.digests = t.digests AND r.verified);
+  IF missing > 0 THEN
+    RETURN missing || ' GPU-hours, -days or -months have no verified roll-up of their windows yet';
+  END IF;
+  SELECT coalesce(sum(t.windows), 0) INTO counted FROM gpuledger.window_totals t
+  WHERE t.period = 'month' AND t.period_start = m;
+  INSERT INTO gpuledger.pruned_months(month_start, windows) VALUES (m, counted);
+  FOREACH tbl IN ARRAY ARRAY['windows', 'accounts', 'charges', 'energy_charges'] LOOP
+    EXECUTE format('DROP TABLE IF EXISTS gpuledger.%I', tbl || '_' || suffix);
+  END LOOP;
+  RETURN NULL;
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.prune_month(bigint) FROM PUBLIC;
+)SQL";
+
 // Migration n is kMigrations[n - 1]; append, never edit one that shipped.
-const std::vector<const char*> kMigrations = {kMigration1, kMigration2, kMigration3};
-static_assert(kFleetSchemaVersion == 3, "a new migration goes into kMigrations");
+const std::vector<const char*> kMigrations = {kMigration1, kMigration2, kMigration3, kMigration4};
+static_assert(kFleetSchemaVersion == 4, "a new migration goes into kMigrations");
 
 }  // namespace
 
@@ -463,6 +534,39 @@ void check_schema(PgConnection& db) {
                 "); upgrade gpuledger before it ships there");
   throw Error("fleet database " + db.name() + ": schema version " + std::to_string(version) + ", this gpuledger needs " +
               std::to_string(kFleetSchemaVersion) + "; run `gpuledger fleet-db migrate` as its owner");
+}
+
+std::vector<PruneResult> prune_before(PgConnection& db, int64_t before, int64_t now) {
+  check_schema(db);
+  const int64_t this_month = report::period_start(now, report::Granularity::kMonth);
+  if (report::period_start(before, report::Granularity::kMonth) != before || before > this_month)
+    throw Error("fleet-db prune: --before must be the start of a month no later than this one (a month still "
+                "running keeps its windows)");
+  // The months that still have windows partitions (named windows_YYYY_MM by create_month).
+  PgResult months = db.query(
+      "SELECT extract(epoch FROM to_date(right(c.relname, 7), 'YYYY_MM')::timestamp AT TIME ZONE 'UTC')::bigint m "
+      "FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+      "WHERE i.inhparent = 'gpuledger.windows'::regclass ORDER BY 1");
+  std::vector<PruneResult> out;
+  for (int r = 0; r < months.rows(); ++r) {
+    const int64_t m = months.i64(r, 0);
+    if (m >= before) continue;
+    PruneResult result{m, std::nullopt, 0};
+    db.exec("BEGIN");
+    try {
+      PgResult why = db.query("SELECT gpuledger.prune_month($1)", {std::to_string(m)});
+      if (!why.null(0, 0)) result.kept_because = why.text(0, 0);
+      PgResult n = db.query("SELECT coalesce(sum(windows), 0)::bigint FROM gpuledger.window_totals "
+                            "WHERE period = 'month' AND period_start = $1", {std::to_string(m)});
+      result.windows = n.i64(0, 0);
+      db.exec("COMMIT");
+    } catch (...) {
+      if (db.ok()) db.exec("ROLLBACK");
+      throw;
+    }
+    out.push_back(std::move(result));
+  }
+  return out;
 }
 
 }  // namespace gpuledger::fleet

@@ -17,6 +17,8 @@
 //   node_roles(role, cluster, node)   which login role ships which node (schema 3)
 //   overlaps(cluster, node, gpu_uuid, start_time, other_...)
 //                     windows committed over another window of the same GPU (schema 3)
+//   pruned_months(month_start, windows)   months whose windows were dropped once
+//                     every period there had a verified roll-up (schema 4, prune_month)
 // Every table is partitioned by month on start_time (Unix seconds, UTC
 // months); ensure_month(t) creates the month's partitions (SECURITY DEFINER,
 // so an agent that may only insert can still start a new month; from schema 3
@@ -36,14 +38,16 @@
 //   gpuledger_reader  SELECT only (reports).
 // `gpuledger fleet-db migrate` runs as the database's owner (docs/fleet-db.md).
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace gpuledger::fleet {
 
 class PgConnection;
 
 // The newest migration this gpuledger knows.
-inline constexpr int kFleetSchemaVersion = 3;
+inline constexpr int kFleetSchemaVersion = 4;
 
 // Applies the migrations not applied yet, each in its own transaction
 // (serialised by an advisory lock, so two runs at once are safe), and creates
@@ -56,5 +60,17 @@ int schema_version(PgConnection& db);
 // migrated or older says to run `gpuledger fleet-db migrate`; one newer is
 // refused (a newer gpuledger wrote it).
 void check_schema(PgConnection& db);
+
+// `gpuledger fleet-db prune`: drops the windows of each month that starts
+// before `before` (a month start, at most the month of `now`: a month still
+// running keeps its windows) and has any, once its roll-ups are verified
+// (gpuledger.prune_month), one transaction a month. Per month seen: its start, and nullopt when pruned
+// now, or why it was kept.
+struct PruneResult {
+  int64_t month_start = 0;
+  std::optional<std::string> kept_because;
+  int64_t windows = 0;  // the month's windows, as window_totals counted them
+};
+std::vector<PruneResult> prune_before(PgConnection& db, int64_t before, int64_t now);
 
 }  // namespace gpuledger::fleet

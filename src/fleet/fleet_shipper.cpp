@@ -134,9 +134,12 @@ bool FleetShipper::round(Session& s) {
     s.store = std::make_unique<ledger::Store>(options_.store_path);
     s.outbox = std::make_unique<ledger::Outbox>(*s.store);
   }
+  size_t batch_size = options_.batch_windows;
   {
     const int64_t pending = s.outbox->pending_count(), refused = s.outbox->refused_count();
     const auto oldest = s.outbox->oldest_pending_end();
+    batch_size = std::clamp(static_cast<size_t>(std::max<int64_t>(0, pending) / 4), options_.batch_windows,
+                            std::max(options_.batch_windows, options_.max_batch_windows));
     std::lock_guard lock(mu_);
     status_.pending = pending;
     status_.refused = refused;
@@ -150,7 +153,7 @@ bool FleetShipper::round(Session& s) {
     s.sink = std::make_unique<FleetSinkPostgres>(*s.db, options_.origin);
     spdlog::info("fleet db: shipping windows to {} as {}/{}", name_, options_.origin.cluster, options_.origin.node);
   }
-  const auto batch = s.outbox->next_batch(options_.batch_windows);
+  const auto batch = s.outbox->next_batch(batch_size);
   // Nothing to send: still ask, so gpuledger_fleet_db_up says whether the database is there.
   if (batch.empty()) s.db->query("SELECT 1");
   std::vector<const ledger::WindowRecord*> windows;
@@ -171,7 +174,7 @@ bool FleetShipper::round(Session& s) {
   s.outbox->mark(shipped, ledger::Outbox::Mark::kShipped);
   s.outbox->mark(refused, ledger::Outbox::Mark::kRefused);
   for (const auto& p : batch) s.late = std::min(s.late.value_or(p.window.start), p.window.start);
-  const bool more = batch.size() == options_.batch_windows;
+  const bool more = batch.size() == batch_size;
   bool stopping = false;
   {
     std::lock_guard lock(mu_);

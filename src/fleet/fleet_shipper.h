@@ -47,7 +47,12 @@ struct FleetShipperOptions {
   std::string password_file;  // empty: PGPASSFILE / ~/.pgpass / none
   std::string store_path;
   Origin origin;
+  // A batch is batch_windows, grown with the backlog (a quarter of what is
+  // pending) up to max_batch_windows: after an outage fewer, larger
+  // transactions (one trigger run and one commit each) drain it faster; in
+  // steady state a batch stays small and short.
   size_t batch_windows = 500;
+  size_t max_batch_windows = 4000;
   std::chrono::milliseconds interval{std::chrono::seconds(5)};  // between looks at an empty outbox
   std::chrono::milliseconds first_retry{std::chrono::seconds(1)};
   std::chrono::milliseconds max_retry{std::chrono::minutes(2)};

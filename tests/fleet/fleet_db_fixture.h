@@ -62,6 +62,19 @@ inline std::vector<const ledger::WindowRecord*> pointers(const std::vector<ledge
   return out;
 }
 
+// A shipper of `store` to the database as `origin`, quick to look and to retry.
+inline fleet::FleetShipperOptions shipper_options(const std::string& conninfo, const std::string& password_file,
+                                                  const std::string& store, fleet::Origin origin) {
+  fleet::FleetShipperOptions o;
+  o.conninfo = conninfo;
+  o.password_file = password_file;
+  o.store_path = store;
+  o.origin = std::move(origin);
+  o.interval = std::chrono::milliseconds(50);
+  o.first_retry = o.max_retry = std::chrono::milliseconds(100);
+  return o;
+}
+
 // A shipper's /metrics page, a line of it, a sample's value (-1: absent).
 inline std::string metrics(const fleet::FleetShipper& s) {
   metrics::ExpositionWriter out;
@@ -99,6 +112,14 @@ inline Read read(fleet::PgConnection& db, int64_t from, int64_t to, std::optiona
   out.energy = r.total.energy_millijoules.value_or(0);
   out.total = r.total.cost_total_micros();
   return out;
+}
+
+// Two reads bill the same windows the same, to the micro-unit.
+inline void expect_same_bill(const Read& a, const Read& b) {
+  EXPECT_EQ(a.windows_digest, b.windows_digest);
+  EXPECT_EQ(a.cost_by_team, b.cost_by_team);
+  EXPECT_EQ(a.energy, b.energy);
+  EXPECT_EQ(a.total, b.total);
 }
 
 }  // namespace gpuledger::testing

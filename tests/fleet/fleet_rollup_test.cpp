@@ -38,13 +38,6 @@ std::vector<ledger::WindowRecord> two_gpus() {
   return ws;
 }
 
-void expect_same_bill(const Read& a, const Read& b) {
-  EXPECT_EQ(a.windows_digest, b.windows_digest);
-  EXPECT_EQ(a.cost_by_team, b.cost_by_team);
-  EXPECT_EQ(a.energy, b.energy);
-  EXPECT_EQ(a.total, b.total);
-}
-
 TEST(FleetPeriods, ARangeIsCutIntoTheFewestWholePeriods) {
   const int64_t jan = 1798761600;  // 2027-01-01T00:00:00Z
   const int64_t feb = 1801440000, mar = 1803859200;

@@ -74,18 +74,6 @@ Proc fleet_report(PgServer& pg, const std::string& reader_pw, const std::string&
              to_err.c_str());
 }
 
-fleet::FleetShipperOptions shipper_options(const std::string& conninfo, const std::string& password_file,
-                                           const std::string& store, fleet::Origin origin) {
-  fleet::FleetShipperOptions o;
-  o.conninfo = conninfo;
-  o.password_file = password_file;
-  o.store_path = store;
-  o.origin = std::move(origin);
-  o.interval = std::chrono::milliseconds(50);
-  o.first_retry = o.max_retry = std::chrono::milliseconds(100);
-  return o;
-}
-
 TEST(FleetRoles, ANodesRoleNameIsItsNameOrAHashedOneWithinPostgresLimit) {
   EXPECT_EQ(fleet::node_role_name("node-a", std::nullopt), "gpuledger_node_node-a");
   EXPECT_EQ(fleet::node_role_name("gpu-17.dc1", std::string("prod")), "gpuledger_node_prod/gpu-17.dc1");
@@ -157,7 +145,7 @@ TEST_F(FleetDb, ANodesRoleShipsItsOwnWindowsAndNoOtherNodes) {
   // `doctor` says which node a role ships, and that a role of no node ships nothing.
   const std::string shared_pw = pg_->add_login("shared_agent", "gpuledger_agent");
   for (const auto& [role, pw, said] :
-       {std::tuple{b.role, b.password_file, std::string("schema 3, windows of prod/node-b may be shipped")},
+       {std::tuple{b.role, b.password_file, std::string("schema 4, windows of prod/node-b may be shipped")},
         std::tuple{std::string("shared_agent"), shared_pw,
                    std::string("this role is no node's: run `gpuledger fleet-db add-node NODE` as the owner")}}) {
     const Proc doctor =
@@ -555,7 +543,7 @@ TEST_F(FleetDb, AnUpgradeFromSchemaTwoKeepsTheSharedRoleAndChecksItsRollUps) {
   fleet::FleetSinkPostgres other(db, {"prod", "node-b"});
   ASSERT_EQ(other.ship({&stray}), std::vector<Delivery>{Delivery::kStored});
 
-  ASSERT_EQ(fleet::migrate(db, kFleetT0), 3);
+  ASSERT_EQ(fleet::migrate(db, kFleetT0), fleet::kFleetSchemaVersion);
   EXPECT_NO_THROW(fleet::check_schema(db));
   EXPECT_EQ(db.query("SELECT string_agg(gpu_uuid || ' ' || verified, ',' ORDER BY gpu_uuid) FROM gpuledger.rollups")
                 .text(0, 0),
@@ -582,7 +570,7 @@ TEST_F(FleetDb, AnUpgradeFromSchemaTwoKeepsTheSharedRoleAndChecksItsRollUps) {
 // run (its status is /healthz's line) and keeps the backlog; the report says
 // it in one sentence on stderr.
 TEST_F(FleetDb, AnUnmigratedOrOlderDatabaseSaysWhatToRunAndKeepsTheBacklog) {
-  for (const int version : {0, 2}) {
+  for (const int version : {0, 2, 3}) {
     const std::string name = "v" + std::to_string(version);
     const std::string path = (scratch_ / (name + ".db")).string();
     {
@@ -595,7 +583,7 @@ TEST_F(FleetDb, AnUnmigratedOrOlderDatabaseSaysWhatToRunAndKeepsTheBacklog) {
     const std::string conninfo = pg_->conninfo("gpuledger_admin", name);
     const std::string said = "fleet database postgresql://gpuledger_admin@" + pg_->dir() + ":" +
                              std::to_string(pg_->port()) + "/" + name + ": schema version " + std::to_string(version) +
-                             ", this gpuledger needs 3; run `gpuledger fleet-db migrate` as its owner";
+                             ", this gpuledger needs 4; run `gpuledger fleet-db migrate` as its owner";
     {
       fleet::FleetShipper shipper(shipper_options(conninfo, pg_->admin_password_file(), path, {"prod", "node-a"}));
       shipper.start();
