@@ -41,6 +41,7 @@
 #include "probes/pin_store.h"
 #include "slurm/job_mapping_watch.h"
 #include "slurm/slurm_cgroups.h"
+#include "slurm/slurm_gpu_holders.h"
 #include "slurm/slurm_jobs.h"
 
 namespace gpuledger::node {
@@ -153,7 +154,8 @@ struct NodeAgent::Parts {
   AllocationChoice allocation;
   std::unique_ptr<slurm::JobMappingWatch> job_mapping;  // only with the hpc-job-mapping source
   identity::CgroupMounts cgroup_mounts;                 // where the running jobs' cgroups are looked for
-  std::unique_ptr<slurm::SlurmJobFacts> slurm_jobs;     // the jobs' accounts from squeue; with job_mapping
+  std::unique_ptr<slurm::SlurmGpuHolders> slurm_gpus;   // only with the slurm source: scontrol's GRES
+  std::unique_ptr<slurm::SlurmJobFacts> slurm_jobs;     // the jobs' accounts from squeue; with either
   std::shared_ptr<const identity::WorkloadNamer> namer;
   std::unique_ptr<kubernetes::KubernetesMetrics> k8s_metrics;
   std::unique_ptr<device::DevicePlane> devices;
@@ -170,6 +172,7 @@ struct NodeAgent::Parts {
   // The constructor's stages, in the order it runs them.
   void open_ledger(const NodeOptions& cmd);
   void choose_allocation(const NodeOptions& cmd);
+  void use_slurm_jobs(const std::string& dir, bool slurmd_running);
   void watch_kubernetes(const NodeOptions& cmd);
   attribution::AttributionOptions attribution_options(const NodeOptions& cmd);
   void start_xid_monitor(const NodeOptions& cmd, const attribution::AttributionOptions& options);
@@ -203,31 +206,34 @@ void NodeAgent::Parts::choose_allocation(const NodeOptions& cmd) {
       gather_allocation_facts(cmd.pod_resources_socket, !cmd.kubeconfig.empty() || socket_named, !dir.empty());
   const AllocationSource wanted = parse_allocation_source(asked).value_or(AllocationSource::kAuto);
   allocation = choose_allocation_source(wanted, facts);
-  if (allocation.source == AllocationSource::kSlurm) {
-    // The controller is not read yet (src/slurm): the prolog's files say which job holds which GPU.
-    if (!dir.empty())
-      allocation = {AllocationSource::kHpcJobMapping, allocation.why + "; its jobs' GPUs from --hpc-job-mapping-dir"};
-    else if (wanted == AllocationSource::kSlurm)
-      throw Error("--allocation-source slurm reads the jobs' GPUs from the job-mapping files for now: give "
-                  "--hpc-job-mapping-dir (deploy/slurm/ has the prolog and epilog that write them)");
-    else
-      allocation = {AllocationSource::kNone, allocation.why + ", but no --hpc-job-mapping-dir says its jobs' GPUs"};
-  }
-  if (allocation.source == AllocationSource::kHpcJobMapping) {
-    if (dir.empty()) throw Error("--allocation-source hpc-job-mapping needs --hpc-job-mapping-dir");
-    job_mapping = std::make_unique<slurm::JobMappingWatch>(dir);
-    cgroup_mounts = identity::discover_cgroup_mounts();
-    if (facts.slurmd_running)  // the controller's word on each job here: its account, for `teams:`
-      slurm_jobs = std::make_unique<slurm::SlurmJobFacts>(
-          [mounts = cgroup_mounts] {
-            std::vector<std::string> ids;
-            for (const auto& [id, job] : slurm::live_slurm_jobs(mounts)) ids.push_back(id);
-            return ids;
-          },
-          std::chrono::seconds(60));
-  }
+  // With a job-mapping directory, the prolog's files say which job holds which GPU
+  // (what dcgm-exporter reads too); else the controller does (scontrol's GRES).
+  if (allocation.source == AllocationSource::kSlurm && !dir.empty())
+    allocation = {AllocationSource::kHpcJobMapping, allocation.why + "; its jobs' GPUs from --hpc-job-mapping-dir"};
+  if (allocation.source == AllocationSource::kHpcJobMapping && dir.empty())
+    throw Error("--allocation-source hpc-job-mapping needs --hpc-job-mapping-dir");
+  if (allocation.source == AllocationSource::kSlurm || allocation.source == AllocationSource::kHpcJobMapping)
+    use_slurm_jobs(dir, facts.slurmd_running);
   spdlog::info("allocation source {} ({}): {}", to_string(allocation.source), allocation.why,
                allocation_meaning(allocation.source));
+}
+
+// The jobs running here (their cgroups) hold the GPUs the files or the
+// controller give them; squeue says their accounts where Slurm runs.
+void NodeAgent::Parts::use_slurm_jobs(const std::string& dir, bool slurmd_running) {
+  cgroup_mounts = identity::discover_cgroup_mounts();
+  auto running_jobs = [mounts = cgroup_mounts] {
+    std::vector<std::string> ids;
+    for (const auto& [id, job] : slurm::live_slurm_jobs(mounts)) ids.push_back(id);
+    return ids;
+  };
+  if (allocation.source == AllocationSource::kHpcJobMapping)
+    job_mapping = std::make_unique<slurm::JobMappingWatch>(dir);
+  else
+    slurm_gpus = std::make_unique<slurm::SlurmGpuHolders>(running_jobs, std::chrono::seconds(30),
+                                                          slurm::short_host_name());
+  if (slurmd_running || slurm_gpus)  // the controller's word on each job here: its account, for `teams:`
+    slurm_jobs = std::make_unique<slurm::SlurmJobFacts>(running_jobs, std::chrono::seconds(60));
 }
 
 // Names and teams: the Kubernetes API (retried in the background; the
@@ -411,6 +417,7 @@ NodeAgent::NodeAgent(const NodeOptions& cmd) : parts_(std::make_unique<Parts>())
   if (!cmd.no_xid) p.start_xid_monitor(cmd, options);
   if (p.k8s) p.k8s->start();
   if (p.pod_resources) p.pod_resources->start();
+  if (p.slurm_gpus) p.slurm_gpus->start();
   if (p.slurm_jobs) p.slurm_jobs->start();
   p.serve(cmd, http, host);
 }
@@ -422,6 +429,7 @@ NodeAgent::~NodeAgent() {
   if (p.k8s) p.k8s->stop();
   if (p.pod_resources) p.pod_resources->stop();
   if (p.slurm_jobs) p.slurm_jobs->stop();
+  if (p.slurm_gpus) p.slurm_gpus->stop();
   if (p.xids) p.xids->stop();
   p.agent->stop();
   p.devices->stop();
@@ -446,9 +454,18 @@ void NodeAgent::observe() {
   }
   const attribution::AttributionSnapshot snapshot = p.agent->snapshot();
   if (p.probe_set_auto) p.probe_set_auto->judge(devices, &snapshot, allocation ? &*allocation : nullptr);
-  if (p.job_mapping) {  // the jobs the prolog's files name, while their cgroups run here
-    const auto& mapping = p.job_mapping->poll();
-    const auto running = mapping ? slurm::live_slurm_jobs(p.cgroup_mounts) : std::map<std::string, slurm::LiveJob>{};
+  if (p.job_mapping || p.slurm_gpus) {  // the jobs the files or the controller name, while their cgroups run here
+    const auto running = slurm::live_slurm_jobs(p.cgroup_mounts);
+    std::optional<slurm::JobMapping> mapping;
+    if (p.job_mapping) {
+      mapping = p.job_mapping->poll();
+    } else {
+      std::vector<std::string> ids;
+      for (const auto& [id, job] : running) ids.push_back(id);
+      bool pending = false;
+      mapping = p.slurm_gpus->mapping_for(ids, &pending);
+      if (pending) return;  // the controller's word on a new job first (slurm_gpu_holders.h)
+    }
     p.ledger->observe(make_job_observation(now, snapshot, devices, mapping, running, p.namer.get(), p.prices));
     return;
   }

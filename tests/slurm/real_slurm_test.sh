@@ -1,8 +1,10 @@
 #!/bin/bash
 # Real Slurm (Debian's slurmctld, slurmd, munge 22.05: tests/slurm/slurm_cluster.sh)
-# and the agent with its defaults plus --hpc-job-mapping-dir, as an HPC admin
-# would run it: auto must take Slurm (a root slurmd runs here) and read the
-# jobs' GPUs from the files deploy/slurm/'s Prolog writes. Two jobs, one GPU
+# and the agent with its defaults, as an HPC admin would run it: auto must take
+# Slurm (a root slurmd runs here) and read the jobs' GPUs from the files
+# deploy/slurm/'s Prolog writes (`real_slurm_test.sh BUILD files`: with
+# --hpc-job-mapping-dir) or from the controller (`... controller`: scontrol's
+# GRES, no flag at all). Two jobs, one GPU
 # each, under two accounts, on a node of two simulated GPUs (NVML simulator),
 # 5 s windows at 3.60 EUR an hour. Checked:
 #   - each job's held GPU-hours (`gpuledger job`) equal Slurm's own
@@ -17,6 +19,7 @@
 # it skips (77), except under CI=true where it fails.
 set -euo pipefail
 build=$1
+holders=${2:-files}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 missing=""
 for t in slurmctld slurmd munged sbatch scontrol; do command -v $t >/dev/null || missing="$missing $t"; done
@@ -54,11 +57,16 @@ GPULEDGER_NVML_SIM_CONFIG="$work/nvml.json" "$build/gpuledger" agent --listen 12
   --prices "$work/prices.yaml" --nvml-lib "$build/sim/nvml/libnvidia-ml.so.1" --nvml-interval-ms 1000 \
   --ledger-interval-ms 1000 --no-bpf-pins --no-discovery --cuda-lib "$build/sim/lib/libcuda.so.1" \
   --probe-set full --no-nvidia-ioctl --no-xid \
-  --hpc-job-mapping-dir "$map" --config "$work/config.yaml" >"$work/agent.log" 2>&1 &
+  $([ "$holders" = files ] && echo --hpc-job-mapping-dir "$map") --config "$work/config.yaml" >"$work/agent.log" 2>&1 &
 agent=$!
 for _ in $(seq 200); do grep -q "serving" "$work/agent.log" && break; sleep 0.1; done
-grep -q "allocation source hpc-job-mapping (auto: slurmd runs on this node" "$work/agent.log" ||
-  fail "auto did not take Slurm's job-mapping files"
+if [ "$holders" = files ]; then
+  grep -q "allocation source hpc-job-mapping (auto: slurmd runs on this node" "$work/agent.log" ||
+    fail "auto did not take Slurm's job-mapping files"
+else
+  grep -q "allocation source slurm (auto: slurmd runs on this node)" "$work/agent.log" ||
+    fail "auto did not take Slurm's controller"
+fi
 
 # (the agent probes the simulator's libcuda, every launch under --probe-set full: root and BPF)
 # Job a runs a simulated tenant (the CUDA driver simulator: 2000 kernel

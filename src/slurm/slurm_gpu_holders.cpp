@@ -1,0 +1,85 @@
+#include "slurm/slurm_gpu_holders.h"
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "slurm/scontrol_gres.h"
+#include "slurm/slurm_jobs.h"
+
+namespace gpuledger::slurm {
+
+SlurmGpuHolders::SlurmGpuHolders(std::function<std::vector<std::string>()> jobs, std::chrono::milliseconds interval,
+                                 std::string host, std::string scontrol)
+    : jobs_(jobs),
+      host_(std::move(host)),
+      scontrol_(std::move(scontrol)),
+      poller_(std::move(jobs), interval, [this](const std::vector<std::string>& j) { return refresh(j); }) {}
+
+void SlurmGpuHolders::start() {
+  refresh(jobs_());
+  poller_.start();
+}
+
+std::optional<JobMapping> SlurmGpuHolders::mapping_for(const std::vector<std::string>& running, bool* pending) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mu_);
+  *pending = false;
+  if (!answered_ || running == *answered_) {  // never answered: unknown, not held back
+    waiting_since_.reset();
+  } else {
+    if (!waiting_since_) waiting_since_ = now;
+    *pending = now - *waiting_since_ < kWaitForAnswer;
+    if (*pending) poller_.wake();
+  }
+  return mapping_;
+}
+
+std::string SlurmGpuHolders::down_reason() const {
+  std::lock_guard lock(mu_);
+  return mapping_ ? "" : down_reason_;
+}
+
+std::optional<std::vector<int>> SlurmGpuHolders::ask(const std::string& job, size_t* dropped) const {
+  const auto text = run_bounded({scontrol_, "-d", "show", "job", job}, kTimeout, kMaxOutputBytes);
+  if (!text) return std::nullopt;
+  return job_gpus_on_node(*text, node_, dropped);
+}
+
+bool SlurmGpuHolders::refresh(const std::vector<std::string>& jobs) {
+  auto down = [&](std::string why) {
+    std::lock_guard lock(mu_);
+    if (answered_ != jobs) mapping_.reset();  // the jobs changed: who holds what is not known
+    if (down_reason_ != why) spdlog::warn("slurm: {}", why);
+    down_reason_ = std::move(why);
+    return false;
+  };
+  if (node_.empty()) {
+    const auto nodes = run_bounded({scontrol_, "show", "node", "--oneliner"}, kTimeout, kMaxOutputBytes);
+    if (!nodes) return down("scontrol show node did not answer");
+    node_ = slurm_node_for_host(*nodes, host_);
+    if (node_.empty()) return down("Slurm's controller knows no node (NodeName or NodeHostName) " + host_);
+  }
+  JobMapping m;
+  for (size_t i = 0; i < jobs.size() && i < kMaxJobsAsked; ++i) {
+    const auto gpus = ask(jobs[i], &m.skipped_lines);
+    if (!gpus) return down("scontrol -d show job " + jobs[i] + " did not answer");
+    for (int gpu : *gpus) m.jobs_by_gpu[std::to_string(gpu)].push_back(jobs[i]);
+  }
+  if (jobs.size() > kMaxJobsAsked) m.skipped_lines += jobs.size() - kMaxJobsAsked;
+  if (m.skipped_lines) spdlog::debug("slurm: {} GRES lines of this node were no IDX list", m.skipped_lines);
+  std::lock_guard lock(mu_);
+  if (!mapping_) spdlog::info("slurm: the controller says which job holds each GPU of node {}", node_);
+  mapping_ = std::move(m);
+  answered_ = jobs;
+  return true;
+}
+
+std::string short_host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "";
+  std::string host(name);
+  return host.substr(0, host.find('.'));
+}
+
+}  // namespace gpuledger::slurm
