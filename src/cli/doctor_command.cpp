@@ -23,6 +23,7 @@
 #include "node/probe_set_auto.h"
 #include "probes/pin_store.h"
 #include "slurm/job_mapping.h"
+#include "slurm/slurm_gpu_holders.h"
 
 namespace gpuledger::cli {
 
@@ -65,7 +66,15 @@ device::PlaneReport allocation_report(const DoctorCommand& cmd) {
                                  node::allocation_meaning(choice.source)};
   const bool files = choice.source == node::AllocationSource::kHpcJobMapping ||
                      (choice.source == node::AllocationSource::kSlurm && !cmd.hpc_job_mapping_dir.empty());
-  if (files) report.reason += "; " + job_mapping_state(cmd.hpc_job_mapping_dir, report.status);
+  if (files) {
+    report.reason += "; " + job_mapping_state(cmd.hpc_job_mapping_dir, report.status);
+  } else if (choice.source == node::AllocationSource::kSlurm) {
+    std::string why;
+    const std::string node = slurm::ask_node_name(slurm::short_host_name(), &why);
+    report.reason += node.empty() ? "; " + why + ": the agent would bill __allocation_unknown__"
+                                  : "; the controller knows this host as node " + node;
+    if (node.empty()) report.status = device::PlaneStatus::kUnavailable;
+  }
   return report;
 }
 

@@ -55,10 +55,9 @@ bool SlurmGpuHolders::refresh(const std::vector<std::string>& jobs) {
     return false;
   };
   if (node_.empty()) {
-    const auto nodes = run_bounded({scontrol_, "show", "node", "--oneliner"}, kTimeout, kMaxOutputBytes);
-    if (!nodes) return down("scontrol show node did not answer");
-    node_ = slurm_node_for_host(*nodes, host_);
-    if (node_.empty()) return down("Slurm's controller knows no node (NodeName or NodeHostName) " + host_);
+    std::string why;
+    node_ = ask_node_name(host_, &why, scontrol_);
+    if (node_.empty()) return down(why);
   }
   JobMapping m;
   for (size_t i = 0; i < jobs.size() && i < kMaxJobsAsked; ++i) {
@@ -73,6 +72,17 @@ bool SlurmGpuHolders::refresh(const std::vector<std::string>& jobs) {
   mapping_ = std::move(m);
   answered_ = jobs;
   return true;
+}
+
+std::string ask_node_name(const std::string& host, std::string* why, const std::string& scontrol) {
+  const auto nodes = run_bounded({scontrol, "show", "node", "--oneliner"}, kTimeout, kMaxOutputBytes);
+  if (!nodes) {
+    *why = "scontrol show node did not answer";
+    return "";
+  }
+  std::string node = slurm_node_for_host(*nodes, host);
+  if (node.empty()) *why = "Slurm's controller knows no one node (NodeName or NodeHostName) " + host;
+  return node;
 }
 
 std::string short_host_name() {

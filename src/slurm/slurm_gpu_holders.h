@@ -60,4 +60,8 @@ class SlurmGpuHolders {
 // This host's short name (gethostname up to the first dot).
 std::string short_host_name();
 
+// This host's Slurm node name, asked of the controller (`scontrol show node`);
+// "" with `why` set when it cannot be told.
+std::string ask_node_name(const std::string& host, std::string* why, const std::string& scontrol = "scontrol");
+
 }  // namespace gpuledger::slurm

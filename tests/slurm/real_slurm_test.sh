@@ -66,6 +66,9 @@ if [ "$holders" = files ]; then
 else
   grep -q "allocation source slurm (auto: slurmd runs on this node)" "$work/agent.log" ||
     fail "auto did not take Slurm's controller"
+  "$build/gpuledger" doctor --nvml-lib "$build/sim/nvml/libnvidia-ml.so.1" >"$work/doctor.txt" 2>&1 || true
+  grep -q "allocation.*the controller knows this host as node gltest" "$work/doctor.txt" ||
+    fail "doctor did not name this node as the controller knows it: $(grep allocation "$work/doctor.txt")"
 fi
 
 # (the agent probes the simulator's libcuda, every launch under --probe-set full: root and BPF)
