@@ -1,85 +1,12 @@
 #pragma once
 // Efficiency per workload, honestly: the device counters of a GPU (SM active,
 // SM occupancy, tensor active, DRAM active, memory used) given to the
-// workloads on it, without ever copying a shared GPU's value to every tenant.
-//
-// THE RULES, per GPU UUID U (evaluated on every update):
-//
-//  0. Device value. The first reading in DeviceSnapshot order (DCGM, then
-//     NVML) that matches U and has the field. A reading matches U when its
-//     uuid equals U exactly and it is a whole-GPU reading (gpu_instance_id
-//     empty), or when U is itself a MIG UUID ("MIG-...") and the reading
-//     carries that same UUID. A GPU with no matching reading gets NOTHING
-//     exported (unknown, never 0); likewise a field the reading lacks.
-//
-//  1. Who is on U. A workload is ACTIVE on U when its AgentSnapshot by_gpu
-//     entry with uuid == U (exactly; empty uuids never match) grew over the
-//     INTERVAL since the previous update: delta busy_ns > 0 or delta launches
-//     > 0. Counters are cumulative, so the apportioner keeps the previous
-//     update's (workload id, uuid) -> {busy_ns, launches}. A pair absent from
-//     the previous update has baseline 0 (the agent had counted nothing for it
-//     then); a counter that went backwards (a reused workload id) counts from
-//     0. With no previous update at all (the first one) nobody is active:
-//     eBPF activity needs an interval. NVML processes on U are those
-//     ProcessReadings with gpu_uuid == U; a process BELONGS to a workload when
-//     its host pid is in that WorkloadView's `processes`. A process of no
-//     workload is FOREIGN.
-//
-//  2. Exclusive. Exactly one active workload on U, and every NVML process on U
-//     belongs to it (no NVML process list: decided on eBPF alone). Its ratios
-//     are the device values, source="device"; share 1.
-//
-//  3. Shared (anything else with someone on U):
-//     a. NVML samples. When options.use_nvml_process_samples and at least one
-//        NVML process on U has sm_util_ratio with a total > 0 over ALL
-//        processes on U (foreign ones included): a workload's share = the sum
-//        of its processes' sm_util_ratio / that total, ratios = device value x
-//        share, source="nvml". Participants: the active workloads and every
-//        workload owning a sampled process on U (an active workload without
-//        samples gets share 0: NVML saw no SM time from it). FOREIGN processes'
-//        share goes to no-one and is not exported, so the exported parts add
-//        up to the device value minus the foreign part.
-//     b. eBPF activity. Otherwise, over the active workloads: share = the
-//        workload's delta busy_ns / the sum of delta busy_ns, when that sum is
-//        > 0; else delta launches / sum of delta launches. busy_ns is primary
-//        because it is time, like the device ratios; launches only say "it
-//        ran something". One measure per GPU and interval, never mixed (a
-//        workload that launched but whose span closes only in a later interval
-//        gets share 0 under busy_ns). Ratios = device value x share,
-//        source="apportioned". The parts add up to the device value. Foreign
-//        NVML processes have no samples to weigh them here, so they are folded
-//        into the known tenants' parts (an MPS control daemon is such a
-//        process); set options.ebpf_split_with_foreign_processes = false to
-//        export nothing for the ratios of such a GPU instead.
-//
-//  4. Memory used (gpuledger_workload_gpu_memory_used_bytes):
-//     a. NVML per-process used_bytes of the workload's processes on U, summed:
-//        source="nvml" (measured, not apportioned), whether or not the
-//        workload was active in the interval;
-//     b. else, on an exclusive GPU, the device's memory used: source="device";
-//     c. else unknown. eBPF live bytes are allocations seen by the probes,
-//        not device memory used, and are never exported under this name.
-//
-//  5. Infrastructure (WorkloadView::infrastructure: the CUDA MPS control
-//     daemon and server) is no tenant and never takes a share of the ratios:
-//     it is never active by eBPF (its kernels are its clients' work), its
-//     NVML SM samples are left out of rule 3a's total (they are the clients'
-//     work, which NVML cannot split; with no tenant samples rule 3b decides),
-//     and its processes neither count as foreign nor end exclusivity (a single
-//     tenant behind the MPS server has the GPU to itself). Its own NVML
-//     per-process memory (rule 4a) is still exported as its own, and rule 4b
-//     does not apply beside it (the device figure includes its memory).
-//
-// Limits: MIG instances are separate devices. A DCGM reading of one instance
-// that carries the parent GPU's UUID plus GPU_I_ID is never joined (a
-// workload's uuid names a MIG instance or the whole GPU; neither can be tied to
-// (parent, GPU_I_ID) from the snapshots). NVML lists processes and memory per
-// physical GPU, so on a MIG-enabled GPU per-process memory is reported under
-// the parent GPU's UUID, and NVML gives no per-process SM samples there.
-// The windows are not aligned: DCGM values average over dcgm-exporter's
-// sampling period, NVML samples cover NVML's poll interval, eBPF deltas cover
-// the time between two updates; keep updates at least as far apart as the
-// device polls.
+// workloads on it, without ever copying a shared GPU's value to every tenant:
+// an exclusive GPU's values are its workload's; a shared GPU's are split by
+// NVML's per-process samples, else by the probes' busy time (launches when no
+// span closed); memory is NVML's per process, else the device's on an
+// exclusive GPU, else unknown; infrastructure (MPS) takes no share. The rules,
+// case by case, and their limits are docs/ledger.md, "Efficiency per workload".
 #include <array>
 #include <chrono>
 #include <cstddef>
