@@ -1,6 +1,7 @@
 #include "fleet/fleet_reader.h"
 
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <thread>
 #include <memory>
@@ -162,14 +163,20 @@ std::string starting_in(PgConnection& db, int64_t a, int64_t b, const FleetFilte
          filter_sql(db, filter, "x");
 }
 
-void in_snapshot(PgConnection& db, const std::function<void()>& fn) {
+void begin_snapshot(PgConnection& db) {
   db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  // Each totals row finds its roll-up once: PostgreSQL 14's memoize cache
+  // before that index probe never hits here, and at 80,000 GPU-months it
+  // cost 131 MB and most of the server's time (docs/performance.md, section
+  // 6). Where the setting exists (14 and later), for this transaction.
+  db.exec("SELECT set_config(name, 'off', true) FROM pg_settings WHERE name = 'enable_memoize'");
+}
+
+// fn in a snapshot: the FleetSnapshot open on db, else one of its own.
+void in_snapshot(PgConnection& db, const std::function<void()>& fn) {
+  if (db.in_transaction()) return fn();
+  begin_snapshot(db);
   try {
-    // Each totals row finds its roll-up once: PostgreSQL 14's memoize cache
-    // before that index probe never hits here, and at 80,000 GPU-months it
-    // cost 131 MB and most of the server's time (docs/performance.md, section
-    // 6). Where the setting exists (14 and later), for this transaction.
-    db.exec("SELECT set_config(name, 'off', true) FROM pg_settings WHERE name = 'enable_memoize'");
     fn();
     db.exec("COMMIT");
   } catch (...) {
@@ -374,6 +381,15 @@ class PrunedMonths {
 
 }  // namespace
 
+FleetSnapshot::FleetSnapshot(PgConnection& db) : db_(db) { begin_snapshot(db_); }
+
+FleetSnapshot::~FleetSnapshot() {
+  try {
+    if (db_.ok() && db_.in_transaction()) db_.exec(std::uncaught_exceptions() ? "ROLLBACK" : "COMMIT");
+  } catch (...) {  // a read-only snapshot: nothing to keep
+  }
+}
+
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
                            const std::function<void(ledger::WindowRecord&&)>& fn) {
   for_each_fleet_window(db, from, to, filter, std::nullopt, fn);
@@ -381,7 +397,7 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
 
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
                            std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
-                           std::string* windows_digest, FleetReadNotes* notes) {
+                           std::string* windows_digest, FleetReadNotes* notes, int64_t* unreadable_out) {
   int64_t unreadable = 0;
   in_snapshot(db, [&] {
     if (windows_digest) *windows_digest = digest_of_windows(db, from, to, filter);
@@ -414,6 +430,7 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
                    fn);
   });
   if (notes) notes->refused_rollups += unreadable;
+  if (unreadable_out) *unreadable_out += unreadable;
 }
 
 std::vector<std::string> fleet_read_warnings(const FleetReadNotes& notes) {

@@ -47,6 +47,17 @@ ledger::WindowRecord::DeviceQualityCounts quality_of(const WindowRecord& w) {
   return q;
 }
 
+// The window's device quality, counted in the coverage.
+ledger::WindowRecord::DeviceQualityCounts count_quality(Coverage& c, const WindowRecord& w) {
+  const auto quality = quality_of(w);
+  c.device_quality_judged = c.device_quality_judged || w.device_quality.judged() > 0;
+  c.windows_by_device_quality["ok"] += quality.ok;
+  c.windows_by_device_quality["suspect"] += quality.suspect;
+  c.windows_by_device_quality["absent"] += quality.absent;
+  for (const auto& [key, n] : w.device_findings) c.device_findings[key] += n;
+  return quality;
+}
+
 }  // namespace
 
 void Row::add_cost(ChargeKind kind, int64_t micros) {
@@ -211,12 +222,7 @@ void ReportBuilder::add(const WindowRecord& w) {
   c.window_gpu_hours += gpu_hours;
   c.observed_gpu_hours += std::min(w.observed_seconds, len) * w.gpu_fraction / 3600.0;
   s.gpu_has_device[w.slot.uuid] |= device;
-  const auto quality = quality_of(w);
-  c.device_quality_judged = c.device_quality_judged || w.device_quality.judged() > 0;
-  c.windows_by_device_quality["ok"] += quality.ok;
-  c.windows_by_device_quality["suspect"] += quality.suspect;
-  c.windows_by_device_quality["absent"] += quality.absent;
-  for (const auto& [key, n] : w.device_findings) c.device_findings[key] += n;
+  const auto quality = count_quality(c, w);
   if (quality.suspect > 0) s.gpu_suspect.insert(w.slot.uuid);
   ModelPrice& price = s.prices[w.slot.model];
   price.model = w.slot.model;
