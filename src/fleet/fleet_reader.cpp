@@ -1,6 +1,7 @@
 #include "fleet/fleet_reader.h"
 
 #include <algorithm>
+#include <climits>
 #include <exception>
 #include <map>
 #include <thread>
@@ -290,9 +291,25 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
 }
 
 // window_totals rows (as t) of the period's given starts, and the filter.
+// The bounds of the starts too: the index (period, period_start) is then read for
+// those periods only, where a list alone had PostgreSQL read every hour of the
+// month through the primary key (docs/performance.md, section 6: a month to date).
 std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& start : starts) {
+    lo = std::min<int64_t>(lo, std::stoll(start));
+    hi = std::max<int64_t>(hi, std::stoll(start));
+  }
   return "t.period = " + db.literal(report::to_string(p)) + " AND t.period_start = ANY(" + array_literal(db, starts) +
-         "::bigint[])" + filter_sql(db, filter, "t");
+         "::bigint[]) AND t.period_start >= " + std::to_string(lo) + " AND t.period_start <= " + std::to_string(hi) +
+         filter_sql(db, filter, "t");
+}
+
+// The window_totals rows (as t) `where` picks, sorted before they meet their
+// roll-ups: a sort of the narrow rows, not of the joined bodies.
+std::string sorted_totals(const std::string& where) {
+  return "(SELECT * FROM gpuledger.window_totals t WHERE " + where +
+         " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start) t";
 }
 
 // A range cut (cut_range) into the starts of its whole periods, by period, and its ragged ends.
@@ -407,8 +424,7 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
     for (Period p : {Period::kMonth, Period::kDay, Period::kHour}) {
       std::vector<SlotSpan> finer;
       if (auto it = plan.whole.find(p); it != plan.whole.end())
-        read_period(db, p, "gpuledger.window_totals t", whole_periods(db, p, it->second, filter), finer, fn,
-                    unreadable);
+        read_period(db, p, sorted_totals(whole_periods(db, p, it->second, filter)), "", finer, fn, unreadable);
       if (!spans.empty())
         read_period(db, p,
                     spans_sql(db, spans) + " JOIN gpuledger.window_totals t ON t.period = " +
