@@ -47,15 +47,22 @@ ledger::WindowRecord::DeviceQualityCounts quality_of(const WindowRecord& w) {
   return q;
 }
 
-// The window's device quality, counted in the coverage.
-ledger::WindowRecord::DeviceQualityCounts count_quality(Coverage& c, const WindowRecord& w) {
-  const auto quality = quality_of(w);
+// The window's counts in the coverage section: how many, of what source and
+// device quality, and the GPU-hours they cover.
+void count_window(Coverage& c, const WindowRecord& w, const ledger::WindowRecord::DeviceQualityCounts& quality) {
+  const int64_t len_s = w.end - w.start;
+  const double gpu_hours = static_cast<double>(len_s) * w.gpu_fraction / 3600.0;
+  ++c.windows;
+  if (!has_device_reading(w.device)) ++c.windows_without_device;
+  ++c.windows_by_split_source[split_source_name(w.split_source)];
+  if (len_s >= ledger::kRollupSeconds) ++c.hourly_windows;
+  c.window_gpu_hours += gpu_hours;
+  c.observed_gpu_hours += std::min(w.observed_seconds, static_cast<double>(len_s)) * w.gpu_fraction / 3600.0;
   c.device_quality_judged = c.device_quality_judged || w.device_quality.judged() > 0;
   c.windows_by_device_quality["ok"] += quality.ok;
   c.windows_by_device_quality["suspect"] += quality.suspect;
   c.windows_by_device_quality["absent"] += quality.absent;
   for (const auto& [key, n] : w.device_findings) c.device_findings[key] += n;
-  return quality;
 }
 
 }  // namespace
@@ -209,20 +216,14 @@ void ReportBuilder::add(const WindowRecord& w) {
   if (s.min_window == 0 || len_s < s.min_window) s.min_window = len_s;
 
   Coverage& c = s.coverage;
-  ++c.windows;
   const std::pair<int64_t, int64_t> span{std::max(w.start, s.from), std::min(w.end, s.to)};
   if (span.first < span.second) {
     s.spans.push_back(span);
     if (w.source != "backfill" && w.source != "gap") s.watched.push_back(span);
   }
-  const bool device = has_device_reading(w.device);
-  if (!device) ++c.windows_without_device;
-  ++c.windows_by_split_source[split_source_name(w.split_source)];
-  if (len_s >= ledger::kRollupSeconds) ++c.hourly_windows;
-  c.window_gpu_hours += gpu_hours;
-  c.observed_gpu_hours += std::min(w.observed_seconds, len) * w.gpu_fraction / 3600.0;
-  s.gpu_has_device[w.slot.uuid] |= device;
-  const auto quality = count_quality(c, w);
+  const auto quality = quality_of(w);
+  count_window(c, w, quality);
+  s.gpu_has_device[w.slot.uuid] |= has_device_reading(w.device);
   if (quality.suspect > 0) s.gpu_suspect.insert(w.slot.uuid);
   ModelPrice& price = s.prices[w.slot.model];
   price.model = w.slot.model;
