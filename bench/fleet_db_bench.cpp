@@ -105,6 +105,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 // `gpuledger report ...` as a separate process: wall seconds, stdout in `out`.
 // The largest resident set of any report so far (KiB, /usr/bin/time's).
 long g_peak_report_kib = 0;
+long g_last_report_kib = 0;  // of the latest report
+double last_mib() { return g_last_report_kib / 1024.0; }
 
 double run_report(const std::string& binary, const std::vector<std::string>& args, std::string& out) {
   const std::string rss_file = (fs::temp_directory_path() / ("gl-fleet-bench-rss-" + std::to_string(::getpid()))).string();
@@ -126,6 +128,7 @@ double run_report(const std::string& binary, const std::vector<std::string>& arg
   long kib = 0;
   std::ifstream(rss_file) >> kib;
   g_peak_report_kib = std::max(g_peak_report_kib, kib);
+  g_last_report_kib = kib;
   return took;
 }
 
@@ -175,19 +178,20 @@ template <typename Report>
 void other_formats(Report& report, const Shape& s, std::string& out) {
   auto lines = [&] { return static_cast<size_t>(std::count(out.begin(), out.end(), '\n')); };
   double t = report({"--format", "focus"}, out);
-  std::printf("report --format focus (daily)   %6.2f s, %zu rows\n", t, lines() - 1);
+  std::printf("report --format focus (daily)   %6.2f s, %zu rows, %.0f MiB\n", t, lines() - 1, last_mib());
   t = report({"--format", "focus", "--granularity", "hour", "--node", "node-0"}, out);
-  std::printf("report --format focus --granularity hour --node node-0   %6.2f s, %zu rows (one node)\n", t, lines() - 1);
+  std::printf("report --format focus --granularity hour --node node-0   %6.2f s, %zu rows (one node), %.0f MiB\n", t,
+              lines() - 1, last_mib());
   t = report({"--by", "team", "--format", "html"}, out);
-  std::printf("report --by team --format html  %6.2f s, %zu bytes\n", t, out.size());
+  std::printf("report --by team --format html  %6.2f s, %zu bytes, %.0f MiB\n", t, out.size(), last_mib());
   t = report({"--by", "team", "--format", "csv", "--granularity", "month"}, out);
   std::printf("report --by team --format csv --granularity month  %6.2f s, %zu lines\n", t, lines());
   t = report({"--by", "team", "--format", "csv", "--granularity", "day"}, out);
-  std::printf("report --by team --format csv --granularity day    %6.2f s, %zu lines\n", t, lines());
+  std::printf("report --by team --format csv --granularity day    %6.2f s, %zu lines, %.0f MiB\n", t, lines(), last_mib());
   if (s.days >= 15) {  // month to date: 14 days, 12 hours and 30 minutes
     std::vector<std::string> mtd = {"--by", "team", "--to", std::to_string(s.start + 14 * 86400 + 12 * 3600 + 1800)};
     t = report(mtd, out);
-    std::printf("report --by team, month to date (14 d 12 h 30 min)  %6.2f s, %zu lines\n", t, lines());
+    std::printf("report --by team, month to date (14 d 12 h 30 min)  %6.2f s, %zu lines, %.0f MiB\n", t, lines(), last_mib());
   }
 }
 

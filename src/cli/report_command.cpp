@@ -1,5 +1,6 @@
 // `gpuledger report`: renders the chargeback from the ledger store or, with
 // --prometheus, for the whole fleet; `gpuledger rightsize`: its recommendations alone.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -130,16 +131,19 @@ void check_options_apply(const ReportCommand& cmd, report::Format format) {
   }
 }
 
-// The coarsest fleet roll-ups (fleet/fleet_reader.h) a bill can be read from
-// without showing less: the charge period of CSV and FOCUS rows, the chart's
-// bucket of JSON and HTML (cost over time), a whole month for the table.
+// The fleet roll-ups (fleet/fleet_reader.h) of a charge period: CSV and FOCUS rows.
+fleet::Period fleet_charge_period(report::Granularity g) {
+  if (g == report::Granularity::kMonth) return fleet::Period::kMonth;
+  return g == report::Granularity::kDay ? fleet::Period::kDay : fleet::Period::kHour;
+}
+
+// The coarsest fleet roll-ups a bill can be read from without showing less:
+// the charge period of CSV rows, the chart's bucket of JSON and HTML (cost
+// over time), a whole month for the table and for a FOCUS export's first
+// pass (its audit; its rows are read period by period: for_each_window_in).
 std::optional<fleet::Period> fleet_rollup_period(const report::BillRequest& q) {
   using report::Format;
-  using report::Granularity;
-  if (q.format == Format::kCsv || q.format == Format::kFocus) {
-    if (q.granularity == Granularity::kMonth) return fleet::Period::kMonth;
-    return q.granularity == Granularity::kDay ? fleet::Period::kDay : fleet::Period::kHour;
-  }
+  if (q.format == Format::kCsv) return fleet_charge_period(q.granularity);
   if (q.format == Format::kJson || q.format == Format::kHtml) {
     const int64_t bucket = report::chart_bucket_seconds(q.to - q.from, 60);
     if (bucket % 86400 == 0) return fleet::Period::kDay;
@@ -147,6 +151,12 @@ std::optional<fleet::Period> fleet_rollup_period(const report::BillRequest& q) {
     return std::nullopt;
   }
   return fleet::Period::kMonth;
+}
+
+// CSV and FOCUS stay loadable (a header, no rows): the reader is told beside them.
+void tell_no_windows(const report::Report& whole, report::Format format) {
+  if (whole.coverage.windows == 0 && (format == report::Format::kCsv || format == report::Format::kFocus))
+    std::cerr << "gpuledger report: " << report::display_name(report::no_windows_sentence(whole)) << "\n";
 }
 
 }  // namespace
@@ -195,12 +205,40 @@ int run_report(const ReportCommand& cmd) {
           &windows_digest, &notes);
     };
     source.windows_digest = [&] { return windows_digest; };
+    if (q.format == Format::kFocus)
+      source.for_each_window_in = [&](int64_t a, int64_t b, const std::function<void(ledger::WindowRecord&&)>& fn) {
+        fleet::for_each_fleet_window(db, a, b, filter, fleet_charge_period(q.granularity), fn, nullptr, nullptr,
+                                     &notes.refused_rollups);
+      };
     // The bill names a node and a cluster when all its windows came from one;
     // the price lists stay with each node's store (not in the fleet database).
     source.inputs = [&] { return fleet_bill_inputs(origins); };
     source.report_source = "fleet-db";
-    text = render_bill(source, q, &whole);
-    for (const auto& warning : fleet::fleet_read_warnings(notes)) std::cerr << "gpuledger report: " << warning << "\n";
+    // Every read of the bill in one snapshot; the text written as it is made
+    // (a FOCUS export, period by period). What the reader should be told goes
+    // to stderr before it, as for the other sources (notes of a FOCUS
+    // export's periods, read after, at its end).
+    fleet::FleetSnapshot snapshot(db);
+    int64_t told_refused = -1;
+    auto tell = [&](const fleet::FleetReadNotes& n) {
+      for (const auto& warning : fleet::fleet_read_warnings(n)) std::cerr << "gpuledger report: " << warning << "\n";
+    };
+    write_output(cmd.output, cmd.store, [&](const OutputSink& sink) {
+      write_bill(source, q, &whole, [&](std::string_view piece) {
+        if (told_refused < 0) {
+          tell(notes);
+          tell_no_windows(whole, q.format);
+          told_refused = notes.refused_rollups;
+        }
+        sink(piece);
+      });
+    });
+    if (notes.refused_rollups > told_refused) {
+      fleet::FleetReadNotes more;
+      more.refused_rollups = notes.refused_rollups - std::max<int64_t>(0, told_refused);
+      tell(more);
+    }
+    return 0;
   } else if (!cmd.prometheus.empty()) {
     Report r = fleet_report(cmd.prometheus, from, to, q.by, cmd.timeout_ms);
     r.generated_at = q.generated_at;
@@ -210,9 +248,7 @@ int run_report(const ReportCommand& cmd) {
     ledger::Store store(cmd.store, ledger::Store::Mode::kReadOnly);
     text = render_bill(store, q, &whole);
   }
-  // CSV and FOCUS stay loadable (a header, no rows): the reader is told beside them.
-  if (cmd.prometheus.empty() && whole.coverage.windows == 0 && (q.format == Format::kCsv || q.format == Format::kFocus))
-    std::cerr << "gpuledger report: " << display_name(no_windows_sentence(whole)) << "\n";
+  if (cmd.prometheus.empty()) tell_no_windows(whole, q.format);
   write_output(cmd.output, text, cmd.prometheus.empty() ? cmd.store : "");
   return 0;
 }

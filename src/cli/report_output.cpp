@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <iostream>
+#include <string_view>
 
 #include "common/error.h"
 #include "common/unique_fd.h"
@@ -49,8 +51,30 @@ std::string folder_of(const std::string& path) {
 }  // namespace
 
 void write_output(const std::string& path, const std::string& text, const std::string& store_path) {
+  write_output(path, store_path, [&text](const OutputSink& sink) { sink(text); });
+}
+
+namespace {
+
+void write_all(int fd, std::string_view text, const std::function<void(const std::string&)>& fail) {
+  for (size_t off = 0; off < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(std::strerror(errno));
+    off += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+void write_output(const std::string& path, const std::string& store_path,
+                  const std::function<void(const OutputSink&)>& produce) {
   if (path.empty()) {
-    std::cout << text << std::flush;
+    produce([](std::string_view text) {
+      std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
+      if (!std::cout) throw Error("cannot write to stdout");
+    });
+    std::cout << std::flush;
     if (!std::cout) throw Error("cannot write to stdout");
     return;
   }
@@ -60,12 +84,9 @@ void write_output(const std::string& path, const std::string& text, const std::s
     // A pipe, a terminal or /dev/stdout: written as a stream, nothing to rename over.
     UniqueFd out(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
     if (!out.valid()) throw Error("--output " + path + ": cannot open (" + std::strerror(errno) + ")");
-    for (size_t off = 0; off < text.size();) {
-      const ssize_t n = ::write(out.get(), text.data() + off, text.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw Error("--output " + path + ": cannot write (" + std::strerror(errno) + ")");
-      off += static_cast<size_t>(n);
-    }
+    produce([&](std::string_view text) {
+      write_all(out.get(), text, [&](const std::string& why) { throw Error("--output " + path + ": cannot write (" + why + ")"); });
+    });
     return;
   }
   std::string tmp = folder_of(path) + "/.gpuledger-output-XXXXXX";
@@ -75,11 +96,11 @@ void write_output(const std::string& path, const std::string& text, const std::s
     ::unlink(tmp.c_str());
     throw Error("--output " + path + ": cannot write (" + why + "); the file is as it was");
   };
-  for (size_t off = 0; off < text.size();) {
-    const ssize_t n = ::write(fd.get(), text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail(std::strerror(errno));
-    off += static_cast<size_t>(n);
+  try {
+    produce([&](std::string_view text) { write_all(fd.get(), text, fail); });
+  } catch (...) {
+    ::unlink(tmp.c_str());  // a report that failed half-way leaves the target as it was
+    throw;
   }
   if (::fchmod(fd.get(), 0644) != 0 || ::fsync(fd.get()) != 0) fail(std::strerror(errno));
   fd.reset();

@@ -1,6 +1,8 @@
 #include "fleet/fleet_reader.h"
 
 #include <algorithm>
+#include <climits>
+#include <exception>
 #include <map>
 #include <thread>
 #include <memory>
@@ -19,17 +21,30 @@ namespace {
 
 constexpr int kFetchRows = 5000;
 
+// `select` ORDER BY `order`. Fenced (OFFSET 0): PostgreSQL picks the rows by
+// their own condition first and sorts them after. A range's ragged end (an
+// hour or two of windows) otherwise came in the primary key's order from a
+// scan of the month's whole index for their start times: 2.3 s for 1,440
+// accounts at 2 shipped nodes, against 73 ms through the BRIN index on
+// start_time (docs/performance.md, section 6).
+std::string fenced_order(const std::string& select, const std::string& order, bool fenced) {
+  if (!fenced) return select + " ORDER BY " + order;
+  return "SELECT * FROM (" + select + " OFFSET 0) x ORDER BY " + order;
+}
+
 // A server-side cursor over one table, in key order; the key is its first four columns.
 class Cursor {
  public:
   // `from` follows "FROM gpuledger.<table> x": a WHERE clause, or a JOIN and its WHERE.
+  // `fenced`: the rows picked first, then sorted (fenced_order).
   Cursor(PgConnection& db, std::string name, const std::string& table, const std::vector<std::string>& columns,
-         const std::string& from, const std::string& order = "")
+         const std::string& from, const std::string& order = "", bool fenced = false)
       : db_(db), name_(std::move(name)) {
-    std::string sql = "DECLARE " + name_ + " NO SCROLL CURSOR FOR SELECT x.cluster, x.node, x.gpu_uuid, x.start_time";
+    std::string sql = "SELECT x.cluster, x.node, x.gpu_uuid, x.start_time";
     for (const auto& c : columns) sql += ", x." + c;
-    sql += " FROM gpuledger." + table + " x" + from + " ORDER BY x.cluster, x.node, x.gpu_uuid, x.start_time" + order;
-    db_.exec(sql);
+    sql += " FROM gpuledger." + table + " x" + from;
+    db_.exec("DECLARE " + name_ + " NO SCROLL CURSOR FOR " +
+             fenced_order(sql, "x.cluster, x.node, x.gpu_uuid, x.start_time" + order, fenced));
     fetch();
   }
   // Any query whose rows are read in turn.
@@ -123,11 +138,13 @@ ledger::AccountRecord read_account(const PgResult& r, int i) {
 }
 
 // The four tables' rows of the windows `from` selects, assembled per window.
-void read_windows(PgConnection& db, const std::string& from, const std::function<void(ledger::WindowRecord&&)>& fn) {
-  Cursor w(db, "gl_windows", "windows", kWindowColumns, from);
-  Cursor a(db, "gl_accounts", "accounts", kAccountColumns, from, ", x.account");
-  Cursor c(db, "gl_charges", "charges", kChargeColumns, from, ", x.account, x.kind");
-  Cursor e(db, "gl_energy", "energy_charges", kEnergyChargeColumns, from, ", x.account, x.kind");
+// `fenced`: a short stretch of time (fenced_order).
+void read_windows(PgConnection& db, const std::string& from, const std::function<void(ledger::WindowRecord&&)>& fn,
+                  bool fenced = false) {
+  Cursor w(db, "gl_windows", "windows", kWindowColumns, from, "", fenced);
+  Cursor a(db, "gl_accounts", "accounts", kAccountColumns, from, ", x.account", fenced);
+  Cursor c(db, "gl_charges", "charges", kChargeColumns, from, ", x.account, x.kind", fenced);
+  Cursor e(db, "gl_energy", "energy_charges", kEnergyChargeColumns, from, ", x.account, x.kind", fenced);
   for (; w.valid(); w.next()) {
     ledger::WindowRecord rec;
     read_window(w.r(), w.row(), rec);
@@ -162,14 +179,20 @@ std::string starting_in(PgConnection& db, int64_t a, int64_t b, const FleetFilte
          filter_sql(db, filter, "x");
 }
 
-void in_snapshot(PgConnection& db, const std::function<void()>& fn) {
+void begin_snapshot(PgConnection& db) {
   db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  // Each totals row finds its roll-up once: PostgreSQL 14's memoize cache
+  // before that index probe never hits here, and at 80,000 GPU-months it
+  // cost 131 MB and most of the server's time (docs/performance.md, section
+  // 6). Where the setting exists (14 and later), for this transaction.
+  db.exec("SELECT set_config(name, 'off', true) FROM pg_settings WHERE name = 'enable_memoize'");
+}
+
+// fn in a snapshot: the FleetSnapshot open on db, else one of its own.
+void in_snapshot(PgConnection& db, const std::function<void()>& fn) {
+  if (db.in_transaction()) return fn();
+  begin_snapshot(db);
   try {
-    // Each totals row finds its roll-up once: PostgreSQL 14's memoize cache
-    // before that index probe never hits here, and at 80,000 GPU-months it
-    // cost 131 MB and most of the server's time (docs/performance.md, section
-    // 6). Where the setting exists (14 and later), for this transaction.
-    db.exec("SELECT set_config(name, 'off', true) FROM pg_settings WHERE name = 'enable_memoize'");
     fn();
     db.exec("COMMIT");
   } catch (...) {
@@ -283,9 +306,25 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
 }
 
 // window_totals rows (as t) of the period's given starts, and the filter.
+// The bounds of the starts too: the index (period, period_start) is then read for
+// those periods only, where a list alone had PostgreSQL read every hour of the
+// month through the primary key (docs/performance.md, section 6: a month to date).
 std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& start : starts) {
+    lo = std::min<int64_t>(lo, std::stoll(start));
+    hi = std::max<int64_t>(hi, std::stoll(start));
+  }
   return "t.period = " + db.literal(report::to_string(p)) + " AND t.period_start = ANY(" + array_literal(db, starts) +
-         "::bigint[])" + filter_sql(db, filter, "t");
+         "::bigint[]) AND t.period_start >= " + std::to_string(lo) + " AND t.period_start <= " + std::to_string(hi) +
+         filter_sql(db, filter, "t");
+}
+
+// The window_totals rows (as t) `where` picks, sorted before they meet their
+// roll-ups: a sort of the narrow rows, not of the joined bodies.
+std::string sorted_totals(const std::string& where) {
+  return "(SELECT * FROM gpuledger.window_totals t WHERE " + where +
+         " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start) t";
 }
 
 // A range cut (cut_range) into the starts of its whole periods, by period, and its ragged ends.
@@ -318,9 +357,10 @@ std::string digest_of_windows(PgConnection& db, int64_t from, int64_t to, const 
     }
   };
   const RangePlan plan = plan_range(from, to, Period::kMonth);
-  for (const auto& [a, b] : plan.ragged)
-    hash_rows("SELECT x.cluster, x.node, x.gpu_uuid, x.start_time, x.digest FROM gpuledger.windows x" +
-              starting_in(db, a, b, filter) + " ORDER BY x.cluster, x.node, x.gpu_uuid, x.start_time");
+  for (const auto& [a, b] : plan.ragged)  // at most two hours each: fenced
+    hash_rows(fenced_order("SELECT x.cluster, x.node, x.gpu_uuid, x.start_time, x.digest FROM gpuledger.windows x" +
+                               starting_in(db, a, b, filter),
+                           "x.cluster, x.node, x.gpu_uuid, x.start_time", true));
   for (const auto& [p, starts] : plan.whole)
     hash_rows("SELECT t.period, t.period_start, t.cluster, t.node, t.gpu_uuid, t.windows, t.cost_micros, t.digests "
               "FROM gpuledger.window_totals t WHERE " + whole_periods(db, p, starts, filter) +
@@ -374,6 +414,15 @@ class PrunedMonths {
 
 }  // namespace
 
+FleetSnapshot::FleetSnapshot(PgConnection& db) : db_(db) { begin_snapshot(db_); }
+
+FleetSnapshot::~FleetSnapshot() {
+  try {
+    if (db_.ok() && db_.in_transaction()) db_.exec(std::uncaught_exceptions() ? "ROLLBACK" : "COMMIT");
+  } catch (...) {  // a read-only snapshot: nothing to keep
+  }
+}
+
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
                            const std::function<void(ledger::WindowRecord&&)>& fn) {
   for_each_fleet_window(db, from, to, filter, std::nullopt, fn);
@@ -381,7 +430,7 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
 
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
                            std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
-                           std::string* windows_digest, FleetReadNotes* notes) {
+                           std::string* windows_digest, FleetReadNotes* notes, int64_t* unreadable_out) {
   int64_t unreadable = 0;
   in_snapshot(db, [&] {
     if (windows_digest) *windows_digest = digest_of_windows(db, from, to, filter);
@@ -391,8 +440,7 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
     for (Period p : {Period::kMonth, Period::kDay, Period::kHour}) {
       std::vector<SlotSpan> finer;
       if (auto it = plan.whole.find(p); it != plan.whole.end())
-        read_period(db, p, "gpuledger.window_totals t", whole_periods(db, p, it->second, filter), finer, fn,
-                    unreadable);
+        read_period(db, p, sorted_totals(whole_periods(db, p, it->second, filter)), "", finer, fn, unreadable);
       if (!spans.empty())
         read_period(db, p,
                     spans_sql(db, spans) + " JOIN gpuledger.window_totals t ON t.period = " +
@@ -405,7 +453,8 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
     const PrunedMonths pruned(db);
     for (const auto& [a, b] : plan.ragged) pruned.refuse(a, b);
     for (const auto& s : spans) pruned.refuse(s.start, s.end);
-    for (const auto& [a, b] : plan.ragged) read_windows(db, starting_in(db, a, b, filter), fn);
+    // With roll-ups, a ragged end is an hour or two: fenced. Windows only, the whole range.
+    for (const auto& [a, b] : plan.ragged) read_windows(db, starting_in(db, a, b, filter), fn, coarsest.has_value());
     if (!spans.empty())
       read_windows(db,
                    " JOIN " + spans_sql(db, spans) +
@@ -414,6 +463,7 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
                    fn);
   });
   if (notes) notes->refused_rollups += unreadable;
+  if (unreadable_out) *unreadable_out += unreadable;
 }
 
 std::vector<std::string> fleet_read_warnings(const FleetReadNotes& notes) {

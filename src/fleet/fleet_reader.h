@@ -22,6 +22,21 @@ struct FleetFilter {
   std::optional<std::string> cluster, node;  // nullopt: all
 };
 
+// One read-only snapshot (REPEATABLE READ) over several reads, e.g. a FOCUS
+// export's whole bill and then its charge periods one by one: every
+// for_each_fleet_window while it lives reads in it. Ended (COMMIT) by its
+// destructor, or rolled back after an error.
+class FleetSnapshot {
+ public:
+  explicit FleetSnapshot(PgConnection& db);
+  ~FleetSnapshot();
+  FleetSnapshot(const FleetSnapshot&) = delete;
+  FleetSnapshot& operator=(const FleetSnapshot&) = delete;
+
+ private:
+  PgConnection& db_;
+};
+
 // Windows with from <= start < to, each with WindowRecord::node "cluster/node".
 // One read-only snapshot (REPEATABLE READ): windows committed meanwhile are
 // not half seen.
@@ -49,9 +64,13 @@ struct FleetReadNotes {
   int64_t overlaps = 0;         // windows in the range over another window of the same GPU (gpuledger.overlaps)
   std::string first_overlap;    // the earliest, in words
 };
+// `unreadable`, when given, is added the bodies that could not be read (also
+// in notes->refused_rollups): a read of a part of a range whose notes were
+// taken over the whole.
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
                            std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
-                           std::string* windows_digest = nullptr, FleetReadNotes* notes = nullptr);
+                           std::string* windows_digest = nullptr, FleetReadNotes* notes = nullptr,
+                           int64_t* unreadable = nullptr);
 // The notes as sentences for a report's stderr (none when there is nothing to say).
 std::vector<std::string> fleet_read_warnings(const FleetReadNotes& notes);
 

@@ -149,6 +149,11 @@ std::string PgConnection::literal(const std::string& value) const {
 
 bool PgConnection::ok() const { return conn_ && PQstatus(conn_) == CONNECTION_OK; }
 
+bool PgConnection::in_transaction() const {
+  const PGTransactionStatusType t = conn_ ? PQtransactionStatus(conn_) : PQTRANS_UNKNOWN;
+  return t == PQTRANS_INTRANS || t == PQTRANS_INERROR;
+}
+
 namespace {
 [[noreturn]] void fail(pg_conn* conn, PGresult* r, const std::string& name) {
   // Copied before PQclear: the field lives in the result's memory.

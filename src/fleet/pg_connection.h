@@ -61,6 +61,7 @@ class PgConnection {
   // One statement with $1.. parameters as text; throws Error with the SQLSTATE.
   PgResult query(const std::string& sql, const std::vector<PgParam>& params = {});
   bool ok() const;  // the connection is still usable
+  bool in_transaction() const;  // a BEGIN not yet ended (idle in it, or failed in it)
   // A string as an SQL literal (quoted and escaped by libpq, for statements
   // that take no parameters, e.g. DECLARE CURSOR).
   std::string literal(const std::string& value) const;

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -97,12 +98,34 @@ std::string render_bill(const ledger::Store& store, const BillRequest& q, Report
 }
 
 std::string render_bill(const BillSource& source, const BillRequest& q, Report* whole) {
+  std::string text;
+  write_bill(source, q, whole, [&text](std::string_view piece) { text += piece; });
+  return text;
+}
+
+void write_bill(const BillSource& source, const BillRequest& q, Report* whole,
+                const std::function<void(std::string_view)>& sink) {
+  if (q.format == Format::kFocus && source.for_each_window_in) {
+    BillRequest table = q;
+    table.format = Format::kTable;  // the whole bill: its audit names every row
+    const Scan s = scan(source, table);
+    if (whole) *whole = s.whole;
+    FocusBuilder::write_header(sink);
+    FocusBuilder focus(q.from, q.to, q.granularity);
+    // Period by period, as FocusBuilder::finish orders them: the rows of one period in memory at a time.
+    for (int64_t p = period_start(q.from, q.granularity); p < q.to; p = period_end(p, q.granularity)) {
+      source.for_each_window_in(std::max(p, q.from), std::min(period_end(p, q.granularity), q.to),
+                                [&](ledger::WindowRecord&& w) { focus.add(w); });
+      focus.flush(s.whole.audit, q.generated_at, sink);
+    }
+    return;
+  }
   Scan s = scan(source, q);
   if (whole) *whole = s.whole;
   switch (q.format) {
-    case Format::kFocus: return s.focus;
-    case Format::kCsv: return valid_utf8(render_csv_periods(s.whole, s.periods, q.csv_totals));
-    default: return render(s.whole, q.format, RenderOptions{q.csv_totals, q.wide});
+    case Format::kFocus: sink(s.focus); return;
+    case Format::kCsv: sink(valid_utf8(render_csv_periods(s.whole, s.periods, q.csv_totals))); return;
+    default: sink(render(s.whole, q.format, RenderOptions{q.csv_totals, q.wide}));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ledger/bill_inputs.h"
@@ -42,6 +43,12 @@ struct BillSource {
   // What names the windows in the bill id (BillHasher::use_windows_digest),
   // asked for after the windows were read; unset: every window read.
   std::function<std::string()> windows_digest;
+  // A part [from, to) of the range, read at the FOCUS rows' charge period,
+  // when the source can (the fleet database: in the same snapshot). Given, a
+  // FOCUS export is written period by period (write_bill) instead of held
+  // whole in memory: a fleet's month is 720,000 daily rows.
+  std::function<void(int64_t from, int64_t to, const std::function<void(ledger::WindowRecord&&)>&)>
+      for_each_window_in;
 };
 BillSource store_bill_source(const ledger::Store& store, int64_t from, int64_t to);
 
@@ -52,5 +59,10 @@ Report build_bill(const ledger::Store& store, const BillRequest& request);
 // `whole`, when given, receives the whole range's report.
 std::string render_bill(const BillSource& source, const BillRequest& request, Report* whole = nullptr);
 std::string render_bill(const ledger::Store& store, const BillRequest& request, Report* whole = nullptr);
+// The same text given to `sink` piece by piece: a FOCUS export from a source
+// with for_each_window_in as each charge period is read (its audit from a
+// first pass over the whole range), every other format in one piece.
+void write_bill(const BillSource& source, const BillRequest& request, Report* whole,
+                const std::function<void(std::string_view)>& sink);
 
 }  // namespace gpuledger::report

@@ -29,8 +29,10 @@
 // SM activity over what the account held (0..1); x_EnergyJoules, its share of
 // the energy of the windows that measured it; x_VramGibHours, the VRAM it held.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ledger/store.h"
@@ -51,9 +53,18 @@ class FocusBuilder {
   // The CSV (RFC 4180, CRLF), with the audit's node, cluster and bill id;
   // x_PartialPeriod is true on rows whose charge period ends after `generated_at`.
   std::string finish(const Audit& audit, int64_t generated_at) const;
+  // The same CSV written as it is made (a fleet's month is 720,000 daily rows):
+  // the header line, then flush() after each charge period's windows were
+  // added, which writes their rows (period, then GPU) and forgets them.
+  // Header and every flush concatenated are finish()'s text when the windows
+  // come period by period.
+  using Sink = std::function<void(std::string_view)>;
+  static void write_header(const Sink& sink);
+  void flush(const Audit& audit, int64_t generated_at, const Sink& sink);
 
  private:
   struct State;
+  static void write_rows(const State& st, const Audit& audit, int64_t generated_at, const Sink& sink);
   std::unique_ptr<State> s_;
 };
 

@@ -62,6 +62,16 @@ inline std::vector<const ledger::WindowRecord*> pointers(const std::vector<ledge
   return out;
 }
 
+constexpr int64_t kFleetDay0 = kFleetT0 / 86400 * 86400;  // 2027-01-15T00:00:00Z
+
+// Two GPUs, a window a minute from day 0 22:00 to day 2 01:30: hours, days and ragged ends to roll up.
+inline std::vector<ledger::WindowRecord> two_gpus() {
+  std::vector<ledger::WindowRecord> ws;
+  for (int64_t t = kFleetDay0 + 22 * 3600; t < kFleetDay0 + 2 * 86400 + 5400; t += 60)
+    for (const char* gpu : {"GPU-a", "GPU-b"}) ws.push_back(fleet_window(t, gpu, (t / 60) % 97));
+  return ws;
+}
+
 // A shipper of `store` to the database as `origin`, quick to look and to retry.
 inline fleet::FleetShipperOptions shipper_options(const std::string& conninfo, const std::string& password_file,
                                                   const std::string& store, fleet::Origin origin) {

@@ -28,15 +28,7 @@ namespace {
 using fleet::Delivery;
 using fleet::Period;
 
-constexpr int64_t kDay0 = kFleetT0 / 86400 * 86400;  // 2027-01-15T00:00:00Z
-
-// Two GPUs, a window a minute from day 0 22:00 to day 2 01:30.
-std::vector<ledger::WindowRecord> two_gpus() {
-  std::vector<ledger::WindowRecord> ws;
-  for (int64_t t = kDay0 + 22 * 3600; t < kDay0 + 2 * 86400 + 5400; t += 60)
-    for (const char* gpu : {"GPU-a", "GPU-b"}) ws.push_back(fleet_window(t, gpu, (t / 60) % 97));
-  return ws;
-}
+constexpr int64_t kDay0 = kFleetDay0;  // 2027-01-15T00:00:00Z
 
 TEST(FleetPeriods, ARangeIsCutIntoTheFewestWholePeriods) {
   const int64_t jan = 1798761600;  // 2027-01-01T00:00:00Z
