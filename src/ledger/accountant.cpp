@@ -10,9 +10,11 @@
 
 namespace gpuledger::ledger {
 
+// The series' labels: no Slurm user or account (the store's, not /metrics'),
+// so a job's series stays one when the controller first answers.
 AccountLabels export_labels(const std::string& account, const AccountLabels& labels) {
-  if (is_special_account(account)) return AccountLabels{"", "", "", account};
-  return labels;
+  if (is_special_account(account)) return AccountLabels{"", "", "", account, "", ""};
+  return {labels.namespace_name, labels.pod, labels.container, labels.team, "", ""};
 }
 
 namespace {
@@ -278,7 +280,8 @@ void Accountant::first_observation(const Observation& obs, const HeldSlots& held
     for (auto& [slot, st] : streams_of(w, held, obs)) accounts_[{w.account, slot}] = st;
     workload_totals_[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
     for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
-    if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !labels_.count(w.account))
+    if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !w.labels.slurm_account.empty() ||
+        !labels_.count(w.account))
       labels_[w.account] = w.labels;
   }
 }

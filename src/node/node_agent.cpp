@@ -153,7 +153,7 @@ struct NodeAgent::Parts {
   AllocationChoice allocation;
   std::unique_ptr<slurm::JobMappingWatch> job_mapping;  // only with the hpc-job-mapping source
   identity::CgroupMounts cgroup_mounts;                 // where the running jobs' cgroups are looked for
-  std::unique_ptr<slurm::SlurmJobFacts> slurm_jobs;     // the jobs' accounts from squeue; with job_mapping
+  std::unique_ptr<slurm::SlurmJobFacts> slurm_jobs;     // the jobs' users and accounts from squeue; with job_mapping
   std::shared_ptr<const identity::WorkloadNamer> namer;
   std::unique_ptr<kubernetes::KubernetesMetrics> k8s_metrics;
   std::unique_ptr<device::DevicePlane> devices;
@@ -217,7 +217,7 @@ void NodeAgent::Parts::choose_allocation(const NodeOptions& cmd) {
     if (dir.empty()) throw Error("--allocation-source hpc-job-mapping needs --hpc-job-mapping-dir");
     job_mapping = std::make_unique<slurm::JobMappingWatch>(dir);
     cgroup_mounts = identity::discover_cgroup_mounts();
-    if (facts.slurmd_running)  // the controller's word on each job here: its account, for `teams:`
+    if (facts.slurmd_running)  // the controller's word on each job here: its user and account (`teams:`, the bill)
       slurm_jobs = std::make_unique<slurm::SlurmJobFacts>(
           [mounts = cgroup_mounts] {
             std::vector<std::string> ids;
@@ -296,14 +296,14 @@ attribution::AttributionOptions NodeAgent::Parts::attribution_options(const Node
   identity::InfrastructureOptions infrastructure;
   if (!cmd.infrastructure_namespaces.empty()) infrastructure.namespaces = cmd.infrastructure_namespaces;
   options.infrastructure = std::make_shared<identity::InfrastructureJudge>(infrastructure);
-  std::function<std::string(const std::string&)> slurm_account_of;
+  kubernetes::TeamNamer::SlurmJobLookup slurm_job_of;
   if (slurm_jobs)
-    slurm_account_of = [facts = slurm_jobs.get()](const std::string& job) {
+    slurm_job_of = [facts = slurm_jobs.get()](const std::string& job) {
       const auto f = facts->find(job);
-      return f ? f->account : std::string();
+      return f ? kubernetes::TeamNamer::SlurmJobNames{f->user, f->account} : kubernetes::TeamNamer::SlurmJobNames{};
     };
   options.namer = std::make_shared<kubernetes::TeamNamer>(cluster ? pods : nullptr, config.team_rule,
-                                                          config.teams, std::move(slurm_account_of));
+                                                          config.teams, std::move(slurm_job_of));
   namer = options.namer;
   device::DevicePlane* device_plane = devices.get();
   options.gpu_inventory = [device_plane] { return device::gpu_identities(device_plane->snapshot()); };
