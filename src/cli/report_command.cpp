@@ -181,6 +181,8 @@ int run_report(const ReportCommand& cmd) {
     throw Error("--cluster and --node filter a fleet report: give --fleet-db");
   if (q.by == GroupBy::kNode && fleet_db.empty()) throw Error("--by node needs a fleet report: give --fleet-db");
   if (!fleet_db.empty() && !cmd.prometheus.empty()) throw Error("--fleet-db and --prometheus exclude each other");
+  if ((q.by == GroupBy::kUser || q.by == GroupBy::kAccount) && !cmd.prometheus.empty())
+    throw Error("--by " + cmd.by + ": Prometheus' series carry no Slurm user or account; give --store or --fleet-db");
   std::string text;
   Report whole;
   if (!fleet_db.empty()) {

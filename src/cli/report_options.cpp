@@ -29,7 +29,7 @@ Subcommand add_report_command(CLI::App& app) {
       ->excludes(from_opt)
       ->excludes(to_opt);
   cmd->add_flag("--csv-totals", o->csv_totals, "CSV: end with a TOTAL row");
-  auto* by_opt = cmd->add_option("--by", o->by, "team, namespace, pod, workload, gpu, or node (with --fleet-db)")
+  auto* by_opt = cmd->add_option("--by", o->by, "team, namespace, pod, workload, gpu, user or account (a Slurm job's), or node (with --fleet-db)")
                      ->capture_default_str();
   cmd->add_option("--format", o->format,
                   "table, csv, json, html or focus (FinOps FOCUS CSV: one row per charge period, account and GPU)")
@@ -75,7 +75,7 @@ Subcommand add_rightsize_command(CLI::App& app) {
   cmd->add_option("--month", o->month, "A calendar month in UTC, e.g. 2026-11 (instead of --from/--to)")
       ->excludes(rs_from)
       ->excludes(rs_to);
-  cmd->add_option("--by", o->by, "pod, workload, namespace or team")->capture_default_str();
+  cmd->add_option("--by", o->by, "pod, workload, namespace, team, user or account (a Slurm job's)")->capture_default_str();
   cmd->add_option("--format", o->format, "table, json or csv")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "Write to this file instead of stdout");
   add_rightsizing_options(cmd, o->config, o->idle_after, o->vram_headroom, o->min_evidence);

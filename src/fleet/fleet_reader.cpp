@@ -111,7 +111,7 @@ void read_window(const PgResult& r, int i, ledger::WindowRecord& w) {
 ledger::AccountRecord read_account(const PgResult& r, int i) {
   ledger::AccountRecord a;
   a.account = r.text(i, 4);
-  a.labels = {r.text(i, 5), r.text(i, 6), r.text(i, 7), r.text(i, 8)};
+  a.labels = {r.text(i, 5), r.text(i, 6), r.text(i, 7), r.text(i, 8), r.text(i, 32), r.text(i, 33)};
   a.held_share = r.f64(i, 9);
   a.allocated_share = r.f64(i, 10);
   a.allocated_share_known = r.text(i, 11) == "t";

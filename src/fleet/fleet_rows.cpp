@@ -18,9 +18,15 @@ const std::vector<std::string> kAccountColumns = {
     "busy_seconds", "activity_share", "gpu_busy_seconds", "vram_byte_seconds", "launches", "sm_active",
     "sm_occupancy", "tensor_active", "dram_active", "vram_peak_bytes", "vram_p95_bytes", "nvml_vram_peak_bytes",
     "nvml_vram_p95_bytes", "sm_active_p95", "sm_occupancy_p95", "busy_p95", "idle_lead_seconds",
-    "idle_trail_seconds", "idle_longest_seconds", "window_count"};
+    "idle_trail_seconds", "idle_longest_seconds", "window_count", "slurm_user", "slurm_account"};
 const std::vector<std::string> kChargeColumns = {"account", "kind", "micros"};
 const std::vector<std::string> kEnergyChargeColumns = {"account", "kind", "millijoules"};
+
+size_t account_width(const std::vector<PgParam>& row) {
+  const size_t n = row.size();
+  const bool named = n >= 2 && ((row[n - 1] && !row[n - 1]->empty()) || (row[n - 2] && !row[n - 2]->empty()));
+  return named ? n : n - 2;
+}
 
 std::string exact(double v) {
   char buf[32];
@@ -45,11 +51,12 @@ PgParam opt(const std::optional<int64_t>& v) { return v ? num(*v) : std::nullopt
 PgParam opt(const std::optional<uint64_t>& v) { return v ? num(static_cast<int64_t>(*v)) : std::nullopt; }
 PgParam opt(const std::optional<std::string>& v) { return v ? text(*v) : std::nullopt; }
 
-// SHA-256 over every value of the rows, each length-prefixed (NULL apart from "").
+// SHA-256 over every value of the rows (a row's first n), each length-prefixed (NULL apart from "").
 class Digest {
  public:
-  void add(const std::vector<PgParam>& row) {
-    for (const auto& v : row) {
+  void add(const std::vector<PgParam>& row, size_t n) {
+    for (size_t i = 0; i < n && i < row.size(); ++i) {
+      const auto& v = row[i];
       sha_.add(v ? std::to_string(v->size()) + ":" : "N;");
       if (v) sha_.add(*v);
     }
@@ -121,7 +128,7 @@ WindowRows to_rows(const Origin& origin, const ledger::WindowRecord& w) {
                                    opt(ev.nvml_vram_peak_bytes), opt(ev.nvml_vram_p95_bytes), opt(ev.sm_active_p95),
                                    opt(ev.sm_occupancy_p95), opt(ev.busy_p95), opt(idle(&ledger::IdleRun::lead)),
                                    opt(idle(&ledger::IdleRun::trail)), opt(idle(&ledger::IdleRun::longest)),
-                                   opt(ev.windows)}));
+                                   opt(ev.windows), text(a.labels.slurm_user), text(a.labels.slurm_account)}));
   }
   for (const auto& c : w.charges)
     rows.charges.push_back(keyed(std::vector<PgParam>{text(c.account), std::string(ledger::to_string(c.kind)), num(c.micros)}));
@@ -139,9 +146,10 @@ WindowRows to_rows(const Origin& origin, const ledger::WindowRecord& w) {
                        e ? num(e->millijoules) : std::nullopt, e ? text(e->source) : std::nullopt,
                        e ? opt(e->carbon_g_per_kwh) : std::nullopt, text(w.split_source)});
   Digest d;
-  d.add(rows.window);
-  for (const auto* table : {&rows.accounts, &rows.charges, &rows.energy_charges})
-    for (const auto& row : *table) d.add(row);
+  d.add(rows.window, rows.window.size());
+  for (const auto& row : rows.accounts) d.add(row, account_width(row));
+  for (const auto* table : {&rows.charges, &rows.energy_charges})
+    for (const auto& row : *table) d.add(row, row.size());
   rows.digest = d.hex();
   rows.window.push_back(rows.digest);
   return rows;

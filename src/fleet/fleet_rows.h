@@ -24,6 +24,12 @@ struct Origin {
 // cluster, node, gpu_uuid, start_time that every table starts with).
 extern const std::vector<std::string> kWindowColumns, kAccountColumns, kChargeColumns, kEnergyChargeColumns;
 
+// How many of an account row's values (key included) are stored and digested:
+// all, or without the last two (slurm_user, slurm_account, schema 5) when both
+// are "", so such a row is what it was before schema 5, in its digest and in
+// the columns it is inserted into.
+size_t account_width(const std::vector<PgParam>& row);
+
 struct WindowRows {
   std::vector<PgParam> window;  // key + kWindowColumns (digest last)
   std::vector<std::vector<PgParam>> accounts, charges, energy_charges;  // key + their columns

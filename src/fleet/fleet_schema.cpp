@@ -481,9 +481,44 @@ $fn$;
 REVOKE ALL ON FUNCTION gpuledger.prune_month(bigint) FROM PUBLIC;
 )SQL";
 
+// Issue 32: a Slurm job's user and account (store schema 10), '' for every
+// other workload and every row shipped before. A roll-up's accounts carry them
+// as two trailing fields when there are some (window_json.cpp); check_rollup
+// is kept as check_rollup_4 and the new one also holds each account's Slurm
+// user and account to its windows', as the older one holds the other labels.
+const char* kMigration5 = R"SQL(
+ALTER TABLE gpuledger.accounts ADD COLUMN slurm_user text NOT NULL DEFAULT '',
+                               ADD COLUMN slurm_account text NOT NULL DEFAULT '';
+
+-- The first second after a period.
+CREATE FUNCTION gpuledger.period_end(period text, period_start bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
+  SELECT CASE period WHEN 'hour' THEN period_start + 3600 WHEN 'day' THEN period_start + 86400
+    ELSE extract(epoch FROM (to_timestamp(period_start) AT TIME ZONE 'UTC') + interval '1 month')::bigint END
+$fn$;
+
+ALTER FUNCTION gpuledger.check_rollup(gpuledger.rollups) RENAME TO check_rollup_4;
+CREATE FUNCTION gpuledger.check_rollup(r gpuledger.rollups) RETURNS text
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  why text := gpuledger.check_rollup_4(r);
+BEGIN
+  -- Past check_rollup_4 the body's accounts are an array of arrays: ->> reads NULL, never raises.
+  RETURN coalesce(why, CASE WHEN EXISTS (
+    SELECT FROM json_array_elements(r.body->'accounts') a WHERE NOT EXISTS (
+      SELECT FROM gpuledger.accounts x
+      WHERE x.cluster = r.cluster AND x.node = r.node AND x.gpu_uuid = r.gpu_uuid
+        AND x.start_time >= r.period_start AND x.start_time < gpuledger.period_end(r.period, r.period_start)
+        AND x.account = a->>0 AND x.slurm_user = coalesce(a->>23, '') AND x.slurm_account = coalesce(a->>24, '')))
+    THEN 'its accounts'' Slurm users or accounts are not its windows''' END);
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.check_rollup(gpuledger.rollups) FROM PUBLIC;
+)SQL";
+
 // Migration n is kMigrations[n - 1]; append, never edit one that shipped.
-const std::vector<const char*> kMigrations = {kMigration1, kMigration2, kMigration3, kMigration4};
-static_assert(kFleetSchemaVersion == 4, "a new migration goes into kMigrations");
+const std::vector<const char*> kMigrations = {kMigration1, kMigration2, kMigration3, kMigration4, kMigration5};
+static_assert(kFleetSchemaVersion == 5, "a new migration goes into kMigrations");
 
 }  // namespace
 

@@ -4,7 +4,9 @@
 //
 //   schema_migrations(version, applied_at)   one row per migration applied
 //   windows(cluster, node, gpu_uuid, start_time, ...)       one per window
-//   accounts(cluster, node, gpu_uuid, start_time, account, ...)
+//   accounts(cluster, node, gpu_uuid, start_time, account, ..., slurm_user, slurm_account)
+//                     the Slurm user and account since schema 5 ('' before, and for
+//                     other workloads)
 //   charges(..., account, kind 'busy'|'idle'|'memory', micros)
 //   energy_charges(..., account, kind 'busy'|'idle', millijoules)
 //   window_totals(period, period_start, cluster, node, gpu_uuid, windows, cost_micros)
@@ -47,7 +49,7 @@ namespace gpuledger::fleet {
 class PgConnection;
 
 // The newest migration this gpuledger knows.
-inline constexpr int kFleetSchemaVersion = 4;
+inline constexpr int kFleetSchemaVersion = 5;
 
 // Applies the migrations not applied yet, each in its own transaction
 // (serialised by an advisory lock, so two runs at once are safe), and creates

@@ -135,7 +135,11 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
       for (const auto& r : rows[i].charges) charges.push_back(&r);
       for (const auto& r : rows[i].energy_charges) energy.push_back(&r);
     }
-    insert_rows(db_, "accounts", kAccountColumns, accounts);
+    // Rows of one width per statement: those without Slurm names name neither column.
+    std::vector<const std::vector<PgParam>*> named, plain;
+    for (const auto* r : accounts) (account_width(*r) == r->size() ? named : plain).push_back(r);
+    insert_rows(db_, "accounts", kAccountColumns, named);
+    insert_rows(db_, "accounts", {kAccountColumns.begin(), kAccountColumns.end() - 2}, plain);
     insert_rows(db_, "charges", kChargeColumns, charges);
     insert_rows(db_, "energy_charges", kEnergyChargeColumns, energy);
     // The rest were there: a resend when the digests agree, else a conflict.

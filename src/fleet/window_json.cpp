@@ -31,21 +31,29 @@ ledger::Efficiency efficiency(const json& j) {
 
 // An account as an array (positions kAccount*): a month of a fleet's day
 // roll-ups is 720,000 accounts, and arrays parse about twice as fast as objects.
+// The Slurm user and account (fleet schema 5) follow only when one is not "":
+// an account without them is the array it was before they existed.
 enum AccountField {
   kAccount, kNamespace, kPod, kContainer, kTeam, kHeld, kAllocated, kAllocatedKnown, kBusySeconds, kActivity,
   kGpuBusySeconds, kVramByteSeconds, kLaunches, kEfficiency, kVramPeak, kVramP95, kNvmlVramPeak, kNvmlVramP95,
-  kSmActiveP95, kSmOccupancyP95, kBusyP95, kWindows, kIdle, kAccountFields
+  kSmActiveP95, kSmOccupancyP95, kBusyP95, kWindows, kIdle, kAccountFields, kSlurmUser = kAccountFields,
+  kSlurmAccount, kAccountFieldsWithSlurm
 };
 
 json account(const ledger::AccountRecord& a) {
   const auto& ev = a.evidence;
   json idle = ev.idle ? json::array({ev.idle->lead, ev.idle->trail, ev.idle->longest}) : json(nullptr);
-  return json::array({a.account, a.labels.namespace_name, a.labels.pod, a.labels.container, a.labels.team,
+  json out = json::array({a.account, a.labels.namespace_name, a.labels.pod, a.labels.container, a.labels.team,
                       a.held_share, a.allocated_share, a.allocated_share_known, a.busy_seconds, a.activity_share,
                       a.gpu_busy_seconds, a.vram_byte_seconds, a.launches, efficiency(a.efficiency),
                       opt(ev.vram_peak_bytes), opt(ev.vram_p95_bytes), opt(ev.nvml_vram_peak_bytes),
                       opt(ev.nvml_vram_p95_bytes), opt(ev.sm_active_p95), opt(ev.sm_occupancy_p95), opt(ev.busy_p95),
                       opt(ev.windows), idle});
+  if (!a.labels.slurm_user.empty() || !a.labels.slurm_account.empty()) {
+    out.push_back(a.labels.slurm_user);
+    out.push_back(a.labels.slurm_account);
+  }
+  return out;
 }
 
 template <typename T>
@@ -55,11 +63,12 @@ std::optional<T> at_opt(const json& j, size_t i) {
 }
 
 ledger::AccountRecord account(const json& j) {
-  if (!j.is_array() || j.size() != kAccountFields) throw Error("fleet database: a roll-up's account is malformed");
+  if (!j.is_array() || (j.size() != kAccountFields && j.size() != kAccountFieldsWithSlurm))
+    throw Error("fleet database: a roll-up's account is malformed");
   ledger::AccountRecord a;
   a.account = j.at(kAccount).get<std::string>();
   a.labels = {j.at(kNamespace).get<std::string>(), j.at(kPod).get<std::string>(), j.at(kContainer).get<std::string>(),
-              j.at(kTeam).get<std::string>()};
+              j.at(kTeam).get<std::string>(), "", ""};
   a.held_share = j.at(kHeld).get<double>();
   a.allocated_share = j.at(kAllocated).get<double>();
   a.allocated_share_known = j.at(kAllocatedKnown).get<bool>();
@@ -80,6 +89,10 @@ ledger::AccountRecord account(const json& j) {
   ev.windows = at_opt<int64_t>(j, kWindows);
   if (const json& idle = j.at(kIdle); !idle.is_null())
     ev.idle = ledger::IdleRun{idle.at(0).get<double>(), idle.at(1).get<double>(), idle.at(2).get<double>()};
+  if (j.size() == kAccountFieldsWithSlurm) {
+    a.labels.slurm_user = j.at(kSlurmUser).get<std::string>();
+    a.labels.slurm_account = j.at(kSlurmAccount).get<std::string>();
+  }
   return a;
 }
 

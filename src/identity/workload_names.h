@@ -1,6 +1,8 @@
 #pragma once
 // Names a workload carries beyond what its cgroup path says: the Kubernetes
-// namespace, pod and container, and the team it is charged to. Sources of names
+// namespace, pod and container, the team it is charged to, and a Slurm job's
+// user and account as its controller says them (slurm/slurm_jobs.h; "" for
+// any other workload, or until the controller answers). Sources of names
 // (the Kubernetes API, a configured mapping) implement WorkloadNamer.
 #include <string>
 
@@ -13,6 +15,7 @@ struct WorkloadNames {
   std::string pod;
   std::string container;
   std::string team;
+  std::string slurm_user, slurm_account;
   bool operator==(const WorkloadNames&) const = default;
 };
 

@@ -3,12 +3,11 @@
 namespace gpuledger::kubernetes {
 
 TeamNamer::TeamNamer(std::shared_ptr<const PodDirectory> directory, config::TeamRule rule,
-                     std::vector<config::TeamMapping> mappings,
-                     std::function<std::string(const std::string& job)> slurm_account_of)
+                     std::vector<config::TeamMapping> mappings, SlurmJobLookup slurm_job_of)
     : directory_(std::move(directory)),
       rule_(std::move(rule)),
       mappings_(std::move(mappings)),
-      slurm_account_of_(std::move(slurm_account_of)) {}
+      slurm_job_of_(std::move(slurm_job_of)) {}
 
 identity::WorkloadNames TeamNamer::names_for(const identity::Workload& w) const {
   identity::WorkloadNames names;
@@ -21,9 +20,12 @@ identity::WorkloadNames TeamNamer::names_for(const identity::Workload& w) const 
       return names;
     }
   }
-  const std::string account =
-      slurm_account_of_ && w.kind == identity::WorkloadKind::kSlurm ? slurm_account_of_(w.slurm_job) : "";
-  if (auto team = config::team_from_mappings(w, mappings_, account)) names.team = *team;
+  if (slurm_job_of_ && w.kind == identity::WorkloadKind::kSlurm) {
+    const SlurmJobNames job = slurm_job_of_(w.slurm_job);
+    names.slurm_user = job.user;
+    names.slurm_account = job.account;
+  }
+  if (auto team = config::team_from_mappings(w, mappings_, names.slurm_account)) names.team = *team;
   return names;
 }
 

@@ -17,18 +17,21 @@ namespace gpuledger::kubernetes {
 class TeamNamer : public identity::WorkloadNamer {
  public:
   // directory may be null (not on Kubernetes).
-  // slurm_account_of: a Slurm job's account as its controller says it ("":
-  // unknown), for the `slurm_account` mappings; null: none known.
+  // slurm_job_of: a Slurm job's user and account as its controller says them
+  // ("": unknown), for the names and the `slurm_account` mappings; null: none known.
+  struct SlurmJobNames {
+    std::string user, account;
+  };
+  using SlurmJobLookup = std::function<SlurmJobNames(const std::string& job)>;
   TeamNamer(std::shared_ptr<const PodDirectory> directory, config::TeamRule rule,
-            std::vector<config::TeamMapping> mappings,
-            std::function<std::string(const std::string& job)> slurm_account_of = nullptr);
+            std::vector<config::TeamMapping> mappings, SlurmJobLookup slurm_job_of = nullptr);
   identity::WorkloadNames names_for(const identity::Workload& workload) const override;
 
  private:
   std::shared_ptr<const PodDirectory> directory_;
   config::TeamRule rule_;
   std::vector<config::TeamMapping> mappings_;
-  std::function<std::string(const std::string& job)> slurm_account_of_;
+  SlurmJobLookup slurm_job_of_;
 };
 
 }  // namespace gpuledger::kubernetes

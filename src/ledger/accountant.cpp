@@ -10,9 +10,23 @@
 
 namespace gpuledger::ledger {
 
+namespace {
+
+// An observation's names: a workload's when it has some, a holder's where none was known.
+void learn_labels(std::map<std::string, AccountLabels>& labels, const Observation& obs) {
+  for (const auto& h : obs.holders)
+    if (!labels.count(h.account) || labels[h.account] == AccountLabels{}) labels[h.account] = h.labels;
+  for (const auto& w : obs.workloads)
+    if (!(w.labels == AccountLabels{})) labels[w.account] = w.labels;
+}
+
+}  // namespace
+
+// The series' labels: no Slurm user or account (the store's, not /metrics'),
+// so a job's series stays one when the controller first answers.
 AccountLabels export_labels(const std::string& account, const AccountLabels& labels) {
-  if (is_special_account(account)) return AccountLabels{"", "", "", account};
-  return labels;
+  if (is_special_account(account)) return AccountLabels{"", "", "", account, "", ""};
+  return {labels.namespace_name, labels.pod, labels.container, labels.team, "", ""};
 }
 
 namespace {
@@ -278,7 +292,8 @@ void Accountant::first_observation(const Observation& obs, const HeldSlots& held
     for (auto& [slot, st] : streams_of(w, held, obs)) accounts_[{w.account, slot}] = st;
     workload_totals_[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
     for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
-    if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !labels_.count(w.account))
+    if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !w.labels.slurm_account.empty() ||
+        !labels_.count(w.account))
       labels_[w.account] = w.labels;
   }
 }
@@ -299,14 +314,12 @@ void Accountant::remember(const Observation& obs, const HeldSlots& held) {
   holders_ = obs.holders;
   inventory_ = obs.slots;
   allocation_known_ = obs.allocation_known;
-  for (const auto& h : obs.holders)
-    if (!labels_.count(h.account) || labels_[h.account] == AccountLabels{}) labels_[h.account] = h.labels;
+  learn_labels(labels_, obs);
   std::map<std::pair<std::string, std::string>, AccountState> next;
   std::map<std::string, AccountState> next_totals;
   for (const auto& w : obs.workloads) {
     for (auto& [slot, st] : streams_of(w, held, obs)) next[{w.account, slot}] = st;
     next_totals[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
-    if (!(w.labels == AccountLabels{})) labels_[w.account] = w.labels;
   }
   accounts_ = std::move(next);
   workload_totals_ = std::move(next_totals);
@@ -361,6 +374,10 @@ void Accountant::observe(const Observation& obs) {
     deltas_added = true;
     add_deltas(obs, held);
   };
+  // Names that came with this observation name the accounts of the window it
+  // closes: a Slurm job's user and account come from its controller a moment
+  // after the job starts, and its first window is its own as much as the rest.
+  learn_labels(labels_, obs);
   bool watched = true;  // windows after the first closed here had no observation inside: "gap"
   while (t >= static_cast<double>(*window_start_ + L)) {
     const int64_t end = *window_start_ + L;

@@ -66,6 +66,7 @@ CREATE TABLE accounts(
   sm_active_p95 REAL, sm_occupancy_p95 REAL, busy_p95 REAL,
   idle_lead_seconds REAL, idle_trail_seconds REAL, idle_longest_seconds REAL, window_count INTEGER,
   used_unallocated_seconds REAL, allocated_unused_seconds REAL,
+  slurm_user TEXT NOT NULL DEFAULT '', slurm_account TEXT NOT NULL DEFAULT '',
   PRIMARY KEY(window_id, account)) WITHOUT ROWID;
 )";
 
@@ -85,6 +86,12 @@ const char* kColumnsAddedIn9[][3] = {
     {"windows", "device_findings", "TEXT NOT NULL DEFAULT ''"},
     {"accounts", "used_unallocated_seconds", "REAL"},
     {"accounts", "allocated_unused_seconds", "REAL"},
+};
+
+// Schema 10: a Slurm job's user and account (store.h); '' in older rows.
+const char* kColumnsAddedIn10[][3] = {
+    {"accounts", "slurm_user", "TEXT NOT NULL DEFAULT ''"},
+    {"accounts", "slurm_account", "TEXT NOT NULL DEFAULT ''"},
 };
 
 // Schema 8: the outbox's pending windows, oldest first (ledger/outbox.h).
@@ -252,6 +259,13 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
         exec("PRAGMA user_version=9");
         exec("COMMIT");
       }
+      // Schema 10 (issue 32): the Slurm user and account. Self-contained: "< 10".
+      if (tables > 0 && version < 10) {
+        exec("BEGIN IMMEDIATE");
+        for (const auto& [table, column, definition] : kColumnsAddedIn10) add_column_once(table, column, definition);
+        exec("PRAGMA user_version=10");
+        exec("COMMIT");
+      }
       exec(kOutboxIndex);
     }
     has_energy_ = schema_version() >= 2;
@@ -260,6 +274,7 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
     has_evidence_ = schema_version() >= 6;
     has_split_source_ = schema_version() >= 7;
     has_quality_ = schema_version() >= 9;
+    has_slurm_ = schema_version() >= 10;
     exec("PRAGMA foreign_keys=ON");
     if (mode == Mode::kReadWrite) {
       Stmt q(db_, "PRAGMA quick_check", *this);

@@ -50,6 +50,9 @@
 // /dev/nvidiaN, NVML's process lists - without holding it) and
 // accounts.allocated_unused_seconds (seconds it held the slot with no process
 // on it and nothing run); NULL: not observed (backfill, older stores).
+// Schema 10 (issue 32; its own "< 10" step) added accounts.slurm_user and
+// accounts.slurm_account: a Slurm job's user and account as the controller
+// says them (slurm/slurm_jobs.h); '' for other workloads and older rows.
 // Older stores are migrated in place: schema 1 gets the energy tables (its old
 // windows have unknown energy); schema 2 windows get memory_micros 0, policy
 // 'usage', and allocated shares equal to their held shares (what they were
@@ -79,7 +82,7 @@ struct sqlite3;
 
 namespace gpuledger::ledger {
 
-inline constexpr int kStoreSchemaVersion = 9;
+inline constexpr int kStoreSchemaVersion = 10;
 
 // The cumulative kernel counters per account (workload id) that the stored
 // windows were charged up to, and the identity of the kernel counter set they
@@ -97,6 +100,9 @@ struct CounterBaseline {
 
 struct AccountLabels {
   std::string namespace_name, pod, container, team;
+  // A Slurm job's user and account, from its controller (schema 10); "" for
+  // any other workload, and in windows written before schema 10.
+  std::string slurm_user, slurm_account;
   bool operator==(const AccountLabels&) const = default;
 };
 
@@ -334,6 +340,7 @@ class Store {
   bool has_split_source_ = true;  // false: a schema 1 to 6 store opened read-only (split_source '')
   bool has_evidence_ = true;     // false: a schema 1 to 5 store opened read-only (no rightsizing evidence)
   bool has_quality_ = true;      // false: a schema 1 to 8 store opened read-only (not judged, use unknown)
+  bool has_slurm_ = true;        // false: a schema 1 to 9 store opened read-only (no Slurm user or account)
 };
 
 }  // namespace gpuledger::ledger

@@ -149,8 +149,8 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
            (std::string("INSERT INTO accounts(window_id,account,namespace,pod,container,team,held_share,busy_seconds,"
            "activity_share,gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,"
            "dram_active,allocated_share,allocated_share_known,") +
-               kEvidenceColumns + ",used_unallocated_seconds,allocated_unused_seconds) "
-               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+               kEvidenceColumns + ",used_unallocated_seconds,allocated_unused_seconds,slurm_user,slurm_account) "
+               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
                .c_str(),
            *this);
   for (const auto& a : w.accounts) {
@@ -169,6 +169,7 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
     acc.bind(26, idle(&IdleRun::lead)).bind(27, idle(&IdleRun::trail)).bind(28, idle(&IdleRun::longest));
     acc.bind(29, ev.windows);
     acc.bind(30, a.used_unallocated_seconds).bind(31, a.allocated_unused_seconds);
+    acc.bind(32, a.labels.slurm_user).bind(33, a.labels.slurm_account);
     acc.step();
     acc.reset();
   }
@@ -230,7 +231,8 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
                       "gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,dram_active,") +
           (has_allocation_ ? "allocated_share" : "held_share") + (has_share_known_ ? ",allocated_share_known" : ",1") +
           "," + (has_evidence_ ? kEvidenceColumns : kNoEvidence) +
-          (has_quality_ ? ",used_unallocated_seconds,allocated_unused_seconds" : ",NULL,NULL") + " FROM accounts WHERE window_id BETWEEN ? AND ? ORDER BY window_id, account")
+          (has_quality_ ? ",used_unallocated_seconds,allocated_unused_seconds" : ",NULL,NULL") +
+          (has_slurm_ ? ",slurm_user,slurm_account" : ",'',''") + " FROM accounts WHERE window_id BETWEEN ? AND ? ORDER BY window_id, account")
              .c_str(),
          *this);
   a.bind(1, first_id).bind(2, last_id);
@@ -287,7 +289,7 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
     for (; a_row && a.i64(0) == id; a_row = a.step()) {
       AccountRecord r;
       r.account = a.text(1);
-      r.labels = {a.text(2), a.text(3), a.text(4), a.text(5)};
+      r.labels = {a.text(2), a.text(3), a.text(4), a.text(5), a.text(31), a.text(32)};
       r.held_share = a.f64(6);
       r.busy_seconds = a.f64(7);
       r.activity_share = a.f64(8);
@@ -352,7 +354,7 @@ LedgerTotals Store::totals() const {
          "GROUP BY 1,2,3,4,5,6,7 ORDER BY 1,2,3,4,5,6,7",
          *this);
   while (c.step())
-    t.cost.push_back({c.text(0), {c.text(1), c.text(2), c.text(3), c.text(4)}, c.text(5),
+    t.cost.push_back({c.text(0), {c.text(1), c.text(2), c.text(3), c.text(4), "", ""}, c.text(5),
                       parse_charge_kind(c.text(6)), c.i64(7)});
   Stmt e(db_,
          has_energy_ ? "SELECT c.account, coalesce(a.namespace,''), coalesce(a.pod,''), coalesce(a.container,''), "
@@ -363,7 +365,7 @@ LedgerTotals Store::totals() const {
                      : "SELECT '','','','','','','','',0 WHERE 0",
          *this);
   while (e.step())
-    t.energy.push_back({e.text(0), {e.text(1), e.text(2), e.text(3), e.text(4)}, e.text(5),
+    t.energy.push_back({e.text(0), {e.text(1), e.text(2), e.text(3), e.text(4), "", ""}, e.text(5),
                         e.text(6) == "busy" ? ChargeKind::kBusy : ChargeKind::kIdle, e.text(7), e.i64(8)});
   std::string efficiency;
   for (const char* ratio : {"sm_active", "sm_occupancy", "tensor_active", "dram_active"})
@@ -379,7 +381,7 @@ LedgerTotals Store::totals() const {
              .c_str(),
          *this);
   while (a.step()) {
-    LedgerTotals::Seconds s{a.text(0), {a.text(1), a.text(2), a.text(3), a.text(4)}, a.text(5), a.f64(6), a.f64(7)};
+    LedgerTotals::Seconds s{a.text(0), {a.text(1), a.text(2), a.text(3), a.text(4), "", ""}, a.text(5), a.f64(6), a.f64(7)};
     s.vram_byte_seconds = a.f64(8);
     s.launches = static_cast<uint64_t>(a.i64(9));
     for (int i = 0; i < 4; ++i) {

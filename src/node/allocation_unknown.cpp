@@ -8,7 +8,7 @@ void hold_by_allocation_unknown(ledger::Observation& observation) {
   const std::string account(ledger::kAllocationUnknownAccount);
   observation.holders.clear();
   for (const auto& slot : observation.slots)
-    observation.holders.push_back({slot.uuid, account, ledger::AccountLabels{"", "", "", account}, 1.0, true});
+    observation.holders.push_back({slot.uuid, account, ledger::AccountLabels{"", "", "", account, "", ""}, 1.0, true});
 }
 
 ledger::Observation make_billed_observation(double now, const attribution::AttributionSnapshot& snapshot,

@@ -3,6 +3,7 @@
 #include "identity/workload_classifier.h"
 #include "node/allocation_unknown.h"
 #include "node/observation_inputs.h"
+#include "node/snapshot_usage.h"
 
 namespace gpuledger::node {
 
@@ -48,7 +49,7 @@ std::vector<ledger::HolderEntry> job_holders(const slurm::JobMapping& mapping,
         names = v->second->names;
       else if (namer)
         names = namer->names_for(identity::classify_cgroup_path(job->cgroup_path));
-      h.labels = {names.namespace_name, names.pod, names.container, names.team};
+      h.labels = account_labels(names);
       out.push_back(std::move(h));
     }
   }

@@ -155,7 +155,7 @@ struct NodeAgent::Parts {
   std::unique_ptr<slurm::JobMappingWatch> job_mapping;  // only with the hpc-job-mapping source
   identity::CgroupMounts cgroup_mounts;                 // where the running jobs' cgroups are looked for
   std::unique_ptr<slurm::SlurmGpuHolders> slurm_gpus;   // only with the slurm source: scontrol's GRES
-  std::unique_ptr<slurm::SlurmJobFacts> slurm_jobs;     // the jobs' accounts from squeue; with either
+  std::unique_ptr<slurm::SlurmJobFacts> slurm_jobs;     // the jobs' users and accounts from squeue; with either
   std::shared_ptr<const identity::WorkloadNamer> namer;
   std::unique_ptr<kubernetes::KubernetesMetrics> k8s_metrics;
   std::unique_ptr<device::DevicePlane> devices;
@@ -232,7 +232,7 @@ void NodeAgent::Parts::use_slurm_jobs(const std::string& dir, bool slurmd_runnin
   else
     slurm_gpus = std::make_unique<slurm::SlurmGpuHolders>(running_jobs, std::chrono::seconds(30),
                                                           slurm::short_host_name());
-  if (slurmd_running || slurm_gpus)  // the controller's word on each job here: its account, for `teams:`
+  if (slurmd_running || slurm_gpus)  // the controller's word on each job here: its user and account (`teams:`, the bill)
     slurm_jobs = std::make_unique<slurm::SlurmJobFacts>(running_jobs, std::chrono::seconds(60));
 }
 
@@ -302,14 +302,14 @@ attribution::AttributionOptions NodeAgent::Parts::attribution_options(const Node
   identity::InfrastructureOptions infrastructure;
   if (!cmd.infrastructure_namespaces.empty()) infrastructure.namespaces = cmd.infrastructure_namespaces;
   options.infrastructure = std::make_shared<identity::InfrastructureJudge>(infrastructure);
-  std::function<std::string(const std::string&)> slurm_account_of;
+  kubernetes::TeamNamer::SlurmJobLookup slurm_job_of;
   if (slurm_jobs)
-    slurm_account_of = [facts = slurm_jobs.get()](const std::string& job) {
+    slurm_job_of = [facts = slurm_jobs.get()](const std::string& job) {
       const auto f = facts->find(job);
-      return f ? f->account : std::string();
+      return f ? kubernetes::TeamNamer::SlurmJobNames{f->user, f->account} : kubernetes::TeamNamer::SlurmJobNames{};
     };
   options.namer = std::make_shared<kubernetes::TeamNamer>(cluster ? pods : nullptr, config.team_rule,
-                                                          config.teams, std::move(slurm_account_of));
+                                                          config.teams, std::move(slurm_job_of));
   namer = options.namer;
   device::DevicePlane* device_plane = devices.get();
   options.gpu_inventory = [device_plane] { return device::gpu_identities(device_plane->snapshot()); };

@@ -85,11 +85,10 @@ std::vector<ledger::HolderEntry> holders_from(const std::vector<kubernetes::GpuA
     auto it = by_name.find({a.namespace_name, a.pod, a.container});
     if (it != by_name.end()) {
       h.account = it->second->workload.id;
-      h.labels = {it->second->names.namespace_name, it->second->names.pod, it->second->names.container,
-                  it->second->names.team};
+      h.labels = account_labels(it->second->names);
     } else {
       h.account = "k8s/" + a.namespace_name + "/" + a.pod + "/" + a.container;
-      h.labels = {a.namespace_name, a.pod, a.container, ""};
+      h.labels = {a.namespace_name, a.pod, a.container, "", "", ""};
     }
     out.push_back(std::move(h));
   }
@@ -183,7 +182,7 @@ bool add_device_use(ledger::Observation& observation, const attribution::Attribu
   std::map<std::string, ledger::AccountLabels> labels;
   for (const auto& v : snapshot.workloads) {
     if (v.infrastructure) continue;
-    labels[v.workload.id] = {v.names.namespace_name, v.names.pod, v.names.container, v.names.team};
+    labels[v.workload.id] = account_labels(v.names);
     for (const auto& p : v.processes) {
       account_of_pid.emplace(p.pid, v.workload.id);
       pids_of[v.workload.id].push_back(p.pid);

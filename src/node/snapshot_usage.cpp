@@ -21,6 +21,10 @@ void add_per_gpu(const View& view, ledger::WorkloadUsage& out) {
 }
 }  // namespace
 
+ledger::AccountLabels account_labels(const identity::WorkloadNames& names) {
+  return {names.namespace_name, names.pod, names.container, names.team, names.slurm_user, names.slurm_account};
+}
+
 std::vector<ledger::WorkloadUsage> workload_usages(const attribution::AttributionSnapshot& snapshot) {
   std::vector<ledger::WorkloadUsage> out;
   out.reserve(snapshot.workloads.size());
@@ -30,7 +34,7 @@ std::vector<ledger::WorkloadUsage> workload_usages(const attribution::Attributio
     if (view.infrastructure) continue;
     ledger::WorkloadUsage w;
     w.account = view.workload.id;
-    w.labels = {view.names.namespace_name, view.names.pod, view.names.container, view.names.team};
+    w.labels = account_labels(view.names);
     w.busy_seconds = probes::busy_seconds_estimate(view.usage);
     w.launches = launches_of(view.usage);
     w.live_bytes = view.usage.live_bytes();

@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "attribution/snapshot.h"
+#include "identity/workload_names.h"
 #include "ledger/accountant.h"
 
 namespace gpuledger::node {
+
+// A workload's names as the ledger's labels (all of them: the Slurm user and account too).
+ledger::AccountLabels account_labels(const identity::WorkloadNames& names);
 
 std::vector<ledger::WorkloadUsage> workload_usages(const attribution::AttributionSnapshot& snapshot);
 

@@ -55,6 +55,18 @@ void efficiency(Canon& c, const ledger::Efficiency& e) {
   c.o(e.sm_active).o(e.sm_occupancy).o(e.tensor_active).o(e.dram_active);
 }
 
+// The accounts' Slurm users and accounts (store schema 10), only where some
+// account has one: a window without any hashes as it did before. After a -1,
+// which no string's length is, so no window without them reads alike.
+void slurm_names(Canon& c, const ledger::WindowRecord& w) {
+  const bool any = std::any_of(w.accounts.begin(), w.accounts.end(), [](const ledger::AccountRecord& a) {
+    return !a.labels.slurm_user.empty() || !a.labels.slurm_account.empty();
+  });
+  if (!any) return;
+  c.i(-1).i(static_cast<int64_t>(w.accounts.size()));
+  for (const auto& a : w.accounts) c.s(a.labels.slurm_user).s(a.labels.slurm_account);
+}
+
 }  // namespace
 
 void BillHasher::add(const ledger::WindowRecord& w) {
@@ -80,6 +92,7 @@ void BillHasher::add(const ledger::WindowRecord& w) {
     c.i(w.energy->millijoules).s(w.energy->source).o(w.energy->carbon_g_per_kwh);
     for (const auto& e : w.energy->charges) c.s(e.account).s(std::string(ledger::to_string(e.kind))).i(e.millijoules);
   }
+  slurm_names(c, w);
   windows_.push_back({w.start, w.slot.uuid, sha256(c.bytes())});
 }
 

@@ -27,6 +27,8 @@ std::string group_title(GroupBy by) {
     case GroupBy::kWorkload: return "Workload";
     case GroupBy::kGpu: return "GPU";
     case GroupBy::kNode: return "Node";
+    case GroupBy::kUser: return "Slurm user";
+    case GroupBy::kAccount: return "Slurm account";
   }
   return "Group";
 }

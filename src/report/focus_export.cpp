@@ -214,6 +214,11 @@ void FocusBuilder::write_rows(const State& st, const Audit& audit, int64_t gener
                                                {"namespace", l.namespace_name},
                                                {"pod", l.pod},
                                                {"container", l.container}};
+      // A Slurm job's user and account (store schema 10), only where there are some.
+      for (auto* t : {&tags, &allocated_tags}) {
+        if (!l.slurm_user.empty()) (*t)["slurm_user"] = l.slurm_user;
+        if (!l.slurm_account.empty()) (*t)["slurm_account"] = l.slurm_account;
+      }
       nlohmann::ordered_json details = {
           {"Elements",
            nlohmann::ordered_json::array({{{"AllocatedRatio", std::stod(decimal(ratio, 12))},

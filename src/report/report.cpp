@@ -35,7 +35,9 @@ GroupBy parse_group_by(const std::string& t) {
   if (t == "workload") return GroupBy::kWorkload;
   if (t == "gpu") return GroupBy::kGpu;
   if (t == "node") return GroupBy::kNode;
-  throw Error("--by: unknown grouping '" + t + "' (team, namespace, pod, workload, gpu or node)");
+  if (t == "user") return GroupBy::kUser;
+  if (t == "account") return GroupBy::kAccount;
+  throw Error("--by: unknown grouping '" + t + "' (team, namespace, pod, workload, gpu, node, user or account)");
 }
 
 Format parse_format(const std::string& t) {
@@ -55,6 +57,8 @@ std::string to_string(GroupBy by) {
     case GroupBy::kWorkload: return "workload";
     case GroupBy::kGpu: return "gpu";
     case GroupBy::kNode: return "node";
+    case GroupBy::kUser: return "user";
+    case GroupBy::kAccount: return "account";
   }
   return "?";
 }

@@ -82,7 +82,9 @@
 
 namespace gpuledger::report {
 
-enum class GroupBy { kTeam, kNamespace, kPod, kWorkload, kGpu, kNode };  // kNode: fleet reports only
+// kNode: fleet reports only. kUser, kAccount: a Slurm job's user and account
+// (store schema 10); every other workload is "(no Slurm user)" / "(no Slurm account)".
+enum class GroupBy { kTeam, kNamespace, kPod, kWorkload, kGpu, kNode, kUser, kAccount };
 enum class Format { kTable, kCsv, kJson, kHtml, kFocus };
 GroupBy parse_group_by(const std::string& text);  // throws Error
 Format parse_format(const std::string& text);     // throws Error

@@ -47,24 +47,6 @@ ledger::WindowRecord::DeviceQualityCounts quality_of(const WindowRecord& w) {
   return q;
 }
 
-// The window's counts in the coverage section: how many, of what source and
-// device quality, and the GPU-hours they cover.
-void count_window(Coverage& c, const WindowRecord& w, const ledger::WindowRecord::DeviceQualityCounts& quality) {
-  const int64_t len_s = w.end - w.start;
-  const double gpu_hours = static_cast<double>(len_s) * w.gpu_fraction / 3600.0;
-  ++c.windows;
-  if (!has_device_reading(w.device)) ++c.windows_without_device;
-  ++c.windows_by_split_source[split_source_name(w.split_source)];
-  if (len_s >= ledger::kRollupSeconds) ++c.hourly_windows;
-  c.window_gpu_hours += gpu_hours;
-  c.observed_gpu_hours += std::min(w.observed_seconds, static_cast<double>(len_s)) * w.gpu_fraction / 3600.0;
-  c.device_quality_judged = c.device_quality_judged || w.device_quality.judged() > 0;
-  c.windows_by_device_quality["ok"] += quality.ok;
-  c.windows_by_device_quality["suspect"] += quality.suspect;
-  c.windows_by_device_quality["absent"] += quality.absent;
-  for (const auto& [key, n] : w.device_findings) c.device_findings[key] += n;
-}
-
 }  // namespace
 
 void Row::add_cost(ChargeKind kind, int64_t micros) {
@@ -105,6 +87,8 @@ std::string group_key(GroupBy by, const WindowRecord& w, const AccountRecord& a)
   switch (by) {
     case GroupBy::kTeam: return a.labels.team.empty() ? "(no team)" : a.labels.team;
     case GroupBy::kNamespace: return a.labels.namespace_name.empty() ? "(no namespace)" : a.labels.namespace_name;
+    case GroupBy::kUser: return a.labels.slurm_user.empty() ? "(no Slurm user)" : a.labels.slurm_user;
+    case GroupBy::kAccount: return a.labels.slurm_account.empty() ? "(no Slurm account)" : a.labels.slurm_account;
     case GroupBy::kPod:
       return a.labels.pod.empty() ? a.account : a.labels.namespace_name + "/" + a.labels.pod;
     default: return a.account;
@@ -161,6 +145,7 @@ struct ReportBuilder::State {
     }
     return k;
   }
+  ledger::WindowRecord::DeviceQualityCounts count_window(const WindowRecord& w, double gpu_hours);
 };
 
 ReportBuilder::ReportBuilder(int64_t from, int64_t to, GroupBy by, const RightsizingOptions& rightsizing)
@@ -206,6 +191,38 @@ void add_time_coverage(Report& r, std::optional<int64_t> first_window_start, int
   c.seconds_no_data = std::max<int64_t>(0, billed_end - r.from - covered - c.seconds_before_agent);
 }
 
+// The window in the coverage, its GPU's device state and its model's price; its device data's quality.
+ledger::WindowRecord::DeviceQualityCounts ReportBuilder::State::count_window(const WindowRecord& w, double gpu_hours) {
+  const int64_t len_s = w.end - w.start;
+  const double len = static_cast<double>(len_s);
+  Coverage& c = coverage;
+  ++c.windows;
+  const std::pair<int64_t, int64_t> span{std::max(w.start, from), std::min(w.end, to)};
+  if (span.first < span.second) {
+    spans.push_back(span);
+    if (w.source != "backfill" && w.source != "gap") watched.push_back(span);
+  }
+  const bool device = has_device_reading(w.device);
+  if (!device) ++c.windows_without_device;
+  ++c.windows_by_split_source[split_source_name(w.split_source)];
+  if (len_s >= ledger::kRollupSeconds) ++c.hourly_windows;
+  c.window_gpu_hours += gpu_hours;
+  c.observed_gpu_hours += std::min(w.observed_seconds, len) * w.gpu_fraction / 3600.0;
+  gpu_has_device[w.slot.uuid] |= device;
+  const auto quality = quality_of(w);
+  c.device_quality_judged = c.device_quality_judged || w.device_quality.judged() > 0;
+  c.windows_by_device_quality["ok"] += quality.ok;
+  c.windows_by_device_quality["suspect"] += quality.suspect;
+  c.windows_by_device_quality["absent"] += quality.absent;
+  for (const auto& [key, n] : w.device_findings) c.device_findings[key] += n;
+  if (quality.suspect > 0) gpu_suspect.insert(w.slot.uuid);
+  ModelPrice& price = prices[w.slot.model];
+  price.model = w.slot.model;
+  price.cost_micros += w.cost_micros;
+  price.gpu_hours += gpu_hours;
+  return quality;
+}
+
 void ReportBuilder::add(const WindowRecord& w) {
   State& s = *s_;
   s.currencies.insert(w.currency);
@@ -216,19 +233,7 @@ void ReportBuilder::add(const WindowRecord& w) {
   if (s.min_window == 0 || len_s < s.min_window) s.min_window = len_s;
 
   Coverage& c = s.coverage;
-  const std::pair<int64_t, int64_t> span{std::max(w.start, s.from), std::min(w.end, s.to)};
-  if (span.first < span.second) {
-    s.spans.push_back(span);
-    if (w.source != "backfill" && w.source != "gap") s.watched.push_back(span);
-  }
-  const auto quality = quality_of(w);
-  count_window(c, w, quality);
-  s.gpu_has_device[w.slot.uuid] |= has_device_reading(w.device);
-  if (quality.suspect > 0) s.gpu_suspect.insert(w.slot.uuid);
-  ModelPrice& price = s.prices[w.slot.model];
-  price.model = w.slot.model;
-  price.cost_micros += w.cost_micros;
-  price.gpu_hours += gpu_hours;
+  const auto quality = s.count_window(w, gpu_hours);
 
   // Accounts charged without a record of their own (none today) still get a row.
   // A window has a handful of accounts: vectors searched in place beat maps.

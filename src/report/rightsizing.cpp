@@ -39,7 +39,9 @@ GroupBy parse_rightsizing_by(const std::string& text) {
   if (text == "workload") return GroupBy::kWorkload;
   if (text == "namespace") return GroupBy::kNamespace;
   if (text == "team") return GroupBy::kTeam;
-  throw Error("--by: unknown grouping '" + text + "' (pod, workload, namespace or team)");
+  if (text == "user") return GroupBy::kUser;
+  if (text == "account") return GroupBy::kAccount;
+  throw Error("--by: unknown grouping '" + text + "' (pod, workload, namespace, team, user or account)");
 }
 
 namespace {
@@ -390,7 +392,8 @@ Rightsizing RightsizingBuilder::finish() const {
     UnitFacts facts = u.facts;
     facts.held_slices = u.held_slices.empty() ? 0 : *u.held_slices.rbegin();
     const Decision d = decide(facts, e, s.options);
-    const bool grouped = s.by == GroupBy::kNamespace || s.by == GroupBy::kTeam;
+    const bool grouped = s.by == GroupBy::kNamespace || s.by == GroupBy::kTeam || s.by == GroupBy::kUser ||
+                         s.by == GroupBy::kAccount;
     const std::string row_key = grouped ? u.group : key;
     auto [it, fresh] = rows.try_emplace({row_key, d.advice, d.target, d.limited});
     Recommendation& rec = it->second;

@@ -112,7 +112,8 @@ SlurmJobFacts::SlurmJobFacts(std::function<std::vector<std::string>()> jobs, std
 SlurmJobFacts::~SlurmJobFacts() { stop(); }
 
 void SlurmJobFacts::start() {
-  // The jobs here are looked at every second (their cgroups: cheap); the
+  // The jobs here are looked at every 200 ms (their cgroups: cheap, and a new
+  // job's user and account should name its first window); the
   // controller is asked when they change, else every `interval`.
   thread_ = std::thread([this] {
     std::vector<std::string> asked;
@@ -126,7 +127,7 @@ void SlurmJobFacts::start() {
         last = std::chrono::steady_clock::now();
       }
       lock.lock();
-      wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+      wake_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; });
     }
   });
 }

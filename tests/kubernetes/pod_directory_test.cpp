@@ -178,7 +178,7 @@ TEST(TeamNamer, KubernetesNamesAndTeamsOrMappingsOutsideKubernetes) {
   auto names = namer.names_for(w);
   // The pod's own label says "vision", its namespace's "ml-platform": the
   // namespace's owner decides, and the disagreement is counted once.
-  EXPECT_EQ(names, (identity::WorkloadNames{"ml", "trainer-0", "main", "ml-platform"}));
+  EXPECT_EQ(names, (identity::WorkloadNames{"ml", "trainer-0", "main", "ml-platform", "", ""}));
   EXPECT_EQ(namer.names_for(w).team, "ml-platform");
   EXPECT_EQ(dir->team_label_conflicts_seen(), 1u);
   config::TeamRule old_order;
@@ -186,13 +186,28 @@ TEST(TeamNamer, KubernetesNamesAndTeamsOrMappingsOutsideKubernetes) {
   EXPECT_EQ(TeamNamer(dir, old_order, {}).names_for(w).team, "vision");
 
   auto other = identity::classify_cgroup_path("/kubepods/burstable/pod" + std::string("99999999-2222-3333-4444-555555555555") + "/" + kHexA);
-  EXPECT_EQ(namer.names_for(other), (identity::WorkloadNames{"", "", "", "unknown-pods"}));
+  EXPECT_EQ(namer.names_for(other), (identity::WorkloadNames{"", "", "", "unknown-pods", "", ""}));
   EXPECT_EQ(namer.names_for(identity::classify_cgroup_path("/system.slice/trainer.service")),
-            (identity::WorkloadNames{"", "", "", "ml"}));
+            (identity::WorkloadNames{"", "", "", "ml", "", ""}));
   EXPECT_EQ(namer.names_for(identity::classify_cgroup_path("/user.slice/x")), identity::WorkloadNames{});
 
   TeamNamer no_k8s(nullptr, {}, {});
   EXPECT_EQ(no_k8s.names_for(w), identity::WorkloadNames{});
+}
+
+// A Slurm job's user and account are the controller's (the lookup: squeue in
+// the agent), and its team comes from the account by a `slurm_account` rule;
+// a job the controller does not know (yet) has neither.
+TEST(TeamNamer, ASlurmJobsUserAndAccountAreTheControllers) {
+  std::vector<config::TeamMapping> mappings = {{config::MatchKind::kSlurmAccount, "phys*", "physics-dept"}};
+  TeamNamer namer(nullptr, {}, mappings, [](const std::string& job) {
+    return job == "42" ? TeamNamer::SlurmJobNames{"alice", "physics"} : TeamNamer::SlurmJobNames{};
+  });
+  EXPECT_EQ(namer.names_for(identity::classify_cgroup_path("/system.slice/slurmstepd.scope/job_42/step_0")),
+            (identity::WorkloadNames{"", "", "", "physics-dept", "alice", "physics"}));
+  EXPECT_EQ(namer.names_for(identity::classify_cgroup_path("/system.slice/slurmstepd.scope/job_43/step_0")),
+            identity::WorkloadNames{});
+  EXPECT_EQ(namer.names_for(identity::classify_cgroup_path("/system.slice/trainer.service")), identity::WorkloadNames{});
 }
 
 }  // namespace

@@ -541,6 +541,56 @@ TEST_F(StoreTest, DeviceQualityAndUseRoundTripAndSchemaEightMigrates) {
   EXPECT_EQ(store.windows(120, 180), std::vector<WindowRecord>{judged(120, true)});
 }
 
+// A Slurm job's user and account (schema 10): stored, read back, kept by an
+// hourly roll-up; a schema 9 store opens (read-only as it is, then migrated)
+// with its old rows' user and account empty.
+WindowRecord slurm_job(int64_t start) {
+  WindowRecord w = sample(start);
+  w.accounts.front().account = "slurm/42";
+  w.accounts.front().labels = {"", "", "", "physics-dept", "alice", "physics"};
+  for (auto& c : w.charges) c.account = "slurm/42";
+  return w;
+}
+
+TEST_F(StoreTest, SlurmUserAndAccountRoundTripAndSchemaNineMigrates) {
+  {
+    Store store(path());
+    ASSERT_TRUE(store.insert_window(slurm_job(0)));
+    ASSERT_TRUE(store.insert_window(slurm_job(60)));
+    EXPECT_EQ(store.windows(0, 120), (std::vector<WindowRecord>{slurm_job(0), slurm_job(60)}));
+    const WindowRecord hour = merge_windows(store.windows(0, 120));
+    EXPECT_EQ(hour.accounts.at(0).labels.slurm_user, "alice");
+    EXPECT_EQ(hour.accounts.at(0).labels.slurm_account, "physics");
+  }
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path().c_str(), &raw), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(raw,
+                           "ALTER TABLE accounts DROP COLUMN slurm_user; ALTER TABLE accounts DROP COLUMN slurm_account;"
+                           "PRAGMA user_version = 9;",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(raw);
+    sqlite3_close(raw);
+  }
+  auto before_10 = [](WindowRecord w) {
+    w.accounts.front().labels.slurm_user.clear();
+    w.accounts.front().labels.slurm_account.clear();
+    return w;
+  };
+  {
+    Store report(path(), Store::Mode::kReadOnly);
+    EXPECT_EQ(report.schema_version(), 9);
+    EXPECT_EQ(report.windows(0, 120), (std::vector<WindowRecord>{before_10(slurm_job(0)), before_10(slurm_job(60))}));
+  }
+  Store store(path());
+  EXPECT_EQ(store.schema_version(), 10);
+  EXPECT_EQ(kStoreSchemaVersion, 10);
+  EXPECT_EQ(store.windows(0, 120), (std::vector<WindowRecord>{before_10(slurm_job(0)), before_10(slurm_job(60))}));
+  ASSERT_TRUE(store.insert_window(slurm_job(120)));
+  EXPECT_EQ(store.windows(120, 180), std::vector<WindowRecord>{slurm_job(120)});
+}
+
 TEST(HourlyRollup, DeviceQualityCountsAndUseSecondsAdd) {
   std::vector<WindowRecord> ws = {judged(0, true), judged(60, false), judged(120, true), sample(180)};
   const WindowRecord m = merge_windows(ws);

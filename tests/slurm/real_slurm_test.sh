@@ -14,6 +14,10 @@
 #     __allocation_unknown__;
 #   - `teams:` rules on the Slurm account (from squeue, slurm/slurm_jobs.h)
 #     name each job's team: the bill by team is the bill by account;
+#   - the windows record each job's Slurm user and account (squeue's, store
+#     schema 10): `report --by account` and `--by user` are, to the micro-unit,
+#     each account's and user's jobs' bills plus __unallocated__, adding up to
+#     the GPUs' cost;
 #   - the Epilog removed the files and the jobs' cgroups.
 # Needs root, Slurm and munge (scripts/setup.sh installs them); without them
 # it skips (77), except under CI=true where it fails.
@@ -84,7 +88,15 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 [ "$states" = "JobState=COMPLETED " ] || fail "jobs did not complete: $states"
-sleep 6  # the window the jobs ended in closes
+# The window the jobs ended in closes: polled in the store, 30 s at most.
+ended=$(for j in "$a" "$b"; do scontrol show job "$j" --oneliner | grep -o 'EndTime=[^ ]*' | cut -d= -f2; done |
+          python3 -c 'import datetime, sys; print(int(max(datetime.datetime.fromisoformat(l.strip()).timestamp() for l in sys.stdin)))')
+for _ in $(seq 300); do
+  last=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True).execute("SELECT coalesce(max(end), 0) FROM windows").fetchone()[0])' "$work/ledger.db" 2>/dev/null || echo 0)
+  [ "$last" -gt "$ended" ] && break
+  sleep 0.1
+done
+[ "$last" -gt "$ended" ] || fail "no window closed after the jobs ended ($ended; the last ends at $last)"
 kill -TERM "$agent"; wait "$agent" || true; agent=""
 [ -z "$(ls "$map")" ] || fail "the Epilog left job-mapping files: $(ls "$map")"
 
@@ -97,16 +109,16 @@ def slurm(job):
     f = dict(re.findall(r"(\w+)=(\S*)", text))
     t = lambda s: datetime.datetime.fromisoformat(s).timestamp()
     gpus = int(re.search(r"gpu:(\d+)", f["JOB_GRES"]).group(1))
-    return f["Account"], (t(f["EndTime"]) - t(f["StartTime"])) * gpus
+    return f["Account"], f["UserId"].split("(")[0], (t(f["EndTime"]) - t(f["StartTime"])) * gpus
 bill = json.loads(subprocess.run([gl, "report", "--store", f"{work}/ledger.db", "--format", "json", "--by", "workload"],
                                  check=True, capture_output=True, text=True).stdout)
 rows = {r["key"]: r for r in bill["rows"]}
 total = bill["total"]["cost_total_micros"]
 assert "__allocation_unknown__" not in rows, rows.keys()
 assert rows[f"slurm/{jobs[0]}"]["launches"] == 2000, rows[f"slurm/{jobs[0]}"]  # the tenant's, exactly
-by_account = {}
+by_account, by_user = {}, {}
 for job in jobs:
-    account, held = slurm(job)
+    account, user, held = slurm(job)
     mine = json.loads(subprocess.run([gl, "job", job, "--store", f"{work}/ledger.db", "--format", "json"], check=True,
                                      capture_output=True, text=True).stdout)
     print(f"job {job} ({account}): Slurm {held:.0f} GPU-s, gpuledger {mine['gpu_hours_held'] * 3600:.0f} GPU-s held, "
@@ -114,6 +126,7 @@ for job in jobs:
     assert abs(mine["gpu_hours_held"] * 3600 - held) <= 5, (job, held, mine)
     assert mine["cost_micros"] == rows[f"slurm/{job}"]["cost_total_micros"]
     by_account[account] = by_account.get(account, 0) + mine["cost_micros"]
+    by_user[user] = by_user.get(user, 0) + mine["cost_micros"]
     assert not os.path.exists(f"{cg2}/slurm/uid_0/job_{job}"), "the Epilog left the job's cgroup"
 rest = sum(r["cost_total_micros"] for k, r in rows.items() if not k.startswith("slurm/"))
 print(f"by account {by_account}, __unallocated__ {rest}, GPUs' cost {total}")
@@ -125,5 +138,14 @@ by_team = {r["key"]: r["cost_total_micros"] for r in teams["rows"]}
 print(f"by team {by_team}")
 assert by_team.get("physics-dept") == by_account["physics"], by_team
 assert by_team.get("chemistry-dept") == by_account["chemistry"], by_team
+# The node's bill by Slurm account and by Slurm user (the controller's, as the
+# windows recorded them): each the jobs' bills, exactly, and __unallocated__.
+for by, want in (("account", by_account), ("user", by_user)):
+    got = json.loads(subprocess.run([gl, "report", "--store", f"{work}/ledger.db", "--format", "json", "--by", by],
+                                    check=True, capture_output=True, text=True).stdout)
+    rows_by = {r["key"]: r["cost_total_micros"] for r in got["rows"]}
+    print(f"by {by} {rows_by}, GPUs' cost {got['total']['cost_total_micros']}")
+    assert rows_by == {**want, **({"__unallocated__": rest} if rest else {})}, (by, rows_by, want, rest)
+    assert sum(rows_by.values()) == got["total"]["cost_total_micros"] == total
 PY
 echo ok
