@@ -10,11 +10,6 @@
 
 namespace gpuledger::ledger {
 
-AccountLabels export_labels(const std::string& account, const AccountLabels& labels) {
-  if (is_special_account(account)) return AccountLabels{"", "", "", account};
-  return labels;
-}
-
 namespace {
 std::optional<double> scaled(const std::optional<double>& v, double f) {
   return v ? std::optional<double>(*v * f) : std::nullopt;
@@ -141,37 +136,13 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
 }
 
 Accountant::Accountant(Store& store, PriceBook prices, int64_t max_backfill_seconds)
-    : store_(store), prices_(std::move(prices)), max_backfill_(max_backfill_seconds) {
+    : store_(store), prices_(std::move(prices)), metrics_(prices_.currency), max_backfill_(max_backfill_seconds) {
   stored_end_ = store_.last_window_end();
   for (const auto& [key, value] : store_.meta_with_prefix(kRateRemainderKey))
     if (key == kRateRemainderKey) rate_remainders_ = RateRemainders::decode(value);
-  const std::optional<int64_t> first = store_.first_window_start();
   // The counters on /metrics continue from the ledger, across restarts.
-  const LedgerTotals totals = store_.totals();
-  std::lock_guard lock(mu_);
-  counters_since_ = first;
-  for (const auto& c : totals.cost)
-    cost_micros_[{SeriesKey{export_labels(c.account, c.labels), c.uuid}, c.kind}] += c.micros;
-  for (const auto& s : totals.seconds) {
-    SeriesKey k{export_labels(s.account, s.labels), s.uuid};
-    held_gpu_seconds_[k] += s.held_gpu_seconds;
-    busy_gpu_seconds_[k] += s.busy_gpu_seconds;
-    vram_byte_seconds_[k] += s.vram_byte_seconds;
-    launches_[k] += s.launches;
-    for (int i = 0; i < 4; ++i) {
-      efficiency_weighted_[k][i] += s.efficiency_weighted[i];
-      efficiency_known_[k][i] += s.efficiency_known[i];
-    }
-  }
-  for (const auto& [uuid, s] : totals.gpu_busy_seconds) gpu_busy_seconds_[uuid] += s;
-  for (const auto& e : totals.energy)
-    energy_millijoules_[{SeriesKey{export_labels(e.account, e.labels), e.uuid}, e.kind, e.source}] += e.millijoules;
-  // Not SQL sums: a window's shares need all of its accounts (allocation_use.h).
-  store_.for_each_window(INT64_MIN, INT64_MAX, [&](WindowRecord&& w) {
-    add_share_seconds_locked(w);
-    count_split_locked(w);
-    count_checks_locked(w);
-  });
+  metrics_.load(store_.totals(), store_.first_window_start());
+  store_.for_each_window(INT64_MIN, INT64_MAX, [&](WindowRecord&& w) { metrics_.add_stored(w); });
 }
 
 void Accountant::attribute(const Observation& obs, double t0, double t1) {
@@ -315,20 +286,6 @@ void Accountant::remember(const Observation& obs, const HeldSlots& held) {
     for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
 }
 
-// The accounts live or holding a GPU now are seen (series_retirement.h); the
-// series continued from the store count as seen at the first observation.
-void Accountant::mark_seen_locked(const Observation& obs) {
-  const double t = obs.time;
-  if (!stored_series_seen_) {
-    stored_series_seen_ = true;
-    for (const auto& [key, micros] : cost_micros_) retirement_.seen(key.first.labels, t);
-    for (const auto& [key, s] : held_gpu_seconds_) retirement_.seen(key.labels, t);
-    for (const auto& [key, mj] : energy_millijoules_) retirement_.seen(std::get<0>(key).labels, t);
-  }
-  for (const auto& w : obs.workloads) retirement_.seen(export_labels(w.account, labels_[w.account]), t);
-  for (const auto& h : obs.holders) retirement_.seen(export_labels(h.account, labels_[h.account]), t);
-}
-
 namespace {
 
 // The slots each account holds, by account.
@@ -385,40 +342,14 @@ void Accountant::observe(const Observation& obs) {
   hot_path_unprobed_ = hot_path_unprobed_ || !obs.hot_path_probed;
   forget_unseen_baseline(obs);
   remember(obs, held);
-  std::lock_guard lock(mu_);
-  mark_seen_locked(obs);
-  retire_series_locked(t);
+  // The accounts live or holding a GPU now are seen (series_retirement.h).
+  std::vector<AccountLabels> seen;
+  for (const auto& w : obs.workloads) seen.push_back(export_labels(w.account, labels_[w.account]));
+  for (const auto& h : obs.holders) seen.push_back(export_labels(h.account, labels_[h.account]));
+  metrics_.seen(seen, t);
 }
 
-void Accountant::retire_series_after(double seconds) {
-  std::lock_guard lock(mu_);
-  retirement_.set_after(seconds);
-}
-
-void Accountant::retire_series_locked(double now) {
-  const auto due = retirement_.due(now);
-  if (due.empty()) return;
-  auto gone = [&](const SeriesKey& k) { return std::find(due.begin(), due.end(), k.labels) != due.end(); };
-  auto drop = [&](auto& series, auto key_of) {
-    std::erase_if(series, [&](const auto& kv) { return gone(key_of(kv.first)); });
-  };
-  auto itself = [](const SeriesKey& k) -> const SeriesKey& { return k; };
-  auto first = [](const auto& k) -> const SeriesKey& { return k.first; };
-  drop(cost_micros_, first);
-  drop(energy_millijoules_, [](const auto& k) -> const SeriesKey& { return std::get<0>(k); });
-  drop(held_gpu_seconds_, itself);
-  drop(busy_gpu_seconds_, itself);
-  drop(share_, itself);
-  drop(vram_byte_seconds_, itself);
-  drop(allocated_share_, itself);
-  drop(used_share_, first);
-  drop(launches_, itself);
-  drop(efficiency_weighted_, itself);
-  drop(efficiency_known_, itself);
-  drop(share_seconds_, itself);
-  drop(carbon_grams_, itself);
-  spdlog::debug("ledger: the series of {} accounts gone for over {} s left /metrics", due.size(), retirement_.after());
-}
+void Accountant::retire_series_after(double seconds) { metrics_.retire_after(seconds); }
 
 void Accountant::store_window_in_progress() {
   if (!window_start_) return;
@@ -504,14 +435,8 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
   // transaction: a crash leaves both or neither.
   const std::vector<bool> inserted =
       store_.store_windows(records, baseline(), {{kRateRemainderKey, rate_remainders_.encode()}});
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (!inserted[i]) continue;
-    const WindowRecord& rec = records[i];
-    std::lock_guard lock(mu_);
-    ++windows_written_;
-    if (!counters_since_ || rec.start < *counters_since_) counters_since_ = rec.start;
-    record_metrics_locked(rec);
-  }
+  for (size_t i = 0; i < records.size(); ++i)
+    if (inserted[i]) metrics_.add_window(records[i]);
   note_memory_size_unknown(records, inserted, memory_size_unknown);
   if (hot_path_unprobed_ && std::find(inserted.begin(), inserted.end(), true) != inserted.end()) {
     try {  // advisory, like the note above: the windows are stored
@@ -582,10 +507,14 @@ void Accountant::observe_energy(const Observation& obs) {
   for (const auto& [uuid, reading] : obs.energy) energy_meter_.observe(uuid, reading);
 }
 
-uint64_t Accountant::windows_written() const {
-  std::lock_guard lock(mu_);
-  return windows_written_;
+void Accountant::add_process_sm(const Observation& obs) {
+  for (const auto& [key, seconds] : sm_meter_.take(obs.process_sm))
+    slots_[key.first].activity[key.second].nvml_sm_seconds += seconds;
+  metrics_.set_unattributed_sm(sm_meter_.unattributed_seconds());
 }
+
+uint64_t Accountant::windows_written() const { return metrics_.windows_written(); }
+void Accountant::write_metrics(metrics::ExpositionWriter& out) const { metrics_.write(out); }
 uint64_t Accountant::unattributed_workloads() const { return unattributed_; }
 
 }  // namespace gpuledger::ledger

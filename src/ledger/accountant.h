@@ -74,6 +74,7 @@
 #include "ledger/device_quality.h"
 #include "ledger/rate_remainder.h"
 #include "ledger/energy_meter.h"
+#include "ledger/ledger_metrics.h"
 #include "ledger/prices.h"
 #include "ledger/process_sm_meter.h"
 #include "ledger/series_retirement.h"
@@ -250,22 +251,17 @@ class Accountant : public metrics::MetricsContributor {
   static StreamParts spread_over_streams(double dbusy_total, uint64_t dl_total, StreamParts grow);
   void forget_unseen_baseline(const Observation& obs);
   void remember(const Observation& obs, const HeldSlots& held);
-  void mark_seen_locked(const Observation& obs);
   void close_window(int64_t start, double observed_seconds, const std::string& source);
-  // A holder whose allocated share is unknown (AccountRecord::allocated_share_known)
-  // gets no gpuledger_gpu_allocated_share_ratio sample.
-  void record_metrics_locked(const WindowRecord& w);
   void attribute(const Observation& obs, double t0, double t1);
   void observe_energy(const Observation& obs);
   // The SM time NVML saw since the last call, into the open window's
-  // activity (accountant_split.cpp); the first call is the baseline.
+  // activity; the first call is the baseline.
   void add_process_sm(const Observation& obs);
   ProcessSmMeter sm_meter_;
   // The device data's cross-checks (accountant_checks.cpp): the verdict on the
   // slot's window, with the suspect values dropped from `sw`.
   DeviceCrossCheck cross_check_;
   DeviceVerdict judge_device(const std::string& uuid, SlotWindow& sw, const SlotState* state);
-  void count_checks_locked(const WindowRecord& w);
   // Allocation against use over (t0, t1] of `obs`, into the open window.
   void attribute_use(const Observation& obs, double t0, double t1);
   // The window's seconds of use without allocation and allocation without
@@ -273,24 +269,13 @@ class Accountant : public metrics::MetricsContributor {
   // holder the probes or NVML's samples saw work on the slot in the window
   // has no allocation without use in it (the device side missed it).
   void record_use(const SlotState* state, WindowRecord& rec);
-  void write_check_metrics(metrics::ExpositionWriter& out) const;
-  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> suspect_windows_;  // (uuid, field, reason)
-  std::map<std::pair<std::string, std::string>, uint64_t> quality_windows_;              // (uuid, quality)
-  void record_energy_locked(const WindowRecord& w);
-  void write_energy_metrics(metrics::ExpositionWriter& out) const;
-  // Windows by (uuid, split_source), from the store at start, and NVML/span
-  // disagreements by uuid since the agent started (accountant_split.cpp).
-  void count_split_locked(const WindowRecord& w);
-  void write_split_metrics(metrics::ExpositionWriter& out) const;
-  std::map<std::pair<std::string, std::string>, uint64_t> split_windows_;
-  std::map<std::string, uint64_t> split_disagreements_;
-  std::map<std::string, ProcessSmMeter::Unattributed> unattributed_sm_;  // by slot uuid, the meter's copy
 
   bool restore_baseline();  // true: the stored baseline is this counter set's
   CounterBaseline baseline() const;
 
   Store& store_;
   PriceBook prices_;
+  LedgerMetrics metrics_;  // the /metrics families, fed from the windows written
   RateRemainders rate_remainders_;  // each slot's rounding carried into its next window
   std::string counter_set_;
   // The stored baseline's accounts not observed since the restart (keys as
@@ -325,55 +310,8 @@ class Accountant : public metrics::MetricsContributor {
   void note_memory_size_unknown(const std::vector<WindowRecord>& records, const std::vector<bool>& inserted,
                                 const std::vector<bool>& unknown);
 
-  mutable std::mutex mu_;  // guards the metrics below
-  struct SeriesKey {
-    AccountLabels labels;
-    std::string uuid;
-    auto operator<=>(const SeriesKey& o) const {
-      return std::tie(labels.namespace_name, labels.pod, labels.container, labels.team, uuid) <=>
-             std::tie(o.labels.namespace_name, o.labels.pod, o.labels.container, o.labels.team, o.uuid);
-    }
-    bool operator==(const SeriesKey&) const = default;
-  };
-  std::map<std::pair<SeriesKey, ChargeKind>, int64_t> cost_micros_;
-  std::map<std::tuple<SeriesKey, ChargeKind, std::string>, int64_t> energy_millijoules_;  // by source too
   EnergyMeter energy_meter_;
-  std::map<SeriesKey, double> held_gpu_seconds_, busy_gpu_seconds_, share_, vram_byte_seconds_;
-  // Allocated against used in each slot's last window (allocation_use.h);
-  // used by resource (activity, vram, energy).
-  std::map<SeriesKey, double> allocated_share_;
-  std::map<std::pair<SeriesKey, std::string>, double> used_share_;
-  void record_shares_locked(const WindowRecord& w);
-  // Allocated against used and carbon over every window (share_seconds.h),
-  // for fleet reports: exact sums that continue from the store at start.
-  std::map<SeriesKey, ShareSeconds> share_seconds_;
-  std::map<SeriesKey, double> carbon_grams_;
-  // Allocation against use from the device side (schema 9): seconds used
-  // without holding, held without using, over every window.
-  std::map<SeriesKey, double> used_unallocated_, allocated_unused_;
-  void add_share_seconds_locked(const WindowRecord& w);
-  void write_share_seconds_metrics(metrics::ExpositionWriter& out) const;
-  // The labels of an account's series (namespace, pod, container, team, UUID).
-  static metrics::Labels series_labels(const SeriesKey& k);
-  void retire_series_locked(double now);
-  SeriesRetirement retirement_;
-  // The series continued from the store's totals count as seen at the first
-  // observation: an account that never shows up again retires after that.
-  bool stored_series_seen_ = false;
-  void write_share_metrics(metrics::ExpositionWriter& out) const;
-  std::map<SeriesKey, uint64_t> launches_;
-  std::map<SeriesKey, std::array<double, 4>> efficiency_weighted_, efficiency_known_;  // LedgerTotals::Seconds
-  std::map<std::string, double> gpu_busy_seconds_;
-  uint64_t windows_written_ = 0;
-  // The start of the earliest window the counters include (they start from
-  // the store's totals): a fleet report tells a ledger that began after its
-  // --from (count from 0) from history Prometheus did not see.
-  std::optional<int64_t> counters_since_;
   bool hot_path_unprobed_ = false;  // the open window saw the billing probe set (Observation::hot_path_probed)
 };
-
-// The labels an account is exported with: its own, or for the special
-// accounts (__idle__, __unallocated__) team = the account name.
-AccountLabels export_labels(const std::string& account, const AccountLabels& labels);
 
 }  // namespace gpuledger::ledger
