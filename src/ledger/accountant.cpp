@@ -184,7 +184,7 @@ void Accountant::attribute(const Observation& obs, double t0, double t1) {
   // VRAM held since the previous observation (its live bytes, on its slots),
   // and its peak per slot (an account's streams on one slot add up).
   std::map<std::pair<std::string, std::string>, uint64_t> held;  // (slot, account)
-  for (const auto& [stream, st] : accounts_) {
+  for (const auto& [stream, st] : deltas_.streams()) {
     const std::string& account = stream.first;
     for (const auto& uuid : st.slots) held[{uuid, account}] += st.live_bytes / st.slots.size();
     if (st.live_bytes == 0 || st.slots.empty()) continue;
@@ -229,12 +229,7 @@ void Accountant::first_observation(const Observation& obs, const HeldSlots& held
   const int64_t S = static_cast<int64_t>(std::floor(t / static_cast<double>(L))) * L;
   first_time_ = t;
   add_process_sm(obs);  // the baseline
-  const bool restored = restore_baseline();
-  if (restored) {
-    charged_ = restored_;
-  } else {
-    charge_up_to(obs);
-  }
+  const bool restored = deltas_.take_baseline(obs, store_.counter_baseline());
   holders_ = obs.holders;
   inventory_ = obs.slots;
   allocation_known_ = obs.allocation_known;
@@ -245,22 +240,19 @@ void Accountant::first_observation(const Observation& obs, const HeldSlots& held
   window_first_seen_ = t;
   last_time_ = t;
   if (restored) add_deltas(obs, held);  // since the last stored window, into this one
+  deltas_.remember(obs, held);
   for (const auto& w : obs.workloads) {
-    for (auto& [slot, st] : streams_of(w, held, obs)) accounts_[{w.account, slot}] = st;
-    workload_totals_[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
     for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
     if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !labels_.count(w.account))
       labels_[w.account] = w.labels;
   }
 }
 
-// An account of the stored baseline not seen again within a window of the restart was retired.
-void Accountant::forget_unseen_baseline(const Observation& obs) {
-  if (restored_.empty() || obs.time - first_time_ <= static_cast<double>(prices_.window_seconds)) return;
-  spdlog::info("ledger: {} account(s) of the stored baseline were not seen again since the restart (retired)",
-               restored_.size());
-  restored_.clear();
-  charge_up_to(obs);
+void Accountant::add_deltas(const Observation& obs, const HeldSlots& held) {
+  add_process_sm(obs);
+  deltas_.add(obs, held, [this](const std::string& slot, const std::string& account) -> Activity& {
+    return slots_[slot].activity[account];
+  });
 }
 
 // What the next observation's deltas and windows start from: this one's
@@ -272,30 +264,13 @@ void Accountant::remember(const Observation& obs, const HeldSlots& held) {
   allocation_known_ = obs.allocation_known;
   for (const auto& h : obs.holders)
     if (!labels_.count(h.account) || labels_[h.account] == AccountLabels{}) labels_[h.account] = h.labels;
-  std::map<std::pair<std::string, std::string>, AccountState> next;
-  std::map<std::string, AccountState> next_totals;
-  for (const auto& w : obs.workloads) {
-    for (auto& [slot, st] : streams_of(w, held, obs)) next[{w.account, slot}] = st;
-    next_totals[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
+  for (const auto& w : obs.workloads)
     if (!(w.labels == AccountLabels{})) labels_[w.account] = w.labels;
-  }
-  accounts_ = std::move(next);
-  workload_totals_ = std::move(next_totals);
+  deltas_.remember(obs, held);
   nvml_used_.clear();
   for (const auto& w : obs.workloads)
     for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
 }
-
-namespace {
-
-// The slots each account holds, by account.
-std::map<std::string, std::vector<std::string>> held_slots(const Observation& obs) {
-  std::map<std::string, std::vector<std::string>> held;
-  for (const auto& h : obs.holders) held[h.account].push_back(h.slot_uuid);
-  return held;
-}
-
-}  // namespace
 
 void Accountant::observe(const Observation& obs) {
   const int64_t L = prices_.window_seconds;
@@ -340,7 +315,7 @@ void Accountant::observe(const Observation& obs) {
   attribute(obs, last_time_, t);
   add_deltas_once();
   hot_path_unprobed_ = hot_path_unprobed_ || !obs.hot_path_probed;
-  forget_unseen_baseline(obs);
+  deltas_.forget_unseen_baseline(obs, first_time_, static_cast<double>(L));
   remember(obs, held);
   // The accounts live or holding a GPU now are seen (series_retirement.h).
   std::vector<AccountLabels> seen;
@@ -357,25 +332,6 @@ void Accountant::store_window_in_progress() {
   if (stored_end_ && start < *stored_end_) return;  // stored already, before a restart
   close_window(start, last_time_ - window_first_seen_, "partial");
   stored_end_ = start + prices_.window_seconds;
-}
-
-CounterBaseline Accountant::baseline() const { return CounterBaseline{counter_set_, charged_}; }
-
-bool Accountant::restore_baseline() {
-  restored_.clear();
-  std::optional<CounterBaseline> stored = store_.counter_baseline();
-  if (!stored || stored->counter_set.empty()) return false;
-  if (counter_set_.empty() || stored->counter_set != counter_set_) {
-    spdlog::info("ledger: the kernel counters are not those of the stored baseline ({}), they started again: "
-                 "usage before the first observation is not charged",
-                 counter_set_.empty() ? "they are not pinned" : "another counter set");
-    return false;
-  }
-  restored_ = std::move(stored->accounts);
-  spdlog::info("ledger: took over the counter baseline of the last stored window ({} accounts): what was counted "
-               "since is charged in the first window",
-               restored_.size());
-  return true;
 }
 
 void Accountant::close_window(int64_t start, double observed_seconds, const std::string& source) {
@@ -434,7 +390,7 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
   // Every slot's window and the counters they were charged up to, in one
   // transaction: a crash leaves both or neither.
   const std::vector<bool> inserted =
-      store_.store_windows(records, baseline(), {{kRateRemainderKey, rate_remainders_.encode()}});
+      store_.store_windows(records, deltas_.baseline(), {{kRateRemainderKey, rate_remainders_.encode()}});
   for (size_t i = 0; i < records.size(); ++i)
     if (inserted[i]) metrics_.add_window(records[i]);
   note_memory_size_unknown(records, inserted, memory_size_unknown);
@@ -450,7 +406,7 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
   // Names of accounts neither live nor holding a GPU now: the windows that
   // needed them are written, and a retired workload's never come back.
   std::erase_if(labels_, [&](const auto& kv) {
-    return !workload_totals_.contains(kv.first) &&
+    return !deltas_.live(kv.first) &&
            std::none_of(holders_.begin(), holders_.end(), [&](const HolderEntry& h) { return h.account == kv.first; });
   });
   if (start - last_prune_ >= 3600) {
@@ -515,6 +471,5 @@ void Accountant::add_process_sm(const Observation& obs) {
 
 uint64_t Accountant::windows_written() const { return metrics_.windows_written(); }
 void Accountant::write_metrics(metrics::ExpositionWriter& out) const { metrics_.write(out); }
-uint64_t Accountant::unattributed_workloads() const { return unattributed_; }
 
 }  // namespace gpuledger::ledger
