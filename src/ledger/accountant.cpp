@@ -136,8 +136,10 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
 }
 
 Accountant::Accountant(Store& store, PriceBook prices, int64_t max_backfill_seconds)
-    : store_(store), prices_(std::move(prices)), metrics_(prices_.currency), max_backfill_(max_backfill_seconds) {
-  stored_end_ = store_.last_window_end();
+    : store_(store),
+      prices_(std::move(prices)),
+      metrics_(prices_.currency),
+      clock_(prices_.window_seconds, max_backfill_seconds, store_.last_window_end()) {
   for (const auto& [key, value] : store_.meta_with_prefix(kRateRemainderKey))
     if (key == kRateRemainderKey) rate_remainders_ = RateRemainders::decode(value);
   // The counters on /metrics continue from the ledger, across restarts.
@@ -202,43 +204,17 @@ void Accountant::attribute(const Observation& obs, double t0, double t1) {
   }
 }
 
-// The windows between the store's last and the first observation's (up to
-// max_backfill_), written as idle "backfill".
-void Accountant::backfill_until(int64_t start) {
-  const int64_t L = prices_.window_seconds;
-  if (stored_end_ && *stored_end_ < start) {
-    int64_t from = ((*stored_end_ + L - 1) / L) * L;
-    if (start - from > max_backfill_) {
-      int64_t kept = std::max<int64_t>(0, (max_backfill_ / L) * L);
-      spdlog::warn("ledger: agent was down from {} to {}; backfilling only the last {} s", from, start, kept);
-      from = start - kept;
-    }
-    for (int64_t b = from; b < start; b += L) close_window(b, 0, "backfill");
-  }
-  if (stored_end_ && *stored_end_ > start)
-    spdlog::info("ledger: the window from {} was stored when the agent stopped; what is seen in the rest of it "
-                 "is counted in the next window",
-                 start);
-}
-
 // The first observation opens its window: the counters' baseline (this
 // observation's, or the stored one of the same counter set), backfill.
 void Accountant::first_observation(const Observation& obs, const HeldSlots& held) {
-  const int64_t L = prices_.window_seconds;
-  const double t = obs.time;
-  const int64_t S = static_cast<int64_t>(std::floor(t / static_cast<double>(L))) * L;
-  first_time_ = t;
   add_process_sm(obs);  // the baseline
   const bool restored = deltas_.take_baseline(obs, store_.counter_baseline());
   holders_ = obs.holders;
   inventory_ = obs.slots;
   allocation_known_ = obs.allocation_known;
   for (const auto& h : obs.holders) labels_[h.account] = h.labels;
-  backfill_until(S);
-  spdlog::debug("ledger: first observation at {:.3f}, in the window from {}", t, S);
-  window_start_ = S;
-  window_first_seen_ = t;
-  last_time_ = t;
+  for (int64_t start : clock_.backfill_before(obs.time)) close_window(start, 0, "backfill");
+  clock_.open(obs.time);
   if (restored) add_deltas(obs, held);  // since the last stored window, into this one
   deltas_.remember(obs, held);
   for (const auto& w : obs.workloads) {
@@ -258,7 +234,7 @@ void Accountant::add_deltas(const Observation& obs, const HeldSlots& held) {
 // What the next observation's deltas and windows start from: this one's
 // holders, inventory, names and counters.
 void Accountant::remember(const Observation& obs, const HeldSlots& held) {
-  last_time_ = obs.time;
+  clock_.seen(obs.time);
   holders_ = obs.holders;
   inventory_ = obs.slots;
   allocation_known_ = obs.allocation_known;
@@ -273,15 +249,14 @@ void Accountant::remember(const Observation& obs, const HeldSlots& held) {
 }
 
 void Accountant::observe(const Observation& obs) {
-  const int64_t L = prices_.window_seconds;
   const double t = obs.time;
   observe_energy(obs);
   const HeldSlots held = held_slots(obs);
-  if (!window_start_) {
+  if (!clock_.started()) {
     first_observation(obs, held);
     return;
   }
-  if (t < last_time_) return;  // the clock went back: wait for it
+  if (clock_.went_back(t)) return;  // the clock went back: wait for it
   // The deltas since the last observation go to the window open then, and so
   // does the probe set they were counted under (and to the next, if it holds).
   hot_path_unprobed_ = hot_path_unprobed_ || !obs.hot_path_probed;
@@ -294,28 +269,18 @@ void Accountant::observe(const Observation& obs) {
     add_deltas(obs, held);
   };
   bool watched = true;  // windows after the first closed here had no observation inside: "gap"
-  while (t >= static_cast<double>(*window_start_ + L)) {
-    const int64_t end = *window_start_ + L;
-    attribute(obs, last_time_, static_cast<double>(end));
+  while (const auto w = clock_.next_closed_by(t, watched)) {
+    attribute(obs, w->from, static_cast<double>(w->end));
     add_deltas_once();
-    const double observed = watched ? static_cast<double>(end) - window_first_seen_ : 0.0;
-    if (stored_end_ && *window_start_ < *stored_end_) {
-      // Stored by an agent that stopped within it: what was seen of the rest
-      // stays in slots_ and is counted in the next window, never lost.
-    } else {
-      close_window(*window_start_, observed,
-                   !watched ? "gap" : observed + 1e-9 < static_cast<double>(L) ? "partial" : "live");
-    }
+    if (w->store) close_window(w->start, w->observed_seconds, w->source);
+    clock_.closed(*w);
     watched = false;
-    window_start_ = end;
-    window_first_seen_ = static_cast<double>(end);
-    last_time_ = static_cast<double>(end);
     holders_ = obs.holders;
   }
-  attribute(obs, last_time_, t);
+  attribute(obs, clock_.last_time(), t);
   add_deltas_once();
   hot_path_unprobed_ = hot_path_unprobed_ || !obs.hot_path_probed;
-  deltas_.forget_unseen_baseline(obs, first_time_, static_cast<double>(L));
+  deltas_.forget_unseen_baseline(obs, clock_.first_time(), static_cast<double>(prices_.window_seconds));
   remember(obs, held);
   // The accounts live or holding a GPU now are seen (series_retirement.h).
   std::vector<AccountLabels> seen;
@@ -327,11 +292,10 @@ void Accountant::observe(const Observation& obs) {
 void Accountant::retire_series_after(double seconds) { metrics_.retire_after(seconds); }
 
 void Accountant::store_window_in_progress() {
-  if (!window_start_) return;
-  const int64_t start = *window_start_;
-  if (stored_end_ && start < *stored_end_) return;  // stored already, before a restart
-  close_window(start, last_time_ - window_first_seen_, "partial");
-  stored_end_ = start + prices_.window_seconds;
+  const auto w = clock_.in_progress();
+  if (!w) return;
+  close_window(w->start, w->observed_seconds, w->source);
+  clock_.stored(*w);
 }
 
 void Accountant::close_window(int64_t start, double observed_seconds, const std::string& source) {

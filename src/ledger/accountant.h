@@ -83,6 +83,7 @@
 #include "ledger/share_seconds.h"
 #include "ledger/store.h"
 #include "ledger/vram_price.h"
+#include "ledger/window_clock.h"
 #include "ledger/window_split.h"
 #include "metrics/metrics_contributor.h"
 
@@ -151,7 +152,6 @@ class Accountant : public metrics::MetricsContributor {
   };
   // The stages of observe() (accountant.cpp), in the order it runs them.
   void first_observation(const Observation& obs, const HeldSlots& held);
-  void backfill_until(int64_t start);
   // The counter deltas since the last observation into the open window.
   void add_deltas(const Observation& obs, const HeldSlots& held);
   void remember(const Observation& obs, const HeldSlots& held);
@@ -178,12 +178,7 @@ class Accountant : public metrics::MetricsContributor {
   PriceBook prices_;
   LedgerMetrics metrics_;  // the /metrics families, fed from the windows written
   RateRemainders rate_remainders_;  // each slot's rounding carried into its next window
-  double first_time_ = 0;
-  int64_t max_backfill_;
-  std::optional<int64_t> stored_end_;
-  std::optional<int64_t> window_start_;
-  double window_first_seen_ = 0;
-  double last_time_ = 0;
+  WindowClock clock_;
   std::map<std::string, SlotState> slots_;
   CounterDeltas deltas_;
   std::map<std::pair<std::string, std::string>, uint64_t> nvml_used_;  // (account, slot): NVML used bytes now
