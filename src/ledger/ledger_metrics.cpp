@@ -212,6 +212,11 @@ void LedgerMetrics::retire_locked(double now) {
 void LedgerMetrics::write(metrics::ExpositionWriter& out) const {
   std::lock_guard lock(mu_);
   const auto labels = &LedgerMetrics::series_labels;
+  // A family with one sample per account series.
+  auto per_series = [&](const char* name, metrics::MetricType type, const char* help, const auto& series) {
+    out.family(name, type, help);
+    for (const auto& [key, v] : series) out.sample(labels(key), v);
+  };
   out.family("gpuledger_cost_total", metrics::MetricType::kCounter,
              "GPU cost charged, in the currency of the price list, by account, GPU and kind (busy, idle, or memory: the memory part billed by VRAM held)");
   for (const auto& [key, micros] : cost_micros_) {
@@ -223,22 +228,19 @@ void LedgerMetrics::write(metrics::ExpositionWriter& out) const {
   out.family("gpuledger_gpu_busy_seconds_total", metrics::MetricType::kCounter,
              "Seconds the GPU (or MIG instance) was busy: device busy fraction, else eBPF spans, times window length");
   for (const auto& [uuid, s] : gpu_busy_seconds_) out.sample({{"UUID", uuid}}, s);
-  out.family("gpuledger_gpu_share_ratio", metrics::MetricType::kGauge,
-             "Share of the GPU's cost charged to the account in the last accounted window");
-  for (const auto& [key, v] : share_) out.sample(labels(key), v);
+  per_series("gpuledger_gpu_share_ratio", metrics::MetricType::kGauge,
+             "Share of the GPU's cost charged to the account in the last accounted window", share_);
   write_shares(out);
-  out.family("gpuledger_held_gpu_seconds_total", metrics::MetricType::kCounter,
-             "GPU-seconds held (reserved) by the account (a MIG instance counts its fraction of a GPU)");
-  for (const auto& [key, v] : held_gpu_seconds_) out.sample(labels(key), v);
-  out.family("gpuledger_busy_gpu_seconds_total", metrics::MetricType::kCounter,
-             "Busy GPU-seconds attributed to the account (a MIG instance counts its fraction of a GPU)");
-  for (const auto& [key, v] : busy_gpu_seconds_) out.sample(labels(key), v);
-  out.family("gpuledger_ledger_vram_byte_seconds_total", metrics::MetricType::kCounter,
-             "GPU memory the account held over time, in byte-seconds, from the ledger's windows");
-  for (const auto& [key, v] : vram_byte_seconds_) out.sample(labels(key), v);
-  out.family("gpuledger_ledger_launches_total", metrics::MetricType::kCounter,
-             "Launches (kernels and graphs) counted for the account in the ledger's windows");
-  for (const auto& [key, v] : launches_) out.sample(labels(key), v);
+  per_series("gpuledger_held_gpu_seconds_total", metrics::MetricType::kCounter,
+             "GPU-seconds held (reserved) by the account (a MIG instance counts its fraction of a GPU)",
+             held_gpu_seconds_);
+  per_series("gpuledger_busy_gpu_seconds_total", metrics::MetricType::kCounter,
+             "Busy GPU-seconds attributed to the account (a MIG instance counts its fraction of a GPU)",
+             busy_gpu_seconds_);
+  per_series("gpuledger_ledger_vram_byte_seconds_total", metrics::MetricType::kCounter,
+             "GPU memory the account held over time, in byte-seconds, from the ledger's windows", vram_byte_seconds_);
+  per_series("gpuledger_ledger_launches_total", metrics::MetricType::kCounter,
+             "Launches (kernels and graphs) counted for the account in the ledger's windows", launches_);
   // Efficiency for fleet reports: weighted / known is the account's average ratio.
   static const char* kRatios[4] = {"sm_active", "sm_occupancy", "tensor_active", "dram_active"};
   auto per_ratio = [&](const std::map<SeriesKey, std::array<double, 4>>& m) {
