@@ -6,7 +6,7 @@
 // totals: the kernel counters (probes/usage_totals.cpp), the ioctl counters
 // (device/ioctl_plane.cpp), the efficiency apportioning
 // (node/workload_efficiency.cpp), the ledger's workload totals
-// (ledger/accountant.cpp) and NVML's per-process SM time
+// (ledger/counter_deltas.cpp) and NVML's per-process SM time
 // (ledger/process_sm_meter.cpp).
 
 namespace gpuledger {

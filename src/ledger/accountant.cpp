@@ -22,13 +22,6 @@ void learn_labels(std::map<std::string, AccountLabels>& labels, const Observatio
 
 }  // namespace
 
-// The series' labels: no Slurm user or account (the store's, not /metrics'),
-// so a job's series stays one when the controller first answers.
-AccountLabels export_labels(const std::string& account, const AccountLabels& labels) {
-  if (is_special_account(account)) return AccountLabels{"", "", "", account, "", ""};
-  return {labels.namespace_name, labels.pod, labels.container, labels.team, "", ""};
-}
-
 namespace {
 std::optional<double> scaled(const std::optional<double>& v, double f) {
   return v ? std::optional<double>(*v * f) : std::nullopt;
@@ -155,37 +148,15 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
 }
 
 Accountant::Accountant(Store& store, PriceBook prices, int64_t max_backfill_seconds)
-    : store_(store), prices_(std::move(prices)), max_backfill_(max_backfill_seconds) {
-  stored_end_ = store_.last_window_end();
+    : store_(store),
+      prices_(std::move(prices)),
+      metrics_(prices_.currency),
+      clock_(prices_.window_seconds, max_backfill_seconds, store_.last_window_end()) {
   for (const auto& [key, value] : store_.meta_with_prefix(kRateRemainderKey))
     if (key == kRateRemainderKey) rate_remainders_ = RateRemainders::decode(value);
-  const std::optional<int64_t> first = store_.first_window_start();
   // The counters on /metrics continue from the ledger, across restarts.
-  const LedgerTotals totals = store_.totals();
-  std::lock_guard lock(mu_);
-  counters_since_ = first;
-  for (const auto& c : totals.cost)
-    cost_micros_[{SeriesKey{export_labels(c.account, c.labels), c.uuid}, c.kind}] += c.micros;
-  for (const auto& s : totals.seconds) {
-    SeriesKey k{export_labels(s.account, s.labels), s.uuid};
-    held_gpu_seconds_[k] += s.held_gpu_seconds;
-    busy_gpu_seconds_[k] += s.busy_gpu_seconds;
-    vram_byte_seconds_[k] += s.vram_byte_seconds;
-    launches_[k] += s.launches;
-    for (int i = 0; i < 4; ++i) {
-      efficiency_weighted_[k][i] += s.efficiency_weighted[i];
-      efficiency_known_[k][i] += s.efficiency_known[i];
-    }
-  }
-  for (const auto& [uuid, s] : totals.gpu_busy_seconds) gpu_busy_seconds_[uuid] += s;
-  for (const auto& e : totals.energy)
-    energy_millijoules_[{SeriesKey{export_labels(e.account, e.labels), e.uuid}, e.kind, e.source}] += e.millijoules;
-  // Not SQL sums: a window's shares need all of its accounts (allocation_use.h).
-  store_.for_each_window(INT64_MIN, INT64_MAX, [&](WindowRecord&& w) {
-    add_share_seconds_locked(w);
-    count_split_locked(w);
-    count_checks_locked(w);
-  });
+  metrics_.load(store_.totals(), store_.first_window_start());
+  store_.for_each_window(INT64_MIN, INT64_MAX, [&](WindowRecord&& w) { metrics_.add_stored(w); });
 }
 
 void Accountant::attribute(const Observation& obs, double t0, double t1) {
@@ -227,7 +198,7 @@ void Accountant::attribute(const Observation& obs, double t0, double t1) {
   // VRAM held since the previous observation (its live bytes, on its slots),
   // and its peak per slot (an account's streams on one slot add up).
   std::map<std::pair<std::string, std::string>, uint64_t> held;  // (slot, account)
-  for (const auto& [stream, st] : accounts_) {
+  for (const auto& [stream, st] : deltas_.streams()) {
     const std::string& account = stream.first;
     for (const auto& uuid : st.slots) held[{uuid, account}] += st.live_bytes / st.slots.size();
     if (st.live_bytes == 0 || st.slots.empty()) continue;
@@ -245,52 +216,20 @@ void Accountant::attribute(const Observation& obs, double t0, double t1) {
   }
 }
 
-// The windows between the store's last and the first observation's (up to
-// max_backfill_), written as idle "backfill".
-void Accountant::backfill_until(int64_t start) {
-  const int64_t L = prices_.window_seconds;
-  if (stored_end_ && *stored_end_ < start) {
-    int64_t from = ((*stored_end_ + L - 1) / L) * L;
-    if (start - from > max_backfill_) {
-      int64_t kept = std::max<int64_t>(0, (max_backfill_ / L) * L);
-      spdlog::warn("ledger: agent was down from {} to {}; backfilling only the last {} s", from, start, kept);
-      from = start - kept;
-    }
-    for (int64_t b = from; b < start; b += L) close_window(b, 0, "backfill");
-  }
-  if (stored_end_ && *stored_end_ > start)
-    spdlog::info("ledger: the window from {} was stored when the agent stopped; what is seen in the rest of it "
-                 "is counted in the next window",
-                 start);
-}
-
 // The first observation opens its window: the counters' baseline (this
 // observation's, or the stored one of the same counter set), backfill.
 void Accountant::first_observation(const Observation& obs, const HeldSlots& held) {
-  const int64_t L = prices_.window_seconds;
-  const double t = obs.time;
-  const int64_t S = static_cast<int64_t>(std::floor(t / static_cast<double>(L))) * L;
-  first_time_ = t;
   add_process_sm(obs);  // the baseline
-  const bool restored = restore_baseline();
-  if (restored) {
-    charged_ = restored_;
-  } else {
-    charge_up_to(obs);
-  }
+  const bool restored = deltas_.take_baseline(obs, store_.counter_baseline());
   holders_ = obs.holders;
   inventory_ = obs.slots;
   allocation_known_ = obs.allocation_known;
   for (const auto& h : obs.holders) labels_[h.account] = h.labels;
-  backfill_until(S);
-  spdlog::debug("ledger: first observation at {:.3f}, in the window from {}", t, S);
-  window_start_ = S;
-  window_first_seen_ = t;
-  last_time_ = t;
+  for (int64_t start : clock_.backfill_before(obs.time)) close_window(start, 0, "backfill");
+  clock_.open(obs.time);
   if (restored) add_deltas(obs, held);  // since the last stored window, into this one
+  deltas_.remember(obs, held);
   for (const auto& w : obs.workloads) {
-    for (auto& [slot, st] : streams_of(w, held, obs)) accounts_[{w.account, slot}] = st;
-    workload_totals_[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
     for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
     if (!w.labels.namespace_name.empty() || !w.labels.team.empty() || !w.labels.slurm_account.empty() ||
         !labels_.count(w.account))
@@ -298,71 +237,36 @@ void Accountant::first_observation(const Observation& obs, const HeldSlots& held
   }
 }
 
-// An account of the stored baseline not seen again within a window of the restart was retired.
-void Accountant::forget_unseen_baseline(const Observation& obs) {
-  if (restored_.empty() || obs.time - first_time_ <= static_cast<double>(prices_.window_seconds)) return;
-  spdlog::info("ledger: {} account(s) of the stored baseline were not seen again since the restart (retired)",
-               restored_.size());
-  restored_.clear();
-  charge_up_to(obs);
+void Accountant::add_deltas(const Observation& obs, const HeldSlots& held) {
+  add_process_sm(obs);
+  deltas_.add(obs, held, [this](const std::string& slot, const std::string& account) -> Activity& {
+    return slots_[slot].activity[account];
+  });
 }
 
 // What the next observation's deltas and windows start from: this one's
 // holders, inventory, names and counters.
 void Accountant::remember(const Observation& obs, const HeldSlots& held) {
-  last_time_ = obs.time;
+  clock_.seen(obs.time);
   holders_ = obs.holders;
   inventory_ = obs.slots;
   allocation_known_ = obs.allocation_known;
   learn_labels(labels_, obs);
-  std::map<std::pair<std::string, std::string>, AccountState> next;
-  std::map<std::string, AccountState> next_totals;
-  for (const auto& w : obs.workloads) {
-    for (auto& [slot, st] : streams_of(w, held, obs)) next[{w.account, slot}] = st;
-    next_totals[w.account] = {w.busy_seconds, w.launches, w.live_bytes, {}};
-  }
-  accounts_ = std::move(next);
-  workload_totals_ = std::move(next_totals);
+  deltas_.remember(obs, held);
   nvml_used_.clear();
   for (const auto& w : obs.workloads)
     for (const auto& [uuid, bytes] : w.nvml_used_bytes) nvml_used_[{w.account, uuid}] = bytes;
 }
 
-// The accounts live or holding a GPU now are seen (series_retirement.h); the
-// series continued from the store count as seen at the first observation.
-void Accountant::mark_seen_locked(const Observation& obs) {
-  const double t = obs.time;
-  if (!stored_series_seen_) {
-    stored_series_seen_ = true;
-    for (const auto& [key, micros] : cost_micros_) retirement_.seen(key.first.labels, t);
-    for (const auto& [key, s] : held_gpu_seconds_) retirement_.seen(key.labels, t);
-    for (const auto& [key, mj] : energy_millijoules_) retirement_.seen(std::get<0>(key).labels, t);
-  }
-  for (const auto& w : obs.workloads) retirement_.seen(export_labels(w.account, labels_[w.account]), t);
-  for (const auto& h : obs.holders) retirement_.seen(export_labels(h.account, labels_[h.account]), t);
-}
-
-namespace {
-
-// The slots each account holds, by account.
-std::map<std::string, std::vector<std::string>> held_slots(const Observation& obs) {
-  std::map<std::string, std::vector<std::string>> held;
-  for (const auto& h : obs.holders) held[h.account].push_back(h.slot_uuid);
-  return held;
-}
-
-}  // namespace
-
 void Accountant::observe(const Observation& obs) {
-  const int64_t L = prices_.window_seconds;
   const double t = obs.time;
   observe_energy(obs);
   const HeldSlots held = held_slots(obs);
-  if (!window_start_) {
+  if (!clock_.started()) {
     first_observation(obs, held);
     return;
   }
-  if (t < last_time_) return;  // the clock went back: wait for it
+  if (clock_.went_back(t)) return;  // the clock went back: wait for it
   // The deltas since the last observation go to the window open then, and so
   // does the probe set they were counted under (and to the next, if it holds).
   hot_path_unprobed_ = hot_path_unprobed_ || !obs.hot_path_probed;
@@ -379,89 +283,33 @@ void Accountant::observe(const Observation& obs) {
   // after the job starts, and its first window is its own as much as the rest.
   learn_labels(labels_, obs);
   bool watched = true;  // windows after the first closed here had no observation inside: "gap"
-  while (t >= static_cast<double>(*window_start_ + L)) {
-    const int64_t end = *window_start_ + L;
-    attribute(obs, last_time_, static_cast<double>(end));
+  while (const auto w = clock_.next_closed_by(t, watched)) {
+    attribute(obs, w->from, static_cast<double>(w->end));
     add_deltas_once();
-    const double observed = watched ? static_cast<double>(end) - window_first_seen_ : 0.0;
-    if (stored_end_ && *window_start_ < *stored_end_) {
-      // Stored by an agent that stopped within it: what was seen of the rest
-      // stays in slots_ and is counted in the next window, never lost.
-    } else {
-      close_window(*window_start_, observed,
-                   !watched ? "gap" : observed + 1e-9 < static_cast<double>(L) ? "partial" : "live");
-    }
+    if (w->store) close_window(w->start, w->observed_seconds, w->source);
+    clock_.closed(*w);
     watched = false;
-    window_start_ = end;
-    window_first_seen_ = static_cast<double>(end);
-    last_time_ = static_cast<double>(end);
     holders_ = obs.holders;
   }
-  attribute(obs, last_time_, t);
+  attribute(obs, clock_.last_time(), t);
   add_deltas_once();
   hot_path_unprobed_ = hot_path_unprobed_ || !obs.hot_path_probed;
-  forget_unseen_baseline(obs);
+  deltas_.forget_unseen_baseline(obs, clock_.first_time(), static_cast<double>(prices_.window_seconds));
   remember(obs, held);
-  std::lock_guard lock(mu_);
-  mark_seen_locked(obs);
-  retire_series_locked(t);
+  // The accounts live or holding a GPU now are seen (series_retirement.h).
+  std::vector<AccountLabels> seen;
+  for (const auto& w : obs.workloads) seen.push_back(export_labels(w.account, labels_[w.account]));
+  for (const auto& h : obs.holders) seen.push_back(export_labels(h.account, labels_[h.account]));
+  metrics_.seen(seen, t);
 }
 
-void Accountant::retire_series_after(double seconds) {
-  std::lock_guard lock(mu_);
-  retirement_.set_after(seconds);
-}
-
-void Accountant::retire_series_locked(double now) {
-  const auto due = retirement_.due(now);
-  if (due.empty()) return;
-  auto gone = [&](const SeriesKey& k) { return std::find(due.begin(), due.end(), k.labels) != due.end(); };
-  auto drop = [&](auto& series, auto key_of) {
-    std::erase_if(series, [&](const auto& kv) { return gone(key_of(kv.first)); });
-  };
-  auto itself = [](const SeriesKey& k) -> const SeriesKey& { return k; };
-  auto first = [](const auto& k) -> const SeriesKey& { return k.first; };
-  drop(cost_micros_, first);
-  drop(energy_millijoules_, [](const auto& k) -> const SeriesKey& { return std::get<0>(k); });
-  drop(held_gpu_seconds_, itself);
-  drop(busy_gpu_seconds_, itself);
-  drop(share_, itself);
-  drop(vram_byte_seconds_, itself);
-  drop(allocated_share_, itself);
-  drop(used_share_, first);
-  drop(launches_, itself);
-  drop(efficiency_weighted_, itself);
-  drop(efficiency_known_, itself);
-  drop(share_seconds_, itself);
-  drop(carbon_grams_, itself);
-  spdlog::debug("ledger: the series of {} accounts gone for over {} s left /metrics", due.size(), retirement_.after());
-}
+void Accountant::retire_series_after(double seconds) { metrics_.retire_after(seconds); }
 
 void Accountant::store_window_in_progress() {
-  if (!window_start_) return;
-  const int64_t start = *window_start_;
-  if (stored_end_ && start < *stored_end_) return;  // stored already, before a restart
-  close_window(start, last_time_ - window_first_seen_, "partial");
-  stored_end_ = start + prices_.window_seconds;
-}
-
-CounterBaseline Accountant::baseline() const { return CounterBaseline{counter_set_, charged_}; }
-
-bool Accountant::restore_baseline() {
-  restored_.clear();
-  std::optional<CounterBaseline> stored = store_.counter_baseline();
-  if (!stored || stored->counter_set.empty()) return false;
-  if (counter_set_.empty() || stored->counter_set != counter_set_) {
-    spdlog::info("ledger: the kernel counters are not those of the stored baseline ({}), they started again: "
-                 "usage before the first observation is not charged",
-                 counter_set_.empty() ? "they are not pinned" : "another counter set");
-    return false;
-  }
-  restored_ = std::move(stored->accounts);
-  spdlog::info("ledger: took over the counter baseline of the last stored window ({} accounts): what was counted "
-               "since is charged in the first window",
-               restored_.size());
-  return true;
+  const auto w = clock_.in_progress();
+  if (!w) return;
+  close_window(w->start, w->observed_seconds, w->source);
+  clock_.stored(*w);
 }
 
 void Accountant::close_window(int64_t start, double observed_seconds, const std::string& source) {
@@ -520,15 +368,9 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
   // Every slot's window and the counters they were charged up to, in one
   // transaction: a crash leaves both or neither.
   const std::vector<bool> inserted =
-      store_.store_windows(records, baseline(), {{kRateRemainderKey, rate_remainders_.encode()}});
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (!inserted[i]) continue;
-    const WindowRecord& rec = records[i];
-    std::lock_guard lock(mu_);
-    ++windows_written_;
-    if (!counters_since_ || rec.start < *counters_since_) counters_since_ = rec.start;
-    record_metrics_locked(rec);
-  }
+      store_.store_windows(records, deltas_.baseline(), {{kRateRemainderKey, rate_remainders_.encode()}});
+  for (size_t i = 0; i < records.size(); ++i)
+    if (inserted[i]) metrics_.add_window(records[i]);
   note_memory_size_unknown(records, inserted, memory_size_unknown);
   if (hot_path_unprobed_ && std::find(inserted.begin(), inserted.end(), true) != inserted.end()) {
     try {  // advisory, like the note above: the windows are stored
@@ -542,7 +384,7 @@ void Accountant::close_window(int64_t start, double observed_seconds, const std:
   // Names of accounts neither live nor holding a GPU now: the windows that
   // needed them are written, and a retired workload's never come back.
   std::erase_if(labels_, [&](const auto& kv) {
-    return !workload_totals_.contains(kv.first) &&
+    return !deltas_.live(kv.first) &&
            std::none_of(holders_.begin(), holders_.end(), [&](const HolderEntry& h) { return h.account == kv.first; });
   });
   if (start - last_prune_ >= 3600) {
@@ -599,10 +441,13 @@ void Accountant::observe_energy(const Observation& obs) {
   for (const auto& [uuid, reading] : obs.energy) energy_meter_.observe(uuid, reading);
 }
 
-uint64_t Accountant::windows_written() const {
-  std::lock_guard lock(mu_);
-  return windows_written_;
+void Accountant::add_process_sm(const Observation& obs) {
+  for (const auto& [key, seconds] : sm_meter_.take(obs.process_sm))
+    slots_[key.first].activity[key.second].nvml_sm_seconds += seconds;
+  metrics_.set_unattributed_sm(sm_meter_.unattributed_seconds());
 }
-uint64_t Accountant::unattributed_workloads() const { return unattributed_; }
+
+uint64_t Accountant::windows_written() const { return metrics_.windows_written(); }
+void Accountant::write_metrics(metrics::ExpositionWriter& out) const { metrics_.write(out); }
 
 }  // namespace gpuledger::ledger

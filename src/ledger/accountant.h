@@ -71,96 +71,23 @@
 #include <tuple>
 #include <vector>
 
+#include "ledger/counter_deltas.h"
 #include "ledger/device_quality.h"
 #include "ledger/rate_remainder.h"
 #include "ledger/energy_meter.h"
+#include "ledger/ledger_metrics.h"
+#include "ledger/observation.h"
 #include "ledger/prices.h"
 #include "ledger/process_sm_meter.h"
 #include "ledger/series_retirement.h"
 #include "ledger/share_seconds.h"
 #include "ledger/store.h"
 #include "ledger/vram_price.h"
+#include "ledger/window_clock.h"
 #include "ledger/window_split.h"
 #include "metrics/metrics_contributor.h"
 
 namespace gpuledger::ledger {
-
-struct HolderEntry {
-  std::string slot_uuid;
-  std::string account;  // workload id of the pod/container holding it
-  AccountLabels labels;
-  // The allocated share of the slot (kubernetes::GpuAllocation::share; a
-  // holder's entries add up): 1 a whole GPU or MIG instance, 1/N a replica.
-  double weight = 1.0;
-  // false: the sources could not tell the share (GpuAllocation::share_known);
-  // weight is then 1, a placeholder (window_split.h: allocation parts by usage).
-  bool share_known = true;
-};
-
-struct WorkloadUsage {
-  std::string account;  // workload id (identity::Workload::id)
-  AccountLabels labels;
-  double busy_seconds = 0;  // cumulative (probes::busy_seconds_estimate)
-  uint64_t launches = 0;    // cumulative
-  uint64_t live_bytes = 0;  // now
-  std::vector<std::string> slots;  // slot uuids it runs on, when known (NVML processes, allocation)
-  // Cumulative usage per slot uuid where the attribution plane knows the device
-  // (per-GPU counters). Such usage goes to exactly that slot; the rest (the
-  // totals above minus these) goes by `slots` and the rules above.
-  struct SlotUsage {
-    double busy_seconds = 0;
-    uint64_t launches = 0;
-    uint64_t live_bytes = 0;
-  };
-  std::map<std::string, SlotUsage> by_slot;
-  // NVML's used memory of its processes now, per slot uuid (includes each
-  // CUDA context's own memory); absent where NVML said nothing.
-  std::map<std::string, uint64_t> nvml_used_bytes;
-};
-
-// Where the device side sees a workload now (allocation against use,
-// allocation_use.h): the GPU uuids of NVML's process lists and of the
-// /dev/nvidiaN its processes hold open (a MIG instance's process shows its
-// parent GPU).
-struct DeviceUse {
-  AccountLabels labels;
-  std::vector<std::string> gpus;
-};
-
-struct DeviceSample {
-  std::optional<double> busy_fraction;  // DCGM GPU utilisation / NVML, 0..1
-  Efficiency efficiency;
-  std::optional<double> vram_capacity_bytes;  // the GPU's memory (used + free), when read
-  // Each source's values, for the cross-checks (device_quality.h); busy_fraction
-  // is DCGM's utilisation when checks has it, else NVML's.
-  CheckSample checks;
-};
-
-struct Observation {
-  double time = 0;  // Unix seconds
-  std::vector<GpuSlot> slots;
-  std::vector<HolderEntry> holders;
-  std::vector<WorkloadUsage> workloads;
-  std::map<std::string, DeviceSample> device;  // by slot uuid
-  // Energy readings by slot uuid (energy_meter.h): an interval between two
-  // readings that crosses a window's end is split there by time.
-  std::map<std::string, EnergyReading> energy;
-  // false outside Kubernetes (no allocation source): the holders of a slot in
-  // a window are then the workloads that used it in that window (each 1/n of it).
-  bool allocation_known = true;
-  // NVML's per-process SM time to date (process_sm_meter.h), on the slots
-  // where its samples are per process; empty without NVML.
-  std::vector<ProcessSmUse> process_sm;
-  // false under the billing probe set (probes/probe_sets.h): no launch, copy
-  // or wait was probed, so their counts are not evidence of idleness; the
-  // window's idleness comes from NVML and the store notes the span.
-  bool hot_path_probed = true;
-  // By account (workload id). Believed when device_use_known (NVML answers its
-  // process lists); with allocation_known, the window's accounts then get
-  // used_unallocated_seconds and allocated_unused_seconds.
-  std::map<std::string, DeviceUse> device_use;
-  bool device_use_known = false;
-};
 
 // Everything one slot did in one window (input of account_window()).
 struct SlotWindow {
@@ -200,13 +127,13 @@ class Accountant : public metrics::MetricsContributor {
   void store_window_in_progress();
   // The identity of the kernel counter set the observations read (empty: not
   // one that outlives the agent). Call before the first observation.
-  void set_counter_set(std::string id) { counter_set_ = std::move(id); }
+  void set_counter_set(std::string id) { deltas_.set_counter_set(std::move(id)); }
   // The thresholds of the device data's cross-checks (device_quality.h).
   void set_device_checks(const DeviceCheckConfig& config) { cross_check_.set_config(config); }
   // Writes the metrics families (gpuledger_cost_total, ...). Thread-safe.
   void write_metrics(metrics::ExpositionWriter& out) const override;
   uint64_t windows_written() const;
-  uint64_t unattributed_workloads() const;
+  uint64_t unattributed_workloads() const { return deltas_.unattributed(); }
   const PriceBook& prices() const { return prices_; }
 
  private:
@@ -223,49 +150,22 @@ class Accountant : public metrics::MetricsContributor {
     std::map<std::string, double> used_unallocated, allocated_unused;
     std::map<std::string, AccountLabels> use_labels;
   };
-  struct AccountState {
-    double busy_seconds = 0;
-    uint64_t launches = 0;
-    uint64_t live_bytes = 0;
-    std::vector<std::string> slots;
-  };
-  // The stages of observe() (accountant.cpp; the counter deltas in
-  // accountant_deltas.cpp), in the order it runs them.
-  using HeldSlots = std::map<std::string, std::vector<std::string>>;  // by account
+  // The stages of observe() (accountant.cpp), in the order it runs them.
   void first_observation(const Observation& obs, const HeldSlots& held);
-  void backfill_until(int64_t start);
-  void charge_up_to(const Observation& obs);
+  // The counter deltas since the last observation into the open window.
   void add_deltas(const Observation& obs, const HeldSlots& held);
-  // A workload's usage as streams: one per known slot, plus the rest ("")
-  // on the slots it uses, else holds (accountant_deltas.cpp).
-  using Streams = std::vector<std::pair<std::string, AccountState>>;
-  static Streams streams_of(const WorkloadUsage& w, const HeldSlots& held, const Observation& obs);
-  struct StreamParts {
-    std::vector<double> busy;
-    std::vector<uint64_t> launches;
-  };
-  void add_workload_delta(const WorkloadUsage& w, const Streams& streams);
-  StreamParts stream_growth(const std::string& account, const Streams& streams, bool busy_reset,
-                            bool launch_reset) const;
-  static StreamParts spread_over_streams(double dbusy_total, uint64_t dl_total, StreamParts grow);
-  void forget_unseen_baseline(const Observation& obs);
   void remember(const Observation& obs, const HeldSlots& held);
-  void mark_seen_locked(const Observation& obs);
   void close_window(int64_t start, double observed_seconds, const std::string& source);
-  // A holder whose allocated share is unknown (AccountRecord::allocated_share_known)
-  // gets no gpuledger_gpu_allocated_share_ratio sample.
-  void record_metrics_locked(const WindowRecord& w);
   void attribute(const Observation& obs, double t0, double t1);
   void observe_energy(const Observation& obs);
   // The SM time NVML saw since the last call, into the open window's
-  // activity (accountant_split.cpp); the first call is the baseline.
+  // activity; the first call is the baseline.
   void add_process_sm(const Observation& obs);
   ProcessSmMeter sm_meter_;
   // The device data's cross-checks (accountant_checks.cpp): the verdict on the
   // slot's window, with the suspect values dropped from `sw`.
   DeviceCrossCheck cross_check_;
   DeviceVerdict judge_device(const std::string& uuid, SlotWindow& sw, const SlotState* state);
-  void count_checks_locked(const WindowRecord& w);
   // Allocation against use over (t0, t1] of `obs`, into the open window.
   void attribute_use(const Observation& obs, double t0, double t1);
   // The window's seconds of use without allocation and allocation without
@@ -273,45 +173,19 @@ class Accountant : public metrics::MetricsContributor {
   // holder the probes or NVML's samples saw work on the slot in the window
   // has no allocation without use in it (the device side missed it).
   void record_use(const SlotState* state, WindowRecord& rec);
-  void write_check_metrics(metrics::ExpositionWriter& out) const;
-  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> suspect_windows_;  // (uuid, field, reason)
-  std::map<std::pair<std::string, std::string>, uint64_t> quality_windows_;              // (uuid, quality)
-  void record_energy_locked(const WindowRecord& w);
-  void write_energy_metrics(metrics::ExpositionWriter& out) const;
-  // Windows by (uuid, split_source), from the store at start, and NVML/span
-  // disagreements by uuid since the agent started (accountant_split.cpp).
-  void count_split_locked(const WindowRecord& w);
-  void write_split_metrics(metrics::ExpositionWriter& out) const;
-  std::map<std::pair<std::string, std::string>, uint64_t> split_windows_;
-  std::map<std::string, uint64_t> split_disagreements_;
-  std::map<std::string, ProcessSmMeter::Unattributed> unattributed_sm_;  // by slot uuid, the meter's copy
-
-  bool restore_baseline();  // true: the stored baseline is this counter set's
-  CounterBaseline baseline() const;
 
   Store& store_;
   PriceBook prices_;
+  LedgerMetrics metrics_;  // the /metrics families, fed from the windows written
   RateRemainders rate_remainders_;  // each slot's rounding carried into its next window
-  std::string counter_set_;
-  // The stored baseline's accounts not observed since the restart (keys as
-  // stored: valid UTF-8), and what every stored or pending count covers.
-  std::map<std::string, CounterBaseline::Counters> restored_;
-  std::map<std::string, CounterBaseline::Counters> charged_;
-  double first_time_ = 0;
-  int64_t max_backfill_;
-  std::optional<int64_t> stored_end_;
-  std::optional<int64_t> window_start_;
-  double window_first_seen_ = 0;
-  double last_time_ = 0;
+  WindowClock clock_;
   std::map<std::string, SlotState> slots_;
-  std::map<std::pair<std::string, std::string>, AccountState> accounts_;  // (account, slot or "" for the rest)
-  std::map<std::string, AccountState> workload_totals_;  // by account: its totals (deltas are taken on these)
+  CounterDeltas deltas_;
   std::map<std::pair<std::string, std::string>, uint64_t> nvml_used_;  // (account, slot): NVML used bytes now
   std::vector<HolderEntry> holders_;
   std::vector<GpuSlot> inventory_;
   bool allocation_known_ = true;
   std::map<std::string, AccountLabels> labels_;
-  uint64_t unattributed_ = 0;
   int64_t last_prune_ = 0;
   std::set<std::string> unpriced_logged_;  // slots already reported as priced at 0
   // vram_per_gib_hour caveats already logged: "model:<name>" (memory share
@@ -325,55 +199,8 @@ class Accountant : public metrics::MetricsContributor {
   void note_memory_size_unknown(const std::vector<WindowRecord>& records, const std::vector<bool>& inserted,
                                 const std::vector<bool>& unknown);
 
-  mutable std::mutex mu_;  // guards the metrics below
-  struct SeriesKey {
-    AccountLabels labels;
-    std::string uuid;
-    auto operator<=>(const SeriesKey& o) const {
-      return std::tie(labels.namespace_name, labels.pod, labels.container, labels.team, uuid) <=>
-             std::tie(o.labels.namespace_name, o.labels.pod, o.labels.container, o.labels.team, o.uuid);
-    }
-    bool operator==(const SeriesKey&) const = default;
-  };
-  std::map<std::pair<SeriesKey, ChargeKind>, int64_t> cost_micros_;
-  std::map<std::tuple<SeriesKey, ChargeKind, std::string>, int64_t> energy_millijoules_;  // by source too
   EnergyMeter energy_meter_;
-  std::map<SeriesKey, double> held_gpu_seconds_, busy_gpu_seconds_, share_, vram_byte_seconds_;
-  // Allocated against used in each slot's last window (allocation_use.h);
-  // used by resource (activity, vram, energy).
-  std::map<SeriesKey, double> allocated_share_;
-  std::map<std::pair<SeriesKey, std::string>, double> used_share_;
-  void record_shares_locked(const WindowRecord& w);
-  // Allocated against used and carbon over every window (share_seconds.h),
-  // for fleet reports: exact sums that continue from the store at start.
-  std::map<SeriesKey, ShareSeconds> share_seconds_;
-  std::map<SeriesKey, double> carbon_grams_;
-  // Allocation against use from the device side (schema 9): seconds used
-  // without holding, held without using, over every window.
-  std::map<SeriesKey, double> used_unallocated_, allocated_unused_;
-  void add_share_seconds_locked(const WindowRecord& w);
-  void write_share_seconds_metrics(metrics::ExpositionWriter& out) const;
-  // The labels of an account's series (namespace, pod, container, team, UUID).
-  static metrics::Labels series_labels(const SeriesKey& k);
-  void retire_series_locked(double now);
-  SeriesRetirement retirement_;
-  // The series continued from the store's totals count as seen at the first
-  // observation: an account that never shows up again retires after that.
-  bool stored_series_seen_ = false;
-  void write_share_metrics(metrics::ExpositionWriter& out) const;
-  std::map<SeriesKey, uint64_t> launches_;
-  std::map<SeriesKey, std::array<double, 4>> efficiency_weighted_, efficiency_known_;  // LedgerTotals::Seconds
-  std::map<std::string, double> gpu_busy_seconds_;
-  uint64_t windows_written_ = 0;
-  // The start of the earliest window the counters include (they start from
-  // the store's totals): a fleet report tells a ledger that began after its
-  // --from (count from 0) from history Prometheus did not see.
-  std::optional<int64_t> counters_since_;
   bool hot_path_unprobed_ = false;  // the open window saw the billing probe set (Observation::hot_path_probed)
 };
-
-// The labels an account is exported with: its own, or for the special
-// accounts (__idle__, __unallocated__) team = the account name.
-AccountLabels export_labels(const std::string& account, const AccountLabels& labels);
 
 }  // namespace gpuledger::ledger

@@ -1,6 +1,6 @@
 // The accountant's part in checking the device data (device_quality.h): the
 // verdict on each slot's window, the suspect values left out of it, and the
-// /metrics families that count suspect windows and allocation against use.
+// allocation against use from the device side.
 #include "ledger/accountant.h"
 
 #include <algorithm>
@@ -111,46 +111,6 @@ void Accountant::record_use(const SlotState* state, WindowRecord& rec) {
   }
   std::sort(rec.accounts.begin(), rec.accounts.end(),
             [](const AccountRecord& x, const AccountRecord& y) { return x.account < y.account; });
-}
-
-void Accountant::count_checks_locked(const WindowRecord& w) {
-  const auto& q = w.device_quality;
-  if (q.ok) quality_windows_[{w.slot.uuid, "ok"}] += static_cast<uint64_t>(q.ok);
-  if (q.suspect) quality_windows_[{w.slot.uuid, "suspect"}] += static_cast<uint64_t>(q.suspect);
-  if (q.absent) quality_windows_[{w.slot.uuid, "absent"}] += static_cast<uint64_t>(q.absent);
-  for (const auto& [key, n] : w.device_findings) {
-    const size_t colon = key.find(':');
-    if (colon == std::string::npos || n <= 0) continue;
-    suspect_windows_[{w.slot.uuid, key.substr(0, colon), key.substr(colon + 1)}] += static_cast<uint64_t>(n);
-  }
-  for (const auto& a : w.accounts) {
-    if (is_special_account(a.account)) continue;
-    const SeriesKey k{export_labels(a.account, a.labels), w.slot.uuid};
-    if (a.used_unallocated_seconds) used_unallocated_[k] += *a.used_unallocated_seconds;
-    if (a.allocated_unused_seconds) allocated_unused_[k] += *a.allocated_unused_seconds;
-  }
-}
-
-void Accountant::write_check_metrics(metrics::ExpositionWriter& out) const {
-  out.family("gpuledger_device_data_suspect_windows_total", metrics::MetricType::kCounter,
-             "Accounting windows whose device data failed a cross-check, by GPU, field (a DCGM profiling field, "
-             "dcgm_utilization, nvml_utilization, or the source: dcgm, nvml) and reason (zero_while_busy: reads 0 "
-             "while utilisation and the probes say busy; frozen: unchanged while the others move; stopped: the "
-             "source stopped updating). The suspect values are not used for efficiency, waste or advice");
-  for (const auto& [key, n] : suspect_windows_)
-    out.sample({{"UUID", std::get<0>(key)}, {"field", std::get<1>(key)}, {"reason", std::get<2>(key)}}, n);
-  out.family("gpuledger_device_data_windows_total", metrics::MetricType::kCounter,
-             "Accounting windows by GPU and the quality of their device data (ok, suspect, absent: no DCGM or NVML "
-             "reading); windows written before gpuledger judged it are not counted");
-  for (const auto& [key, n] : quality_windows_) out.sample({{"UUID", key.first}, {"quality", key.second}}, n);
-  out.family("gpuledger_gpu_used_unallocated_seconds_total", metrics::MetricType::kCounter,
-             "Seconds the account's processes used a GPU it was not allocated, from the device side (NVML's process "
-             "lists, the /dev/nvidiaN its processes hold open), by account and GPU");
-  for (const auto& [k, v] : used_unallocated_) out.sample(series_labels(k), v);
-  out.family("gpuledger_gpu_allocated_unused_seconds_total", metrics::MetricType::kCounter,
-             "Seconds the account was allocated a GPU on which none of its processes ran, from the device side "
-             "(NVML's process lists, the /dev/nvidiaN its processes hold open), by account and GPU");
-  for (const auto& [k, v] : allocated_unused_) out.sample(series_labels(k), v);
 }
 
 }  // namespace gpuledger::ledger

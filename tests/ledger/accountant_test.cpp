@@ -429,38 +429,3 @@ TEST_F(AccountantTest, OutsideKubernetesTheUsersHoldTheGpu) {
 
 }  // namespace
 }  // namespace gpuledger::ledger
-
-namespace gpuledger::ledger {
-namespace {
-
-// A decrease of the workload's total is still a reset (its map entries were
-// recreated): all of the new value is new activity, wherever it is.
-TEST_F(AccountantTest, AWorkloadTotalGoingBackwardsIsAReset) {
-  prices_ = parse_prices("default_per_hour: 0.06\n");
-  Store store(db());
-  Accountant acc(store, prices_);
-  auto obs = [&](double t, uint64_t on_slot, uint64_t rest) {
-    Observation o;
-    o.time = static_cast<double>(kT0) + t;
-    o.slots = {{"GPU-0", "x", std::nullopt, ""}};
-    WorkloadUsage w;
-    w.account = "job";
-    w.launches = on_slot + rest;
-    w.busy_seconds = static_cast<double>(on_slot + rest) / 10.0;
-    if (on_slot) w.by_slot["GPU-0"] = {static_cast<double>(on_slot) / 10.0, on_slot, 0};
-    o.workloads = {w};
-    return o;
-  };
-  acc.observe(obs(0, 500, 500));
-  acc.observe(obs(30, 600, 600));  // +200
-  acc.observe(obs(40, 30, 20));    // reset: 50 new
-  acc.observe(obs(60, 60, 40));    // +50
-  auto ws = store.windows(kT0, kT0 + 60);
-  ASSERT_EQ(ws.size(), 1u);
-  Totals t = accounted(ws, "job");
-  EXPECT_EQ(t.launches, 300u);
-  EXPECT_NEAR(t.busy_seconds, 30.0, 1e-6);
-}
-
-}  // namespace
-}  // namespace gpuledger::ledger
