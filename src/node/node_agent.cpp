@@ -463,7 +463,9 @@ void NodeAgent::observe() {
       std::vector<std::string> ids;
       for (const auto& [id, job] : running) ids.push_back(id);
       bool pending = false;
-      mapping = p.slurm_gpus->mapping_for(ids, &pending);
+      mapping = p.slurm_gpus->mapping_for(ids, &pending, [&p](const std::string& job) {
+        return !p.slurm_jobs || p.slurm_jobs->find(job).has_value();
+      });
       if (pending) return;  // the controller's word on a new job first (slurm_gpu_holders.h)
     }
     p.ledger->observe(make_job_observation(now, snapshot, devices, mapping, running, p.namer.get(), p.prices));

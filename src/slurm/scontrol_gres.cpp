@@ -94,7 +94,7 @@ std::optional<std::vector<int>> gres_gpu_indexes(std::string_view gres) {
   std::set<int> indexes;
   for (std::string_view item : top_level_items(gres)) {
     const std::string_view name = item.substr(0, item.find_first_of(":("));
-    if (name != "gpu" && name != "shard") continue;
+    if (name != "gpu" && name != "shard" && name != "mps") continue;
     const size_t idx = item.find("(IDX:");
     if (idx == std::string_view::npos || !item.ends_with(")")) return std::nullopt;
     const std::string_view list = item.substr(idx + 5, item.size() - idx - 6);

@@ -13,8 +13,9 @@
 // every such line in its answer counts, the forged ones too: a job can make
 // itself hold more GPUs, paying for them, never fewer (its real line is
 // always there) and never another job's. Jobs that share a GPU (gres/shard,
-// an OverSubscribe partition) each name its index and split it equally, as
-// the job-mapping files do (node/job_holders.h).
+// gres/mps, an OverSubscribe partition) each name its index and split it
+// equally, as the job-mapping files do (node/job_holders.h); an MPS job's
+// percentage (mps:50) does not weigh its part.
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -31,8 +32,8 @@ inline constexpr size_t kMaxGpuIndex = 1023;
 bool hostlist_names(std::string_view hostlist, std::string_view node);
 
 // The GPU indexes of a GRES value ("gpu:2(IDX:0-1)", "gpu:a100:1(IDX:3),shard:2(IDX:0)"):
-// every gpu or shard item's IDX ranges, each index once, ascending;
-// nullopt when an item naming gpu/shard has no readable IDX.
+// every gpu, shard or mps item's IDX ranges, each index once, ascending;
+// nullopt when such an item has no readable IDX.
 std::optional<std::vector<int>> gres_gpu_indexes(std::string_view gres);
 
 // The GPU indexes `scontrol -d show job ID`'s text gives the job on `node`:

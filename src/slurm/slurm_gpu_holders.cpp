@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "slurm/scontrol_gres.h"
@@ -21,17 +23,23 @@ void SlurmGpuHolders::start() {
   poller_.start();
 }
 
-std::optional<JobMapping> SlurmGpuHolders::mapping_for(const std::vector<std::string>& running, bool* pending) {
+std::optional<JobMapping> SlurmGpuHolders::mapping_for(const std::vector<std::string>& running, bool* pending,
+                                                       const std::function<bool(const std::string&)>& known) {
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mu_);
   *pending = false;
-  if (!answered_ || running == *answered_) {  // never answered: unknown, not held back
+  const bool answered = answered_ && running == *answered_;
+  const bool ready = answered && (!known || std::all_of(running.begin(), running.end(), known));
+  if (!answered_ || ready) {  // never answered: unknown, not held back
     waiting_since_.reset();
-  } else {
-    if (!waiting_since_) waiting_since_ = now;
-    *pending = now - *waiting_since_ < kWaitForAnswer;
-    if (*pending) poller_.wake();
+    return mapping_;
   }
+  if (!waiting_since_ || waiting_for_ != running) {  // a new wait for each new set of jobs
+    waiting_since_ = now;
+    waiting_for_ = running;
+  }
+  *pending = now - *waiting_since_ < kWaitForAnswer;
+  if (*pending && !answered) poller_.wake();
   return mapping_;
 }
 

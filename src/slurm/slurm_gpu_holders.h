@@ -5,10 +5,12 @@
 // bills both sources the same way. Asked off the agent's path (job_poller.h).
 // A job starts using its GPUs before anyone can ask the controller about it,
 // and its first launches would find no GPU of its own (on a node of several
-// GPUs: counted as unattributed, not billed). So while the jobs running here
-// are not those the controller last answered for, mapping_for() says
-// `pending` (for at most kWaitForAnswer) and the agent holds its observation
-// back: the counters are cumulative, so the next one carries it all. Past
+// GPUs: counted as unattributed, not billed), its first window no user or
+// account. So while the jobs running here are not those the controller last
+// answered for, or their user and account are not known yet, mapping_for()
+// says `pending` (for at most kWaitForAnswer per set of jobs) and the agent
+// holds its observation back: the counters are cumulative, so the next one
+// carries it all. Past
 // that, and before the controller's first answer, a controller that cannot
 // say who holds the GPUs leaves the mapping unknown and the windows say
 // "allocation unknown"; a job the controller answered for keeps its GPUs
@@ -39,8 +41,11 @@ class SlurmGpuHolders {
   void start();
   void stop() { poller_.stop(); }
   // Thread-safe; nullopt while unknown (down_reason() says why). `running`:
-  // the jobs running here now; `pending` set while the answer for them is due.
-  std::optional<JobMapping> mapping_for(const std::vector<std::string>& running, bool* pending);
+  // the jobs running here now; `pending` set while the answer for them is due,
+  // or while `known` (when given: the jobs' user and account, slurm_jobs.h)
+  // is false for one of them.
+  std::optional<JobMapping> mapping_for(const std::vector<std::string>& running, bool* pending,
+                                        const std::function<bool(const std::string&)>& known = {});
   std::string down_reason() const;
 
  private:
@@ -52,7 +57,8 @@ class SlurmGpuHolders {
   mutable std::mutex mu_;
   std::optional<JobMapping> mapping_;
   std::optional<std::vector<std::string>> answered_;  // the jobs mapping_ is the controller's answer for
-  std::optional<std::chrono::steady_clock::time_point> waiting_since_;  // running != answered_ since
+  std::optional<std::chrono::steady_clock::time_point> waiting_since_;  // waiting for waiting_for_ since
+  std::vector<std::string> waiting_for_;
   std::string down_reason_ = "Slurm's controller has not answered yet";
   JobPoller poller_;  // last: its thread stops before the members it uses go
 };

@@ -191,7 +191,7 @@ TEST(RightsizeCli, BadInputIsOneSentenceOnStderrAndNothingOnStdout) {
       {" --vram-headroom -0.1",
        "gpuledger rightsize: --vram-headroom '-0.1': expected a fraction from 0 to 1 with at most 6 decimals (e.g. "
        "0.2)\n"},
-      {" --by gpu", "gpuledger rightsize: --by: unknown grouping 'gpu' (pod, workload, namespace or team)\n"},
+      {" --by gpu", "gpuledger rightsize: --by: unknown grouping 'gpu' (pod, workload, namespace, team, user or account)\n"},
       {" --format html", "gpuledger rightsize: --format: unknown format 'html' (table, json or csv)\n"},
       {" --min-evidence week",
        "gpuledger rightsize: --min-evidence 'week': expected a duration such as 24h, 90m or 2d\n"},

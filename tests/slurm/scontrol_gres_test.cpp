@@ -42,6 +42,7 @@ TEST(ScontrolGres, GresValuesOfEveryShape) {
   EXPECT_EQ(gres_gpu_indexes("gpu:h100:3(IDX:0-1,4)"), (Gpus{0, 1, 4}));
   EXPECT_EQ(gres_gpu_indexes("gpu:a100:1(IDX:2),nic:1(IDX:0)"), Gpus{2});  // not a GPU: not read
   EXPECT_EQ(gres_gpu_indexes("shard:2(IDX:1)"), Gpus{1});  // as 22.05 prints a job of --gres=shard:2
+  EXPECT_EQ(gres_gpu_indexes("mps:50(IDX:0)"), Gpus{0});   // and one of --gres=mps:50
   EXPECT_EQ(gres_gpu_indexes(""), Gpus{});
   EXPECT_EQ(gres_gpu_indexes("gpu:1(IDX:N/A)"), Gpus{});
   EXPECT_FALSE(gres_gpu_indexes("gpu:1"));              // held, but which is unknown
