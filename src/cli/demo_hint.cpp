@@ -1,6 +1,7 @@
 #include "cli/demo_hint.h"
 
 #include "report/report.h"
+#include "report/report_time.h"
 
 namespace gpuledger::cli {
 

@@ -7,6 +7,7 @@
 #include "node/observation_inputs.h"
 #include "report/report.h"
 #include "report/report_text.h"
+#include "report/report_time.h"
 
 namespace gpuledger::cli {
 namespace {

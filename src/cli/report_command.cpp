@@ -26,6 +26,7 @@
 #include "report/report.h"
 #include "report/rightsizing_config.h"
 #include "report/rightsizing_render.h"
+#include "report/report_time.h"
 
 namespace gpuledger::cli {
 

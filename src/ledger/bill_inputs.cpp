@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "ledger/store.h"
+#include "common/micros_text.h"
 
 namespace gpuledger::ledger {
 

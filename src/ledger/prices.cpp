@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/micros_text.h"
 
 namespace gpuledger::ledger {
 
@@ -46,36 +47,6 @@ std::string lower(std::string s) {
 __int128 round_div(__int128 num, __int128 den) { return (num + den / 2) / den; }
 
 }  // namespace
-
-int64_t parse_micros(const std::string& text) {
-  size_t i = 0;
-  int64_t whole = 0, frac = 0;
-  int frac_digits = 0;
-  bool digits = false;
-  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
-    digits = true;
-    if (whole > 1'000'000'000'000LL) throw Error("amount too large: '" + text + "'");
-    whole = whole * 10 + (text[i] - '0');
-  }
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
-      digits = true;
-      if (++frac_digits > 6) throw Error("more than 6 decimals (micro-units) in '" + text + "'");
-      frac = frac * 10 + (text[i] - '0');
-    }
-  }
-  if (!digits || i != text.size()) throw Error("not a non-negative decimal amount: '" + text + "'");
-  for (int d = frac_digits; d < 6; ++d) frac *= 10;
-  return whole * 1'000'000 + frac;
-}
-
-std::string format_micros(int64_t micros) {
-  std::string sign = micros < 0 ? "-" : "";
-  uint64_t m = micros < 0 ? static_cast<uint64_t>(-(micros + 1)) + 1 : static_cast<uint64_t>(micros);
-  std::string frac = std::to_string(m % 1'000'000);
-  return sign + std::to_string(m / 1'000'000) + "." + std::string(6 - frac.size(), '0') + frac;
-}
 
 std::optional<int> mig_profile_slices(const std::string& profile) {
   for (size_t i = 0; i < profile.size(); ++i) {

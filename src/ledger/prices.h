@@ -82,12 +82,6 @@ PriceBook load_prices(const std::string& path);
 std::optional<PriceBook> parse_cost_section(const std::string& yaml_text, const std::string& source_name = "<config>");
 std::optional<PriceBook> load_cost_section(const std::string& path);
 
-// "4.10" -> 4'100'000. Throws Error on anything but a non-negative decimal
-// with at most 6 fractional digits.
-int64_t parse_micros(const std::string& text);
-// 4'100'000 -> "4.100000" (six decimals, exact).
-std::string format_micros(int64_t micros);
-
 // "3g.40gb" -> 3; "1c.2g.20gb" -> 2; nullopt when there is no "<n>g." part.
 std::optional<int> mig_profile_slices(const std::string& profile);
 

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "report/report_text.h"
 #include "report/shown_money.h"
+#include "report/report_time.h"
 
 namespace gpuledger::report {
 

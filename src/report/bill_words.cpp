@@ -5,6 +5,7 @@
 
 #include "report/report_text.h"
 #include "report/special_accounts.h"
+#include "report/report_time.h"
 
 namespace gpuledger::report {
 

@@ -13,6 +13,8 @@
 #include "report/focus_decimal.h"
 #include "report/report_text.h"
 #include "report/special_accounts.h"
+#include "common/micros_text.h"
+#include "report/report_time.h"
 
 namespace gpuledger::report {
 
@@ -184,7 +186,7 @@ void FocusBuilder::write_rows(const State& st, const Audit& audit, int64_t gener
     const double rate = sp.gpu_hours > 0 ? static_cast<double>(sp.cost) / sp.gpu_hours : 0;  // micros per GPU-hour
     // The configured rate (the price list in effect), else the one the windows' costs measure.
     const int64_t unit_micros = listed_rate_micros(audit, sp.slot).value_or(static_cast<int64_t>(rate + 0.5));
-    const std::string unit_price = ledger::format_micros(unit_micros);
+    const std::string unit_price = format_micros(unit_micros);
     // The SKU is the GPU (or MIG profile) model; its price, the rate per GPU-hour in the currency.
     const std::string sku = "gpu:" + sp.slot.model + (mig ? " MIG " + *sp.slot.mig_profile : "");
     const std::string sku_price = sku + ":" + unit_price + " " + sp.currency + "/GPU-Hour";
@@ -228,7 +230,7 @@ void FocusBuilder::write_rows(const State& st, const Audit& audit, int64_t gener
       std::string who = !meaning.empty() ? account + " (" + meaning + ")"
                         : !l.pod.empty() ? l.namespace_name + "/" + l.pod + (l.container.empty() ? "" : "/" + l.container)
                                          : account;
-      const std::string billed = ledger::format_micros(part.total());
+      const std::string billed = format_micros(part.total());
       // PricingQuantity in nano-GPU-hours, and the list (= contracted) cost of it to the last digit.
       const int64_t quantity = to_nanos(sp.gpu_hours * ratio);
       const std::string list_cost = micros_times_nanos(unit_micros, quantity);
@@ -250,8 +252,8 @@ void FocusBuilder::write_rows(const State& st, const Audit& audit, int64_t gener
           "gpuledger-cost-policy-" + policy, json_text(details), account, meaning.empty() ? who : account,
           json_text(allocated_tags),
           // gpuledger's own
-          audit.bill_id, node, cluster, ledger::format_micros(part.busy), ledger::format_micros(part.idle),
-          ledger::format_micros(part.memory), decimal(part.busy_gpu_hours, 9), generated_at > 0 && pend > generated_at ? "true" : "false",
+          audit.bill_id, node, cluster, format_micros(part.busy), format_micros(part.idle),
+          format_micros(part.memory), decimal(part.busy_gpu_hours, 9), generated_at > 0 && pend > generated_at ? "true" : "false",
           sm_active, energy, vram};
       for (size_t i = 0; i < cells.size(); ++i) {
         if (i) out += ',';

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "ledger/prices.h"
+#include "common/micros_text.h"
 
 namespace gpuledger::report {
 namespace {
@@ -122,9 +123,9 @@ std::string render_job_table(const JobBill& b) {
       << unknown(b.carbon_grams ? std::optional(fixed(*b.carbon_grams, 3) + " gCO2e") : std::nullopt,
                  "unknown (no carbon_g_per_kwh configured)")
       << "\n";
-  out << "  cost             " << ledger::format_micros(b.cost_micros) << " " << b.currency << " (busy "
-      << ledger::format_micros(b.busy_micros) << ", idle " << ledger::format_micros(b.idle_micros) << ", memory "
-      << ledger::format_micros(b.memory_micros) << ")\n";
+  out << "  cost             " << format_micros(b.cost_micros) << " " << b.currency << " (busy "
+      << format_micros(b.busy_micros) << ", idle " << format_micros(b.idle_micros) << ", memory "
+      << format_micros(b.memory_micros) << ")\n";
   return out.str();
 }
 
@@ -147,7 +148,7 @@ std::string render_job_json(const JobBill& b) {
             {"carbon_grams", opt(b.carbon_grams)},
             {"currency", b.currency},
             {"cost_micros", b.cost_micros},
-            {"cost", ledger::format_micros(b.cost_micros)},
+            {"cost", format_micros(b.cost_micros)},
             {"busy_micros", b.busy_micros},
             {"idle_micros", b.idle_micros},
             {"memory_micros", b.memory_micros}};

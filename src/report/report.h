@@ -1,73 +1,11 @@
 #pragma once
 // `gpuledger report`: the chargeback over a time range, grouped by team,
 // namespace, pod, workload or GPU, as an aligned table, CSV (RFC 4180), JSON
-// or one self-contained HTML file with inline SVG charts.
-//
-// Per group:
-//   gpu_hours_held   sum over windows of held_share x window x gpu_fraction
-//   gpu_hours_busy   sum of busy GPU-seconds attributed (busy fraction x
-//                    window x activity share) x gpu_fraction
-//   cost_busy, cost_idle, cost_memory, cost_total   from the charges (exact
-//                    micro-units); cost_idle is also the cost of idle holding;
-//                    cost_memory the memory part of the price (memory_price_share,
-//                    or derived from vram_per_gib_hour), billed by VRAM held
-//   allocated_share, used_share, used_vram_share, used_energy_share
-//                    allocated against used (ledger/allocation_use.h): the
-//                    group's shares of the slots it held or used, averaged over
-//                    those windows weighted by window GPU-hours (a team of two
-//                    pods at 0.3 of one GPU holds 0.6 of it); used_share is by
-//                    activity. Blank when the group held and used nothing, and
-//                    in the TOTAL row; used_energy_share blank where energy is
-//                    unknown; allocated_share unknown when any of the group's
-//                    windows held a slot of unknown share (a note names them).
-//   share_flag       "over" when used_share exceeds allocated_share by more
-//                    than ledger::kShareFlagMargin (0.10), "under" when it
-//                    falls short by more (special rows never flagged). The
-//                    over-users and under-users are also listed by name.
-//   sm_active, sm_occupancy, tensor_active, dram_active
-//                    averages over the group's windows (weight: window x
-//                    gpu_fraction) of the group's per-window value (device
-//                    values on exclusive GPUs, apportioned by activity share
-//                    on shared ones); unknown when no window had a device value.
-//                    The TOTAL row's: the rows' values weighted by their held
-//                    GPU-hours (--by gpu: by their window GPU-hours).
-//                    A window whose device data was suspect (ledger/device_quality.h:
-//                    a profiling field reading 0 while the GPU was busy, frozen,
-//                    a source stopped) adds nothing to them: where that leaves a
-//                    value unknown the cell says "suspect" (never 0 %), and the
-//                    row's device_data flag (JSON's rows and CSV's device_data
-//                    columns, when any window of the range is suspect) says
-//                    "suspect", with its reasons.
-//   used_unallocated_gpu_hours, allocated_unused_gpu_hours
-//                    allocation against use as facts, from the device side
-//                    (NVML's process lists, the /dev/nvidiaN its processes hold
-//                    open): GPU time its processes used on a GPU it was not
-//                    allocated, and GPU time it was allocated with none of its
-//                    processes on the GPU. Shown when the range's windows
-//                    observed it: JSON's allocation_against_use, a table and
-//                    HTML section; and where some row has any, the JSON rows'
-//                    fields and CSV's two columns.
-//   vram_gib_hours, launches
-//   split_source     which evidence split the busy part of the group's windows
-//                    (ledger/split_source.h), in JSON: split_busy_gpu_hours by
-//                    source and split_source, the sources with busy hours, most
-//                    first ("nvml+spans"); the coverage counts the windows by
-//                    source (JSON windows_by_split_source, the HTML's "Busy part
-//                    split by"). CSV and the table are unchanged.
-//   energy_kwh       the group's share of its GPUs' energy (energy_split.h);
-//                    unknown (not 0) when none of its windows had an energy
-//                    source; carbon_kg_co2e: energy x the carbon intensity
-//                    stored with each window (carbon_g_per_kwh), unknown when
-//                    no window had one.
-// Rows are sorted by total cost (descending), then key. "Top wasters" are the
-// (non-special) rows with the largest idle cost, at most 5.
-// Recommendations (rightsizing.h): one per pod (--by workload: per workload;
-// --by namespace or team: per group and advice), in the table, JSON and HTML;
-// CSV is unchanged. A fleet report (Prometheus) has none: the evidence is the
-// ledger's.
-//
-// A report is built streaming (ReportBuilder: one window at a time), so a
-// month of windows takes the memory of its groups, not of its rows.
+// or one self-contained HTML file with inline SVG charts. What each column
+// means, how rows are sorted and what the special rows are: docs/ledger.md,
+// *Report* ("Each column, exactly"). A report is built streaming
+// (ReportBuilder: one window at a time), so a month of windows takes the
+// memory of its groups, not of its rows.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -78,25 +16,10 @@
 
 #include "ledger/allocation_use.h"
 #include "ledger/store.h"
+#include "report/report_choices.h"
 #include "report/rightsizing.h"
 
 namespace gpuledger::report {
-
-// kNode: fleet reports only. kUser, kAccount: a Slurm job's user and account
-// (store schema 10); every other workload is "(no Slurm user)" / "(no Slurm account)".
-enum class GroupBy { kTeam, kNamespace, kPod, kWorkload, kGpu, kNode, kUser, kAccount };
-enum class Format { kTable, kCsv, kJson, kHtml, kFocus };
-GroupBy parse_group_by(const std::string& text);  // throws Error
-Format parse_format(const std::string& text);     // throws Error
-std::string to_string(GroupBy by);
-
-// "now", relative "-24h" / "-30m" / "-7d" / "-90s" (from now), RFC 3339
-// ("2026-11-29T10:00:00Z", "...+02:00", fractional seconds dropped), a plain
-// date ("2026-11-01": its midnight, UTC) or Unix seconds. Throws Error otherwise.
-int64_t parse_time(const std::string& text, int64_t now);
-// "2026-11" -> [2026-11-01T00:00:00Z, 2026-12-01T00:00:00Z). Throws Error otherwise.
-std::pair<int64_t, int64_t> parse_month(const std::string& text);
-std::string format_rfc3339(int64_t unix_seconds);  // UTC, "Z"
 
 struct Row {
   std::string key;

@@ -23,6 +23,7 @@
 #include "report/special_accounts.h"
 #include "report/rightsizing_render.h"
 #include "report/split_sources.h"
+#include "report/report_time.h"
 
 namespace gpuledger::report {
 

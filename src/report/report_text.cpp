@@ -8,6 +8,7 @@
 #include "common/inert_text.h"
 #include "common/utf8.h"
 #include "ledger/prices.h"
+#include "common/micros_text.h"
 
 namespace gpuledger::report {
 
@@ -17,7 +18,7 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
-std::string money(int64_t micros) { return ledger::format_micros(micros); }
+std::string money(int64_t micros) { return format_micros(micros); }
 
 std::string money_cents(int64_t micros) {
   const bool negative = micros < 0;

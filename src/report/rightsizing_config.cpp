@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/yaml_errors.h"
 #include "ledger/prices.h"
+#include "common/micros_text.h"
 
 namespace gpuledger::report {
 
@@ -34,7 +35,7 @@ int64_t parse_idle_after(const std::string& text, const std::string& what) {
 int64_t parse_vram_headroom(const std::string& text, const std::string& what) {
   int64_t micros = -1;
   try {
-    micros = ledger::parse_micros(text);
+    micros = parse_micros(text);
   } catch (const Error&) {
   }
   if (micros < 0 || micros > 1'000'000)

@@ -8,6 +8,7 @@
 #include "common/inert_text.h"
 #include "ledger/prices.h"
 #include "report/report_text.h"
+#include "common/micros_text.h"
 
 namespace gpuledger::report {
 
@@ -46,7 +47,7 @@ std::string joined(const std::vector<std::string>& v, const char* sep) {
   return out;
 }
 
-std::string headroom_text(int64_t micros) { return ledger::format_micros(micros).substr(0, 4); }
+std::string headroom_text(int64_t micros) { return format_micros(micros).substr(0, 4); }
 
 const std::vector<std::string> kColumns = {"recommendation", "target",         "saving_per_month", "confidence",
                                            "evidence_hours", "vram_peak_gb",   "vram_p95_gb",      "sm_active_p95",
@@ -117,7 +118,7 @@ nlohmann::json rightsizing_json(const Rightsizing& r) {
   j["period_seconds"] = r.period_seconds;
   j["month_seconds"] = kMonthSeconds;
   j["idle_after_seconds"] = r.options.idle_after_seconds;
-  j["vram_headroom"] = ledger::format_micros(r.options.vram_headroom_micros);
+  j["vram_headroom"] = format_micros(r.options.vram_headroom_micros);
   j["min_evidence_seconds"] = r.options.min_evidence_seconds;
   if (r.idle_source != "launches") j["idle_source"] = r.idle_source;  // launches when absent
   if (r.launches_not_probed) j["launches_not_probed"] = std::string(kNotProbedByBilling);

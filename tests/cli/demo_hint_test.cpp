@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "report/report.h"
+#include "report/report_time.h"
 
 namespace gpuledger::cli {
 namespace {

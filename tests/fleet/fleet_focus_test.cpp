@@ -15,6 +15,7 @@
 #include "fleet_db_fixture.h"
 #include "report/bill.h"
 #include "report/report.h"
+#include "report/report_time.h"
 
 namespace gpuledger::testing {
 namespace {

@@ -102,17 +102,6 @@ TEST(Prices, WindowCost) {
   EXPECT_EQ(window_cost_micros({3'600'000, 1, 1, ""}, 0), 0);
 }
 
-TEST(Prices, Decimals) {
-  EXPECT_EQ(parse_micros("0.000001"), 1);
-  EXPECT_EQ(parse_micros("12"), 12'000'000);
-  EXPECT_EQ(parse_micros("1."), 1'000'000);
-  EXPECT_THROW(parse_micros("-1"), Error);
-  EXPECT_THROW(parse_micros("1.0000001"), Error);
-  EXPECT_THROW(parse_micros("1e3"), Error);
-  EXPECT_EQ(format_micros(4'100'000), "4.100000");
-  EXPECT_EQ(format_micros(-5), "-0.000005");
-}
-
 // The error parsing `yaml` as prices.yaml gives, or "no error".
 std::string msg(const std::string& yaml) {
   try {

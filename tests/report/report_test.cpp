@@ -246,30 +246,6 @@ TEST(ReportFormat, HtmlEscapes) {
   EXPECT_NE(html.find("&lt;script&gt;"), std::string::npos);
 }
 
-TEST(ReportTime, Parse) {
-  const int64_t now = 1'800'000'000;
-  EXPECT_EQ(parse_time("now", now), now);
-  EXPECT_EQ(parse_time("-24h", now), now - 86400);
-  EXPECT_EQ(parse_time("-30m", now), now - 1800);
-  EXPECT_EQ(parse_time("-7d", now), now - 7 * 86400);
-  EXPECT_EQ(parse_time("-90s", now), now - 90);
-  EXPECT_EQ(parse_time("2027-01-15T08:00:00Z", now), kT0);
-  EXPECT_EQ(parse_time("2027-01-15T10:00:00+02:00", now), kT0);
-  EXPECT_EQ(parse_time("2027-01-15T08:00:00.123Z", now), kT0);
-  EXPECT_EQ(parse_time("1800000000", now), kT0);
-  EXPECT_EQ(format_rfc3339(kT0), "2027-01-15T08:00:00Z");
-  EXPECT_EQ(parse_time("2027-01-15", now), kT0 - 8 * 3600);  // a plain date: its midnight, UTC
-  EXPECT_EQ(parse_time("2026-11-01", now), 1'793'491'200);
-  EXPECT_EQ(parse_month("2026-11"), (std::pair<int64_t, int64_t>{1'793'491'200, 1'793'491'200 + 30 * 86400}));
-  EXPECT_EQ(parse_month("2026-12").second, parse_time("2027-01-01", now));
-  EXPECT_EQ(parse_month("2028-02").second - parse_month("2028-02").first, 29 * 86400);  // leap year
-  for (const char* bad : {"2026-13", "2026-1", "26-11", "2026-11-01"}) EXPECT_THROW(parse_month(bad), Error) << bad;
-  for (const char* bad : {"yesterday", "-5y", "2027-13-15", "2027-01-15T08:00:00", "-h", "2027-1-15"})
-    EXPECT_THROW(parse_time(bad, now), Error) << bad;
-  EXPECT_THROW(parse_group_by("cluster"), Error);
-  EXPECT_THROW(parse_format("xml"), Error);
-}
-
 TEST(ReportRange, OnlyWindowsStartingInRange) {
   static testing::FixtureStore store("range");
   ledger::Store s(store.path(), ledger::Store::Mode::kReadOnly);
