@@ -1,50 +1,9 @@
 #pragma once
 // The agent's YAML configuration file (--config): how workloads are charged to
 // teams, inside and outside Kubernetes, and which extended resources are GPUs.
-//
-//   team:
-//     pod_label_key: team            # a pod label naming the team ("" to skip)
-//     namespace_label_key: team      # a label of the pod's namespace ("" to skip)
-//     pod_label_overrides: false     # false: the namespace's label, else the pod's (the
-//                                    # namespace's owner decides, docs/security.md); true: the
-//                                    # pod's, else the namespace's; else the namespace name
-//   kubernetes:
-//     pod_grace_period_seconds: 600  # names kept after a pod is deleted
-//     extra_gpu_resources: [example.com/gpu]   # beyond nvidia.com/gpu, gpu.shared, mig-*
-//     dra_drivers: [gpu.nvidia.com]  # DRA drivers whose devices are GPUs
-//     pod_resources_interval_seconds: 10
-//     allocation_keep_seconds: 600   # while the kubelet does not answer, its last answer bills
-//                                    # the windows this long; then __allocation_unknown__ holds the GPUs
-//     kai_reservation_namespace: runai-reservation  # where KAI / Run:ai puts the pods that hold
-//                                    # fractional GPUs (a namespace tenants cannot create pods in)
-//     hami_scheduler_managers: [scheduler, hami-scheduler, vgpu-scheduler-extender]
-//     kai_scheduler_managers: [binder, scheduler, kai-scheduler]
-//                                    # the managers (metadata.managedFields) HAMi's and KAI's
-//                                    # schedulers write their records as (docs/security.md)
-//   probes:
-//     set: auto                      # auto | billing | full (--probe-set wins; docs/probe-sets.md)
-//   allocation:                      # who holds each GPU (--allocation-source wins)
-//     source: auto                   # auto | kubernetes | slurm | hpc-job-mapping | none
-//     hpc_job_mapping_dir: /run/gpuledger/job-mapping   # the Slurm prolog's files (deploy/slurm/)
-//   teams:                           # outside Kubernetes: first match wins
-//     - match: systemd_unit          # glob on the unit, e.g. "trainer-*.service"
-//       pattern: "trainer-*.service"
-//       team: ml
-//     - match: slurm_job             # glob on the Slurm job id
-//       pattern: "12*"
-//       team: hpc
-//     - match: slurm_user            # user (name or numeric uid) from uid_<n> in the cgroup path
-//       pattern: alice
-//       team: research
-//     - match: slurm_account         # glob on the job's Slurm account, as the controller
-//       pattern: "phys*"             # says it (squeue, slurm/slurm_jobs.h; never the job's
-//       team: physics                # environment); no match while it is not known
-//     - match: cgroup_prefix         # leading path components of the cgroup path
-//       pattern: /research
-//       team: research
-//
-// Every key is optional; unknown keys and wrong types are errors, so a typo
-// does not silently charge a team's work to nobody.
+// The keys, their defaults and what each does: docs/operating.md, "The
+// configuration file". Every key is optional; unknown keys and wrong types
+// are errors, so a typo does not silently charge a team's work to nobody.
 #include <chrono>
 #include <optional>
 #include <string>

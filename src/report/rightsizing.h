@@ -1,48 +1,11 @@
 #pragma once
 // Rightsizing: what each workload (or pod) should hold, from the evidence the
 // ledger kept per window (ledger/window_evidence.h), and what that would save
-// at the prices it was billed at. docs/rightsizing.md is the contract; in short,
-// per unit (a pod, or a workload with --by workload), the first that applies
-// (rightsizing_decision.h decides; this builder gathers the evidence):
-//
-//   release     it held a GPU with no kernel launch for longer than
-//               idle_after (default 24 h): the longest run of consecutive held
-//               windows without launches (backfill and gap windows, when the
-//               agent did not watch, break a run). Saving: what its fully idle
-//               windows cost.
-//   more        an over-user of a shared GPU (its used share of the activity
-//               exceeds its allocated share by more than ledger::kShareFlagMargin),
-//               or saturated: SM active p95 >= kSaturatedSmActive. Saving 0.
-//   mig         on a GPU model with a MIG table (ledger/mig_profiles.h): the
-//               smallest profile, smaller than what it holds, whose memory
-//               fits the VRAM peak x (1 + vram_headroom) and whose compute n/7
-//               covers the SM active p95 (of the whole GPU). Saving: what it
-//               paid - its windows' cost x n / slices (a MIG instance's price).
-//   time-slice  on a model without MIG: the smallest share 1/8, 1/4 or 1/2,
-//               below what it holds, that covers its busy share. Saving: what
-//               it paid - its windows' cost / k.
-//   keep        otherwise.
-// A decision that rests on a number the device did not measure is limited
-// (limited, why), and states no saving: SM active from the eBPF span
-// estimate (no device counters in its windows), a busy share from spans only,
-// an unknown VRAM peak. A range's p95s count ratios in steps of 0.001,
-// rounded up, and VRAM by the MB, rounded up (peaks exact), so a unit's memory
-// does not grow with its windows. A saving is integer micro-units of the ledger's
-// currency per month (kMonthSeconds: 730 h), scaled from the range's period
-// (the part of [from, to) the stored windows cover), never a binary float.
-//
-// Windows whose device data was suspect (ledger/device_quality.h) give no
-// device value (unknown, never 0 %): the why names them, and the SM cell says
-// "suspect" where they leave it unknown.
-//
-// Every row also states its confidence (0 to 1, in hundredths): the days of
-// held time behind it weighted 0.3 for one day rising to 1.0 from a week,
-// times how steady the figure that sized it was (1 - (p95 - p50)); see
-// confidence_hundredths. Below min_evidence of held time (default 24 h) a row
-// is limited whatever its advice and states no saving. A memory-bound unit
-// (DRAM active p95 at least kMemoryBoundDram, above its SM active and tensor
-// p95s) is sized by its memory: a MIG profile must also carry its share of
-// the memory bandwidth, which follows the profile's memory.
+// at the prices it was billed at. docs/rightsizing.md is the contract: the
+// advice (release, more, mig, time-slice, keep), when a row is limited and
+// states no saving, its confidence, and the memory-bound case. This builder
+// gathers the evidence; rightsizing_decision.h decides. Savings are integer
+// micro-units per month (kMonthSeconds: 730 h), never a binary float.
 #include <cstdint>
 #include <map>
 #include <memory>

@@ -152,5 +152,26 @@ TEST(AgentConfig, LoadsFromAFileAndNamesAMissingOne) {
   }
 }
 
+// The reference in docs/operating.md ("The configuration file") is a file the
+// agent accepts as written, with the values it shows.
+TEST(AgentConfig, TheDocumentedExampleIsAcceptedAsWritten) {
+  std::ifstream in(std::string(GPULEDGER_SOURCE_DIR) + "/docs/operating.md");
+  ASSERT_TRUE(in) << "docs/operating.md";
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t section = doc.find("## The configuration file");
+  ASSERT_NE(section, std::string::npos);
+  const size_t start = doc.find("```yaml\n", section);
+  ASSERT_NE(start, std::string::npos);
+  const size_t end = doc.find("```", start + 8);
+  ASSERT_NE(end, std::string::npos);
+  const AgentConfig c = parse_agent_config(doc.substr(start + 8, end - start - 8), "docs/operating.md");
+  EXPECT_EQ(c.extra_gpu_resources, std::vector<std::string>{"example.com/gpu"});
+  EXPECT_EQ(c.kai_reservation_namespace, "runai-reservation");
+  ASSERT_EQ(c.teams.size(), 5u);
+  EXPECT_EQ(c.teams[3].pattern, "phys*");
+  EXPECT_EQ(c.teams[3].team, "physics");
+  EXPECT_EQ(c.teams[4].team, "research");
+}
+
 }  // namespace
 }  // namespace gpuledger::config
