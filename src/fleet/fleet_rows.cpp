@@ -76,13 +76,9 @@ PgParam param(const std::optional<T>& v) {
 }
 PgParam param(const std::map<std::string, int64_t>& v) { return text(ledger::encode_findings(v)); }
 PgParam param(uint64_t v) { return num(static_cast<int64_t>(v)); }
-template <class T>
-PgParam param(const ledger::IdlePart<const T>& p) {
-  return p.idle ? param((*p.idle).*p.member) : std::nullopt;
-}
-template <class T>
-PgParam param(const ledger::EnergyPart<const T>& p) {
-  return p.energy ? param((*p.energy).*p.member) : std::nullopt;
+template <class W, class T>
+PgParam param(const ledger::Part<const W, T>& p) {  // no part: NULL
+  return p.whole ? param((*p.whole).*p.member) : std::nullopt;
 }
 
 void read_value(const PgResult& r, int i, int c, int64_t& v) { v = r.i64(i, c); }
@@ -98,24 +94,16 @@ void read_value(const PgResult& r, int i, int c, std::optional<uint64_t>& v) {
   v = r.null(i, c) ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(r.i64(i, c)));
 }
 void read_value(const PgResult& r, int i, int c, std::optional<int64_t>& v) { v = r.opt_i64(i, c); }
-template <class T>
-void read_value(const PgResult& r, int i, int c, ledger::IdlePart<T>&& p) {  // NULL: no idle runs
-  if (!p.idle) {
-    if (r.null(i, c)) return;
-    p.idle.emplace();
-  }
-  read_value(r, i, c, (*p.idle).*p.member);
-}
 void read_value(const PgResult& r, int i, int c, std::map<std::string, int64_t>& v) {
   v = ledger::decode_findings(r.text(i, c));
 }
-template <class T>
-void read_value(const PgResult& r, int i, int c, ledger::EnergyPart<T>&& p) {  // NULL: the energy unknown
-  if (!p.energy) {
+template <class W, class T>
+void read_value(const PgResult& r, int i, int c, ledger::Part<W, T>&& p) {  // NULL: no part
+  if (!p.whole) {
     if (r.null(i, c)) return;
-    p.energy.emplace();
+    p.whole.emplace();
   }
-  read_value(r, i, c, (*p.energy).*p.member);
+  read_value(r, i, c, (*p.whole).*p.member);
 }
 
 // SHA-256 over every value of the rows (a row's first n), each length-prefixed (NULL apart from "").

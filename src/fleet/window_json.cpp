@@ -31,9 +31,9 @@ template <typename T>
 void put(json& j, const ledger::WindowField& f, const std::optional<T>& v) {
   place(j, f) = opt(v);
 }
-template <typename T>
-void put(json& j, const ledger::WindowField& f, const ledger::EnergyPart<const T>& p) {  // no energy: no "energy"
-  if (p.energy) put(j, f, (*p.energy).*p.member);
+template <typename W, typename T>
+void put(json& j, const ledger::WindowField& f, const ledger::Part<const W, T>& p) {  // no energy: no "energy"
+  if (p.whole) put(j, f, (*p.whole).*p.member);
 }
 
 // The field's value in j (a key that is not there: json's out_of_range).
@@ -53,11 +53,11 @@ void take(const json& j, const ledger::WindowField& f, std::optional<T>& v) {
   const json& at = required(j, f);
   v = at.is_null() ? std::nullopt : std::optional<T>(at.get<T>());
 }
-template <typename T>
-void take(const json& j, const ledger::WindowField& f, ledger::EnergyPart<T>&& p) {  // no "energy": unknown
+template <typename W, typename T>
+void take(const json& j, const ledger::WindowField& f, ledger::Part<W, T>&& p) {  // no "energy": unknown
   if (!j.contains(f.json_group)) return;
-  if (!p.energy) p.energy.emplace();
-  take(j, f, (*p.energy).*p.member);
+  if (!p.whole) p.whole.emplace();
+  take(j, f, (*p.whole).*p.member);
 }
 
 // An account as an array (positions: ledger/window_fields.h, AccountField's
@@ -84,9 +84,9 @@ template <typename T>
 void put_account(json& out, const ledger::AccountField& f, const T& v) {
   slot_of(out, f) = value(v);
 }
-template <typename T>
-void put_account(json& out, const ledger::AccountField& f, const ledger::IdlePart<const T>& p) {  // none: null
-  if (p.idle) put_account(out, f, (*p.idle).*p.member);
+template <typename W, typename T>
+void put_account(json& out, const ledger::AccountField& f, const ledger::Part<const W, T>& p) {  // none: null
+  if (p.whole) put_account(out, f, (*p.whole).*p.member);
 }
 
 json account(const ledger::AccountRecord& a) {
@@ -114,11 +114,11 @@ void take_account(const json& j, const ledger::AccountField& f, std::optional<T>
   const json& at = slot_of(j, f);
   v = at.is_null() ? std::nullopt : std::optional<T>(at.get<T>());
 }
-template <typename T>
-void take_account(const json& j, const ledger::AccountField& f, ledger::IdlePart<T>&& p) {  // null: no idle runs
+template <typename W, typename T>
+void take_account(const json& j, const ledger::AccountField& f, ledger::Part<W, T>&& p) {  // null: no idle runs
   if (j.at(static_cast<size_t>(f.json_at)).is_null()) return;
-  if (!p.idle) p.idle.emplace();
-  take_account(j, f, (*p.idle).*p.member);
+  if (!p.whole) p.whole.emplace();
+  take_account(j, f, (*p.whole).*p.member);
 }
 
 ledger::AccountRecord account(const json& j) {

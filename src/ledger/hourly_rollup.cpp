@@ -24,8 +24,8 @@ void merge_first(Merge rule, T& m, const T& w) {
     m = w;
   }
 }
-template <class T>
-void merge_first(Merge, EnergyPart<T>, EnergyPart<const T>) {}  // merge_energy()
+template <class W, class T>
+void merge_first(Merge, Part<W, T>, Part<const W, T>) {}  // kEnergy, kEvidence: merge_energy(), merge_evidence()
 
 template <class T>
 void merge_add(Merge rule, T& m, const T& w, double len, FieldSums& s) {
@@ -49,10 +49,8 @@ void merge_add(Merge rule, T& m, const T& w, double len, FieldSums& s) {
     if (rule == Merge::kTimeMean) s.weighted += w * len;
   }
 }
-template <class T>
-void merge_add(Merge, EnergyPart<T>, EnergyPart<const T>, double, FieldSums&) {}
-template <class T>
-void merge_add(Merge, IdlePart<T>, IdlePart<const T>, double, FieldSums&) {}  // kEvidence
+template <class W, class T>
+void merge_add(Merge, Part<W, T>, Part<const W, T>, double, FieldSums&) {}
 
 template <class T>
 void merge_last(Merge rule, T& m, const FieldSums& s, double total) {
@@ -62,8 +60,8 @@ void merge_last(Merge rule, T& m, const FieldSums& s, double total) {
     if (rule == Merge::kKnownMean) m = s.known > 0 ? std::optional<double>(s.weighted / s.known) : std::nullopt;
   }
 }
-template <class T>
-void merge_last(Merge, EnergyPart<T>, const FieldSums&, double) {}
+template <class W, class T>
+void merge_last(Merge, Part<W, T>, const FieldSums&, double) {}
 
 // The window fields of ws merged into m (window_fields.h).
 void merge_fields(const std::vector<WindowRecord>& ws, WindowRecord& m) {

@@ -33,14 +33,13 @@ void bind_field(Stmt& s, int i, const T& v) {
 }
 void bind_field(Stmt& s, int i, bool v) { s.bind(i, int64_t{v}); }
 void bind_field(Stmt& s, int i, uint64_t v) { s.bind(i, static_cast<int64_t>(v)); }
-template <class T>
-void bind_field(Stmt& s, int i, const IdlePart<const T>& p) {
-  s.bind(i, p.idle ? std::optional<double>((*p.idle).*p.member) : std::nullopt);
-}
 void bind_field(Stmt& s, int i, const std::map<std::string, int64_t>& v) { s.bind(i, encode_findings(v)); }
-template <class T>
-void bind_field(Stmt& s, int i, const EnergyPart<const T>& p) {
-  bind_field(s, i, (*p.energy).*p.member);
+template <class W, class T>
+void bind_field(Stmt& s, int i, const Part<const W, T>& p) {  // no part: NULL
+  if (p.whole)
+    bind_field(s, i, (*p.whole).*p.member);
+  else
+    s.bind(i, std::optional<double>());
 }
 
 void read_field(const Stmt& s, int c, int64_t& v) { v = s.i64(c); }
@@ -49,24 +48,19 @@ void read_field(const Stmt& s, int c, bool& v) { v = s.i64(c) != 0; }
 void read_field(const Stmt& s, int c, uint64_t& v) { v = static_cast<uint64_t>(s.i64(c)); }
 void read_field(const Stmt& s, int c, std::optional<uint64_t>& v) { v = s.opt_bytes(c); }
 void read_field(const Stmt& s, int c, std::optional<int64_t>& v) { v = s.opt_i64(c); }
-template <class T>
-void read_field(const Stmt& s, int c, IdlePart<T>&& p) {  // NULL: no idle runs
-  if (!p.idle) {
-    if (s.null(c)) return;
-    p.idle.emplace();
-  }
-  read_field(s, c, (*p.idle).*p.member);
-}
 void read_field(const Stmt& s, int c, std::string& v) { v = s.text(c); }
 void read_field(const Stmt& s, int c, std::optional<double>& v) { v = s.opt(c); }
 void read_field(const Stmt& s, int c, std::optional<std::string>& v) {
   v = s.null(c) ? std::nullopt : std::optional<std::string>(s.text(c));
 }
 void read_field(const Stmt& s, int c, std::map<std::string, int64_t>& v) { v = decode_findings(s.text(c)); }
-template <class T>
-void read_field(const Stmt& s, int c, EnergyPart<T>&& p) {  // the energy's first field makes it known
-  if (!p.energy) p.energy.emplace();
-  read_field(s, c, (*p.energy).*p.member);
+template <class W, class T>
+void read_field(const Stmt& s, int c, Part<W, T>&& p) {  // NULL: no part
+  if (!p.whole) {
+    if (s.null(c)) return;
+    p.whole.emplace();
+  }
+  read_field(s, c, (*p.whole).*p.member);
 }
 
 bool stored_in(const WindowField& f, StoreTable table) { return f.store && f.table == table; }

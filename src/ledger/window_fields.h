@@ -54,18 +54,15 @@ struct WindowField {
   int audit;                    // its place in the bill id's hash of a window (report/bill_audit.h); 0: not hashed
 };
 
-// A field of the window's energy (WindowRecord::energy): absent with it.
-template <class T>
-struct EnergyPart {
-  std::optional<WindowEnergyRecord>& energy;
-  T WindowEnergyRecord::*member;
+// A field of an optional part of a record (Whole: a window's energy, an
+// account's idle runs; const Whole in a const record): absent with the part,
+// which reading its first field makes known.
+template <class Whole, class T>
+struct Part {
+  std::conditional_t<std::is_const_v<Whole>, const std::optional<std::remove_const_t<Whole>>,
+                     std::optional<Whole>>& whole;
+  T std::remove_const_t<Whole>::*member;
 };
-template <class T>
-struct EnergyPart<const T> {
-  const std::optional<WindowEnergyRecord>& energy;
-  T WindowEnergyRecord::*member;
-};
-
 namespace window_field {
 using enum Merge;
 using enum StoreTable;
@@ -112,15 +109,15 @@ inline constexpr int kAudited = 26;
 
 // Calls v(field, value...) for each field above, in order, with the field's
 // value in each of the records w (WindowRecord or const WindowRecord): its
-// member, or an EnergyPart. Several records: a roll-up reads one into another.
+// member, or a Part of its energy. Several records: a roll-up reads one into another.
 template <class V, class... W>
 void for_each_window_field(V&& v, W&... w) {
   namespace f = window_field;
   auto energy = [](auto& r, auto member) {
     using R = std::remove_reference_t<decltype(r)>;
     using T = std::remove_reference_t<decltype(std::declval<WindowEnergyRecord&>().*member)>;
-    using Part = std::conditional_t<std::is_const_v<R>, EnergyPart<const T>, EnergyPart<T>>;
-    return Part{r.energy, member};
+    return Part<std::conditional_t<std::is_const_v<R>, const WindowEnergyRecord, WindowEnergyRecord>, T>{r.energy,
+                                                                                                          member};
   };
   v(f::kStart, w.start...);
   v(f::kGpuUuid, w.slot.uuid...);
@@ -170,18 +167,6 @@ struct AccountField {
   bool audit;                // hashed in the bill id's window record
 };
 
-// A field of the account's idle runs (AccountEvidence::idle): absent with them.
-template <class T>
-struct IdlePart {
-  std::optional<IdleRun>& idle;
-  double IdleRun::*member;
-};
-template <class T>
-struct IdlePart<const T> {
-  const std::optional<IdleRun>& idle;
-  double IdleRun::*member;
-};
-
 namespace account_field {
 using enum Merge;
 // The JSON account array: kJsonFields positions, then the Slurm user and account only when one is not "".
@@ -225,14 +210,13 @@ inline constexpr AccountField kAllocatedUnused{"allocated_unused_seconds", 9, "N
 
 // Calls v(field, value...) for each account field above, in order, with its
 // value in each of the records a (AccountRecord or const AccountRecord): its
-// member, or an IdlePart.
+// member, or a Part of its idle runs.
 template <class V, class... A>
 void for_each_account_field(V&& v, A&... a) {
   namespace f = account_field;
   auto idle = [](auto& r, double IdleRun::*member) {
     using R = std::remove_reference_t<decltype(r)>;
-    using Part = std::conditional_t<std::is_const_v<R>, IdlePart<const double>, IdlePart<double>>;
-    return Part{r.evidence.idle, member};
+    return Part<std::conditional_t<std::is_const_v<R>, const IdleRun, IdleRun>, double>{r.evidence.idle, member};
   };
   v(f::kAccount, a.account...);
   v(f::kNamespace, a.labels.namespace_name...);
@@ -278,12 +262,8 @@ void for_each_field(V&& v, R& record) {
 }
 
 template <class T>
-inline constexpr bool kIsEnergyPart = false;
-template <class T>
-inline constexpr bool kIsEnergyPart<EnergyPart<T>> = true;
-template <class T>
-inline constexpr bool kIsIdlePart = false;
-template <class T>
-inline constexpr bool kIsIdlePart<IdlePart<T>> = true;
+inline constexpr bool kIsPart = false;
+template <class Whole, class T>
+inline constexpr bool kIsPart<Part<Whole, T>> = true;
 
 }  // namespace gpuledger::ledger

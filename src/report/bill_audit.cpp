@@ -72,10 +72,10 @@ void hash_field(Canon&, const std::map<std::string, int64_t>&) {}
 void hash_field(Canon&, const std::optional<uint64_t>&) {}
 void hash_field(Canon&, const std::optional<int64_t>&) {}
 template <class T>
-void hash_field(Canon&, const ledger::IdlePart<const T>&) {}
+void hash_field(Canon&, const ledger::Part<const ledger::IdleRun, T>&) {}
 template <class T>
-void hash_field(Canon& c, const ledger::EnergyPart<const T>& p) {
-  if (p.energy) hash_field(c, (*p.energy).*p.member);
+void hash_field(Canon& c, const ledger::Part<const ledger::WindowEnergyRecord, T>& p) {
+  if (p.whole) hash_field(c, (*p.whole).*p.member);
 }
 
 // The window's hashed fields in their audit places: the window's own, and its energy's.

@@ -65,9 +65,9 @@ TEST(WindowFields, TheFullWindowSetsEveryFieldAndTheUnknownOneEveryOptional) {
   ledger::for_each_window_field(
       [&](const ledger::WindowField& f, const auto& value, const auto& unset, const auto& unknown_value) {
         const std::string name = f.store ? f.store : "?";
-        if constexpr (ledger::kIsEnergyPart<std::decay_t<decltype(value)>>) {
-          EXPECT_NE((*value.energy).*value.member, ledger::WindowEnergyRecord{}.*value.member) << name;
-          EXPECT_FALSE(unknown_value.energy) << name;
+        if constexpr (ledger::kIsPart<std::decay_t<decltype(value)>>) {
+          EXPECT_NE((*value.whole).*value.member, ledger::WindowEnergyRecord{}.*value.member) << name;
+          EXPECT_FALSE(unknown_value.whole) << name;
         } else {
           EXPECT_NE(value, unset) << name << ": full_window leaves it at its default";
           if constexpr (requires { value.has_value(); }) {
@@ -96,9 +96,9 @@ TEST(WindowFields, TheFullAccountSetsEveryFieldAndTheUnknownOneEveryOptional) {
   std::set<std::string> store, fleet, json;
   ledger::for_each_account_field(
       [&](const ledger::AccountField& f, const auto& value, const auto& unset, const auto& unknown_value) {
-        if constexpr (ledger::kIsIdlePart<std::decay_t<decltype(value)>>) {
-          EXPECT_NE((*value.idle).*value.member, 0.0) << f.store;
-          EXPECT_FALSE(unknown_value.idle) << f.store;
+        if constexpr (ledger::kIsPart<std::decay_t<decltype(value)>>) {
+          EXPECT_NE((*value.whole).*value.member, 0.0) << f.store;
+          EXPECT_FALSE(unknown_value.whole) << f.store;
         } else {
           EXPECT_NE(value, unset) << f.store << ": full_window's account leaves it at its default";
           if constexpr (requires { value.has_value(); }) {
