@@ -3,7 +3,7 @@
 // the units the floors left out handed one at a time to the parts that lost
 // the most to their floor. The one rule behind the window split
 // (ledger/window_split.cpp), the launches spread over a workload's streams
-// (ledger/accountant.cpp) and the shown cents (report/shown_money.cpp), so
+// (ledger/counter_deltas.cpp) and the shown cents (report/shown_money.cpp), so
 // that their ties break alike: equal remainders go to the earlier part (the
 // callers order their parts by key).
 #include <algorithm>

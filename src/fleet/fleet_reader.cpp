@@ -81,62 +81,6 @@ class Cursor {
 
 ledger::ChargeKind kind_of(const std::string& text) { return ledger::parse_charge_kind(text); }
 
-void read_window(const PgResult& r, int i, ledger::WindowRecord& w) {
-  // Columns: 4 key columns, then kWindowColumns.
-  w.node = r.text(i, 0) + "/" + r.text(i, 1);
-  w.slot.uuid = r.text(i, 2);
-  w.start = r.i64(i, 3);
-  w.end = r.i64(i, 4);
-  w.slot.parent_uuid = r.text(i, 5);
-  w.slot.model = r.text(i, 6);
-  if (!r.null(i, 7)) w.slot.mig_profile = r.text(i, 7);
-  w.gpu_fraction = r.f64(i, 8);
-  w.currency = r.text(i, 9);
-  w.cost_micros = r.i64(i, 10);
-  w.busy_micros = r.i64(i, 11);
-  w.idle_micros = r.i64(i, 12);
-  w.memory_micros = r.i64(i, 13);
-  w.cost_policy = r.text(i, 14);
-  w.allocated_total = r.f64(i, 15);
-  w.busy_fraction = r.f64(i, 16);
-  w.busy_source = r.text(i, 17);
-  w.exclusive = r.text(i, 18) == "t";
-  w.observed_seconds = r.f64(i, 19);
-  w.source = r.text(i, 20);
-  w.device = {r.opt_f64(i, 21), r.opt_f64(i, 22), r.opt_f64(i, 23), r.opt_f64(i, 24)};
-  if (!r.null(i, 25)) w.energy = ledger::WindowEnergyRecord{r.i64(i, 25), r.text(i, 26), {}, r.opt_f64(i, 27)};
-  w.split_source = r.text(i, 28);
-}
-
-ledger::AccountRecord read_account(const PgResult& r, int i) {
-  ledger::AccountRecord a;
-  a.account = r.text(i, 4);
-  a.labels = {r.text(i, 5), r.text(i, 6), r.text(i, 7), r.text(i, 8), r.text(i, 32), r.text(i, 33)};
-  a.held_share = r.f64(i, 9);
-  a.allocated_share = r.f64(i, 10);
-  a.allocated_share_known = r.text(i, 11) == "t";
-  a.busy_seconds = r.f64(i, 12);
-  a.activity_share = r.f64(i, 13);
-  a.gpu_busy_seconds = r.f64(i, 14);
-  a.vram_byte_seconds = r.f64(i, 15);
-  a.launches = static_cast<uint64_t>(r.i64(i, 16));
-  a.efficiency = {r.opt_f64(i, 17), r.opt_f64(i, 18), r.opt_f64(i, 19), r.opt_f64(i, 20)};
-  auto bytes = [&](int c) {
-    return r.null(i, c) ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(r.i64(i, c)));
-  };
-  auto& ev = a.evidence;
-  ev.vram_peak_bytes = bytes(21);
-  ev.vram_p95_bytes = bytes(22);
-  ev.nvml_vram_peak_bytes = bytes(23);
-  ev.nvml_vram_p95_bytes = bytes(24);
-  ev.sm_active_p95 = r.opt_f64(i, 25);
-  ev.sm_occupancy_p95 = r.opt_f64(i, 26);
-  ev.busy_p95 = r.opt_f64(i, 27);
-  if (!r.null(i, 30)) ev.idle = ledger::IdleRun{r.f64(i, 28), r.f64(i, 29), r.f64(i, 30)};
-  ev.windows = r.opt_i64(i, 31);
-  return a;
-}
-
 // The four tables' rows of the windows `from` selects, assembled per window.
 // `fenced`: a short stretch of time (fenced_order).
 void read_windows(PgConnection& db, const std::string& from, const std::function<void(ledger::WindowRecord&&)>& fn,
@@ -147,12 +91,12 @@ void read_windows(PgConnection& db, const std::string& from, const std::function
   Cursor e(db, "gl_energy", "energy_charges", kEnergyChargeColumns, from, ", x.account, x.kind", fenced);
   for (; w.valid(); w.next()) {
     ledger::WindowRecord rec;
-    read_window(w.r(), w.row(), rec);
+    read_window_columns(w.r(), w.row(), rec);
     const auto key = w.key();
     // Children of a window are written with it (one transaction): none precede it.
     for (; a.valid() && a.key() < key; a.next()) {
     }
-    for (; a.valid() && a.key() == key; a.next()) rec.accounts.push_back(read_account(a.r(), a.row()));
+    for (; a.valid() && a.key() == key; a.next()) rec.accounts.push_back(read_account_columns(a.r(), a.row()));
     for (; c.valid() && c.key() < key; c.next()) {
     }
     for (; c.valid() && c.key() == key; c.next())

@@ -3,22 +3,36 @@
 #include <openssl/evp.h>
 
 #include <cstdio>
+#include <map>
+#include <utility>
 
 #include "common/error.h"
+#include "ledger/device_quality.h"
+#include "ledger/window_fields.h"
 
 namespace gpuledger::fleet {
 
-const std::vector<std::string> kWindowColumns = {
-    "end_time", "parent_uuid", "model", "mig_profile", "gpu_fraction", "currency", "cost_micros", "busy_micros",
-    "idle_micros", "memory_micros", "cost_policy", "allocated_total", "busy_fraction", "busy_source", "exclusive",
-    "observed_seconds", "source", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "energy_millijoules",
-    "energy_source", "carbon_g_per_kwh", "split_source", "digest"};
-const std::vector<std::string> kAccountColumns = {
-    "account", "namespace", "pod", "container", "team", "held_share", "allocated_share", "allocated_share_known",
-    "busy_seconds", "activity_share", "gpu_busy_seconds", "vram_byte_seconds", "launches", "sm_active",
-    "sm_occupancy", "tensor_active", "dram_active", "vram_peak_bytes", "vram_p95_bytes", "nvml_vram_peak_bytes",
-    "nvml_vram_p95_bytes", "sm_active_p95", "sm_occupancy_p95", "busy_p95", "idle_lead_seconds",
-    "idle_trail_seconds", "idle_longest_seconds", "window_count", "slurm_user", "slurm_account"};
+namespace {
+// The fleet columns of a window's or an account's fields, in order (ledger/window_fields.h).
+template <class Record>
+std::vector<std::string> fleet_columns() {
+  std::vector<std::string> out;
+  const Record none;
+  ledger::for_each_field(
+      [&](const auto& f, auto&&) {
+        if (f.fleet) out.emplace_back(f.fleet);
+      },
+      none);
+  return out;
+}
+}  // namespace
+
+const std::vector<std::string> kWindowColumns = [] {
+  std::vector<std::string> out = fleet_columns<ledger::WindowRecord>();
+  out.emplace_back("digest");
+  return out;
+}();
+const std::vector<std::string> kAccountColumns = fleet_columns<ledger::AccountRecord>();
 const std::vector<std::string> kChargeColumns = {"account", "kind", "micros"};
 const std::vector<std::string> kEnergyChargeColumns = {"account", "kind", "millijoules"};
 
@@ -51,6 +65,47 @@ PgParam opt(const std::optional<int64_t>& v) { return v ? num(*v) : std::nullopt
 PgParam opt(const std::optional<uint64_t>& v) { return v ? num(static_cast<int64_t>(*v)) : std::nullopt; }
 PgParam opt(const std::optional<std::string>& v) { return v ? text(*v) : std::nullopt; }
 
+// A window field's value as its fleet column holds it (ledger/window_fields.h).
+PgParam param(int64_t v) { return num(v); }
+PgParam param(double v) { return num(v); }
+PgParam param(bool v) { return boolean(v); }
+PgParam param(const std::string& v) { return text(v); }
+template <class T>
+PgParam param(const std::optional<T>& v) {
+  return opt(v);
+}
+PgParam param(const std::map<std::string, int64_t>& v) { return text(ledger::encode_findings(v)); }
+PgParam param(uint64_t v) { return num(static_cast<int64_t>(v)); }
+template <class W, class T>
+PgParam param(const ledger::Part<const W, T>& p) {  // no part: NULL
+  return p.whole ? param((*p.whole).*p.member) : std::nullopt;
+}
+
+void read_value(const PgResult& r, int i, int c, int64_t& v) { v = r.i64(i, c); }
+void read_value(const PgResult& r, int i, int c, double& v) { v = r.f64(i, c); }
+void read_value(const PgResult& r, int i, int c, bool& v) { v = r.text(i, c) == "t"; }
+void read_value(const PgResult& r, int i, int c, std::string& v) { v = r.text(i, c); }
+void read_value(const PgResult& r, int i, int c, std::optional<double>& v) { v = r.opt_f64(i, c); }
+void read_value(const PgResult& r, int i, int c, std::optional<std::string>& v) {
+  v = r.null(i, c) ? std::nullopt : std::optional<std::string>(r.text(i, c));
+}
+void read_value(const PgResult& r, int i, int c, uint64_t& v) { v = static_cast<uint64_t>(r.i64(i, c)); }
+void read_value(const PgResult& r, int i, int c, std::optional<uint64_t>& v) {
+  v = r.null(i, c) ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(r.i64(i, c)));
+}
+void read_value(const PgResult& r, int i, int c, std::optional<int64_t>& v) { v = r.opt_i64(i, c); }
+void read_value(const PgResult& r, int i, int c, std::map<std::string, int64_t>& v) {
+  v = ledger::decode_findings(r.text(i, c));
+}
+template <class W, class T>
+void read_value(const PgResult& r, int i, int c, ledger::Part<W, T>&& p) {  // NULL: no part
+  if (!p.whole) {
+    if (r.null(i, c)) return;
+    p.whole.emplace();
+  }
+  read_value(r, i, c, (*p.whole).*p.member);
+}
+
 // SHA-256 over every value of the rows (a row's first n), each length-prefixed (NULL apart from "").
 class Digest {
  public:
@@ -67,6 +122,28 @@ class Digest {
  private:
   Sha256 sha_;
 };
+
+// A window's or an account's fields with a fleet column: their values, in order.
+template <class Record>
+std::vector<PgParam> fleet_values(const Record& record) {
+  std::vector<PgParam> values;
+  ledger::for_each_field(
+      [&](const auto& f, auto&& v) {
+        if (f.fleet) values.push_back(param(v));
+      },
+      record);
+  return values;
+}
+// ... and read back from a row's columns after the key.
+template <class Record>
+void read_fleet_values(const PgResult& r, int row, Record& record) {
+  int c = 4;
+  ledger::for_each_field(
+      [&](const auto& f, auto&& v) {
+        if (f.fleet) read_value(r, row, c++, std::forward<decltype(v)>(v));
+      },
+      record);
+}
 
 }  // namespace
 
@@ -113,38 +190,14 @@ WindowRows to_rows(const Origin& origin, const ledger::WindowRecord& w) {
     return row;
   };
   WindowRows rows;
-  for (const auto& a : w.accounts) {
-    const auto& ev = a.evidence;
-    const auto idle = [&](double ledger::IdleRun::*f) {
-      return ev.idle ? std::optional<double>((*ev.idle).*f) : std::nullopt;
-    };
-    rows.accounts.push_back(keyed({text(a.account), text(a.labels.namespace_name), text(a.labels.pod),
-                                   text(a.labels.container), text(a.labels.team), num(a.held_share),
-                                   num(a.allocated_share), boolean(a.allocated_share_known), num(a.busy_seconds),
-                                   num(a.activity_share), num(a.gpu_busy_seconds), num(a.vram_byte_seconds),
-                                   num(static_cast<int64_t>(a.launches)), opt(a.efficiency.sm_active),
-                                   opt(a.efficiency.sm_occupancy), opt(a.efficiency.tensor_active),
-                                   opt(a.efficiency.dram_active), opt(ev.vram_peak_bytes), opt(ev.vram_p95_bytes),
-                                   opt(ev.nvml_vram_peak_bytes), opt(ev.nvml_vram_p95_bytes), opt(ev.sm_active_p95),
-                                   opt(ev.sm_occupancy_p95), opt(ev.busy_p95), opt(idle(&ledger::IdleRun::lead)),
-                                   opt(idle(&ledger::IdleRun::trail)), opt(idle(&ledger::IdleRun::longest)),
-                                   opt(ev.windows), text(a.labels.slurm_user), text(a.labels.slurm_account)}));
-  }
+  for (const auto& a : w.accounts) rows.accounts.push_back(keyed(fleet_values(a)));
   for (const auto& c : w.charges)
     rows.charges.push_back(keyed(std::vector<PgParam>{text(c.account), std::string(ledger::to_string(c.kind)), num(c.micros)}));
   if (w.energy)
     for (const auto& c : w.energy->charges)
       rows.energy_charges.push_back(
           keyed(std::vector<PgParam>{text(c.account), std::string(ledger::to_string(c.kind)), num(c.millijoules)}));
-  const auto& e = w.energy;
-  rows.window = keyed({num(w.end), text(w.slot.parent_uuid), text(w.slot.model), opt(w.slot.mig_profile),
-                       num(w.gpu_fraction), text(w.currency), num(w.cost_micros), num(w.busy_micros),
-                       num(w.idle_micros), num(w.memory_micros), text(w.cost_policy), num(w.allocated_total),
-                       num(w.busy_fraction), text(w.busy_source), boolean(w.exclusive), num(w.observed_seconds),
-                       text(w.source), opt(w.device.sm_active), opt(w.device.sm_occupancy),
-                       opt(w.device.tensor_active), opt(w.device.dram_active),
-                       e ? num(e->millijoules) : std::nullopt, e ? text(e->source) : std::nullopt,
-                       e ? opt(e->carbon_g_per_kwh) : std::nullopt, text(w.split_source)});
+  rows.window = keyed(fleet_values(w));
   Digest d;
   d.add(rows.window, rows.window.size());
   for (const auto& row : rows.accounts) d.add(row, account_width(row));
@@ -153,6 +206,19 @@ WindowRows to_rows(const Origin& origin, const ledger::WindowRecord& w) {
   rows.digest = d.hex();
   rows.window.push_back(rows.digest);
   return rows;
+}
+
+void read_window_columns(const PgResult& r, int row, ledger::WindowRecord& w) {
+  w.node = r.text(row, 0) + "/" + r.text(row, 1);
+  w.slot.uuid = r.text(row, 2);
+  w.start = r.i64(row, 3);
+  read_fleet_values(r, row, w);
+}
+
+ledger::AccountRecord read_account_columns(const PgResult& r, int row) {
+  ledger::AccountRecord a;
+  read_fleet_values(r, row, a);
+  return a;
 }
 
 }  // namespace gpuledger::fleet

@@ -37,6 +37,11 @@ struct WindowRows {
 };
 // The rows of one window; the digest covers every value of every row.
 WindowRows to_rows(const Origin& origin, const ledger::WindowRecord& window);
+// A window row's values (the key, then kWindowColumns) into w: its node
+// ("cluster/node"), slot uuid, start and fields; not its children.
+void read_window_columns(const PgResult& r, int row, ledger::WindowRecord& w);
+// An account row's values (the key, then kAccountColumns) as an account.
+ledger::AccountRecord read_account_columns(const PgResult& r, int row);
 
 // SHA-256, fed in parts; hex(): 64 lowercase hex digits (once).
 class Sha256 {

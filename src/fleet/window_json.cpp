@@ -2,7 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <utility>
+
 #include "common/error.h"
+#include "ledger/window_fields.h"
 
 namespace gpuledger::fleet {
 
@@ -14,106 +17,132 @@ template <typename T>
 json opt(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
+// A window field's place in the JSON (ledger/window_fields.h): j's key, or its
+// group's key or position.
+json& place(json& j, const ledger::WindowField& f) {
+  json& in = f.json_group ? j[f.json_group] : j;
+  return f.json ? in[f.json] : in[static_cast<size_t>(f.json_at)];
+}
 template <typename T>
-std::optional<T> get_opt(const json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<T>();
+void put(json& j, const ledger::WindowField& f, const T& v) {
+  place(j, f) = json(v);
+}
+template <typename T>
+void put(json& j, const ledger::WindowField& f, const std::optional<T>& v) {
+  place(j, f) = opt(v);
+}
+template <typename W, typename T>
+void put(json& j, const ledger::WindowField& f, const ledger::Part<const W, T>& p) {  // no energy: no "energy"
+  if (p.whole) put(j, f, (*p.whole).*p.member);
 }
 
-json efficiency(const ledger::Efficiency& e) {
-  return json::array({opt(e.sm_active), opt(e.sm_occupancy), opt(e.tensor_active), opt(e.dram_active)});
+// The field's value in j (a key that is not there: json's out_of_range).
+const json& required(const json& j, const ledger::WindowField& f) {
+  const json& in = f.json_group ? j.at(f.json_group) : j;
+  return f.json ? in.at(f.json) : in.at(static_cast<size_t>(f.json_at));
 }
-ledger::Efficiency efficiency(const json& j) {
-  auto at = [&](size_t i) { return j.at(i).is_null() ? std::nullopt : std::optional<double>(j.at(i).get<double>()); };
-  return {at(0), at(1), at(2), at(3)};
+template <typename T>
+void take(const json& j, const ledger::WindowField& f, T& v) {
+  v = required(j, f).get<T>();
+}
+// An optional's key that is not there: unknown, like null.
+template <typename T>
+void take(const json& j, const ledger::WindowField& f, std::optional<T>& v) {
+  const json& in = f.json_group ? j.at(f.json_group) : j;
+  if (f.json && !in.contains(f.json)) return v.reset();
+  const json& at = required(j, f);
+  v = at.is_null() ? std::nullopt : std::optional<T>(at.get<T>());
+}
+template <typename W, typename T>
+void take(const json& j, const ledger::WindowField& f, ledger::Part<W, T>&& p) {  // no "energy": unknown
+  if (!j.contains(f.json_group)) return;
+  if (!p.whole) p.whole.emplace();
+  take(j, f, (*p.whole).*p.member);
 }
 
-// An account as an array (positions kAccount*): a month of a fleet's day
-// roll-ups is 720,000 accounts, and arrays parse about twice as fast as objects.
-// The Slurm user and account (fleet schema 5) follow only when one is not "":
-// an account without them is the array it was before they existed.
-enum AccountField {
-  kAccount, kNamespace, kPod, kContainer, kTeam, kHeld, kAllocated, kAllocatedKnown, kBusySeconds, kActivity,
-  kGpuBusySeconds, kVramByteSeconds, kLaunches, kEfficiency, kVramPeak, kVramP95, kNvmlVramPeak, kNvmlVramP95,
-  kSmActiveP95, kSmOccupancyP95, kBusyP95, kWindows, kIdle, kAccountFields, kSlurmUser = kAccountFields,
-  kSlurmAccount, kAccountFieldsWithSlurm
-};
+// An account as an array (positions: ledger/window_fields.h, AccountField's
+// json_at): a month of a fleet's day roll-ups is 720,000 accounts, and arrays
+// parse about twice as fast as objects. The Slurm user and account (fleet
+// schema 5) follow only when one is not "": an account without them is the
+// array it was before they existed.
+constexpr size_t kAccountFields = ledger::account_field::kJsonFields, kAccountFieldsWithSlurm = kAccountFields + 2;
+
+template <typename T>
+json value(const T& v) {
+  return json(v);
+}
+template <typename T>
+json value(const std::optional<T>& v) {
+  return opt(v);
+}
+
+json& slot_of(json& out, const ledger::AccountField& f) {
+  json& at = out[static_cast<size_t>(f.json_at)];
+  return f.json_sub < 0 ? at : at[static_cast<size_t>(f.json_sub)];
+}
+template <typename T>
+void put_account(json& out, const ledger::AccountField& f, const T& v) {
+  slot_of(out, f) = value(v);
+}
+template <typename W, typename T>
+void put_account(json& out, const ledger::AccountField& f, const ledger::Part<const W, T>& p) {  // none: null
+  if (p.whole) put_account(out, f, (*p.whole).*p.member);
+}
 
 json account(const ledger::AccountRecord& a) {
-  const auto& ev = a.evidence;
-  json idle = ev.idle ? json::array({ev.idle->lead, ev.idle->trail, ev.idle->longest}) : json(nullptr);
-  json out = json::array({a.account, a.labels.namespace_name, a.labels.pod, a.labels.container, a.labels.team,
-                      a.held_share, a.allocated_share, a.allocated_share_known, a.busy_seconds, a.activity_share,
-                      a.gpu_busy_seconds, a.vram_byte_seconds, a.launches, efficiency(a.efficiency),
-                      opt(ev.vram_peak_bytes), opt(ev.vram_p95_bytes), opt(ev.nvml_vram_peak_bytes),
-                      opt(ev.nvml_vram_p95_bytes), opt(ev.sm_active_p95), opt(ev.sm_occupancy_p95), opt(ev.busy_p95),
-                      opt(ev.windows), idle});
-  if (!a.labels.slurm_user.empty() || !a.labels.slurm_account.empty()) {
-    out.push_back(a.labels.slurm_user);
-    out.push_back(a.labels.slurm_account);
-  }
+  const bool slurm = !a.labels.slurm_user.empty() || !a.labels.slurm_account.empty();
+  json out = json::array();
+  for (size_t i = 0; i < (slurm ? kAccountFieldsWithSlurm : kAccountFields); ++i) out.push_back(nullptr);
+  ledger::for_each_account_field(
+      [&](const ledger::AccountField& f, auto&& v) {
+        if (f.json_at >= 0 && static_cast<size_t>(f.json_at) < out.size()) put_account(out, f, v);
+      },
+      a);
   return out;
 }
 
+const json& slot_of(const json& j, const ledger::AccountField& f) {
+  const json& at = j.at(static_cast<size_t>(f.json_at));
+  return f.json_sub < 0 ? at : at.at(static_cast<size_t>(f.json_sub));
+}
 template <typename T>
-std::optional<T> at_opt(const json& j, size_t i) {
-  const json& v = j.at(i);
-  return v.is_null() ? std::nullopt : std::optional<T>(v.get<T>());
+void take_account(const json& j, const ledger::AccountField& f, T& v) {
+  v = slot_of(j, f).get<T>();
+}
+template <typename T>
+void take_account(const json& j, const ledger::AccountField& f, std::optional<T>& v) {
+  const json& at = slot_of(j, f);
+  v = at.is_null() ? std::nullopt : std::optional<T>(at.get<T>());
+}
+template <typename W, typename T>
+void take_account(const json& j, const ledger::AccountField& f, ledger::Part<W, T>&& p) {  // null: no idle runs
+  if (j.at(static_cast<size_t>(f.json_at)).is_null()) return;
+  if (!p.whole) p.whole.emplace();
+  take_account(j, f, (*p.whole).*p.member);
 }
 
 ledger::AccountRecord account(const json& j) {
   if (!j.is_array() || (j.size() != kAccountFields && j.size() != kAccountFieldsWithSlurm))
     throw Error("fleet database: a roll-up's account is malformed");
   ledger::AccountRecord a;
-  a.account = j.at(kAccount).get<std::string>();
-  a.labels = {j.at(kNamespace).get<std::string>(), j.at(kPod).get<std::string>(), j.at(kContainer).get<std::string>(),
-              j.at(kTeam).get<std::string>(), "", ""};
-  a.held_share = j.at(kHeld).get<double>();
-  a.allocated_share = j.at(kAllocated).get<double>();
-  a.allocated_share_known = j.at(kAllocatedKnown).get<bool>();
-  a.busy_seconds = j.at(kBusySeconds).get<double>();
-  a.activity_share = j.at(kActivity).get<double>();
-  a.gpu_busy_seconds = j.at(kGpuBusySeconds).get<double>();
-  a.vram_byte_seconds = j.at(kVramByteSeconds).get<double>();
-  a.launches = j.at(kLaunches).get<uint64_t>();
-  a.efficiency = efficiency(j.at(kEfficiency));
-  auto& ev = a.evidence;
-  ev.vram_peak_bytes = at_opt<uint64_t>(j, kVramPeak);
-  ev.vram_p95_bytes = at_opt<uint64_t>(j, kVramP95);
-  ev.nvml_vram_peak_bytes = at_opt<uint64_t>(j, kNvmlVramPeak);
-  ev.nvml_vram_p95_bytes = at_opt<uint64_t>(j, kNvmlVramP95);
-  ev.sm_active_p95 = at_opt<double>(j, kSmActiveP95);
-  ev.sm_occupancy_p95 = at_opt<double>(j, kSmOccupancyP95);
-  ev.busy_p95 = at_opt<double>(j, kBusyP95);
-  ev.windows = at_opt<int64_t>(j, kWindows);
-  if (const json& idle = j.at(kIdle); !idle.is_null())
-    ev.idle = ledger::IdleRun{idle.at(0).get<double>(), idle.at(1).get<double>(), idle.at(2).get<double>()};
-  if (j.size() == kAccountFieldsWithSlurm) {
-    a.labels.slurm_user = j.at(kSlurmUser).get<std::string>();
-    a.labels.slurm_account = j.at(kSlurmAccount).get<std::string>();
-  }
+  ledger::for_each_account_field(
+      [&](const ledger::AccountField& f, auto&& v) {
+        if (f.json_at >= 0 && static_cast<size_t>(f.json_at) < j.size())
+          take_account(j, f, std::forward<decltype(v)>(v));
+      },
+      a);
   return a;
 }
 
 }  // namespace
 
 std::string window_to_json(const ledger::WindowRecord& w) {
-  json j = {{"start", w.start},
-            {"end", w.end},
-            {"slot", {w.slot.uuid, w.slot.model, opt(w.slot.mig_profile), w.slot.parent_uuid}},
-            {"gpu_fraction", w.gpu_fraction},
-            {"currency", w.currency},
-            {"micros", {w.cost_micros, w.busy_micros, w.idle_micros, w.memory_micros}},
-            {"cost_policy", w.cost_policy},
-            {"allocated_total", w.allocated_total},
-            {"busy_fraction", w.busy_fraction},
-            {"busy_source", w.busy_source},
-            {"split_source", w.split_source},
-            {"exclusive", w.exclusive},
-            {"observed_s", w.observed_seconds},
-            {"source", w.source},
-            {"device", efficiency(w.device)}};
+  json j = json::object();
+  ledger::for_each_window_field(
+      [&](const ledger::WindowField& f, auto&& v) {
+        if (f.json || f.json_group) put(j, f, v);
+      },
+      w);
   json& accounts = j["accounts"] = json::array();
   for (const auto& a : w.accounts) accounts.push_back(account(a));
   json& charges = j["charges"] = json::array();
@@ -122,10 +151,7 @@ std::string window_to_json(const ledger::WindowRecord& w) {
     json parts = json::array();
     for (const auto& c : w.energy->charges)
       parts.push_back({c.account, std::string(ledger::to_string(c.kind)), c.millijoules});
-    j["energy"] = {{"mj", w.energy->millijoules},
-                   {"source", w.energy->source},
-                   {"carbon", opt(w.energy->carbon_g_per_kwh)},
-                   {"parts", parts}};
+    j["energy"]["parts"] = parts;
   }
   // Strings are the store's (valid UTF-8); replace rather than throw on any other byte.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -135,43 +161,19 @@ ledger::WindowRecord window_from_json(const std::string& text) {
   try {
     const json j = json::parse(text);
     ledger::WindowRecord w;
-    w.start = j.at("start").get<int64_t>();
-    w.end = j.at("end").get<int64_t>();
-    const json& slot = j.at("slot");
-    w.slot.uuid = slot.at(0).get<std::string>();
-    w.slot.model = slot.at(1).get<std::string>();
-    if (!slot.at(2).is_null()) w.slot.mig_profile = slot.at(2).get<std::string>();
-    w.slot.parent_uuid = slot.at(3).get<std::string>();
-    w.gpu_fraction = j.at("gpu_fraction").get<double>();
-    w.currency = j.at("currency").get<std::string>();
-    const json& m = j.at("micros");
-    w.cost_micros = m.at(0).get<int64_t>();
-    w.busy_micros = m.at(1).get<int64_t>();
-    w.idle_micros = m.at(2).get<int64_t>();
-    w.memory_micros = m.at(3).get<int64_t>();
-    w.cost_policy = j.at("cost_policy").get<std::string>();
-    w.allocated_total = j.at("allocated_total").get<double>();
-    w.busy_fraction = j.at("busy_fraction").get<double>();
-    w.busy_source = j.at("busy_source").get<std::string>();
-    w.split_source = j.at("split_source").get<std::string>();
-    w.exclusive = j.at("exclusive").get<bool>();
-    w.observed_seconds = j.at("observed_s").get<double>();
-    w.source = j.at("source").get<std::string>();
-    w.device = efficiency(j.at("device"));
+    ledger::for_each_window_field(
+        [&](const ledger::WindowField& f, auto&& v) {
+          if (f.json || f.json_group) take(j, f, std::forward<decltype(v)>(v));
+        },
+        w);
     for (const auto& a : j.at("accounts")) w.accounts.push_back(account(a));
     for (const auto& c : j.at("charges"))
       w.charges.push_back({c.at(0).get<std::string>(), ledger::parse_charge_kind(c.at(1).get<std::string>()),
                            c.at(2).get<int64_t>()});
-    if (const auto it = j.find("energy"); it != j.end()) {
-      ledger::WindowEnergyRecord e;
-      e.millijoules = it->at("mj").get<int64_t>();
-      e.source = it->at("source").get<std::string>();
-      e.carbon_g_per_kwh = get_opt<double>(*it, "carbon");
-      for (const auto& c : it->at("parts"))
-        e.charges.push_back({c.at(0).get<std::string>(), ledger::parse_charge_kind(c.at(1).get<std::string>()),
-                             c.at(2).get<int64_t>()});
-      w.energy = std::move(e);
-    }
+    if (w.energy)
+      for (const auto& c : j.at("energy").at("parts"))
+        w.energy->charges.push_back({c.at(0).get<std::string>(),
+                                     ledger::parse_charge_kind(c.at(1).get<std::string>()), c.at(2).get<int64_t>()});
     return w;
   } catch (const json::exception& e) {
     throw Error(std::string("fleet database: a roll-up's body is not a window (") + e.what() + ")");

@@ -1,88 +1,120 @@
 #include "ledger/hourly_rollup.h"
 
+#include <algorithm>
 #include <map>
+#include <type_traits>
 
-#include "ledger/efficiency_mean.h"
 #include "ledger/window_evidence.h"
+#include "ledger/window_fields.h"
 
 namespace gpuledger::ledger {
 
 namespace {
 
-template <typename Get>
-std::string agreed(const std::vector<WindowRecord>& ws, Get get) {
-  for (const auto& w : ws)
-    if (get(w) != get(ws.front())) return "mixed";
-  return get(ws.front());
+// A window field's merge (window_fields.h), in three steps: from the first
+// window, with each window (its length `len`), and over the merged span.
+struct FieldSums {
+  double weighted = 0, known = 0;  // kTimeMean, kKnownMean: sum of value x length, of known lengths
+};
+template <class T>
+void merge_first(Merge rule, T& m, const T& w) {
+  if (rule == Merge::kAll) {
+    if constexpr (std::is_same_v<T, bool>) m = true;
+  } else if (rule != Merge::kSum && rule != Merge::kTimeMean && rule != Merge::kKnownMean) {
+    m = w;
+  }
+}
+template <class W, class T>
+void merge_first(Merge, Part<W, T>, Part<const W, T>) {}  // kEnergy, kEvidence: merge_energy(), merge_evidence()
+
+template <class T>
+void merge_add(Merge rule, T& m, const T& w, double len, FieldSums& s) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (rule == Merge::kAll) m = m && w;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (rule == Merge::kAgreed && m != w) m = "mixed";  // m is the first's until one differs
+  } else if constexpr (std::is_same_v<T, std::optional<double>>) {
+    if (rule == Merge::kKnownMean && w && len > 0) {
+      s.weighted += *w * len;
+      s.known += len;
+    }
+    if (rule == Merge::kSum && w) m = m.value_or(0) + *w;  // unknown where no window knew it
+  } else if constexpr (std::is_same_v<T, std::map<std::string, int64_t>>) {
+    if (rule == Merge::kSum)
+      for (const auto& [key, n] : w) m[key] += n;
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    if (rule == Merge::kSum) m += w;
+    if (rule == Merge::kMin) m = std::min(m, w);
+    if (rule == Merge::kMax) m = std::max(m, w);
+    if (rule == Merge::kTimeMean) s.weighted += w * len;
+  }
+}
+template <class W, class T>
+void merge_add(Merge, Part<W, T>, Part<const W, T>, double, FieldSums&) {}
+
+template <class T>
+void merge_last(Merge rule, T& m, const FieldSums& s, double total) {
+  if constexpr (std::is_same_v<T, double>) {
+    if (rule == Merge::kTimeMean) m = total > 0 ? s.weighted / total : 0;
+  } else if constexpr (std::is_same_v<T, std::optional<double>>) {
+    if (rule == Merge::kKnownMean) m = s.known > 0 ? std::optional<double>(s.weighted / s.known) : std::nullopt;
+  }
+}
+template <class W, class T>
+void merge_last(Merge, Part<W, T>, const FieldSums&, double) {}
+
+// The window fields of ws merged into m (window_fields.h).
+void merge_fields(const std::vector<WindowRecord>& ws, WindowRecord& m) {
+  std::vector<FieldSums> sums;
+  for_each_window_field([&](const WindowField& f, auto&& into, auto&& first) { merge_first(f.merge, into, first); },
+                        m, ws.front());
+  for (const auto& w : ws) {
+    const double len = static_cast<double>(w.end - w.start);
+    size_t i = 0;
+    for_each_window_field(
+        [&](const WindowField& f, auto&& into, auto&& one) {
+          if (sums.size() <= i) sums.emplace_back();
+          merge_add(f.merge, into, one, len, sums[i++]);
+        },
+        m, w);
+  }
+  const double total = static_cast<double>(m.end - m.start);
+  size_t i = 0;
+  for_each_window_field([&](const WindowField& f, auto&& into) { merge_last(f.merge, into, sums[i++], total); }, m);
 }
 
 struct AccountSum {
   AccountRecord record;
-  double held_seconds = 0, allocated_seconds = 0, activity_seconds = 0;
-  EfficiencyMean efficiency;
+  std::vector<FieldSums> sums;  // per account field
 };
+
+// One window's account a (the window `len` long) into its sum (window_fields.h).
+void add_account(AccountSum& s, const AccountRecord& a, double len) {
+  s.record.account = a.account;
+  if (!(a.labels == AccountLabels{})) s.record.labels = a.labels;  // kLabels, in start order: the latest wins
+  size_t i = 0;
+  for_each_account_field(
+      [&](const AccountField& f, auto&& into, auto&& one) {
+        if (s.sums.size() <= i) s.sums.emplace_back();
+        merge_add(f.merge, into, one, len, s.sums[i++]);
+      },
+      s.record, a);
+}
 
 }  // namespace
 
 WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
   WindowRecord m;
   if (ws.empty()) return m;
-  m.slot = ws.front().slot;
-  m.gpu_fraction = ws.front().gpu_fraction;
-  m.currency = ws.front().currency;
-  m.start = ws.front().start;
-  m.end = ws.front().end;
-  m.exclusive = true;
-  EfficiencyMean device;
-  double busy_seconds = 0, allocated_seconds = 0;
+  merge_fields(ws, m);
   std::map<std::string, AccountSum> accounts;
   std::map<std::pair<std::string, ChargeKind>, int64_t> charges;
   for (const auto& w : ws) {
     const double len = static_cast<double>(w.end - w.start);
-    m.start = std::min(m.start, w.start);
-    m.end = std::max(m.end, w.end);
-    m.cost_micros += w.cost_micros;
-    m.busy_micros += w.busy_micros;
-    m.idle_micros += w.idle_micros;
-    m.memory_micros += w.memory_micros;
-    allocated_seconds += w.allocated_total * len;
-    m.observed_seconds += w.observed_seconds;
-    m.exclusive = m.exclusive && w.exclusive;
-    busy_seconds += w.busy_fraction * len;
-    device.add(w.device, len);
-    m.device_quality.ok += w.device_quality.ok;
-    m.device_quality.suspect += w.device_quality.suspect;
-    m.device_quality.absent += w.device_quality.absent;
-    for (const auto& [key, n] : w.device_findings) m.device_findings[key] += n;
-    for (const auto& a : w.accounts) {
-      AccountSum& s = accounts[a.account];
-      s.record.account = a.account;
-      if (!(a.labels == AccountLabels{})) s.record.labels = a.labels;  // in start order: the latest wins
-      s.held_seconds += a.held_share * len;
-      s.allocated_seconds += a.allocated_share * len;
-      s.record.allocated_share_known = s.record.allocated_share_known && a.allocated_share_known;  // one unknown: unknown
-      s.activity_seconds += a.activity_share * len;
-      s.record.busy_seconds += a.busy_seconds;
-      s.record.gpu_busy_seconds += a.gpu_busy_seconds;
-      s.record.vram_byte_seconds += a.vram_byte_seconds;
-      s.record.launches += a.launches;
-      s.efficiency.add(a.efficiency, len);
-      auto sum = [](std::optional<double>& into, const std::optional<double>& v) {
-        if (v) into = into.value_or(0) + *v;
-      };
-      sum(s.record.used_unallocated_seconds, a.used_unallocated_seconds);
-      sum(s.record.allocated_unused_seconds, a.allocated_unused_seconds);
-    }
+    for (const auto& a : w.accounts) add_account(accounts[a.account], a, len);
     for (const auto& c : w.charges) charges[{c.account, c.kind}] += c.micros;
   }
   const double total = static_cast<double>(m.end - m.start);
-  m.busy_fraction = total > 0 ? busy_seconds / total : 0;
-  m.device = device.mean();
-  m.busy_source = agreed(ws, [](const WindowRecord& w) { return w.busy_source; });
-  m.split_source = agreed(ws, [](const WindowRecord& w) { return w.split_source; });
-  m.source = agreed(ws, [](const WindowRecord& w) { return w.source; });
-  m.cost_policy = agreed(ws, [](const WindowRecord& w) { return w.cost_policy; });
-  m.allocated_total = total > 0 ? allocated_seconds / total : 0;
   // Rightsizing evidence: peaks, p95s and idle runs over the windows in order
   // (window_evidence.h); a window without the account breaks its idle run.
   for (auto& [name, s] : accounts) {
@@ -96,10 +128,9 @@ WindowRecord merge_windows(const std::vector<WindowRecord>& ws) {
     s.record.evidence = merge_evidence(spans);
   }
   for (auto& [name, s] : accounts) {
-    s.record.held_share = total > 0 ? s.held_seconds / total : 0;
-    s.record.allocated_share = total > 0 ? s.allocated_seconds / total : 0;
-    s.record.activity_share = total > 0 ? s.activity_seconds / total : 0;
-    s.record.efficiency = s.efficiency.mean();
+    size_t i = 0;
+    for_each_account_field([&](const AccountField& f, auto&& into) { merge_last(f.merge, into, s.sums[i++], total); },
+                           s.record);
     m.accounts.push_back(std::move(s.record));
   }
   for (const auto& [key, micros] : charges) m.charges.push_back({key.first, key.second, micros});

@@ -269,12 +269,7 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
       exec(kOutboxIndex);
     }
     has_energy_ = schema_version() >= 2;
-    has_allocation_ = schema_version() >= 3;
-    has_share_known_ = schema_version() >= 5;
-    has_evidence_ = schema_version() >= 6;
-    has_split_source_ = schema_version() >= 7;
     has_quality_ = schema_version() >= 9;
-    has_slurm_ = schema_version() >= 10;
     exec("PRAGMA foreign_keys=ON");
     if (mode == Mode::kReadWrite) {
       Stmt q(db_, "PRAGMA quick_check", *this);

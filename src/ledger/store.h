@@ -1,69 +1,13 @@
 #pragma once
-// The ledger's embedded store: SQLite in WAL mode (--store PATH).
-//
-// Schema (PRAGMA user_version = kStoreSchemaVersion, application_id 'GPLG'):
-//   meta(key, value)
-//   windows(id, start, end, gpu_uuid, parent_uuid, model, mig_profile,
-//           gpu_fraction, currency, cost_micros, busy_micros, idle_micros,
-//           busy_fraction, busy_source, exclusive, observed_seconds, source,
-//           sm_active, sm_occupancy, tensor_active, dram_active,
-//           UNIQUE(start, gpu_uuid))
-//   accounts(window_id, account, namespace, pod, container, team, held_share,
-//            busy_seconds, activity_share, gpu_busy_seconds,
-//            vram_byte_seconds, launches, sm_active, sm_occupancy,
-//            tensor_active, dram_active)   -- efficiency NULL = unknown
-//   charges(window_id, account, kind 'busy'|'idle'|'memory', micros)
-//   window_energy(window_id, millijoules, source, carbon_g_per_kwh)   -- since schema 2; no row =
-//            energy unknown (no counter and no power reading in the window)
-//   energy_charges(window_id, account, kind 'busy'|'idle', millijoules)
-// Schema 3 added windows.memory_micros (the memory part of the cost, billed by
-// VRAM held), windows.cost_policy, windows.allocated_total (the holders'
-// allocated shares summed; > 1: over-committed), accounts.allocated_share and
-// the charge kind 'memory'.
-// Schema 4 added counter_baseline(account, busy_seconds, launches) and the
-// meta key 'counter_set': the cumulative kernel counters the stored windows'
-// deltas were taken against, replaced in the transaction that stores each
-// window (store_windows), so a restarted agent that adopted the same pinned
-// counters charges what came after them exactly once (accountant.h).
-// Schema 7 added windows.split_source (split_source.h; '' in windows written
-// before it).
-// Schema 5 added accounts.allocated_share_known (0: the sources could not
-// tell the holder's share, e.g. replicas of an unknown count; its
-// allocated_share is then a placeholder that no report or metric shows).
-// Schema 6 added the rightsizing evidence to accounts (AccountEvidence,
-// window_evidence.h): vram_peak_bytes, vram_p95_bytes, nvml_vram_peak_bytes,
-// nvml_vram_p95_bytes, sm_active_p95, sm_occupancy_p95, busy_p95,
-// idle_lead_seconds, idle_trail_seconds, idle_longest_seconds, window_count;
-// NULL where a single window's value follows from its other columns, or is
-// unknown (schema 5 windows have no VRAM peaks: unknown).
-// Schema 8 added windows.shipped (the fleet outbox, ledger/outbox.h: 0 pending,
-// 1 committed by the fleet database, 2 refused by it as conflicting) and the
-// meta key 'fleet_outbox' (set once a store ships: retention then keeps the
-// windows not yet shipped). Schema 7 is issue 18's; "< 8" triggers the step.
-// Schema 9 (issue 33; its own "< 9" step) added the device data's quality
-// (device_quality.h): windows.device_ok, device_suspect, device_absent (how
-// many windows were of each quality: one of them 1 in a window, sums in an
-// hourly roll-up; all 0 in windows written before: not judged) and
-// windows.device_findings ("field:reason=N,..."); and allocation against use
-// (allocation_use.h): accounts.used_unallocated_seconds (the window's seconds
-// the account was seen on the slot from the device side - its open
-// /dev/nvidiaN, NVML's process lists - without holding it) and
-// accounts.allocated_unused_seconds (seconds it held the slot with no process
-// on it and nothing run); NULL: not observed (backfill, older stores).
-// Schema 10 (issue 32; its own "< 10" step) added accounts.slurm_user and
-// accounts.slurm_account: a Slurm job's user and account as the controller
-// says them (slurm/slurm_jobs.h); '' for other workloads and older rows.
-// Older stores are migrated in place: schema 1 gets the energy tables (its old
-// windows have unknown energy); schema 2 windows get memory_micros 0, policy
-// 'usage', and allocated shares equal to their held shares (what they were
-// billed on), and the charges table is rebuilt to accept 'memory'.
-// Times are Unix seconds. A window is written once, with its accounts and
-// charges, in one transaction; writing the same (start, gpu) again is a no-op,
-// so a restarted agent never counts a window twice.
-//
-// Opening a file that is not a SQLite database, a SQLite database that is not
-// a gpuledger store, or a store from a newer schema throws Error with the path
-// and what to do, never crashes.
+// The ledger's embedded store: SQLite in WAL mode (--store PATH), PRAGMA
+// user_version = kStoreSchemaVersion, application_id 'GPLG'. Its tables, the
+// schema history and the migrations of older stores: docs/ledger.md, "Store".
+// The window record's persisted fields, listed once for the store, the fleet
+// database and the window JSON: window_fields.h. Times are Unix seconds; a
+// window is written once, with its accounts and charges, in one transaction;
+// writing the same (start, gpu) again is a no-op. Opening a file that is not a
+// store, or a store from a newer schema, throws Error with the path and what
+// to do, never crashes.
 #include <array>
 #include <climits>
 #include <cstdint>
@@ -335,12 +279,7 @@ class Store {
   void add_column_once(const char* table, const char* column, const char* definition);
   void write_baseline(const CounterBaseline& baseline);
   bool has_energy_ = true;      // false: a schema 1 store opened read-only (energy unknown)
-  bool has_allocation_ = true;  // false: a schema 1 or 2 store opened read-only
-  bool has_share_known_ = true;  // false: a schema 1 to 4 store opened read-only (every share known)
-  bool has_split_source_ = true;  // false: a schema 1 to 6 store opened read-only (split_source '')
-  bool has_evidence_ = true;     // false: a schema 1 to 5 store opened read-only (no rightsizing evidence)
   bool has_quality_ = true;      // false: a schema 1 to 8 store opened read-only (not judged, use unknown)
-  bool has_slurm_ = true;        // false: a schema 1 to 9 store opened read-only (no Slurm user or account)
 };
 
 }  // namespace gpuledger::ledger

@@ -11,12 +11,14 @@
 #include <sstream>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "common/error.h"
 #include "common/utf8.h"
 #include "ledger/device_quality.h"
 #include "ledger/hourly_rollup.h"
 #include "ledger/store_sqlite.h"
+#include "ledger/window_fields.h"
 
 namespace gpuledger::ledger {
 
@@ -24,10 +26,92 @@ using detail::Stmt;
 
 namespace {
 
-constexpr const char* kEvidenceColumns =
-    "vram_peak_bytes,vram_p95_bytes,nvml_vram_peak_bytes,nvml_vram_p95_bytes,sm_active_p95,sm_occupancy_p95,"
-    "busy_p95,idle_lead_seconds,idle_trail_seconds,idle_longest_seconds,window_count";
-constexpr const char* kNoEvidence = "NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL";
+// A window field's value as the store holds it (window_fields.h).
+template <class T>
+void bind_field(Stmt& s, int i, const T& v) {
+  s.bind(i, v);
+}
+void bind_field(Stmt& s, int i, bool v) { s.bind(i, int64_t{v}); }
+void bind_field(Stmt& s, int i, uint64_t v) { s.bind(i, static_cast<int64_t>(v)); }
+void bind_field(Stmt& s, int i, const std::map<std::string, int64_t>& v) { s.bind(i, encode_findings(v)); }
+template <class W, class T>
+void bind_field(Stmt& s, int i, const Part<const W, T>& p) {  // no part: NULL
+  if (p.whole)
+    bind_field(s, i, (*p.whole).*p.member);
+  else
+    s.bind(i, std::optional<double>());
+}
+
+void read_field(const Stmt& s, int c, int64_t& v) { v = s.i64(c); }
+void read_field(const Stmt& s, int c, double& v) { v = s.f64(c); }
+void read_field(const Stmt& s, int c, bool& v) { v = s.i64(c) != 0; }
+void read_field(const Stmt& s, int c, uint64_t& v) { v = static_cast<uint64_t>(s.i64(c)); }
+void read_field(const Stmt& s, int c, std::optional<uint64_t>& v) { v = s.opt_bytes(c); }
+void read_field(const Stmt& s, int c, std::optional<int64_t>& v) { v = s.opt_i64(c); }
+void read_field(const Stmt& s, int c, std::string& v) { v = s.text(c); }
+void read_field(const Stmt& s, int c, std::optional<double>& v) { v = s.opt(c); }
+void read_field(const Stmt& s, int c, std::optional<std::string>& v) {
+  v = s.null(c) ? std::nullopt : std::optional<std::string>(s.text(c));
+}
+void read_field(const Stmt& s, int c, std::map<std::string, int64_t>& v) { v = decode_findings(s.text(c)); }
+template <class W, class T>
+void read_field(const Stmt& s, int c, Part<W, T>&& p) {  // NULL: no part
+  if (!p.whole) {
+    if (s.null(c)) return;
+    p.whole.emplace();
+  }
+  read_field(s, c, (*p.whole).*p.member);
+}
+
+bool stored_in(const WindowField& f, StoreTable table) { return f.store && f.table == table; }
+
+// The store columns of `table`'s fields, and "?" for each; a column added after
+// `version` as what a store from before reads in its place.
+std::pair<std::string, std::string> window_columns(StoreTable table, int version = kStoreSchemaVersion) {
+  std::string columns, marks;
+  const WindowRecord none;
+  for_each_window_field(
+      [&](const WindowField& f, auto&&) {
+        if (!stored_in(f, table)) return;
+        columns += (columns.empty() ? "" : ",") + std::string(version >= f.store_since ? f.store : f.store_before);
+        marks += marks.empty() ? "?" : ",?";
+      },
+      none);
+  return {columns, marks};
+}
+
+// Binds `table`'s fields of w from position `first` on.
+void bind_window(Stmt& s, int first, StoreTable table, const WindowRecord& w) {
+  int i = first;
+  for_each_window_field(
+      [&](const WindowField& f, auto&& v) {
+        if (stored_in(f, table)) bind_field(s, i++, v);
+      },
+      w);
+}
+
+// Reads `table`'s fields into w from column `first` on.
+void read_window(const Stmt& s, int first, StoreTable table, WindowRecord& w) {
+  int c = first;
+  for_each_window_field(
+      [&](const WindowField& f, auto&& v) {
+        if (stored_in(f, table)) read_field(s, c++, std::forward<decltype(v)>(v));
+      },
+      w);
+}
+
+// The accounts' store columns and "?" for each, as window_columns.
+std::pair<std::string, std::string> account_columns(int version = kStoreSchemaVersion) {
+  std::string columns, marks;
+  const AccountRecord none;
+  for_each_account_field(
+      [&](const AccountField& f, auto&&) {
+        columns += (columns.empty() ? "" : ",") + std::string(version >= f.store_since ? f.store : f.store_before);
+        marks += marks.empty() ? "?" : ",?";
+      },
+      none);
+  return {columns, marks};
+}
 
 }  // namespace
 
@@ -126,50 +210,18 @@ std::optional<CounterBaseline> Store::counter_baseline() const {
 }
 
 bool Store::insert_window_in_transaction(const WindowRecord& w) {
-  Stmt ins(db_,
-           "INSERT OR IGNORE INTO windows(start,end,gpu_uuid,parent_uuid,model,mig_profile,gpu_fraction,currency,"
-           "cost_micros,busy_micros,idle_micros,busy_fraction,busy_source,exclusive,observed_seconds,source,"
-           "sm_active,sm_occupancy,tensor_active,dram_active,memory_micros,cost_policy,allocated_total,split_source,"
-           "device_ok,device_suspect,device_absent,device_findings) "
-           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-           *this);
-  ins.bind(1, w.start).bind(2, w.end).bind(3, w.slot.uuid).bind(4, w.slot.parent_uuid).bind(5, w.slot.model);
-  ins.bind(6, w.slot.mig_profile).bind(7, w.gpu_fraction).bind(8, w.currency).bind(9, w.cost_micros);
-  ins.bind(10, w.busy_micros).bind(11, w.idle_micros).bind(12, w.busy_fraction).bind(13, w.busy_source);
-  ins.bind(14, int64_t{w.exclusive}).bind(15, w.observed_seconds).bind(16, w.source);
-  ins.bind(17, w.device.sm_active).bind(18, w.device.sm_occupancy).bind(19, w.device.tensor_active);
-  ins.bind(20, w.device.dram_active).bind(21, w.memory_micros).bind(22, w.cost_policy).bind(23, w.allocated_total);
-  ins.bind(24, w.split_source);
-  ins.bind(25, w.device_quality.ok).bind(26, w.device_quality.suspect).bind(27, w.device_quality.absent);
-  ins.bind(28, encode_findings(w.device_findings));
+  const auto [columns, marks] = window_columns(StoreTable::kWindows);
+  Stmt ins(db_, ("INSERT OR IGNORE INTO windows(" + columns + ") VALUES(" + marks + ")").c_str(), *this);
+  bind_window(ins, 1, StoreTable::kWindows, w);
   ins.step();
   if (sqlite3_changes(db_) == 0) return false;
   int64_t id = sqlite3_last_insert_rowid(db_);
-  Stmt acc(db_,
-           (std::string("INSERT INTO accounts(window_id,account,namespace,pod,container,team,held_share,busy_seconds,"
-           "activity_share,gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,"
-           "dram_active,allocated_share,allocated_share_known,") +
-               kEvidenceColumns + ",used_unallocated_seconds,allocated_unused_seconds,slurm_user,slurm_account) "
-               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-               .c_str(),
-           *this);
+  const auto [account_names, account_marks] = account_columns();
+  Stmt acc(db_, ("INSERT INTO accounts(window_id," + account_names + ") VALUES(?," + account_marks + ")").c_str(), *this);
   for (const auto& a : w.accounts) {
-    acc.bind(1, id).bind(2, a.account).bind(3, a.labels.namespace_name).bind(4, a.labels.pod);
-    acc.bind(5, a.labels.container).bind(6, a.labels.team).bind(7, a.held_share).bind(8, a.busy_seconds);
-    acc.bind(9, a.activity_share).bind(10, a.gpu_busy_seconds).bind(11, a.vram_byte_seconds);
-    acc.bind(12, static_cast<int64_t>(a.launches)).bind(13, a.efficiency.sm_active);
-    acc.bind(14, a.efficiency.sm_occupancy).bind(15, a.efficiency.tensor_active).bind(16, a.efficiency.dram_active);
-    acc.bind(17, a.allocated_share).bind(18, int64_t{a.allocated_share_known});
-    const AccountEvidence& ev = a.evidence;
-    acc.bind(19, ev.vram_peak_bytes).bind(20, ev.vram_p95_bytes).bind(21, ev.nvml_vram_peak_bytes);
-    acc.bind(22, ev.nvml_vram_p95_bytes).bind(23, ev.sm_active_p95).bind(24, ev.sm_occupancy_p95).bind(25, ev.busy_p95);
-    const auto idle = [&](double IdleRun::*field) {
-      return ev.idle ? std::optional<double>((*ev.idle).*field) : std::nullopt;
-    };
-    acc.bind(26, idle(&IdleRun::lead)).bind(27, idle(&IdleRun::trail)).bind(28, idle(&IdleRun::longest));
-    acc.bind(29, ev.windows);
-    acc.bind(30, a.used_unallocated_seconds).bind(31, a.allocated_unused_seconds);
-    acc.bind(32, a.labels.slurm_user).bind(33, a.labels.slurm_account);
+    acc.bind(1, id);
+    int i = 2;
+    for_each_account_field([&](const AccountField&, auto&& v) { bind_field(acc, i++, v); }, a);
     acc.step();
     acc.reset();
   }
@@ -185,8 +237,10 @@ bool Store::insert_window_in_transaction(const WindowRecord& w) {
 
 void Store::insert_energy(int64_t id, const WindowRecord& w) {
   if (!w.energy) return;
-  Stmt e(db_, "INSERT INTO window_energy(window_id,millijoules,source,carbon_g_per_kwh) VALUES(?,?,?,?)", *this);
-  e.bind(1, id).bind(2, w.energy->millijoules).bind(3, w.energy->source).bind(4, w.energy->carbon_g_per_kwh);
+  const auto [columns, marks] = window_columns(StoreTable::kWindowEnergy);
+  Stmt e(db_, ("INSERT INTO window_energy(window_id," + columns + ") VALUES(?," + marks + ")").c_str(), *this);
+  e.bind(1, id);
+  bind_window(e, 2, StoreTable::kWindowEnergy, w);
   e.step();
   Stmt ch(db_, "INSERT INTO energy_charges(window_id,account,kind,millijoules) VALUES(?,?,?,?)", *this);
   for (const auto& c : w.energy->charges) {
@@ -214,25 +268,17 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
   range.bind(1, from).bind(2, to);
   if (!range.step() || range.null(0)) return;
   const int64_t first_id = range.i64(0), last_id = range.i64(1);
-  // A schema 2 store read without migrating: no memory part, billed by usage, allocated = held.
+  // A store from before a column was added, read without migrating: what it reads instead (window_fields.h).
   Stmt s(db_,
-         (std::string("SELECT id,start,end,gpu_uuid,parent_uuid,model,mig_profile,gpu_fraction,currency,cost_micros,"
-                      "busy_micros,idle_micros,busy_fraction,busy_source,exclusive,observed_seconds,source,sm_active,"
-                      "sm_occupancy,tensor_active,dram_active,") +
-          (has_allocation_ ? "memory_micros,cost_policy,allocated_total" : 
-                           "0,'usage',(SELECT total(held_share) FROM accounts a WHERE a.window_id = windows.id)") +
-          (has_split_source_ ? ",split_source" : ",''") +
-          (has_quality_ ? ",device_ok,device_suspect,device_absent,device_findings" : ",0,0,0,''") + " FROM windows WHERE id BETWEEN ? AND ? AND start >= ? AND start < ? ORDER BY id")
+         ("SELECT id," + window_columns(StoreTable::kWindows, schema_version()).first +
+          " FROM windows WHERE id BETWEEN ? AND ? AND start >= ? AND start < ? ORDER BY id")
              .c_str(),
          *this);
   s.bind(1, first_id).bind(2, last_id).bind(3, from).bind(4, to);
+  // A store from before a column was added, read without migrating: what it reads instead (window_fields.h).
   Stmt a(db_,
-         (std::string("SELECT window_id,account,namespace,pod,container,team,held_share,busy_seconds,activity_share,"
-                      "gpu_busy_seconds,vram_byte_seconds,launches,sm_active,sm_occupancy,tensor_active,dram_active,") +
-          (has_allocation_ ? "allocated_share" : "held_share") + (has_share_known_ ? ",allocated_share_known" : ",1") +
-          "," + (has_evidence_ ? kEvidenceColumns : kNoEvidence) +
-          (has_quality_ ? ",used_unallocated_seconds,allocated_unused_seconds" : ",NULL,NULL") +
-          (has_slurm_ ? ",slurm_user,slurm_account" : ",'',''") + " FROM accounts WHERE window_id BETWEEN ? AND ? ORDER BY window_id, account")
+         ("SELECT window_id," + account_columns(schema_version()).first +
+          " FROM accounts WHERE window_id BETWEEN ? AND ? ORDER BY window_id, account")
              .c_str(),
          *this);
   a.bind(1, first_id).bind(2, last_id);
@@ -245,8 +291,9 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
   // cursors over no rows (energy unknown).
   const char* no_rows = "SELECT 0,0,'',NULL WHERE 0";
   Stmt e(db_,
-         has_energy_ ? "SELECT window_id,millijoules,source,carbon_g_per_kwh FROM window_energy "
-                       "WHERE window_id BETWEEN ? AND ? ORDER BY window_id"
+         has_energy_ ? ("SELECT window_id," + window_columns(StoreTable::kWindowEnergy).first +
+                        " FROM window_energy WHERE window_id BETWEEN ? AND ? ORDER BY window_id")
+                           .c_str()
                      : no_rows,
          *this);
   Stmt ec(db_,
@@ -262,55 +309,12 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
   while (s.step()) {
     const int64_t id = s.i64(0);
     WindowRecord w;
-    w.start = s.i64(1);
-    w.end = s.i64(2);
-    w.slot.uuid = s.text(3);
-    w.slot.parent_uuid = s.text(4);
-    w.slot.model = s.text(5);
-    if (!s.null(6)) w.slot.mig_profile = s.text(6);
-    w.gpu_fraction = s.f64(7);
-    w.currency = s.text(8);
-    w.cost_micros = s.i64(9);
-    w.busy_micros = s.i64(10);
-    w.idle_micros = s.i64(11);
-    w.busy_fraction = s.f64(12);
-    w.busy_source = s.text(13);
-    w.exclusive = s.i64(14) != 0;
-    w.observed_seconds = s.f64(15);
-    w.source = s.text(16);
-    w.device = {s.opt(17), s.opt(18), s.opt(19), s.opt(20)};
-    w.memory_micros = s.i64(21);
-    w.cost_policy = s.text(22);
-    w.allocated_total = s.f64(23);
-    w.split_source = s.text(24);
-    w.device_quality = {s.i64(25), s.i64(26), s.i64(27)};
-    w.device_findings = decode_findings(s.text(28));
+    read_window(s, 1, StoreTable::kWindows, w);
     while (a_row && a.i64(0) < id) a_row = a.step();  // a window outside [from, to)
     for (; a_row && a.i64(0) == id; a_row = a.step()) {
       AccountRecord r;
-      r.account = a.text(1);
-      r.labels = {a.text(2), a.text(3), a.text(4), a.text(5), a.text(31), a.text(32)};
-      r.held_share = a.f64(6);
-      r.busy_seconds = a.f64(7);
-      r.activity_share = a.f64(8);
-      r.gpu_busy_seconds = a.f64(9);
-      r.vram_byte_seconds = a.f64(10);
-      r.launches = static_cast<uint64_t>(a.i64(11));
-      r.efficiency = {a.opt(12), a.opt(13), a.opt(14), a.opt(15)};
-      r.allocated_share = a.f64(16);
-      r.allocated_share_known = a.i64(17) != 0;
-      AccountEvidence& ev = r.evidence;
-      ev.vram_peak_bytes = a.opt_bytes(18);
-      ev.vram_p95_bytes = a.opt_bytes(19);
-      ev.nvml_vram_peak_bytes = a.opt_bytes(20);
-      ev.nvml_vram_p95_bytes = a.opt_bytes(21);
-      ev.sm_active_p95 = a.opt(22);
-      ev.sm_occupancy_p95 = a.opt(23);
-      ev.busy_p95 = a.opt(24);
-      if (!a.null(27)) ev.idle = IdleRun{a.f64(25), a.f64(26), a.f64(27)};
-      ev.windows = a.opt_i64(28);
-      r.used_unallocated_seconds = a.opt(29);
-      r.allocated_unused_seconds = a.opt(30);
+      int c = 1;
+      for_each_account_field([&](const AccountField&, auto&& v) { read_field(a, c++, std::forward<decltype(v)>(v)); }, r);
       w.accounts.push_back(std::move(r));
     }
     while (c_row && c.i64(0) < id) c_row = c.step();
@@ -318,7 +322,7 @@ void Store::for_each_window_with_id(int64_t from, int64_t to,
       w.charges.push_back({c.text(1), parse_charge_kind(c.text(2)), c.i64(3)});
     while (e_row && e.i64(0) < id) e_row = e.step();
     if (e_row && e.i64(0) == id) {
-      w.energy = WindowEnergyRecord{e.i64(1), e.text(2), {}, e.opt(3)};
+      read_window(e, 1, StoreTable::kWindowEnergy, w);
       e_row = e.step();
     }
     while (ec_row && ec.i64(0) < id) ec_row = ec.step();

@@ -6,10 +6,13 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <cstdio>
 #include <memory>
 
 #include "common/error.h"
+#include "ledger/window_fields.h"
 #include "report/report_text.h"
 #include "report/shown_money.h"
 #include "report/report_time.h"
@@ -36,6 +39,11 @@ class Canon {
     return *this;
   }
   Canon& o(const std::optional<double>& v) { return v ? i(1).d(*v) : i(0); }
+  // Bytes of another Canon, as they are.
+  Canon& raw(const std::string& bytes) {
+    out_ += bytes;
+    return *this;
+  }
   const std::string& bytes() const { return out_; }
 
  private:
@@ -52,8 +60,42 @@ std::array<unsigned char, 32> sha256(const std::string& bytes) {
   return out;
 }
 
-void efficiency(Canon& c, const ledger::Efficiency& e) {
-  c.o(e.sm_active).o(e.sm_occupancy).o(e.tensor_active).o(e.dram_active);
+// A window field's bytes in the bill id (ledger/window_fields.h, its audit place).
+void hash_field(Canon& c, int64_t v) { c.i(v); }
+void hash_field(Canon& c, double v) { c.d(v); }
+void hash_field(Canon& c, bool v) { c.i(v); }
+void hash_field(Canon& c, const std::string& v) { c.s(v); }
+void hash_field(Canon& c, const std::optional<std::string>& v) { c.s(v.value_or("")); }
+void hash_field(Canon& c, const std::optional<double>& v) { c.o(v); }
+void hash_field(Canon& c, uint64_t v) { c.i(static_cast<int64_t>(v)); }
+// Never hashed (audit 0): the device findings, the rightsizing evidence.
+void hash_field(Canon&, const std::map<std::string, int64_t>&) {}
+void hash_field(Canon&, const std::optional<uint64_t>&) {}
+void hash_field(Canon&, const std::optional<int64_t>&) {}
+template <class T>
+void hash_field(Canon&, const ledger::Part<const ledger::IdleRun, T>&) {}
+template <class T>
+void hash_field(Canon& c, const ledger::Part<const ledger::WindowEnergyRecord, T>& p) {
+  if (p.whole) hash_field(c, (*p.whole).*p.member);
+}
+
+// The window's hashed fields in their audit places: the window's own, and its energy's.
+struct HashedFields {
+  std::string window, energy;
+};
+HashedFields hashed_fields(const ledger::WindowRecord& w) {
+  std::array<Canon, ledger::window_field::kAudited + 1> at;
+  std::array<bool, ledger::window_field::kAudited + 1> energy{};
+  ledger::for_each_window_field(
+      [&](const ledger::WindowField& f, const auto& v) {
+        if (f.audit == 0) return;
+        hash_field(at[f.audit], v);
+        energy[f.audit] = f.table == ledger::StoreTable::kWindowEnergy;
+      },
+      w);
+  HashedFields out;
+  for (int i = 1; i <= ledger::window_field::kAudited; ++i) (energy[i] ? out.energy : out.window) += at[i].bytes();
+  return out;
 }
 
 // The accounts' Slurm users and accounts (store schema 10), only where some
@@ -74,23 +116,21 @@ void BillHasher::add(const ledger::WindowRecord& w) {
   if (std::find(policies_.begin(), policies_.end(), w.cost_policy) == policies_.end()) policies_.push_back(w.cost_policy);
   if (named_by_source_) return;
   Canon c;
-  c.i(w.start).i(w.end).s(w.slot.uuid).s(w.slot.model).s(w.slot.mig_profile.value_or("")).s(w.slot.parent_uuid);
-  c.d(w.gpu_fraction).s(w.currency).i(w.cost_micros).i(w.busy_micros).i(w.idle_micros).i(w.memory_micros);
-  c.s(w.cost_policy).d(w.allocated_total).d(w.busy_fraction).s(w.busy_source).i(w.exclusive).d(w.observed_seconds);
-  c.s(w.source);
-  efficiency(c, w.device);
+  const HashedFields fields = hashed_fields(w);
+  c.raw(fields.window);
   c.i(static_cast<int64_t>(w.accounts.size()));
   for (const auto& a : w.accounts) {
-    c.s(a.account).s(a.labels.namespace_name).s(a.labels.pod).s(a.labels.container).s(a.labels.team);
-    c.d(a.held_share).d(a.allocated_share).i(a.allocated_share_known).d(a.busy_seconds).d(a.activity_share);
-    c.d(a.gpu_busy_seconds).d(a.vram_byte_seconds).i(static_cast<int64_t>(a.launches));
-    efficiency(c, a.efficiency);
+    ledger::for_each_account_field(
+        [&](const ledger::AccountField& f, const auto& v) {
+          if (f.audit) hash_field(c, v);
+        },
+        a);
   }
   c.i(static_cast<int64_t>(w.charges.size()));
   for (const auto& ch : w.charges) c.s(ch.account).s(std::string(ledger::to_string(ch.kind))).i(ch.micros);
   c.i(w.energy.has_value());
   if (w.energy) {
-    c.i(w.energy->millijoules).s(w.energy->source).o(w.energy->carbon_g_per_kwh);
+    c.raw(fields.energy);
     for (const auto& e : w.energy->charges) c.s(e.account).s(std::string(ledger::to_string(e.kind))).i(e.millijoules);
   }
   slurm_names(c, w);
