@@ -5,7 +5,7 @@
 // its hourly roll-up rule. The store's insert and select, the fleet rows
 // (and so their digest) and reader, the JSON and merge_windows() all iterate
 // for_each_window_field(); adding a persisted field is one line here, its
-// meaning in store.h, and its test (tests/ledger/window_fields_test.cpp).
+// meaning in store.h, and its test (tests/fleet/window_fields_test.cpp: the store, the fleet and the JSON).
 //
 // The order is the fleet row's (after its key: cluster, node, gpu_uuid,
 // start_time), which the window digest covers: never reorder. Fields only
