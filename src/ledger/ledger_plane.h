@@ -4,7 +4,7 @@
 // go on; the ledger says why (gpuledger_ledger_up, gpuledger_ledger_errors_total
 // {reason}, the /healthz body) and tries again with backoff (first_retry,
 // doubling up to max_retry). When it opens again, the accountant restarts
-// from the store (accountant.h: the windows it missed are backfilled once).
+// from the store (docs/ledger.md, "The window loop": the windows it missed are backfilled once).
 // A store that failed to open is up once it opens; one that failed a write
 // (full, read-only, busy) is up again once a window was written to it.
 //
@@ -56,7 +56,7 @@ class LedgerPlane : public metrics::MetricsContributor {
   // Feeds the accountant, or tries the store again when its backoff is over.
   // Never throws for a store failure.
   void observe(const Observation& obs, Clock::time_point now = Clock::now());
-  // Graceful stop (accountant.h): the window in progress, if the store is up.
+  // Graceful stop (docs/ledger.md, "The window loop"): the window in progress, if the store is up.
   void store_window_in_progress();
   // The identity of the kernel counters observed (Accountant::set_counter_set),
   // for this accountant and any the store is reopened with. Before observe().

@@ -30,7 +30,7 @@ inline constexpr int kStoreSchemaVersion = 10;
 
 // The cumulative kernel counters per account (workload id) that the stored
 // windows were charged up to, and the identity of the kernel counter set they
-// were read from (the pinned map, accountant.h); empty: none known.
+// were read from (the pinned map; docs/ledger.md, "The window loop"); empty: none known.
 struct CounterBaseline {
   struct Counters {
     double busy_seconds = 0;
