@@ -99,11 +99,7 @@ void read_value(const PgResult& r, int i, int c, std::map<std::string, int64_t>&
 }
 template <class W, class T>
 void read_value(const PgResult& r, int i, int c, ledger::Part<W, T>&& p) {  // NULL: no part
-  if (!p.whole) {
-    if (r.null(i, c)) return;
-    p.whole.emplace();
-  }
-  read_value(r, i, c, (*p.whole).*p.member);
+  ledger::read_part(p, r.null(i, c), [&](T& v) { read_value(r, i, c, v); });
 }
 
 // SHA-256 over every value of the rows (a row's first n), each length-prefixed (NULL apart from "").

@@ -55,9 +55,7 @@ void take(const json& j, const ledger::WindowField& f, std::optional<T>& v) {
 }
 template <typename W, typename T>
 void take(const json& j, const ledger::WindowField& f, ledger::Part<W, T>&& p) {  // no "energy": unknown
-  if (!j.contains(f.json_group)) return;
-  if (!p.whole) p.whole.emplace();
-  take(j, f, (*p.whole).*p.member);
+  ledger::read_part(p, !j.contains(f.json_group), [&](T& v) { take(j, f, v); });
 }
 
 // An account as an array (positions: ledger/window_fields.h, AccountField's
@@ -116,9 +114,7 @@ void take_account(const json& j, const ledger::AccountField& f, std::optional<T>
 }
 template <typename W, typename T>
 void take_account(const json& j, const ledger::AccountField& f, ledger::Part<W, T>&& p) {  // null: no idle runs
-  if (j.at(static_cast<size_t>(f.json_at)).is_null()) return;
-  if (!p.whole) p.whole.emplace();
-  take_account(j, f, (*p.whole).*p.member);
+  ledger::read_part(p, j.at(static_cast<size_t>(f.json_at)).is_null(), [&](T& v) { take_account(j, f, v); });
 }
 
 ledger::AccountRecord account(const json& j) {

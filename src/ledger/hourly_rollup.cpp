@@ -4,6 +4,7 @@
 #include <map>
 #include <type_traits>
 
+#include "ledger/efficiency_mean.h"
 #include "ledger/window_evidence.h"
 #include "ledger/window_fields.h"
 
@@ -14,7 +15,8 @@ namespace {
 // A window field's merge (window_fields.h), in three steps: from the first
 // window, with each window (its length `len`), and over the merged span.
 struct FieldSums {
-  double weighted = 0, known = 0;  // kTimeMean, kKnownMean: sum of value x length, of known lengths
+  double weighted = 0;  // kTimeMean: sum of value x length
+  KnownMean known;      // kKnownMean
 };
 template <class T>
 void merge_first(Merge rule, T& m, const T& w) {
@@ -34,10 +36,7 @@ void merge_add(Merge rule, T& m, const T& w, double len, FieldSums& s) {
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (rule == Merge::kAgreed && m != w) m = "mixed";  // m is the first's until one differs
   } else if constexpr (std::is_same_v<T, std::optional<double>>) {
-    if (rule == Merge::kKnownMean && w && len > 0) {
-      s.weighted += *w * len;
-      s.known += len;
-    }
+    if (rule == Merge::kKnownMean) s.known.add(w, len);
     if (rule == Merge::kSum && w) m = m.value_or(0) + *w;  // unknown where no window knew it
   } else if constexpr (std::is_same_v<T, std::map<std::string, int64_t>>) {
     if (rule == Merge::kSum)
@@ -57,7 +56,7 @@ void merge_last(Merge rule, T& m, const FieldSums& s, double total) {
   if constexpr (std::is_same_v<T, double>) {
     if (rule == Merge::kTimeMean) m = total > 0 ? s.weighted / total : 0;
   } else if constexpr (std::is_same_v<T, std::optional<double>>) {
-    if (rule == Merge::kKnownMean) m = s.known > 0 ? std::optional<double>(s.weighted / s.known) : std::nullopt;
+    if (rule == Merge::kKnownMean) m = s.known.mean();
   }
 }
 template <class W, class T>

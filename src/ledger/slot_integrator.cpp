@@ -36,16 +36,7 @@ void SlotIntegrator::integrate_device(const Observation& obs, double t0, double 
     } else {
       cross_check_.observe(uuid, t0, t1, d.checks);
     }
-    auto add = [&](const char* name, const std::optional<double>& v) {
-      if (v) {
-        s.eff[name].first += *v * dt;
-        s.eff[name].second += dt;
-      }
-    };
-    add("sm_active", d.efficiency.sm_active);
-    add("sm_occupancy", d.efficiency.sm_occupancy);
-    add("tensor_active", d.efficiency.tensor_active);
-    add("dram_active", d.efficiency.dram_active);
+    s.efficiency.add(d.efficiency, dt);
     if (d.vram_capacity_bytes) s.vram_capacity = d.vram_capacity_bytes;
   }
 }
@@ -135,12 +126,7 @@ IntegratedSlot SlotIntegrator::window(const GpuSlot& slot, int64_t end) {
     const SlotState& s = it->second;
     sw.activity = s.activity;
     if (s.busy_time > 0) sw.device_busy_fraction = s.busy_weighted / s.busy_time;
-    auto avg = [&](const char* name) -> std::optional<double> {
-      auto e = s.eff.find(name);
-      if (e == s.eff.end() || e->second.second <= 0) return std::nullopt;
-      return e->second.first / e->second.second;
-    };
-    sw.device = {avg("sm_active"), avg("sm_occupancy"), avg("tensor_active"), avg("dram_active")};
+    sw.device = s.efficiency.mean();
     sw.vram_capacity_bytes = s.vram_capacity;
     sw.vram_peak_bytes = s.vram_peak;
     sw.nvml_vram_peak_bytes = s.nvml_peak;

@@ -16,6 +16,7 @@
 #include "ledger/account_window.h"
 #include "ledger/counter_deltas.h"
 #include "ledger/device_quality.h"
+#include "ledger/efficiency_mean.h"
 #include "ledger/energy_meter.h"
 #include "ledger/observation.h"
 #include "ledger/process_sm_meter.h"
@@ -73,7 +74,7 @@ class SlotIntegrator {
   struct SlotState {
     std::map<std::string, Activity> activity;
     double busy_weighted = 0, busy_time = 0;
-    std::map<std::string, std::pair<double, double>> eff;  // name -> (sum value*dt, sum dt)
+    EfficiencyMean efficiency;                             // the device's ratios, weighted by time
     std::optional<double> vram_capacity;                   // the last reading
     std::map<std::string, uint64_t> vram_peak, nvml_peak;  // by account: the window's peaks
     double busy_dcgm_time = 0, busy_nvml_time = 0;        // whose utilisation busy_weighted holds

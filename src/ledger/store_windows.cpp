@@ -56,11 +56,7 @@ void read_field(const Stmt& s, int c, std::optional<std::string>& v) {
 void read_field(const Stmt& s, int c, std::map<std::string, int64_t>& v) { v = decode_findings(s.text(c)); }
 template <class W, class T>
 void read_field(const Stmt& s, int c, Part<W, T>&& p) {  // NULL: no part
-  if (!p.whole) {
-    if (s.null(c)) return;
-    p.whole.emplace();
-  }
-  read_field(s, c, (*p.whole).*p.member);
+  read_part(p, s.null(c), [&](T& v) { read_field(s, c, v); });
 }
 
 bool stored_in(const WindowField& f, StoreTable table) { return f.store && f.table == table; }

@@ -56,7 +56,7 @@ WindowRecord WindowCloser::slot_record(const ClosingWindow& w, const LastSeen& s
                                                 : rec.device_quality.absent) = 1;
   rec.device_findings = finding_counts(verdict);
   record_use(in, seen.labels, rec);
-  if (rec.cost_micros == 0 && unpriced_logged_.insert(slot.uuid).second)
+  if (rec.cost_micros == 0 && warned_once_.insert(slot.uuid).second)
     spdlog::warn("ledger: GPU {} ({}) has no price: no per_uuid, per_model or default_per_hour entry matches it, "
                  "so its time is billed at 0",
                  slot.uuid, slot.model);
@@ -90,7 +90,7 @@ DeviceVerdict WindowCloser::judge_device(const std::string& uuid, IntegratedSlot
       (in.busy_from_nvml && v.suspect(CheckedField::kNvmlUtilization)))
     sw.device_busy_fraction.reset();
   for (const auto& f : v.findings)
-    if (unpriced_logged_.insert("suspect:" + uuid + ":" + f.field + ":" + f.reason).second)
+    if (warned_once_.insert("suspect:" + uuid + ":" + f.field + ":" + f.reason).second)
       spdlog::warn("ledger: GPU {}: its device data is suspect ({} {}): the window's {} is not used for "
                    "efficiency, waste or advice (counted in gpuledger_device_data_suspect_windows_total)",
                    uuid, f.field, f.reason, f.field);

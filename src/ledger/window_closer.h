@@ -76,7 +76,8 @@ class WindowCloser {
   LedgerMetrics& metrics_;
   RateRemainders rate_remainders_;  // each slot's rounding carried into its next window
   int64_t last_prune_ = 0;
-  std::set<std::string> unpriced_logged_;  // slots already reported as priced at 0, suspect data logged
+  // Warnings already logged: a slot priced at 0 (its uuid), suspect data ("suspect:...").
+  std::set<std::string> warned_once_;
   // vram_per_gib_hour caveats already logged: "model:<name>" (memory share
   // capped at 1), "slot:<uuid>" (memory size unknown: no memory part),
   // "backfill" (windows of time the agent was down: no memory reading).

@@ -31,7 +31,7 @@ enum class Merge {
   kSum,        // summed (a map: per key)
   kAll,        // true when true in every window
   kTimeMean,   // weighted by window length, over the merged span
-  kKnownMean,  // weighted by window length, over the windows that had a value (EfficiencyMean)
+  kKnownMean,  // weighted by window length, over the windows that had a value (KnownMean, efficiency_mean.h)
   kAgreed,     // the windows' common value, else "mixed"
   kEnergy,     // merge_energy(): summed, or weighted by energy
   kLabels,     // an account's labels, all together: the latest non-empty ones
@@ -63,6 +63,18 @@ struct Part {
                      std::optional<Whole>>& whole;
   T std::remove_const_t<Whole>::*member;
 };
+// A Part read back: a part that is missing stays missing where its encoding
+// has nothing (`absent`: a NULL column, a missing key or array cell); else it
+// is made, and `read` fills its member.
+template <class W, class T, class Read>
+void read_part(Part<W, T>& p, bool absent, Read&& read) {
+  if (!p.whole) {
+    if (absent) return;
+    p.whole.emplace();
+  }
+  read((*p.whole).*p.member);
+}
+
 namespace window_field {
 using enum Merge;
 using enum StoreTable;

@@ -7,9 +7,10 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <utility>
 
 #include "common/error.h"
 #include "ledger/window_fields.h"
@@ -79,22 +80,31 @@ void hash_field(Canon& c, const ledger::Part<const ledger::WindowEnergyRecord, T
   if (p.whole) hash_field(c, (*p.whole).*p.member);
 }
 
-// The window's hashed fields in their audit places: the window's own, and its energy's.
+// The window's hashed fields in their audit places: the window's own, and its
+// energy's. The fields are visited in the table's order and hashed into one
+// buffer; their spans are then taken in audit order (no string per field:
+// this runs for every window of every report).
 struct HashedFields {
   std::string window, energy;
 };
 HashedFields hashed_fields(const ledger::WindowRecord& w) {
-  std::array<Canon, ledger::window_field::kAudited + 1> at;
-  std::array<bool, ledger::window_field::kAudited + 1> energy{};
+  constexpr int kPlaces = ledger::window_field::kAudited + 1;
+  Canon all;
+  std::array<std::pair<size_t, size_t>, kPlaces> span{};  // audit place -> (offset, length) in all
+  std::array<bool, kPlaces> energy{};
   ledger::for_each_window_field(
       [&](const ledger::WindowField& f, const auto& v) {
         if (f.audit == 0) return;
-        hash_field(at[f.audit], v);
+        const size_t from = all.bytes().size();
+        hash_field(all, v);
+        span[f.audit] = {from, all.bytes().size() - from};
         energy[f.audit] = f.table == ledger::StoreTable::kWindowEnergy;
       },
       w);
   HashedFields out;
-  for (int i = 1; i <= ledger::window_field::kAudited; ++i) (energy[i] ? out.energy : out.window) += at[i].bytes();
+  out.window.reserve(all.bytes().size());
+  for (int i = 1; i < kPlaces; ++i)
+    (energy[i] ? out.energy : out.window).append(all.bytes(), span[i].first, span[i].second);
   return out;
 }
 
