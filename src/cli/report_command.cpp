@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/utf8.h"
+#include "fleet/fleet_chart.h"
 #include "fleet/fleet_reader.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/pg_connection.h"
@@ -138,19 +139,25 @@ fleet::Period fleet_charge_period(report::Granularity g) {
   return g == report::Granularity::kDay ? fleet::Period::kDay : fleet::Period::kHour;
 }
 
+// The period of the chart's bucket (cost over time) of a JSON or HTML report;
+// nullopt: shorter than an hour, or no chart.
+std::optional<fleet::Period> fleet_chart_period(const report::BillRequest& q) {
+  if (q.format != report::Format::kJson && q.format != report::Format::kHtml) return std::nullopt;
+  const int64_t bucket = report::chart_bucket_seconds(q.to - q.from, 60);
+  if (bucket % 86400 == 0) return fleet::Period::kDay;
+  if (bucket % 3600 == 0) return fleet::Period::kHour;
+  return std::nullopt;
+}
+
 // The coarsest fleet roll-ups a bill can be read from without showing less:
 // the charge period of CSV rows, the chart's bucket of JSON and HTML (cost
-// over time), a whole month for the table and for a FOCUS export's first
+// over time) unless the server sums the chart (`chart_from_server`:
+// fleet_chart.h), a whole month for the table and for a FOCUS export's first
 // pass (its audit; its rows are read period by period: for_each_window_in).
-std::optional<fleet::Period> fleet_rollup_period(const report::BillRequest& q) {
+std::optional<fleet::Period> fleet_rollup_period(const report::BillRequest& q, bool chart_from_server) {
   using report::Format;
   if (q.format == Format::kCsv) return fleet_charge_period(q.granularity);
-  if (q.format == Format::kJson || q.format == Format::kHtml) {
-    const int64_t bucket = report::chart_bucket_seconds(q.to - q.from, 60);
-    if (bucket % 86400 == 0) return fleet::Period::kDay;
-    if (bucket % 3600 == 0) return fleet::Period::kHour;
-    return std::nullopt;
-  }
+  if ((q.format == Format::kJson || q.format == Format::kHtml) && !chart_from_server) return fleet_chart_period(q);
   return fleet::Period::kMonth;
 }
 
@@ -198,9 +205,11 @@ int run_report(const ReportCommand& cmd) {
     std::set<std::string> origins;  // "cluster/node" of every window read
     std::string windows_digest;     // the same whichever roll-ups the format reads
     fleet::FleetReadNotes notes;    // said on stderr, whatever the format
+    std::optional<ChartCosts> chart;  // the chart's whole periods, summed by the server
     source.for_each_window = [&](const std::function<void(ledger::WindowRecord&&)>& fn) {
+      if (const auto period = fleet_chart_period(q)) chart = fleet::read_chart_costs(db, from, to, filter, *period);
       fleet::for_each_fleet_window(
-          db, from, to, filter, fleet_rollup_period(q),
+          db, from, to, filter, fleet_rollup_period(q, chart.has_value()),
           [&](ledger::WindowRecord&& w) {
             origins.insert(w.node);
             fn(std::move(w));
@@ -208,6 +217,7 @@ int run_report(const ReportCommand& cmd) {
           &windows_digest, &notes);
     };
     source.windows_digest = [&] { return windows_digest; };
+    source.chart_costs = [&] { return chart; };
     if (q.format == Format::kFocus)
       source.for_each_window_in = [&](int64_t a, int64_t b, const std::function<void(ledger::WindowRecord&&)>& fn) {
         fleet::for_each_fleet_window(db, a, b, filter, fleet_charge_period(q.granularity), fn, nullptr, nullptr,

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "fleet/fleet_rows.h"
+#include "fleet/fleet_sql.h"
 #include "fleet/pg_connection.h"
 #include "fleet/window_json.h"
 #include "report/report_text.h"
@@ -110,39 +111,10 @@ void read_windows(PgConnection& db, const std::string& from, const std::function
   }
 }
 
-std::string filter_sql(PgConnection& db, const FleetFilter& filter, const std::string& table) {
-  std::string sql;
-  if (filter.cluster) sql += " AND " + table + ".cluster = " + db.literal(*filter.cluster);
-  if (filter.node) sql += " AND " + table + ".node = " + db.literal(*filter.node);
-  return sql;
-}
-
 // The windows with a <= start < b (and the filter), as read_windows' `from`.
 std::string starting_in(PgConnection& db, int64_t a, int64_t b, const FleetFilter& filter) {
   return " WHERE x.start_time >= " + std::to_string(a) + " AND x.start_time < " + std::to_string(b) +
          filter_sql(db, filter, "x");
-}
-
-void begin_snapshot(PgConnection& db) {
-  db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-  // Each totals row finds its roll-up once: PostgreSQL 14's memoize cache
-  // before that index probe never hits here, and at 80,000 GPU-months it
-  // cost 131 MB and most of the server's time (docs/performance.md, section
-  // 6). Where the setting exists (14 and later), for this transaction.
-  db.exec("SELECT set_config(name, 'off', true) FROM pg_settings WHERE name = 'enable_memoize'");
-}
-
-// fn in a snapshot: the FleetSnapshot open on db, else one of its own.
-void in_snapshot(PgConnection& db, const std::function<void()>& fn) {
-  if (db.in_transaction()) return fn();
-  begin_snapshot(db);
-  try {
-    fn();
-    db.exec("COMMIT");
-  } catch (...) {
-    if (db.ok()) db.exec("ROLLBACK");
-    throw;
-  }
 }
 
 // Spans of one GPU's time still to read at a finer period, or as windows.
@@ -150,20 +122,6 @@ struct SlotSpan {
   std::string cluster, node, uuid;
   int64_t start = 0, end = 0;
 };
-
-// An array literal of PostgreSQL's text form, quoted for SQL.
-std::string array_literal(PgConnection& db, const std::vector<std::string>& items) {
-  std::string text = "{";
-  for (size_t i = 0; i < items.size(); ++i) {
-    text += i ? ",\"" : "\"";
-    for (char ch : items[i]) {
-      if (ch == '"' || ch == '\\') text += '\\';
-      text += ch;
-    }
-    text += '"';
-  }
-  return db.literal(text + "}");
-}
 
 // "unnest(...) AS k(c, n, g, a, b)" of the spans.
 std::string spans_sql(PgConnection& db, const std::vector<SlotSpan>& spans) {
@@ -247,44 +205,6 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
     else
       finer.push_back(std::move(span));
   }
-}
-
-// window_totals rows (as t) of the period's given starts, and the filter.
-// The bounds of the starts too: the index (period, period_start) is then read for
-// those periods only, where a list alone had PostgreSQL read every hour of the
-// month through the primary key (docs/performance.md, section 6: a month to date).
-std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter) {
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const auto& start : starts) {
-    lo = std::min<int64_t>(lo, std::stoll(start));
-    hi = std::max<int64_t>(hi, std::stoll(start));
-  }
-  return "t.period = " + db.literal(report::to_string(p)) + " AND t.period_start = ANY(" + array_literal(db, starts) +
-         "::bigint[]) AND t.period_start >= " + std::to_string(lo) + " AND t.period_start <= " + std::to_string(hi) +
-         filter_sql(db, filter, "t");
-}
-
-// The window_totals rows (as t) `where` picks, sorted before they meet their
-// roll-ups: a sort of the narrow rows, not of the joined bodies.
-std::string sorted_totals(const std::string& where) {
-  return "(SELECT * FROM gpuledger.window_totals t WHERE " + where +
-         " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start) t";
-}
-
-// A range cut (cut_range) into the starts of its whole periods, by period, and its ragged ends.
-struct RangePlan {
-  std::map<Period, std::vector<std::string>> whole;
-  std::vector<std::pair<int64_t, int64_t>> ragged;
-};
-RangePlan plan_range(int64_t from, int64_t to, std::optional<Period> coarsest) {
-  RangePlan plan;
-  for (const auto& piece : cut_range(from, to, coarsest)) {
-    if (piece.period)
-      plan.whole[*piece.period].push_back(std::to_string(piece.start));
-    else
-      plan.ragged.push_back({piece.start, piece.end});
-  }
-  return plan;
 }
 
 // The range's windows named (for_each_fleet_window's windows_digest).

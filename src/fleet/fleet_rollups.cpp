@@ -10,6 +10,7 @@ namespace {
 
 struct Piece {
   std::vector<ledger::WindowRecord> parts;  // in start order
+  std::map<std::string, ledger::AccountLabels> labels;  // every account's, as its first part had them
   int64_t windows = 0;
   unsigned __int128 digests = 0;
   bool mergeable = true;
@@ -19,8 +20,19 @@ bool same_terms(const ledger::WindowRecord& a, const ledger::WindowRecord& b) {
   return a.currency == b.currency && a.gpu_fraction == b.gpu_fraction;
 }
 
+// An account whose labels change within the period cannot be one merged
+// account: its labels would be the last part's, and a report by team read at
+// the roll-up would bill the whole period to its last team (the database
+// refuses such a roll-up, schema 6).
+bool same_labels(Piece& p, const ledger::WindowRecord& w) {
+  for (const auto& a : w.accounts)
+    if (!(p.labels.try_emplace(a.account, a.labels).first->second == a.labels)) return false;
+  return true;
+}
+
 void add_part(Piece& p, ledger::WindowRecord&& w, int64_t windows, unsigned __int128 digests, bool mergeable) {
   if (!p.parts.empty() && !same_terms(p.parts.front(), w)) p.mergeable = false;
+  if (!same_labels(p, w)) p.mergeable = false;
   p.mergeable = p.mergeable && mergeable;
   p.windows += windows;
   p.digests += digests;

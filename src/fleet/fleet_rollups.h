@@ -30,7 +30,7 @@ struct Rollup {
 
 // The period's roll-ups, one per slot with windows in it. A slot whose
 // windows cannot be merged (its currency or GPU fraction changed within the
-// period) has none: a report reads its finer periods.
+// period, or an account's labels did) has none: a report reads its finer periods.
 // The digests are those of the windows as `origin` ships them.
 std::vector<Rollup> build_rollups(const ledger::Store& store, const Origin& origin, Period period,
                                   int64_t period_start);

@@ -516,9 +516,157 @@ $fn$;
 REVOKE ALL ON FUNCTION gpuledger.check_rollup(gpuledger.rollups) FROM PUBLIC;
 )SQL";
 
+// Issue 30: a fleet's cost over time from the server. The chart of a JSON or
+// HTML report needs each day's (or hour's) cost by team, and reading the
+// period's roll-ups for it was most of their time (240,000 day bodies for a
+// 1,000-node month). rollup_charges holds each verified hour and day roll-up's
+// money per account with the account's team, written by the database from the
+// body it just verified (so no agent writes it), keyed like its roll-up and
+// carrying the same check numbers: a report sums a GPU-period's rows only
+// while they match window_totals, as it would read the roll-up (docs/fleet-db.md,
+// *The chart from the server*).
+const char* kMigration6 = R"SQL(
+CREATE TABLE gpuledger.rollup_charges(
+  period text COLLATE "C" NOT NULL CHECK (period IN ('hour', 'day')), period_start bigint NOT NULL,
+  cluster text COLLATE "C" NOT NULL, node text COLLATE "C" NOT NULL, gpu_uuid text COLLATE "C" NOT NULL,
+  windows bigint NOT NULL, cost_micros bigint NOT NULL, digests numeric NOT NULL,
+  first_start bigint NOT NULL, span bigint NOT NULL,  -- the body's start, and its end - start
+  account text COLLATE "C" NOT NULL, team text NOT NULL,  -- the team of the body's first account of that name
+  micros bigint NOT NULL,  -- the account's charges, every kind
+  charged boolean NOT NULL,  -- false: the one row of a roll-up without charges ('', '', 0)
+  PRIMARY KEY (period, cluster, node, gpu_uuid, period_start, windows, account)
+) PARTITION BY RANGE (period_start);
+GRANT SELECT ON gpuledger.rollup_charges TO gpuledger_reader;
+-- And per verified month roll-up, its days' costs by team in one row (from
+-- its day roll-ups' rows, when every day of its windows has a current one):
+-- a month's chart is then one row a GPU, not thirty.
+CREATE TABLE gpuledger.month_charts(
+  period_start bigint NOT NULL,
+  cluster text COLLATE "C" NOT NULL, node text COLLATE "C" NOT NULL, gpu_uuid text COLLATE "C" NOT NULL,
+  windows bigint NOT NULL, cost_micros bigint NOT NULL, digests numeric NOT NULL,
+  min_span bigint NOT NULL,  -- the shortest of its days' (end - start)
+  -- By each day's first start, account (only one that may be special: '__...'; else '') and team.
+  first_starts bigint[] NOT NULL, accounts text[] NOT NULL, teams text[] NOT NULL, micros bigint[] NOT NULL,
+  PRIMARY KEY (cluster, node, gpu_uuid, period_start, windows)
+) PARTITION BY RANGE (period_start);
+GRANT SELECT ON gpuledger.month_charts TO gpuledger_reader;
+
+-- A verified roll-up's rows: its body's charges per account, or one uncharged row.
+CREATE FUNCTION gpuledger.charge_rows_of(r gpuledger.rollups) RETURNS SETOF gpuledger.rollup_charges
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
+  SELECT r.period, r.period_start, r.cluster, r.node, r.gpu_uuid, r.windows, r.cost_micros, r.digests,
+         (r.body->>'start')::bigint, (r.body->>'end')::bigint - (r.body->>'start')::bigint,
+         coalesce(g.account, ''),
+         coalesce((SELECT a->>4 FROM json_array_elements(r.body->'accounts') WITH ORDINALITY x(a, i)
+                   WHERE a->>0 = g.account ORDER BY i LIMIT 1), ''),
+         coalesce(g.micros, 0), g.account IS NOT NULL
+  FROM (SELECT 1) one LEFT JOIN (
+    SELECT ch->>0 AS account, sum((ch->>2)::bigint)::bigint AS micros
+    FROM json_array_elements(r.body->'charges') ch GROUP BY 1) g ON true
+$fn$;
+
+-- A verified month roll-up's chart row, from the current rows of its days.
+CREATE FUNCTION gpuledger.month_chart_of(r gpuledger.rollups) RETURNS SETOF gpuledger.month_charts
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
+  SELECT r.period_start, r.cluster, r.node, r.gpu_uuid, r.windows, r.cost_micros, r.digests, min(g.span),
+         coalesce(array_agg(g.first_start ORDER BY g.first_start, g.account, g.team) FILTER (WHERE g.charged), '{}'),
+         coalesce(array_agg(g.account ORDER BY g.first_start, g.account, g.team) FILTER (WHERE g.charged), '{}'),
+         coalesce(array_agg(g.team ORDER BY g.first_start, g.account, g.team) FILTER (WHERE g.charged), '{}'),
+         coalesce(array_agg(g.micros ORDER BY g.first_start, g.account, g.team) FILTER (WHERE g.charged), '{}')
+  FROM (SELECT t.period_start AS day, c.first_start, c.charged,
+               CASE WHEN left(c.account, 2) = '__' THEN c.account ELSE '' END AS account, c.team,
+               sum(c.micros)::bigint AS micros, min(c.span) AS span
+        FROM gpuledger.window_totals t JOIN gpuledger.rollup_charges c
+          ON c.period = t.period AND c.cluster = t.cluster AND c.node = t.node AND c.gpu_uuid = t.gpu_uuid
+         AND c.period_start = t.period_start AND c.windows = t.windows AND c.cost_micros = t.cost_micros
+         AND c.digests = t.digests
+        WHERE t.period = 'day' AND t.cluster = r.cluster AND t.node = r.node AND t.gpu_uuid = r.gpu_uuid
+          AND t.period_start >= r.period_start AND t.period_start < gpuledger.period_end('month', r.period_start)
+        GROUP BY 1, 2, 3, 4, 5) g
+  HAVING count(DISTINCT g.day) = (
+    SELECT count(*) FROM gpuledger.window_totals t
+    WHERE t.period = 'day' AND t.cluster = r.cluster AND t.node = r.node AND t.gpu_uuid = r.gpu_uuid
+      AND t.period_start >= r.period_start AND t.period_start < gpuledger.period_end('month', r.period_start))
+$fn$;
+
+-- Their month's partitions, with every other table's (create_partitions);
+-- for the months that have roll-ups already (pruned ones too: their roll-ups
+-- stay), alone: a pruned month never gets windows partitions again.
+CREATE FUNCTION gpuledger.create_charges_partition(t bigint) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  lo timestamp := date_trunc('month', to_timestamp(t) AT TIME ZONE 'UTC');
+  tbl text;
+BEGIN
+  FOREACH tbl IN ARRAY ARRAY['rollup_charges', 'month_charts'] LOOP
+    EXECUTE format('CREATE TABLE IF NOT EXISTS gpuledger.%I PARTITION OF gpuledger.%I FOR VALUES FROM (%s) TO (%s)',
+                   tbl || '_' || to_char(lo, 'YYYY_MM'), tbl, extract(epoch FROM lo)::bigint,
+                   extract(epoch FROM lo + interval '1 month')::bigint);
+  END LOOP;
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.create_charges_partition(bigint) FROM PUBLIC;
+ALTER FUNCTION gpuledger.create_partitions(bigint) RENAME TO create_partitions_5;
+CREATE FUNCTION gpuledger.create_partitions(t bigint) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  PERFORM gpuledger.create_partitions_5(t);
+  PERFORM gpuledger.create_charges_partition(t);
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.create_partitions(bigint) FROM PUBLIC;
+SELECT gpuledger.create_charges_partition(extract(epoch FROM to_date(right(c.relname, 7), 'YYYY_MM'))::bigint)
+FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'gpuledger.rollups'::regclass;
+
+CREATE FUNCTION gpuledger.keep_rollup_charges() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  INSERT INTO gpuledger.rollup_charges
+  SELECT c.* FROM fresh f CROSS JOIN LATERAL gpuledger.charge_rows_of(f) c
+  WHERE f.verified AND f.period IN ('hour', 'day');
+  -- Then the months: their days may have come in this statement.
+  INSERT INTO gpuledger.month_charts
+  SELECT c.* FROM fresh f CROSS JOIN LATERAL gpuledger.month_chart_of(f) c WHERE f.verified AND f.period = 'month';
+  RETURN NULL;
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.keep_rollup_charges() FROM PUBLIC;
+CREATE TRIGGER keep_rollup_charges AFTER INSERT ON gpuledger.rollups
+  REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION gpuledger.keep_rollup_charges();
+INSERT INTO gpuledger.rollup_charges
+SELECT c.* FROM gpuledger.rollups f CROSS JOIN LATERAL gpuledger.charge_rows_of(f) c
+WHERE f.verified AND f.period IN ('hour', 'day');
+INSERT INTO gpuledger.month_charts
+SELECT c.* FROM gpuledger.rollups f CROSS JOIN LATERAL gpuledger.month_chart_of(f) c
+WHERE f.verified AND f.period = 'month';
+
+-- A roll-up has one set of labels per account (the last window's): where an
+-- account's labels changed within the period, a report by team read at it
+-- would bill the whole period to the last team (a pod relabelled on the
+-- month's last day moved its month). Such a roll-up is refused from now on, so
+-- the report reads the finer periods, down to the windows around the change.
+ALTER FUNCTION gpuledger.check_rollup(gpuledger.rollups) RENAME TO check_rollup_5;
+CREATE FUNCTION gpuledger.check_rollup(r gpuledger.rollups) RETURNS text
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  why text := gpuledger.check_rollup_5(r);
+BEGIN
+  RETURN coalesce(why, CASE WHEN EXISTS (
+    SELECT FROM gpuledger.accounts x
+    WHERE x.cluster = r.cluster AND x.node = r.node AND x.gpu_uuid = r.gpu_uuid
+      AND x.start_time >= r.period_start AND x.start_time < gpuledger.period_end(r.period, r.period_start)
+    GROUP BY x.account
+    HAVING count(DISTINCT (x.namespace, x.pod, x.container, x.team, x.slurm_user, x.slurm_account)) > 1)
+    THEN 'an account''s labels changed within the period (one merged account would bill it all to its last team)' END);
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.check_rollup(gpuledger.rollups) FROM PUBLIC;
+)SQL";
+
 // Migration n is kMigrations[n - 1]; append, never edit one that shipped.
-const std::vector<const char*> kMigrations = {kMigration1, kMigration2, kMigration3, kMigration4, kMigration5};
-static_assert(kFleetSchemaVersion == 5, "a new migration goes into kMigrations");
+const std::vector<const char*> kMigrations = {kMigration1, kMigration2, kMigration3, kMigration4, kMigration5,
+                                            kMigration6};
+static_assert(kFleetSchemaVersion == 6, "a new migration goes into kMigrations");
 
 }  // namespace
 

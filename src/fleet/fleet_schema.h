@@ -16,6 +16,11 @@
 //                     an agent's merged window of a period (fleet_rollups.h), checked
 //                     by the database as it arrives (check_rollup, schema 3) and used
 //                     only when verified and while windows and cost match window_totals
+//   rollup_charges(period, period_start, cluster, node, gpu_uuid, windows, ..., account, team, micros)
+//                     a verified hour or day roll-up's money per account, written by
+//                     the database (schema 6): a report's chart sums it (fleet_chart.h)
+//   month_charts(period_start, cluster, node, gpu_uuid, windows, ..., first_starts[], teams[], micros[])
+//                     a verified month roll-up's days by team, from those rows (schema 6)
 //   node_roles(role, cluster, node)   which login role ships which node (schema 3)
 //   overlaps(cluster, node, gpu_uuid, start_time, other_...)
 //                     windows committed over another window of the same GPU (schema 3)
@@ -49,7 +54,7 @@ namespace gpuledger::fleet {
 class PgConnection;
 
 // The newest migration this gpuledger knows.
-inline constexpr int kFleetSchemaVersion = 5;
+inline constexpr int kFleetSchemaVersion = 6;
 
 // Applies the migrations not applied yet, each in its own transaction
 // (serialised by an advisory lock, so two runs at once are safe), and creates

@@ -54,6 +54,8 @@ Scan scan(const BillSource& source, const BillRequest& q) {
     }
   });
   if (source.windows_digest) hasher.use_windows_digest(source.windows_digest());
+  if (source.chart_costs)
+    if (const auto costs = source.chart_costs()) whole.use_chart_costs(*costs);
   Scan s;
   s.whole = whole.finish();
   s.whole.source = source.report_source;

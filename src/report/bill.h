@@ -48,7 +48,9 @@ struct BillSource {
   // FOCUS export is written period by period (write_bill) instead of held
   // whole in memory: a fleet's month is 720,000 daily rows.
   std::function<void(int64_t from, int64_t to, const std::function<void(ledger::WindowRecord&&)>&)>
-      for_each_window_in;
+      for_each_window_in;  // The chart's costs of a part of the range (ReportBuilder::use_chart_costs),
+  // asked for after the windows were read; nullopt or unset: the windows'.
+  std::function<std::optional<ChartCosts>()> chart_costs;
 };
 BillSource store_bill_source(const ledger::Store& store, int64_t from, int64_t to);
 

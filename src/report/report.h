@@ -152,6 +152,16 @@ struct Report {
   Audit audit;  // what the bill is of and what made it (bill_audit.h)
 };
 
+// The cost over time by team of the part [from, to) of a range, summed where
+// the windows are (the fleet database's verified hour or day roll-ups,
+// fleet/fleet_chart.h): what the chart shows there instead of the windows read
+// that start in it, so those can be read at coarser roll-ups.
+struct ChartCosts {
+  int64_t from = 0, to = 0;
+  int64_t min_window = 0;  // the shortest of the periods summed (end - start), as ReportBuilder::add counts it
+  std::map<int64_t, std::map<std::string, int64_t>> cost_by_start;  // period's first start -> team -> micros
+};
+
 // Builds a report one window at a time (windows in any order).
 class ReportBuilder {
  public:
@@ -160,6 +170,8 @@ class ReportBuilder {
   ReportBuilder(const ReportBuilder&) = delete;
   ReportBuilder& operator=(const ReportBuilder&) = delete;
   void add(const ledger::WindowRecord& window);
+  // The chart's costs in [costs.from, costs.to) are these, whatever add() saw there.
+  void use_chart_costs(const ChartCosts& costs);
   Report finish();  // throws Error when the windows mix currencies
 
  private:
@@ -172,6 +184,8 @@ class ReportBuilder {
 // account with no team is "(no team)", no namespace "(no namespace)"; a
 // workload that is not a pod groups under its workload id for --by pod.
 std::string group_key(GroupBy by, const ledger::WindowRecord& window, const ledger::AccountRecord& account);
+// group_key by team of an account with that team label.
+std::string team_key(const std::string& account, const std::string& team);
 
 Report build_report(const std::vector<ledger::WindowRecord>& windows, int64_t from, int64_t to, GroupBy by,
                     const RightsizingOptions& rightsizing = {});

@@ -80,12 +80,17 @@ ledger::ShareFlag Row::share_flag() const {
   return ledger::share_flag(*allocated_share(), *used_share());
 }
 
+std::string team_key(const std::string& account, const std::string& team) {
+  if (is_special_account(account)) return account;
+  return team.empty() ? "(no team)" : team;
+}
+
 std::string group_key(GroupBy by, const WindowRecord& w, const AccountRecord& a) {
   if (by == GroupBy::kGpu) return w.slot.uuid;
   if (by == GroupBy::kNode) return w.node.empty() ? "(this node)" : w.node;  // idle and unallocated included
   if (is_special_account(a.account)) return a.account;
   switch (by) {
-    case GroupBy::kTeam: return a.labels.team.empty() ? "(no team)" : a.labels.team;
+    case GroupBy::kTeam: return team_key(a.account, a.labels.team);
     case GroupBy::kNamespace: return a.labels.namespace_name.empty() ? "(no namespace)" : a.labels.namespace_name;
     case GroupBy::kUser: return a.labels.slurm_user.empty() ? "(no Slurm user)" : a.labels.slurm_user;
     case GroupBy::kAccount: return a.labels.slurm_account.empty() ? "(no Slurm account)" : a.labels.slurm_account;
@@ -367,6 +372,14 @@ void add_energy(const WindowRecord& w, const std::function<Row&(const std::strin
 void add_energy_totals(Row& total, const Row& row) {
   if (row.energy_millijoules) total.energy_millijoules = total.energy_millijoules.value_or(0) + *row.energy_millijoules;
   if (row.carbon_grams) total.carbon_grams = total.carbon_grams.value_or(0) + *row.carbon_grams;
+}
+
+void ReportBuilder::use_chart_costs(const ChartCosts& costs) {
+  State& s = *s_;
+  s.cost_by_start.erase(s.cost_by_start.lower_bound(costs.from), s.cost_by_start.lower_bound(costs.to));
+  for (const auto& [start, teams] : costs.cost_by_start)
+    for (const auto& [team, micros] : teams) s.cost_by_start[start][team] += micros;
+  if (costs.min_window > 0 && (s.min_window == 0 || costs.min_window < s.min_window)) s.min_window = costs.min_window;
 }
 
 Report ReportBuilder::finish() {

@@ -21,6 +21,7 @@
 #include "ledger/store.h"
 #include "metrics/prometheus_text.h"
 #include "pg_server.h"
+#include "report/bill.h"
 #include "report/report.h"
 
 namespace gpuledger::testing {
@@ -130,6 +131,25 @@ inline void expect_same_bill(const Read& a, const Read& b) {
   EXPECT_EQ(a.cost_by_team, b.cost_by_team);
   EXPECT_EQ(a.energy, b.energy);
   EXPECT_EQ(a.total, b.total);
+}
+
+// A bill's source as `report --fleet-db` makes it for prod/node-1's windows,
+// read at `period` (no chart from the server); `digest` receives the windows'.
+inline report::BillSource fleet_bill_source(fleet::PgConnection& db, int64_t from, int64_t to,
+                                            std::optional<fleet::Period> period, std::string& digest) {
+  report::BillSource source;
+  source.for_each_window = [&db, from, to, period, &digest](const std::function<void(ledger::WindowRecord&&)>& fn) {
+    fleet::for_each_fleet_window(db, from, to, {}, period, fn, &digest);
+  };
+  source.windows_digest = [&digest] { return digest; };
+  source.inputs = [] {
+    ledger::BillInputs in;
+    in.cluster = "prod";
+    in.node = "node-1";
+    return in;
+  };
+  source.report_source = "fleet-db";
+  return source;
 }
 
 }  // namespace gpuledger::testing

@@ -35,19 +35,8 @@ report::Granularity granularity(const std::string& g) {
 std::string focus_in_memory(fleet::PgConnection& db, int64_t from, int64_t to, const std::string& g) {
   const report::Granularity gran = granularity(g);
   const Period period = gran;
-  report::BillSource source;
   std::string digest;
-  source.for_each_window = [&](const std::function<void(ledger::WindowRecord&&)>& fn) {
-    fleet::for_each_fleet_window(db, from, to, {}, period, fn, &digest);
-  };
-  source.windows_digest = [&] { return digest; };
-  source.inputs = [] {
-    ledger::BillInputs in;
-    in.cluster = "prod";
-    in.node = "node-1";
-    return in;
-  };
-  source.report_source = "fleet-db";
+  const report::BillSource source = fleet_bill_source(db, from, to, period, digest);
   report::BillRequest q;
   q.from = from;
   q.to = to;

@@ -187,5 +187,52 @@ TEST_F(FleetDb, AReportReadsRollUpsOnlyWhileTheyMatchAndTheBillNeverChanges) {
   expect_same_bill(still, after);
 }
 
+// A pod relabelled to another team within a period: one merged account would
+// carry only its last labels, so a report by team read at that roll-up would
+// bill the whole period to the new team. The agent makes no roll-up of a
+// period where an account's labels changed, the database refuses one that
+// claims it (schema 6), and each team pays for its own time, to the micro-unit.
+TEST_F(FleetDb, AnAccountRelabelledWithinAPeriodIsReadFinerAndEachTeamPaysForItsOwnTime) {
+  auto ws = two_gpus();
+  const int64_t change = kDay0 + 86400 + 5 * 3600 + 1800;  // day 1, 05:30
+  for (auto& w : ws)
+    if (w.start >= change) w.accounts[1].labels.team = "speech";
+  const std::string path = (scratch_ / "ledger.db").string();
+  ledger::Store store(path);
+  store.insert_windows(ws);
+  {
+    fleet::FleetShipper shipper(shipper_options(pg_->conninfo(), pg_->admin_password_file(), path, {"prod", "node-1"}));
+    shipper.start();
+    // 27 hours and 2 days a GPU, less day 1's 05:00 and day 1.
+    ASSERT_TRUE(eventually([&] { return shipper.status().pending == 0 && count("rollups") == 2 * 26 + 2 * 1; },
+                           std::chrono::seconds(60)))
+        << shipper.status().reason << "; roll-ups: " << count("rollups");
+    shipper.stop();
+  }
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.rollups WHERE NOT verified"), "0\n");
+  const int64_t from = kDay0, to = kDay0 + 3 * 86400;
+  const Read windows = read(*admin_, from, to, std::nullopt);
+  ASSERT_EQ(windows.cost_by_team.count("speech"), 1u);
+  ASSERT_EQ(windows.cost_by_team.count("nlp"), 1u);
+  const Read months = read(*admin_, from, to, Period::kMonth);
+  expect_same_bill(months, windows);
+  EXPECT_EQ(months.records, 2 * (1 + 23 + 60 + 1 + 30)) << "day 0; day 1's other hours and 05:00's windows; day 2";
+
+  // An agent's roll-up of day 1 with the right numbers and money, its accounts merged: refused, still not read.
+  std::vector<ledger::WindowRecord> day1;
+  for (const auto& w : ws)
+    if (w.slot.uuid == "GPU-a" && w.start >= kDay0 + 86400 && w.start < kDay0 + 2 * 86400) day1.push_back(w);
+  std::string totals = pg_->psql("SELECT period_start || ', ' || windows || ', ' || cost_micros || ', ' || digests "
+                                 "FROM gpuledger.window_totals WHERE period = 'day' AND gpu_uuid = 'GPU-a' AND "
+                                 "period_start = " + std::to_string(kDay0 + 86400));
+  totals.pop_back();
+  pg_->psql("INSERT INTO gpuledger.rollups(period, period_start, windows, cost_micros, digests, cluster, node, "
+            "gpu_uuid, digest, body) VALUES ('day', " + totals + ", 'prod', 'node-1', 'GPU-a', 'x', '" +
+            fleet::window_to_json(ledger::merge_windows(day1)) + "')");
+  EXPECT_EQ(pg_->psql("SELECT refusal FROM gpuledger.rollups WHERE NOT verified"),
+            "an account's labels changed within the period (one merged account would bill it all to its last team)\n");
+  expect_same_bill(read(*admin_, from, to, Period::kMonth), windows);
+}
+
 }  // namespace
 }  // namespace gpuledger::testing

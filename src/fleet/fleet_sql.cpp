@@ -1,0 +1,109 @@
+#include "fleet/fleet_sql.h"
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "common/error.h"
+#include "fleet/pg_connection.h"
+#include "report/report_text.h"
+
+namespace gpuledger::fleet {
+
+std::string filter_sql(PgConnection& db, const FleetFilter& filter, const std::string& table) {
+  std::string sql;
+  if (filter.cluster) sql += " AND " + table + ".cluster = " + db.literal(*filter.cluster);
+  if (filter.node) sql += " AND " + table + ".node = " + db.literal(*filter.node);
+  return sql;
+}
+
+void begin_snapshot(PgConnection& db) {
+  db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  // Each totals row finds its roll-up once: PostgreSQL 14's memoize cache
+  // before that index probe never hits here, and at 80,000 GPU-months it
+  // cost 131 MB and most of the server's time (docs/performance.md, section
+  // 6). Where the setting exists (14 and later), for this transaction.
+  db.exec("SELECT set_config(name, 'off', true) FROM pg_settings WHERE name = 'enable_memoize'");
+}
+
+void in_snapshot(PgConnection& db, const std::function<void()>& fn) {
+  if (db.in_transaction()) return fn();
+  begin_snapshot(db);
+  try {
+    fn();
+    db.exec("COMMIT");
+  } catch (...) {
+    if (db.ok()) db.exec("ROLLBACK");
+    throw;
+  }
+}
+
+std::string array_literal(PgConnection& db, const std::vector<std::string>& items) {
+  std::string text = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    text += i ? ",\"" : "\"";
+    for (char ch : items[i]) {
+      if (ch == '"' || ch == '\\') text += '\\';
+      text += ch;
+    }
+    text += '"';
+  }
+  return db.literal(text + "}");
+}
+
+// The bounds of the starts too: the index (period, period_start) is then read for
+// those periods only, where a list alone had PostgreSQL read every hour of the
+// month through the primary key (docs/performance.md, section 6: a month to date).
+std::vector<std::string> parse_array(const std::string& text) {
+  auto bad = [&] { return Error("not a one-dimensional array without NULLs: " + text.substr(0, 80)); };
+  if (text.size() < 2 || text.front() != '{' || text.back() != '}') throw bad();
+  std::vector<std::string> out;
+  if (text.size() == 2) return out;
+  for (size_t i = 1; i < text.size();) {
+    std::string item;
+    if (text[i] == '"') {  // quoted: backslash escapes the next character
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\' && i + 1 < text.size()) ++i;
+        item += text[i];
+      }
+      if (i >= text.size()) throw bad();
+      ++i;
+    } else {
+      for (; i < text.size() && text[i] != ',' && text[i] != '}'; ++i) item += text[i];
+      if (item == "NULL" || item.empty()) throw bad();
+    }
+    out.push_back(std::move(item));
+    if (i >= text.size() || (text[i] != ',' && text[i] != '}')) throw bad();
+    if (text[i++] == '}') break;
+  }
+  return out;
+}
+
+std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& start : starts) {
+    lo = std::min<int64_t>(lo, std::stoll(start));
+    hi = std::max<int64_t>(hi, std::stoll(start));
+  }
+  return "t.period = " + db.literal(report::to_string(p)) + " AND t.period_start = ANY(" + array_literal(db, starts) +
+         "::bigint[]) AND t.period_start >= " + std::to_string(lo) + " AND t.period_start <= " + std::to_string(hi) +
+         filter_sql(db, filter, "t");
+}
+
+std::string sorted_totals(const std::string& where) {
+  return "(SELECT * FROM gpuledger.window_totals t WHERE " + where +
+         " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start) t";
+}
+
+RangePlan plan_range(int64_t from, int64_t to, std::optional<Period> coarsest) {
+  RangePlan plan;
+  for (const auto& piece : cut_range(from, to, coarsest)) {
+    if (piece.period)
+      plan.whole[*piece.period].push_back(std::to_string(piece.start));
+    else
+      plan.ragged.push_back({piece.start, piece.end});
+  }
+  return plan;
+}
+
+}  // namespace gpuledger::fleet

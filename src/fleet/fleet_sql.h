@@ -1,0 +1,47 @@
+#pragma once
+// The SQL the fleet database's readers share (fleet_reader.h, fleet_chart.h):
+// a range cut into whole periods, the window_totals rows of those periods, the
+// filter, and a read-only snapshot.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fleet/fleet_periods.h"
+#include "fleet/fleet_reader.h"
+
+namespace gpuledger::fleet {
+
+class PgConnection;
+
+// " AND <table>.cluster = ... AND <table>.node = ..." of the filter.
+std::string filter_sql(PgConnection& db, const FleetFilter& filter, const std::string& table);
+
+// Starts the read-only snapshot (REPEATABLE READ) of a report.
+void begin_snapshot(PgConnection& db);
+// fn in a snapshot: the FleetSnapshot open on db, else one of its own.
+void in_snapshot(PgConnection& db, const std::function<void()>& fn);
+
+// An array literal of PostgreSQL's text form, quoted for SQL.
+std::string array_literal(PgConnection& db, const std::vector<std::string>& items);
+// The elements of a one-dimensional array in PostgreSQL's text form ('{a,"b c",""}');
+// throws Error on anything else (a NULL element included).
+std::vector<std::string> parse_array(const std::string& text);
+
+// The condition on window_totals rows (as t) of the period's given starts, and the filter.
+std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter);
+// The window_totals rows (as t) `where` picks, sorted before they meet their
+// roll-ups: a sort of the narrow rows, not of the joined bodies.
+std::string sorted_totals(const std::string& where);
+
+// A range cut (cut_range) into the starts of its whole periods, by period, and its ragged ends.
+struct RangePlan {
+  std::map<Period, std::vector<std::string>> whole;
+  std::vector<std::pair<int64_t, int64_t>> ragged;
+};
+RangePlan plan_range(int64_t from, int64_t to, std::optional<Period> coarsest);
+
+}  // namespace gpuledger::fleet

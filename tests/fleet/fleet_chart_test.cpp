@@ -1,0 +1,248 @@
+// A fleet report's chart from the server (fleet schema 6, issue 30): a JSON or
+// HTML report of a month reads its rows at month roll-ups and its cost over
+// time from gpuledger.rollup_charges, which the database fills from the day
+// and hour roll-ups it verified. Its chart, bill id and money are the report's
+// read at day roll-ups, to the second and the micro-unit; a roll-up that no
+// longer matches its windows, or was never verified, is not summed (the days
+// are read again), and an agent can neither read nor write the table.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli_process.h"
+#include "common/error.h"
+#include "fleet/fleet_chart.h"
+#include "fleet/fleet_roles.h"
+#include "fleet/fleet_rollups.h"
+#include "ledger/hourly_rollup.h"
+#include "fleet/fleet_sink_postgres.h"
+#include "fleet/window_json.h"
+#include "fleet_db_fixture.h"
+#include "report/bill.h"
+#include "report/report_time.h"
+
+namespace gpuledger::testing {
+namespace {
+
+using fleet::Delivery;
+using fleet::Period;
+
+constexpr int64_t kFeb = kFleetDay0 + 17 * 86400;   // 2027-02-01T00:00:00Z
+constexpr int64_t kMar = kFeb + 28 * 86400;         // 2027-03-01T00:00:00Z
+constexpr int64_t kGenerated = kMar + 86400;        // SOURCE_DATE_EPOCH
+
+// February on two GPUs, in windows of three hours that tile it, with what
+// makes a team key: an account without a team label, a charge with no account
+// record (special) on some days, and GPU-b's days starting a minute late. One
+// window in March completes February for the shipper.
+std::vector<ledger::WindowRecord> february() {
+  std::vector<ledger::WindowRecord> ws;
+  for (int64_t day = 0; day < 28; ++day)
+    for (int64_t h = 0; h < 24; h += 3)
+      for (const char* gpu : {"GPU-a", "GPU-b"}) {
+        const int64_t start = kFeb + day * 86400 + h * 3600 + (gpu[4] == 'b' ? 60 : 0);
+        auto w = fleet_window(start, gpu, (day * 24 + h) % 97);
+        w.end = start + 3 * 3600;
+        auto c = w.accounts[1];
+        c.account = "k8s/pod-c";
+        c.labels = {"ml", "pod-c", "main", ""};
+        w.accounts.push_back(c);
+        w.charges.push_back({"k8s/pod-c", ledger::ChargeKind::kIdle, 3'000});
+        w.idle_micros += 3'000;
+        w.cost_micros += 3'000;
+        if (day % 4 == 2) {
+          w.charges.push_back({"__unallocated__", ledger::ChargeKind::kIdle, 5'000});
+          w.idle_micros += 5'000;
+          w.cost_micros += 5'000;
+        }
+        ws.push_back(w);
+      }
+  ws.push_back(fleet_window(kMar + 600, "GPU-a"));
+  return ws;
+}
+
+// The report as it was made before the server summed its chart: read at the
+// chart's period (days), every roll-up's body parsed.
+std::string read_at_days(fleet::PgConnection& db, const std::string& format) {
+  std::string digest;
+  const report::BillSource source = fleet_bill_source(db, kFeb, kMar, Period::kDay, digest);
+  report::BillRequest q;
+  q.from = kFeb;
+  q.to = kMar;
+  q.format = report::parse_format(format);
+  q.generated_at = kGenerated;
+  return report::render_bill(source, q);
+}
+
+// What the chart and the money of a JSON report are: read at months with the
+// server's chart, or at days, the same to the micro-unit and to the second
+// (the rest is coarser where months are read: a merged window's GPU-hours are
+// summed in another order).
+void expect_same_chart_and_money(const std::string& a, const std::string& b) {
+  const auto ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
+  EXPECT_EQ(ja["bucket_seconds"], jb["bucket_seconds"]);
+  EXPECT_EQ(ja["cost_by_team_over_time"], jb["cost_by_team_over_time"]);
+  EXPECT_EQ(ja["audit"]["bill_id"], jb["audit"]["bill_id"]);
+  auto money = [](const nlohmann::json& j) {
+    std::map<std::string, std::vector<int64_t>> out;
+    for (const auto& row : j["rows"])
+      out[row["key"]] = {row["cost_busy_micros"], row["cost_idle_micros"], row["cost_memory_micros"]};
+    out["TOTAL"] = {j["total"]["cost_total_micros"]};
+    return out;
+  };
+  EXPECT_EQ(money(ja), money(jb));
+}
+
+// The HTML's cost-over-time chart.
+std::string chart_of(const std::string& html) {
+  const size_t at = html.find("<svg id=\"chart-cost-over-time\"");
+  EXPECT_NE(at, std::string::npos);
+  return at == std::string::npos ? "" : html.substr(at, html.find("</svg>", at) - at);
+}
+
+class FleetChart : public FleetDb {
+ protected:
+  void SetUp() override {
+    FleetDb::SetUp();
+    ASSERT_EQ(fleet::migrate(*admin_, kFeb), fleet::kFleetSchemaVersion);  // February's and March's partitions
+    path_ = (scratch_ / "ledger.db").string();
+    store_ = std::make_unique<ledger::Store>(path_);
+    store_->insert_windows(february());
+  }
+  void ship(int64_t rollups) {
+    fleet::FleetShipper shipper(shipper_options(pg_->conninfo(), pg_->admin_password_file(), path_, {"prod", "node-1"}));
+    shipper.start();
+    ASSERT_TRUE(eventually([&] { return shipper.status().pending == 0 && count("rollups") == rollups; },
+                           std::chrono::seconds(120)))
+        << shipper.status().reason << "; roll-ups: " << count("rollups");
+    shipper.stop();
+  }
+  std::string cli(const std::string& format) {
+    const Proc p = run("SOURCE_DATE_EPOCH=" + std::to_string(kGenerated) + " " + gpuledger() + " report --fleet-db '" +
+                           pg_->conninfo() + "' --fleet-db-password-file " + pg_->admin_password_file() +
+                           " --month 2027-02 --by team --format " + format,
+                       " 2>/dev/null");
+    EXPECT_EQ(p.status, 0) << p.out;
+    return p.out;
+  }
+  std::string path_;
+  std::unique_ptr<ledger::Store> store_;
+};
+
+// February: 2 GPUs x (28 days x 8 hours with windows + 1 month) roll-ups.
+constexpr int64_t kRollups = 2 * (28 * 8 + 28 + 1);
+
+TEST_F(FleetChart, AMonthsJsonAndHtmlReadMonthsAndShowTheSameChartAndMoneyAsItsDays) {
+  ship(kRollups);
+  std::string cost = pg_->psql("SELECT sum(cost_micros) FROM gpuledger.windows WHERE start_time < " + std::to_string(kMar));
+  cost.pop_back();
+  EXPECT_EQ(pg_->psql("SELECT period, count(*), sum(micros), count(*) FILTER (WHERE NOT charged) "
+                      "FROM gpuledger.rollup_charges GROUP BY 1 ORDER BY 1"),
+            "day|" + std::to_string(2 * 28 * 3 + 2 * 7) + "|" + cost + "|0\nhour|" +
+                std::to_string(2 * 28 * 8 * 3 + 2 * 7 * 8) + "|" + cost + "|0\n")
+      << "a row per account charged in each verified day and hour; __unallocated__ on 7 days a GPU";
+
+  EXPECT_EQ(pg_->psql("SELECT gpu_uuid, cardinality(micros), min_span FROM gpuledger.month_charts ORDER BY 1"),
+            "GPU-a|" + std::to_string(28 * 3 + 7) + "|86400\nGPU-b|" + std::to_string(28 * 3 + 7) + "|86400\n")
+      << "February's chart, one row a GPU";
+  const auto chart = fleet::read_chart_costs(*admin_, kFeb, kMar, {}, Period::kDay);
+  ASSERT_TRUE(chart.has_value());
+  EXPECT_EQ(chart->from, kFeb);
+  EXPECT_EQ(chart->to, kMar);
+  EXPECT_EQ(chart->min_window, 86400) << "a day's first window start to its last window's end";
+  EXPECT_EQ(chart->cost_by_start.size(), 2u * 28) << "GPU-b's days start a minute late";
+  EXPECT_EQ(chart->cost_by_start.at(kFeb + 86400 + 60).at("(no team)"), 8 * 3'000) << "pod-c has no team";
+  EXPECT_EQ(chart->cost_by_start.at(kFeb + 2 * 86400).at("__unallocated__"), 8 * 5'000);
+  int months = 0;
+  fleet::for_each_fleet_window(*admin_, kFeb, kMar, {}, Period::kMonth, [&](ledger::WindowRecord&&) { ++months; });
+  EXPECT_EQ(months, 2) << "the rows: one month roll-up a GPU";
+
+  const std::string fast = cli("json"), days = read_at_days(*admin_, "json");
+  expect_same_chart_and_money(fast, days);
+  EXPECT_NE(fast.find("\"bucket_seconds\": 86400"), std::string::npos);
+  EXPECT_EQ(chart_of(cli("html")), chart_of(read_at_days(*admin_, "html")));
+  // Without a month's chart row (its days were not all rolled up when it came), its days' rows serve.
+  pg_->psql("DELETE FROM gpuledger.month_charts WHERE gpu_uuid = 'GPU-b'");
+  const auto by_days = fleet::read_chart_costs(*admin_, kFeb, kMar, {}, Period::kDay);
+  ASSERT_TRUE(by_days.has_value());
+  EXPECT_EQ(by_days->cost_by_start, chart->cost_by_start);
+  EXPECT_EQ(by_days->min_window, chart->min_window);
+  expect_same_chart_and_money(cli("json"), days);
+}
+
+TEST_F(FleetChart, ADayWhoseRollUpNoLongerMatchesIsReadAtDaysAndTheChartStaysTheSame) {
+  ship(kRollups);
+  // A late window into February 10th, its roll-ups not sent again: that day's and the month's no longer match.
+  const auto late = fleet_window(kFeb + 9 * 86400 + 7200, "GPU-a", 5);
+  fleet::FleetSinkPostgres sink(*admin_, {"prod", "node-1"});
+  ASSERT_EQ(sink.ship({&late}), std::vector<Delivery>{Delivery::kStored});
+  EXPECT_FALSE(fleet::read_chart_costs(*admin_, kFeb, kMar, {}, Period::kDay).has_value());
+  expect_same_chart_and_money(cli("json"), read_at_days(*admin_, "json"));
+  // The window's day again, rolled up by the shipper: summed by the server again.
+  store_->insert_window(late);
+  ship(kRollups + 2 + 1);  // February 10th's 06:00 hour is new; the day and the month again
+  ASSERT_TRUE(fleet::read_chart_costs(*admin_, kFeb, kMar, {}, Period::kDay).has_value());
+  expect_same_chart_and_money(cli("json"), read_at_days(*admin_, "json"));
+}
+
+TEST_F(FleetChart, OnlyTheServerWritesTheChartsRowsAndOnlyOfRollUpsItVerified) {
+  const std::string role = fleet::add_node_role(*admin_, "node-1", "prod");
+  fleet::PgConnection agent(pg_->conninfo(role), pg_->set_password(role));
+  EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.rollup_charges"), Error);
+  EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.month_charts"), Error);
+  EXPECT_THROW(agent.exec("INSERT INTO gpuledger.rollup_charges VALUES ('day', " + std::to_string(kFeb) +
+                          ", 'prod', 'node-1', 'GPU-a', 8, 1, 0, " + std::to_string(kFeb) +
+                          ", 86400, 'k8s/pod-a', 'vision', 1000000000, true)"),
+               Error);
+  // A forged day roll-up (the right count and cost, not the windows' digests): refused, so not summed.
+  fleet::FleetSinkPostgres sink(agent, {"prod", "node-1"});
+  const auto ws = february();
+  std::vector<ledger::WindowRecord> day0(ws.begin(), ws.begin() + 16);
+  ASSERT_EQ(sink.ship(pointers(day0)), std::vector<Delivery>(16, Delivery::kStored));
+  std::vector<ledger::WindowRecord> gpu_a;
+  for (const auto& w : day0)
+    if (w.slot.uuid == "GPU-a") gpu_a.push_back(w);
+  auto forged = ledger::merge_windows(gpu_a);
+  for (auto& c : forged.charges)  // the same cost and count, 0.05 moved from pod-b to pod-a
+    if (c.kind == ledger::ChargeKind::kBusy) c.micros += c.account == "k8s/pod-a" ? 50'000 : c.account == "k8s/pod-b" ? -50'000 : 0;
+  std::string totals = pg_->psql("SELECT period_start || ', ' || windows || ', ' || cost_micros || ', ' || digests "
+                                 "FROM gpuledger.window_totals WHERE period = 'day' AND gpu_uuid = 'GPU-a'");
+  totals.pop_back();
+  agent.exec("INSERT INTO gpuledger.rollups(period, period_start, windows, cost_micros, digests, cluster, node, "
+             "gpu_uuid, digest, body) VALUES ('day', " + totals + ", 'prod', 'node-1', 'GPU-a', 'x', " +
+             agent.literal(fleet::window_to_json(forged)) + ")");
+  EXPECT_EQ(pg_->psql("SELECT verified FROM gpuledger.rollups"), "f\n");
+  EXPECT_EQ(count("rollup_charges"), 0);
+  EXPECT_FALSE(fleet::read_chart_costs(*admin_, kFeb, kFeb + 86400, {}, Period::kDay).has_value());
+}
+
+TEST_F(FleetChart, AnUpgradeFromSchemaFiveSumsTheRollUpsAlreadyVerified) {
+  ship(kRollups);
+  const std::string rows = "SELECT period, cluster, node, gpu_uuid, period_start, account, team, micros "
+                           "FROM gpuledger.rollup_charges ORDER BY 1, 2, 3, 4, 5, 6";
+  const std::string months = "SELECT * FROM gpuledger.month_charts ORDER BY gpu_uuid";
+  const std::string before = pg_->psql(rows), months_before = pg_->psql(months);
+  // Back to schema 5, as it was.
+  pg_->psql("DELETE FROM gpuledger.schema_migrations WHERE version = 6; "
+            "DROP TRIGGER keep_rollup_charges ON gpuledger.rollups; DROP FUNCTION gpuledger.keep_rollup_charges(); "
+            "DROP FUNCTION gpuledger.charge_rows_of(gpuledger.rollups); DROP FUNCTION gpuledger.month_chart_of(gpuledger.rollups); "
+            "DROP TABLE gpuledger.rollup_charges, gpuledger.month_charts; "
+            "DROP FUNCTION gpuledger.check_rollup(gpuledger.rollups); "
+            "ALTER FUNCTION gpuledger.check_rollup_5(gpuledger.rollups) RENAME TO check_rollup; "
+            "DROP FUNCTION gpuledger.create_partitions(bigint); DROP FUNCTION gpuledger.create_charges_partition(bigint); "
+            "ALTER FUNCTION gpuledger.create_partitions_5(bigint) RENAME TO create_partitions");
+  ASSERT_EQ(fleet::migrate(*admin_, kFeb), 6);
+  EXPECT_EQ(pg_->psql(rows), before);
+  EXPECT_EQ(pg_->psql(months), months_before);
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.month_charts"), "2\n");
+  EXPECT_EQ(fleet::schema_version(*admin_), 6);
+  EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
+                      "c.oid = i.inhrelid WHERE i.inhparent = 'gpuledger.rollup_charges'::regclass"),
+            "rollup_charges_2027_01,rollup_charges_2027_02,rollup_charges_2027_03\n");
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM pg_inherits WHERE inhparent = 'gpuledger.month_charts'::regclass"), "3\n");
+}
+
+}  // namespace
+}  // namespace gpuledger::testing
