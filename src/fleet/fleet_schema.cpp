@@ -564,6 +564,7 @@ LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
     SELECT ch->>0 AS account, sum((ch->>2)::bigint)::bigint AS micros
     FROM json_array_elements(r.body->'charges') ch GROUP BY 1) g ON true
 $fn$;
+REVOKE ALL ON FUNCTION gpuledger.charge_rows_of(gpuledger.rollups) FROM PUBLIC;
 
 -- A verified month roll-up's chart row, from the current rows of its days.
 CREATE FUNCTION gpuledger.month_chart_of(r gpuledger.rollups) RETURNS SETOF gpuledger.month_charts
@@ -588,6 +589,7 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
     WHERE t.period = 'day' AND t.cluster = r.cluster AND t.node = r.node AND t.gpu_uuid = r.gpu_uuid
       AND t.period_start >= r.period_start AND t.period_start < gpuledger.period_end('month', r.period_start))
 $fn$;
+REVOKE ALL ON FUNCTION gpuledger.month_chart_of(gpuledger.rollups) FROM PUBLIC;
 
 -- Their month's partitions, with every other table's (create_partitions);
 -- for the months that have roll-ups already (pruned ones too: their roll-ups
