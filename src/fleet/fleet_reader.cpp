@@ -48,12 +48,19 @@ class Cursor {
              fenced_order(sql, "x.cluster, x.node, x.gpu_uuid, x.start_time" + order, fenced));
     fetch();
   }
-  // Any query whose rows are read in turn.
-  Cursor(PgConnection& db, std::string name, const std::string& sql) : db_(db), name_(std::move(name)) {
+  // Any query whose rows are read in turn. `prefetch`: each page's successor
+  // is asked for as soon as the page arrives, so the server makes it while the
+  // caller reads this one (nothing else may use the connection meanwhile).
+  Cursor(PgConnection& db, std::string name, const std::string& sql, bool prefetch = false)
+      : db_(db), name_(std::move(name)), prefetch_(prefetch) {
     db_.exec("DECLARE " + name_ + " NO SCROLL CURSOR FOR " + sql);
     fetch();
   }
   ~Cursor() {
+    try {
+      if (pending_) db_.receive();
+    } catch (...) {  // the page is not wanted; the CLOSE below says what is wrong
+    }
     try {
       if (db_.ok()) db_.exec("CLOSE " + name_);
     } catch (...) {  // a failed transaction: its rollback closes it
@@ -70,12 +77,19 @@ class Cursor {
 
  private:
   void fetch() {
-    r_ = std::make_unique<PgResult>(db_.query("FETCH FORWARD " + std::to_string(kFetchRows) + " FROM " + name_));
+    const std::string next = "FETCH FORWARD " + std::to_string(kFetchRows) + " FROM " + name_;
+    r_ = std::make_unique<PgResult>(pending_ ? db_.receive() : db_.query(next));
+    pending_ = false;
     rows_ = r_->rows();
     row_ = 0;
+    if (prefetch_ && rows_ == kFetchRows) {
+      db_.send(next);
+      pending_ = true;
+    }
   }
   PgConnection& db_;
   std::string name_;
+  bool prefetch_ = false, pending_ = false;
   std::unique_ptr<PgResult> r_;
   int rows_ = 0, row_ = 0;
 };
@@ -182,7 +196,7 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
   const std::string sql = "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, r.body::text FROM " + totals +
                           kVerifiedRollup + (where.empty() ? "" : " WHERE " + where) +
                           " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
-  Cursor cur(db, "gl_periods", sql);
+  Cursor cur(db, "gl_periods", sql, true);  // the next page made while this one is parsed
   std::vector<ParsedBody> page;  // the bodies of the rows fetched, parsed on every core
   for (; cur.valid(); cur.next()) {
     const PgResult& r = cur.r();

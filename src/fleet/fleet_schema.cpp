@@ -566,7 +566,8 @@ LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
 $fn$;
 REVOKE ALL ON FUNCTION gpuledger.charge_rows_of(gpuledger.rollups) FROM PUBLIC;
 
--- A verified month roll-up's chart row, from the current rows of its days.
+-- A verified month roll-up's chart row, from the current rows of its days;
+-- none unless every day that has windows has them.
 CREATE FUNCTION gpuledger.month_chart_of(r gpuledger.rollups) RETURNS SETOF gpuledger.month_charts
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
   SELECT r.period_start, r.cluster, r.node, r.gpu_uuid, r.windows, r.cost_micros, r.digests, min(g.span),
@@ -584,7 +585,7 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
         WHERE t.period = 'day' AND t.cluster = r.cluster AND t.node = r.node AND t.gpu_uuid = r.gpu_uuid
           AND t.period_start >= r.period_start AND t.period_start < gpuledger.period_end('month', r.period_start)
         GROUP BY 1, 2, 3, 4, 5) g
-  HAVING count(DISTINCT g.day) = (
+  HAVING count(*) > 0 AND count(DISTINCT g.day) = (
     SELECT count(*) FROM gpuledger.window_totals t
     WHERE t.period = 'day' AND t.cluster = r.cluster AND t.node = r.node AND t.gpu_uuid = r.gpu_uuid
       AND t.period_start >= r.period_start AND t.period_start < gpuledger.period_end('month', r.period_start))

@@ -165,7 +165,28 @@ namespace {
 }
 }  // namespace
 
+void PgConnection::check_idle() const {
+  if (sent_) throw Error("fleet database " + name_ + ": a statement is still in flight on this connection");
+}
+
+void PgConnection::send(const std::string& sql) {
+  check_idle();
+  if (!PQsendQuery(conn_, sql.c_str())) fail(conn_, nullptr, name_);
+  sent_ = true;
+}
+
+PgResult PgConnection::receive() {
+  if (!sent_) throw Error("fleet database " + name_ + ": nothing was sent to receive");
+  sent_ = false;
+  PGresult* r = PQgetResult(conn_);
+  while (PGresult* more = PQgetResult(conn_)) PQclear(more);  // until libpq says the statement is done
+  const auto status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail(conn_, r, name_);
+  return PgResult(r);
+}
+
 void PgConnection::exec(const std::string& sql) {
+  check_idle();
   PGresult* r = PQexec(conn_, sql.c_str());
   const auto status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail(conn_, r, name_);
@@ -173,6 +194,7 @@ void PgConnection::exec(const std::string& sql) {
 }
 
 PgResult PgConnection::query(const std::string& sql, const std::vector<PgParam>& params) {
+  check_idle();
   std::vector<const char*> values;
   for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
   PGresult* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,

@@ -60,6 +60,11 @@ class PgConnection {
   void exec(const std::string& sql);
   // One statement with $1.. parameters as text; throws Error with the SQLSTATE.
   PgResult query(const std::string& sql, const std::vector<PgParam>& params = {});
+  // One statement sent without waiting (a cursor's next page, fetched while
+  // the last is read); receive() waits for its result and throws as query().
+  // Nothing else may run on the connection meanwhile: exec and query throw.
+  void send(const std::string& sql);
+  PgResult receive();
   bool ok() const;  // the connection is still usable
   bool in_transaction() const;  // a BEGIN not yet ended (idle in it, or failed in it)
   // A string as an SQL literal (quoted and escaped by libpq, for statements
@@ -68,8 +73,10 @@ class PgConnection {
   const std::string& name() const { return name_; }
 
  private:
+  void check_idle() const;
   pg_conn* conn_ = nullptr;
   std::string name_;  // redacted
+  bool sent_ = false;  // a send() not yet received
 };
 
 // The SQLSTATE of an Error thrown by PgConnection ("" when none), e.g.

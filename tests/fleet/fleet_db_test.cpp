@@ -324,5 +324,24 @@ TEST(FleetOutbox, AStoreFromBeforeSchemaEightHasEveryWindowPending) {
   fs::remove_all(tmpl, ec);
 }
 
+// A statement sent ahead (a cursor's next page) is received once; nothing
+// else runs on the connection meanwhile, and its error is the query's.
+TEST_F(FleetDb, AStatementSentAheadIsReceivedOnceAndBlocksTheConnectionUntilThen) {
+  admin_->send("SELECT 41 + 1");
+  EXPECT_THROW(admin_->query("SELECT 1"), Error);
+  EXPECT_THROW(admin_->exec("SELECT 1"), Error);
+  EXPECT_THROW(admin_->send("SELECT 1"), Error);
+  EXPECT_EQ(admin_->receive().text(0, 0), "42");
+  EXPECT_THROW(admin_->receive(), Error) << "nothing in flight";
+  admin_->send("SELECT 1 / 0");
+  try {
+    admin_->receive();
+    FAIL() << "division by zero was received";
+  } catch (const Error& e) {
+    EXPECT_EQ(fleet::sqlstate_of(e.what()), "22012") << e.what();
+  }
+  EXPECT_EQ(admin_->query("SELECT 'usable'").text(0, 0), "usable");
+}
+
 }  // namespace
 }  // namespace gpuledger::testing
