@@ -14,14 +14,6 @@ namespace gpuledger::fleet {
 
 namespace {
 
-// The check numbers a row of `table` (as c) shares with its roll-up, against
-// window_totals (t): the condition a report reads that roll-up under.
-std::string current(const std::string& table, const std::string& period) {
-  return " LEFT JOIN gpuledger." + table + " c ON " + period + "c.cluster = t.cluster AND c.node = t.node" +
-         " AND c.gpu_uuid = t.gpu_uuid AND c.period_start = t.period_start AND c.windows = t.windows" +
-         " AND c.cost_micros = t.cost_micros AND c.digests = t.digests";
-}
-
 void add_cost(report::ChartCosts& costs, int64_t start, const std::string& account, const std::string& team,
               int64_t micros) {
   costs.cost_by_start[start][report::team_key(account, team)] += micros;
@@ -37,14 +29,14 @@ void read_months(PgConnection& db, const std::vector<std::string>& months, const
                  report::ChartCosts& costs, std::vector<int64_t>& unsummed) {
   PgResult r = db.query("SELECT t.period_start, c.min_span, c.first_starts::text, c.accounts::text, c.teams::text, "
                         "c.micros::text, c.cluster IS NULL FROM " +
-                        sorted_totals(whole_periods(db, Period::kMonth, months, filter)) + current("month_charts", ""));
+                        sorted_totals(whole_periods(db, Period::kMonth, months, filter)) + join_while_current("month_charts", "c", false));
   std::map<int64_t, report::ChartCosts> by_month;
   std::map<int64_t, bool> complete;
   for (int i = 0; i < r.rows(); ++i) {
     const int64_t month = r.i64(i, 0);
-    auto [ok, fresh] = complete.try_emplace(month, true);
-    if (r.text(i, 6) == "t") ok->second = false;
-    if (!ok->second) continue;
+    bool& ok = complete.try_emplace(month, true).first->second;
+    if (r.text(i, 6) == "t") ok = false;
+    if (!ok) continue;
     report::ChartCosts& part = by_month[month];
     add_span(part, r.i64(i, 1));
     const auto starts = parse_array(r.text(i, 2)), accounts = parse_array(r.text(i, 3)),
@@ -75,7 +67,7 @@ bool read_periods(PgConnection& db, Period period, const std::vector<std::string
   PgResult r = db.query(
       "SELECT c.first_start, c.charged, CASE WHEN left(c.account, 2) = '__' THEN c.account ELSE '' END, c.team, "
       "sum(c.micros)::bigint, min(c.span), c.period IS NULL FROM " +
-      sorted_totals(whole_periods(db, period, starts, filter)) + current("rollup_charges", "c.period = t.period AND ") +
+      sorted_totals(whole_periods(db, period, starts, filter)) + join_while_current("rollup_charges", "c") +
       " GROUP BY 1, 2, 3, 4, 7");
   for (int i = 0; i < r.rows(); ++i) {
     if (r.text(i, 6) == "t") return false;
@@ -90,24 +82,28 @@ bool read_periods(PgConnection& db, Period period, const std::vector<std::string
 std::optional<report::ChartCosts> read_chart_costs(PgConnection& db, int64_t from, int64_t to,
                                                    const FleetFilter& filter, Period period) {
   // By day: whole months from their one row a GPU, the days around them from theirs.
-  RangePlan plan = plan_range(from, to, period == Period::kDay ? Period::kMonth : period);
-  const std::vector<std::string> months = plan.whole[Period::kMonth];
-  std::vector<std::string> starts = plan.whole[period];
-  if (period != Period::kDay || months.empty()) plan.whole.erase(Period::kMonth);
-  report::ChartCosts costs;
+  const RangePlan plan = plan_range(from, to, period == Period::kDay ? Period::kMonth : period);
+  auto whole = [&](Period p) {
+    const auto it = plan.whole.find(p);
+    return it == plan.whole.end() ? std::vector<std::string>{} : it->second;
+  };
+  const std::vector<std::string> months = period == Period::kDay ? whole(Period::kMonth) : std::vector<std::string>{};
+  std::vector<std::string> starts = whole(period);
+  if (months.empty() && starts.empty()) return std::nullopt;
+  report::ChartCosts costs;  // from the first whole period's start to the last's end: they are contiguous
   costs.from = INT64_MAX;
-  for (const auto& [p, list] : plan.whole) {
-    if (p != period && p != Period::kMonth) continue;
+  auto cover = [&](const std::vector<std::string>& list, Period p) {
     for (const auto& start : list) {
       const int64_t s = std::stoll(start);
       costs.from = std::min(costs.from, s);
       costs.to = std::max(costs.to, report::period_end(s, p));
     }
-  }
-  if (costs.from == INT64_MAX) return std::nullopt;
+  };
+  cover(months, Period::kMonth);
+  cover(starts, period);
   bool complete = true;
   in_snapshot(db, [&] {
-    if (period == Period::kDay && !months.empty()) {
+    if (!months.empty()) {
       std::vector<int64_t> unsummed;
       read_months(db, months, filter, costs, unsummed);
       for (int64_t month : unsummed)

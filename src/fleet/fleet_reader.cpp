@@ -152,10 +152,7 @@ std::string spans_sql(PgConnection& db, const std::vector<SlotSpan>& spans) {
 }
 
 // The verified roll-up (as r) of window_totals' row t, when there is one.
-const char* kVerifiedRollup =
-    " LEFT JOIN gpuledger.rollups r ON r.period = t.period AND r.cluster = t.cluster AND r.node = t.node"
-    " AND r.gpu_uuid = t.gpu_uuid AND r.period_start = t.period_start AND r.windows = t.windows"
-    " AND r.cost_micros = t.cost_micros AND r.digests = t.digests AND r.verified";
+const std::string kVerifiedRollup = join_while_current("rollups", "r") + " AND r.verified";
 
 // A roll-up's body, parsed: present (not NULL), and read (nullopt: unreadable).
 struct ParsedBody {

@@ -74,7 +74,10 @@ std::vector<std::string> parse_array(const std::string& text) {
     }
     out.push_back(std::move(item));
     if (i >= text.size() || (text[i] != ',' && text[i] != '}')) throw bad();
-    if (text[i++] == '}') break;
+    if (text[i++] == '}') {
+      if (i != text.size()) throw bad();  // anything after the closing brace
+      break;
+    }
   }
   return out;
 }
@@ -88,6 +91,13 @@ std::string whole_periods(PgConnection& db, Period p, const std::vector<std::str
   return "t.period = " + db.literal(report::to_string(p)) + " AND t.period_start = ANY(" + array_literal(db, starts) +
          "::bigint[]) AND t.period_start >= " + std::to_string(lo) + " AND t.period_start <= " + std::to_string(hi) +
          filter_sql(db, filter, "t");
+}
+
+std::string join_while_current(const std::string& table, const std::string& alias, bool by_period) {
+  std::string on = by_period ? alias + ".period = t.period" : "";
+  for (const char* column : {"cluster", "node", "gpu_uuid", "period_start", "windows", "cost_micros", "digests"})
+    on += (on.empty() ? "" : " AND ") + alias + "." + column + " = t." + column;
+  return " LEFT JOIN gpuledger." + table + " " + alias + " ON " + on;
 }
 
 std::string sorted_totals(const std::string& where) {

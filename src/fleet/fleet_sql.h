@@ -37,6 +37,13 @@ std::string whole_periods(PgConnection& db, Period p, const std::vector<std::str
 // roll-ups: a sort of the narrow rows, not of the joined bodies.
 std::string sorted_totals(const std::string& where);
 
+// " LEFT JOIN gpuledger.<table> <alias> ON ...": the row of a roll-up (or of
+// what the database derived from one) that carries the same count, cost and
+// digest sum as window_totals' row t, i.e. that merged exactly the windows the
+// database holds; the only condition under which a report reads it.
+// `by_period`: the table has a period column (month_charts has months only).
+std::string join_while_current(const std::string& table, const std::string& alias, bool by_period = true);
+
 // A range cut (cut_range) into the starts of its whole periods, by period, and its ragged ends.
 struct RangePlan {
   std::map<Period, std::vector<std::string>> whole;

@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "fleet/fleet_reader.h"
+#include "fleet/fleet_sql.h"
 #include "fleet/fleet_roles.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_shipper.h"
@@ -341,6 +342,22 @@ TEST_F(FleetDb, AStatementSentAheadIsReceivedOnceAndBlocksTheConnectionUntilThen
     EXPECT_EQ(fleet::sqlstate_of(e.what()), "22012") << e.what();
   }
   EXPECT_EQ(admin_->query("SELECT 'usable'").text(0, 0), "usable");
+}
+
+// The chart's arrays (month_charts) carry team labels a workload chose: read
+// back from PostgreSQL's own text form exactly, whatever they hold.
+TEST_F(FleetDb, ArraysComeBackExactlyWhateverTheirTextHolds) {
+  const std::vector<std::string> hostile = {"a,b", "q\"uote", "back\\slash", "", "NULL", "{}", " sp ", "\u00e9t\u00e9",
+                                            "}\",{"};
+  std::string literal = "ARRAY[";
+  for (size_t i = 0; i < hostile.size(); ++i) literal += (i ? ", " : "") + admin_->literal(hostile[i]);
+  const std::string text = admin_->query("SELECT (" + literal + "])::text").text(0, 0);
+  EXPECT_EQ(fleet::parse_array(text), hostile) << text;
+  EXPECT_EQ(fleet::parse_array(admin_->query("SELECT '{}'::text[]::text").text(0, 0)), std::vector<std::string>{});
+  EXPECT_EQ(fleet::parse_array(admin_->query("SELECT ARRAY[1, -2, 30]::bigint[]::text").text(0, 0)),
+            (std::vector<std::string>{"1", "-2", "30"}));
+  for (const char* bad : {"{NULL}", "{a,NULL}", "{\"open}", "a,b", "{a}b}", "{a,,b}"})
+    EXPECT_THROW(fleet::parse_array(bad), Error) << bad;
 }
 
 }  // namespace
