@@ -33,6 +33,14 @@
 //                                         // and the device's ("utilization".gpu: their union)
 //                                         // derived from the work the processes really ran,
 //                                         // instead of "process_utilization" and a fixed gpu
+//     "process_samples": "per_process" | "one_per_period",
+//                                         // per_process (default): each read gives every process
+//                                         // a sample, all at one instant. one_per_period: as
+//                                         // NVIDIA's driver 580 on an H200 (docs/gpu-validation.md),
+//                                         // one sample per 200 ms period for the whole GPU, given
+//                                         // to one process (derived: the one whose work covered
+//                                         // most of the period; scripted: the listed processes in
+//                                         // turn), its smUtil the whole GPU's utilisation
 //     "lost": false                       // true: handle lookups return GPU_IS_LOST
 //   }]
 // }
@@ -47,6 +55,7 @@
 #include <map>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <type_traits>
@@ -87,6 +96,7 @@ struct SimDevice {
   bool proc_util_supported = true;
   std::vector<SimUtil> proc_util;
   std::string work_dir;  // derived utilisation (see the top)
+  bool one_per_period = false;  // "process_samples": "one_per_period"
   bool lost = false;
 };
 
@@ -228,6 +238,7 @@ bool load_locked(bool force) {
         sd.proc_util_supported = false;
       }
       sd.work_dir = d.value("work_directory", std::string());
+      sd.one_per_period = d.value("process_samples", std::string("per_process")) == "one_per_period";
       sd.lost = d.value("lost", false);
       devices.push_back(std::move(sd));
     }
@@ -471,40 +482,76 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t 
   return processes(mps, infoCount, infos);
 }
 
+// A driver that samples one process per period: its periods are 200 ms of
+// CLOCK_MONOTONIC, each sampled once it has ended. The whole periods that end
+// in (from, to].
+constexpr unsigned long long kSamplePeriodNs = 200'000'000ULL;
+struct Period {
+  unsigned long long from, to;
+};
+std::vector<Period> periods(unsigned long long from, unsigned long long to) {
+  std::vector<Period> out;
+  for (unsigned long long end = (from / kSamplePeriodNs + 1) * kSamplePeriodNs; end <= to; end += kSamplePeriodNs)
+    out.push_back({end - kSamplePeriodNs, end});
+  return out;
+}
+
 SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
                                                         unsigned int* processSamplesCount,
                                                         unsigned long long lastSeenTimeStamp) {
   SIM_DEVICE();
   if (!processSamplesCount) return NVML_ERROR_INVALID_ARGUMENT;
   if (d->mig == 1 || !d->proc_util_supported) return NVML_ERROR_NOT_SUPPORTED;
-  // One fresh sample per scripted process, stamped now (CPU time, microseconds).
+  // Stamped in CPU time, microseconds, as NVML does.
   unsigned long long now = static_cast<unsigned long long>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  std::vector<nvmlProcessUtilizationSample_t> fresh;
+  std::optional<unsigned long long> derived_to;  // the derived samples' end: their cursor, once read
+  const unsigned index = static_cast<unsigned>(d - g_devices.data());
+  const unsigned long long mono = monotonic_ns();
   if (!d->work_dir.empty()) {
-    // Derived: one sample per process whose work ran since the previous
-    // sample (the first: the last second), advanced only when one is read.
-    const unsigned index = static_cast<unsigned>(d - g_devices.data());
-    const unsigned long long mono = monotonic_ns();
+    // Derived from the work the processes ran since the previous read (the
+    // first: the last second), advanced only when the samples are read.
     const unsigned long long from = g_proc_sampled_at.try_emplace(index, mono - 1'000'000'000ULL).first->second;
-    d->proc_util.clear();
-    for (const auto& [pid, sm] : derived_process_util(d->work_dir, from, mono)) d->proc_util.push_back({pid, sm, 0, 0, 0});
-    if (now > lastSeenTimeStamp && !d->proc_util.empty() && utilization &&
-        *processSamplesCount >= d->proc_util.size())
-      g_proc_sampled_at[index] = mono;
+    derived_to = mono;
+    if (d->one_per_period) {
+      derived_to = from;
+      for (const auto& p : periods(from, mono)) {
+        derived_to = p.to;
+        const auto shares = derived_process_util(d->work_dir, p.from, p.to);
+        if (shares.empty()) continue;
+        const auto top = std::max_element(shares.begin(), shares.end(),
+                                           [](const auto& a, const auto& b) { return a.second < b.second; });
+        fresh.push_back({top->first, now - (mono - p.to) / 1000, derived_device_util(d->work_dir, p.from, p.to), 0, 0, 0});
+      }
+    } else {
+      for (const auto& [pid, sm] : derived_process_util(d->work_dir, from, mono)) fresh.push_back({pid, now, sm, 0, 0, 0});
+    }
+  } else if (d->one_per_period) {
+    // The listed processes in turn, two rounds, one per period: each sample
+    // the whole GPU's utilisation (their sum).
+    unsigned sum = 0;
+    for (const auto& u : d->proc_util) sum += u.sm;
+    const size_t n = d->proc_util.size() * 2;
+    for (size_t i = 0; i < n; ++i) {
+      const auto& u = d->proc_util[i % d->proc_util.size()];
+      fresh.push_back({u.pid, now - (n - 1 - i) * 200'000ULL, std::min(sum, 100u), u.mem, u.enc, u.dec});
+    }
+  } else {
+    for (const auto& u : d->proc_util) fresh.push_back({u.pid, now, u.sm, u.mem, u.enc, u.dec});
   }
-  if (now <= lastSeenTimeStamp || d->proc_util.empty()) {
+  std::erase_if(fresh, [&](const auto& s) { return s.timeStamp <= lastSeenTimeStamp; });
+  if (fresh.empty()) {
     *processSamplesCount = 0;
     return NVML_ERROR_NOT_FOUND;
   }
-  if (!utilization || *processSamplesCount < d->proc_util.size()) {
-    *processSamplesCount = static_cast<unsigned>(d->proc_util.size());
+  if (!utilization || *processSamplesCount < fresh.size()) {
+    *processSamplesCount = static_cast<unsigned>(fresh.size());
     return NVML_ERROR_INSUFFICIENT_SIZE;
   }
-  for (size_t i = 0; i < d->proc_util.size(); ++i) {
-    const auto& u = d->proc_util[i];
-    utilization[i] = {u.pid, now, u.sm, u.mem, u.enc, u.dec};
-  }
-  *processSamplesCount = static_cast<unsigned>(d->proc_util.size());
+  if (derived_to) g_proc_sampled_at[index] = *derived_to;
+  std::copy(fresh.begin(), fresh.end(), utilization);
+  *processSamplesCount = static_cast<unsigned>(fresh.size());
   return NVML_SUCCESS;
 }
 

@@ -88,6 +88,7 @@ void merge_inventory(std::vector<GpuInfo>& into, const std::vector<GpuInfo>& mor
       it->process_samples = g.process_samples;
       it->process_samples_error = g.process_samples_error;
     }
+    if (!it->process_samples_split) it->process_samples_split = g.process_samples_split;
     for (const auto& o : g.origins)
       if (std::find(it->origins.begin(), it->origins.end(), o) == it->origins.end()) it->origins.push_back(o);
   }

@@ -39,6 +39,11 @@ struct GpuInfo {
   // GPUs) or failing; unset: NVML did not say.
   std::optional<bool> process_samples;
   std::string process_samples_error;  // why not, when false
+  // Whether those samples split the GPU between its processes
+  // (ProcessSmTime::splits_processes): false on a driver that keeps one
+  // sample per period for the whole GPU; unset until two processes were
+  // sampled in one read.
+  std::optional<bool> process_samples_split;
   std::vector<std::string> origins;  // "procfs", "nvml", "dcgm": who told us
 };
 

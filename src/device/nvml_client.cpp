@@ -269,6 +269,7 @@ NvmlPoll NvmlClient::poll(const std::string& hostname) {
         }
         last_sample_ts_[g.uuid] = newest;
         sm_time_.add(g.uuid, last, fresh);
+        g.process_samples_split = sm_time_.splits_processes(g.uuid);
         for (const auto& [pid, sum] : sums) {
           auto& p = procs[pid];
           p.pid = pid;

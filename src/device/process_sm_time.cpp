@@ -19,6 +19,7 @@ void ProcessSmTime::add(const std::string& uuid, unsigned long long cursor, cons
   } else if (!d.period_s && cursor != 0 && *instants.begin() > cursor) {
     d.period_s = static_cast<double>(*instants.begin() - cursor) / 1e6;
   }
+  judge_shape(d, samples);
   const double period = d.period_s.value_or(1.0);
   for (const auto& s : samples) {
     Entry& e = d.processes[s.pid];
@@ -47,6 +48,33 @@ std::map<uint32_t, double> ProcessSmTime::totals(const std::string& uuid) {
     ++p;
   }
   return out;
+}
+
+void ProcessSmTime::judge_shape(Device& d, const std::vector<Sample>& samples) {
+  std::map<unsigned long long, std::set<uint32_t>> by_instant;
+  for (const auto& s : samples) by_instant[s.timestamp_us].insert(s.pid);
+  // The pid of each instant in time order; a turn is a change of pid.
+  std::vector<uint32_t> turns;
+  for (const auto& [instant, pids] : by_instant) {
+    if (pids.size() > 1) {
+      d.shared_instant = true;
+      return;
+    }
+    if (turns.empty() || turns.back() != *pids.begin()) turns.push_back(*pids.begin());
+  }
+  // A, B, A: both were running while the other was sampled. A, B alone is a
+  // hand-over (one exited, the next started) and says nothing.
+  std::map<uint32_t, unsigned> turns_of;
+  for (uint32_t pid : turns)
+    if (++turns_of[pid] > 1) d.interleaved = true;
+}
+
+std::optional<bool> ProcessSmTime::splits_processes(const std::string& uuid) const {
+  auto d = devices_.find(uuid);
+  if (d == devices_.end()) return std::nullopt;
+  if (d->second.shared_instant) return true;
+  if (d->second.interleaved) return false;
+  return std::nullopt;
 }
 
 unsigned long long ProcessSmTime::last_sample_us(const std::string& uuid, uint32_t pid) const {

@@ -16,6 +16,14 @@
 // (a process that exited keeps its total that long, so the ledger sees its
 // last samples); at most kMaxProcesses per device (the smallest totals go
 // first, said in dropped()).
+//
+// Whether the samples split a GPU between processes at all: NVIDIA's driver
+// 580 on an H200 keeps one sample per period for the whole GPU, given to one
+// of its processes with the whole GPU's utilisation (docs/gpu-validation.md),
+// so two tenants time-slicing it are not weighed by their work. A read in
+// which two processes' samples interleave (A, B, A by time) with no instant
+// shared says so; a read with two processes at one instant says the samples
+// are per process. The first kind seen is kept; "per process" wins.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -43,6 +51,9 @@ class ProcessSmTime {
   // The timestamp of the pid's newest sample on the device (0: none kept):
   // whose the samples were when the pid was reused (node/process_owners.h).
   unsigned long long last_sample_us(const std::string& uuid, uint32_t pid) const;
+  // true: the device's samples split it between processes; false: one
+  // process per sampling period; nullopt: not seen yet (never two at once).
+  std::optional<bool> splits_processes(const std::string& uuid) const;
 
  private:
   struct Entry {
@@ -53,7 +64,10 @@ class ProcessSmTime {
   struct Device {
     std::map<uint32_t, Entry> processes;
     std::optional<double> period_s;
+    bool shared_instant = false;  // two processes sampled at one instant
+    bool interleaved = false;     // two processes taking turns, never at one instant
   };
+  static void judge_shape(Device& d, const std::vector<Sample>& samples);
   std::map<std::string, Device> devices_;
   uint64_t dropped_ = 0;
 };

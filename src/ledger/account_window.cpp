@@ -53,6 +53,7 @@ WindowRecord account_window(const PriceBook& prices, int64_t start, int64_t end,
   wi.blend_allocated_weight = prices.blend_allocated_weight;
   wi.memory_price_share = memory_share_for(prices, in.slot, price, in.vram_capacity_bytes).share;
   wi.vram_capacity_bytes = in.vram_capacity_bytes;
+  wi.nvml_splits_users = in.nvml_splits_processes;
   const WindowSplit split = split_window(wi);
 
   WindowRecord r;

@@ -30,6 +30,9 @@ struct SlotWindow {
   std::map<std::string, uint64_t> vram_peak_bytes, nvml_vram_peak_bytes;
   // false: some of the window ran under the billing probe set (Observation::hot_path_probed).
   bool launches_probed = true;
+  // NVML's samples of the slot were seen to split it between processes
+  // (Observation::nvml_splits_processes).
+  bool nvml_splits_processes = false;
 };
 
 // Pure: prices, splits and fills the record for one slot and window.

@@ -6,6 +6,7 @@
 // plane.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,6 +84,12 @@ struct Observation {
   // NVML's per-process SM time to date (process_sm_meter.h), on the slots
   // where its samples are per process; empty without NVML.
   std::vector<ProcessSmUse> process_sm;
+  // Slots whose NVML samples were seen to split the GPU between processes
+  // (two sampled at one instant: device::GpuInfo::process_samples_split).
+  // Elsewhere they say how busy the GPU was, not who of two users made it so:
+  // driver 580 on an H200 gives each period to one process, and a tenant that
+  // never runs most of a period gets no sample at all.
+  std::set<std::string> nvml_splits_processes;
   // false under the billing probe set (probes/probe_sets.h): no launch, copy
   // or wait was probed, so their counts are not evidence of idleness; the
   // window's idleness comes from NVML and the store notes the span.

@@ -104,6 +104,7 @@ void SlotIntegrator::integrate_vram(const std::map<std::pair<std::string, std::s
 }
 
 void SlotIntegrator::add_process_sm(const Observation& obs) {
+  for (const auto& uuid : obs.nvml_splits_processes) slots_[uuid].nvml_splits_processes = true;
   for (const auto& [key, seconds] : sm_meter_.take(obs.process_sm))
     slots_[key.first].activity[key.second].nvml_sm_seconds += seconds;
 }
@@ -133,6 +134,7 @@ IntegratedSlot SlotIntegrator::window(const GpuSlot& slot, int64_t end) {
     out.busy_from_dcgm = s.busy_dcgm_time > 0;
     out.busy_from_nvml = s.busy_nvml_time > 0;
     out.use = s.use;
+    sw.nvml_splits_processes = s.nvml_splits_processes;
   }
   sw.launches_probed = launches_probed();
   sw.energy = energy_meter_.take(slot.uuid, static_cast<double>(end));

@@ -79,6 +79,7 @@ class SlotIntegrator {
     std::map<std::string, uint64_t> vram_peak, nvml_peak;  // by account: the window's peaks
     double busy_dcgm_time = 0, busy_nvml_time = 0;        // whose utilisation busy_weighted holds
     SlotUse use;
+    bool nvml_splits_processes = false;  // Observation::nvml_splits_processes, at an observation of the window
   };
   void integrate_device(const Observation& obs, double t0, double t1);
   void integrate_use(const Observation& obs, double dt);

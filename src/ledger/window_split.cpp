@@ -127,7 +127,7 @@ double unattributed_share(const Weights& weights) {
 // The activity weights of the users by the best evidence the window has (the
 // contract in window_split.h); sets split_source, activity_share and the
 // disagreement of `out`.
-Weights activity_weights(const std::map<std::string, Activity>& users, WindowSplit& out) {
+Weights activity_weights(const std::map<std::string, Activity>& users, bool nvml_splits_users, WindowSplit& out) {
   Weights weights;
   auto fill = [&](auto field) {
     weights.clear();
@@ -143,7 +143,10 @@ Weights activity_weights(const std::map<std::string, Activity>& users, WindowSpl
   // The best evidence first (the contract above); the first with any weight decides.
   auto spans = [](const Activity& a) { return a.busy_seconds; };
   auto launches = [](const Activity& a) { return static_cast<double>(a.launches); };
-  if (fill([](const Activity& a) { return a.nvml_sm_seconds; })) out.split_source = SplitSource::kNvml;
+  // One user needs no split; two are weighed by NVML only where it samples
+  // each of them (WindowInput::nvml_splits_users).
+  const bool nvml_usable = nvml_splits_users || users.size() < 2;
+  if (nvml_usable && fill([](const Activity& a) { return a.nvml_sm_seconds; })) out.split_source = SplitSource::kNvml;
   else if (fill(spans)) out.split_source = SplitSource::kSpans;
   else if (fill(launches)) out.split_source = SplitSource::kLaunches;
   else if (fill([](const Activity& a) { return a.vram_byte_seconds; })) out.split_source = SplitSource::kVram;
@@ -209,7 +212,7 @@ WindowSplit split_window(const WindowInput& in) {
     out.busy_source = BusySource::kSpans;
     out.busy_fraction = in.window_seconds > 0 ? std::min(1.0, spans_busy / in.window_seconds) : 0.0;
   }
-  Weights weights = activity_weights(users, out);
+  Weights weights = activity_weights(users, in.nvml_splits_users, out);
   std::erase_if(weights, [](const auto& kv) { return !(kv.second > 0); });
 
   // The memory part first, then busy and idle parts of the rest.

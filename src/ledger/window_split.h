@@ -83,6 +83,10 @@ struct WindowInput {
   double blend_allocated_weight = 0.5;       // [0,1], kBlend only
   double memory_price_share = 0;             // [0,1]: the part of C that is for the slot's memory
   std::optional<double> vram_capacity_bytes;  // the slot's memory, when known
+  // Whether NVML's samples were seen to split the slot between processes
+  // (Observation::nvml_splits_processes). false: its SM seconds do not weigh
+  // two users against each other, and the next evidence splits the window.
+  bool nvml_splits_users = true;
 };
 
 struct Charge {

@@ -234,6 +234,13 @@ std::vector<ledger::ProcessSmUse> process_sm_uses(const attribution::Attribution
   return out;
 }
 
+std::set<std::string> nvml_splits_processes(const device::DeviceSnapshot& devices) {
+  std::set<std::string> out;
+  for (const auto& g : devices.gpus)
+    if (g.process_samples_split == true) out.insert(g.uuid);
+  return out;
+}
+
 ledger::Observation make_observation(double now, const attribution::AttributionSnapshot& snapshot, const device::DeviceSnapshot& devices,
                              const std::vector<kubernetes::GpuAllocation>& allocations, bool allocation_known,
                              const ledger::PriceBook& prices) {
@@ -244,6 +251,7 @@ ledger::Observation make_observation(double now, const attribution::AttributionS
   o.workloads = workload_usages(snapshot);
   add_nvml_memory(o.workloads, snapshot, devices);
   o.process_sm = process_sm_uses(snapshot, devices);
+  o.nvml_splits_processes = nvml_splits_processes(devices);
   o.device = device_samples(devices);
   o.energy = energy_readings(now, devices);
   o.allocation_known = allocation_known;

@@ -28,6 +28,7 @@
 //   NVML memory - per workload and GPU: NVML's used memory of its processes
 //                (matched by host pid; add_nvml_memory), for rightsizing.
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,9 @@ bool add_device_use(ledger::Observation& observation, const attribution::Attribu
 // GPUs with an MPS client (the samples are the server's, not the tenants'),
 // and GPU infrastructure (the MPS daemons: their own time is no tenant's).
 std::vector<ledger::ProcessSmUse> process_sm_uses(const attribution::AttributionSnapshot& snapshot, const device::DeviceSnapshot& devices);
+// The GPUs whose NVML samples were seen to split them between processes
+// (GpuInfo::process_samples_split): Observation::nvml_splits_processes.
+std::set<std::string> nvml_splits_processes(const device::DeviceSnapshot& devices);
 
 // Everything together, for `now` (Unix seconds). allocation_known: whether a
 // Kubernetes allocation source is configured (outside Kubernetes, the users

@@ -24,21 +24,42 @@ bool runs_mps(const NodeSplitFacts& facts, const std::string& uuid) {
   return false;
 }
 
-// The MIG instances of `uuid` with more than one holder in NVML's lists: a
-// pid nobody can name is a holder of its own (it may be anybody's).
-std::optional<unsigned> shared_instance(const NodeSplitFacts& facts, const std::string& uuid) {
-  std::map<unsigned, std::set<std::string>> holders;
+// The workloads on each MIG instance of `uuid` (by its id), or on the whole
+// GPU (nullopt), by NVML's lists: a pid nobody can name is a holder of its
+// own (it may be anybody's).
+std::map<std::optional<unsigned>, std::set<std::string>> holders_of(const NodeSplitFacts& facts,
+                                                                    const std::string& uuid) {
+  std::map<std::optional<unsigned>, std::set<std::string>> holders;
   std::map<uint32_t, unsigned long long> last_sample;
   for (const auto& s : facts.device->process_sm)
     if (s.gpu_uuid == uuid) last_sample[s.pid] = s.last_sample_us;
   for (const auto& p : facts.device->processes) {
-    if (p.gpu_uuid != uuid || !p.gpu_instance_id) continue;
+    if (p.gpu_uuid != uuid) continue;
     std::string who = facts.workload_of ? facts.workload_of(p.pid, last_sample[p.pid]) : "";
-    holders[*p.gpu_instance_id].insert(who.empty() ? "pid " + std::to_string(p.pid) : who);
+    holders[p.gpu_instance_id].insert(who.empty() ? "pid " + std::to_string(p.pid) : who);
   }
-  for (const auto& [instance, who] : holders)
-    if (who.size() > 1) return instance;
+  return holders;
+}
+
+// The MIG instance of `uuid` with more than one holder.
+std::optional<unsigned> shared_instance(const NodeSplitFacts& facts, const std::string& uuid) {
+  for (const auto& [instance, who] : holders_of(facts, uuid))
+    if (instance && who.size() > 1) return instance;
   return std::nullopt;
+}
+
+// Why a whole GPU is time-sliced by more than one workload now: its
+// processes, or the kubelet's pods on it. Empty when it is not.
+std::string shared_whole_gpu(const NodeSplitFacts& facts, const std::string& uuid) {
+  auto holders = holders_of(facts, uuid);
+  if (auto it = holders.find(std::nullopt); it != holders.end() && it->second.size() > 1)
+    return "runs processes of " + std::to_string(it->second.size()) + " workloads";
+  std::set<std::pair<std::string, std::string>> pods;
+  for (const auto& a : facts.allocations)
+    if (a.device.uuid == uuid && a.device.mig_instance.empty() && !a.mode.starts_with("mig"))
+      pods.insert({a.namespace_name, a.pod});
+  if (pods.size() > 1) return "is allocated to " + std::to_string(pods.size()) + " pods";
+  return "";
 }
 
 // The allocation's word: MPS replicas of a GPU, or a MIG instance held by
@@ -67,6 +88,7 @@ std::string_view reason_code(ProbeSetReason reason) {
     case ProbeSetReason::kNoProcessSamples: return "no_process_samples";
     case ProbeSetReason::kMps: return "mps";
     case ProbeSetReason::kSharedMigInstance: return "shared_mig_instance";
+    case ProbeSetReason::kSharedGpu: return "shared_gpu";
   }
   return "nvml_down";
 }
@@ -97,9 +119,20 @@ ProbeSetVerdict judge_node(const NodeSplitFacts& facts) {
       return needs_full(ProbeSetReason::kNoProcessSamples,
                         "NVML gives no per-process samples for " + gpu_name(g) +
                             (g.process_samples_error.empty() ? "" : " (" + g.process_samples_error + ")"));
+    // Samples seen to split the GPU between processes weigh its tenants; any
+    // other (one process per period, or not seen yet) only while one has it.
+    if (g.process_samples_split != true) {
+      if (std::string shared = shared_whole_gpu(facts, g.uuid); !shared.empty())
+        return needs_full(ProbeSetReason::kSharedGpu,
+                          gpu_name(g) + " " + shared + ", and its NVML " +
+                              (g.process_samples_split == false ? "samples one process per period"
+                                                                : "has not been seen to sample two at once") +
+                              ": only the launch probes split its time");
+    }
   }
   return {probes::ProbeSet::kBilling, ProbeSetReason::kDeviceSplits,
-          "NVML splits every GPU's time itself (per-process samples, no MPS, no shared MIG instance)"};
+          "NVML splits every GPU's time itself (per-process samples, no MPS, no shared MIG instance, no GPU "
+          "time-sliced by workloads its samples cannot split)"};
 }
 
 std::optional<probes::ProbeSet> ProbeSetSwitch::update(probes::ProbeSet current, const ProbeSetVerdict& verdict,

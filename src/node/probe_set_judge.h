@@ -6,7 +6,12 @@
 //   * a whole GPU whose NVML answers per-process utilisation samples and
 //     that runs no MPS (no MPS client in NVML's lists, no MPS server among its
 //     processes, not allocated as MPS replicas, no MPS control daemon on the
-//     host): its SM time is split by those samples (ledger/process_sm_meter.h);
+//     host), and that either runs processes of one workload at most (NVML's
+//     lists; the kubelet allocates it to one pod at most) or whose samples
+//     are seen to split it between processes: its SM time is split by those
+//     samples (ledger/process_sm_meter.h). A driver that keeps one sample per
+//     period for the whole GPU (580 on an H200, docs/gpu-validation.md)
+//     cannot weigh two tenants time-slicing it: the launch probes must;
 //   * a MIG-enabled GPU none of whose instances is held by more than one
 //     workload (by NVML's process lists and by the allocation): each instance
 //     is billed whole to its holder.
@@ -35,9 +40,10 @@ enum class ProbeSetReason {
   kNoProcessSamples,   // a whole GPU's NVML gives no per-process samples
   kMps,                // a GPU runs MPS, or an MPS control daemon runs
   kSharedMigInstance,  // a MIG instance held by more than one workload
+  kSharedGpu,          // a whole GPU time-sliced by workloads its samples cannot split
 };
 // The reason label of gpuledger_probe_set_changes_total: "device_splits",
-// "nvml_down", "no_process_samples", "mps", "shared_mig_instance".
+// "nvml_down", "no_process_samples", "mps", "shared_mig_instance", "shared_gpu".
 std::string_view reason_code(ProbeSetReason reason);
 
 struct ProbeSetVerdict {
@@ -49,7 +55,7 @@ struct ProbeSetVerdict {
 struct NodeSplitFacts {
   const device::DeviceSnapshot* device = nullptr;
   // The workload a pid NVML lists belongs to ("" when nobody can say), for
-  // the MIG instances' holders.
+  // the holders of MIG instances and of GPUs time-sliced.
   std::function<std::string(uint32_t pid, unsigned long long last_sample_us)> workload_of;
   // Whether the executable of a host pid is an MPS server or control daemon
   // (identity/infrastructure.h's name rule on /proc/PID/exe).

@@ -119,6 +119,9 @@ TEST(NvmlClient, ReadsInventoryReadingsAndProcessesFromTheSimulator) {
   EXPECT_EQ(mig->gpu_instance_id, 1u);
   EXPECT_EQ(mig->compute_instance_id, 0u);
   EXPECT_FALSE(mig->sm_util_ratio);  // per-process utilisation is NOT_SUPPORTED on MIG
+  // 4242 and 4444 sampled at one instant: per process. MIG: no samples, not known.
+  EXPECT_EQ(poll.gpus[0].process_samples_split, true);
+  EXPECT_EQ(poll.gpus[1].process_samples_split, std::nullopt);
 }
 
 TEST(NvmlClient, FollowsScriptChangesAndLostGpus) {

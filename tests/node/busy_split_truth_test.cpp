@@ -43,6 +43,33 @@ TEST_F(BusySplitTruth, WithoutPerProcessDataTheWindowSaysSpansSplitIt) {
   EXPECT_EQ(metrics_.find("gpuledger_ledger_split_disagreements_total{"), std::string::npos);
 }
 
+// The H200's driver 580 gives each period to one process (here the tenant
+// that ran most of it): the 4:1 pair's small tenant is never sampled, and by
+// those samples would pay 0. NVML was never seen to sample two processes at
+// once, so the spans split the GPU.
+TEST_F(BusySplitTruth, ADriverThatSamplesOneProcessPerPeriodLeavesTheSplitToTheSpans) {
+  one_sample_per_period_ = true;
+  auto truth = run({{"small", 101, 0.18, Pattern::kSameThread}, {"large", 202, 0.72, Pattern::kContextSync}}, 180, true);
+  expect_within(truth, 5, "spans");
+  EXPECT_EQ(metrics_.find("gpuledger_ledger_split_disagreements_total{"), std::string::npos);
+}
+
+TEST(ProcessSmTime, SamplesTakingTurnsSayTheDriverSamplesOneProcessPerPeriod) {
+  device::ProcessSmTime t;
+  t.add("G", 0, {{1, 1'000'000, 80}, {1, 1'200'000, 80}});
+  EXPECT_EQ(t.splits_processes("G"), std::nullopt) << "one process: nothing seen";
+  t.add("G", 1'200'000, {{1, 1'400'000, 80}, {2, 1'600'000, 80}, {2, 1'800'000, 80}});
+  EXPECT_EQ(t.splits_processes("G"), std::nullopt) << "a hand-over (1 ended, 2 began) says nothing";
+  t.add("G", 1'800'000, {{2, 2'000'000, 80}, {3, 2'200'000, 80}, {2, 2'400'000, 80}});
+  EXPECT_EQ(t.splits_processes("G"), false) << "2 and 3 took turns, never sampled at one instant";
+  EXPECT_EQ(t.splits_processes("H"), std::nullopt);
+  device::ProcessSmTime s;
+  s.add("G", 0, {{1, 1'000'000, 50}, {2, 1'000'000, 25}});
+  EXPECT_EQ(s.splits_processes("G"), true);
+  s.add("G", 1'000'000, {{1, 1'200'000, 50}, {2, 1'400'000, 25}, {1, 1'600'000, 50}});
+  EXPECT_EQ(s.splits_processes("G"), true) << "per process once seen: kept";
+}
+
 TEST(ProcessSmTime, EachSampleCountsOnceAtTheDevicePeriod) {
   device::ProcessSmTime t;
   // Two reads: 1 s apart samples, 50 % and 25 %.

@@ -62,6 +62,7 @@ struct Node {
 
 TEST(ProbeSetJudge, BillingWhereNvmlSplitsEveryGpu) {
   Node n{nvml_up({gpu(0, "GPU-a", true), gpu(1, "GPU-b", true)})};
+  n.device.gpus[0].process_samples_split = true;  // seen sampling two processes at one instant
   n.device.processes = {process(10, "GPU-a"), process(11, "GPU-a"), process(12, "GPU-b")};
   n.owners = {{10, "pod-a"}, {11, "pod-b"}, {12, "pod-c"}};
   const auto v = n.judge();
@@ -69,6 +70,47 @@ TEST(ProbeSetJudge, BillingWhereNvmlSplitsEveryGpu) {
   EXPECT_EQ(reason_code(v.reason), "device_splits");
   // An empty node qualifies too: nothing needs splitting.
   EXPECT_EQ(Node{nvml_up({})}.judge().set, ProbeSet::kBilling);
+}
+
+// Driver 580 on an H200 keeps one sample per period for the whole GPU
+// (docs/gpu-validation.md): two workloads time-slicing it are weighed by the
+// launch probes, whatever else the node is.
+TEST(ProbeSetJudge, FullWhereWorkloadsTimeSliceAGpuWhoseSamplesCannotSplitIt) {
+  Node n{nvml_up({gpu(0, "GPU-a", true), gpu(1, "GPU-b", true)})};
+  n.device.gpus[0].process_samples_split = false;
+  n.device.processes = {process(10, "GPU-a"), process(11, "GPU-a"), process(12, "GPU-b")};
+  n.owners = {{10, "pod-a"}, {11, "pod-a"}, {12, "pod-c"}};
+  EXPECT_EQ(n.judge().set, ProbeSet::kBilling) << "one workload on each GPU: nothing to split";
+  n.owners[11] = "pod-b";
+  auto v = n.judge();
+  EXPECT_EQ(v.set, ProbeSet::kFull);
+  EXPECT_EQ(reason_code(v.reason), "shared_gpu");
+  EXPECT_EQ(v.why, "GPU 0 (GPU-a) runs processes of 2 workloads, and its NVML samples one process per period: only "
+                   "the launch probes split its time");
+  // Not seen either way yet: not trusted to split.
+  n.device.gpus[0].process_samples_split.reset();
+  v = n.judge();
+  EXPECT_EQ(reason_code(v.reason), "shared_gpu");
+  EXPECT_NE(v.why.find("has not been seen to sample two at once"), std::string::npos) << v.why;
+  // A pid nobody can name may be anybody's.
+  n.owners.erase(11);
+  EXPECT_EQ(reason_code(n.judge().reason), "shared_gpu");
+  // The kubelet's time-slicing replicas of GPU-b to two pods, before either runs.
+  Node k{nvml_up({gpu(0, "GPU-a", true), gpu(1, "GPU-b", true)})};
+  for (const char* pod : {"p1", "p2"}) {
+    kubernetes::GpuAllocation a;
+    a.namespace_name = "ns";
+    a.pod = pod;
+    a.device.uuid = "GPU-b";
+    a.mode = "time-slicing";
+    a.share = 0.5;
+    k.allocations.push_back(a);
+  }
+  v = k.judge();
+  EXPECT_EQ(reason_code(v.reason), "shared_gpu");
+  EXPECT_NE(v.why.find("GPU 1 (GPU-b) is allocated to 2 pods"), std::string::npos) << v.why;
+  k.device.gpus[1].process_samples_split = true;
+  EXPECT_EQ(k.judge().set, ProbeSet::kBilling);
 }
 
 TEST(ProbeSetJudge, FullWithoutNvml) {
@@ -145,13 +187,16 @@ TEST(ProbeSetJudge, AMigInstanceAllocatedToTwoPodsIsShared) {
   EXPECT_EQ(n.judge().set, ProbeSet::kBilling);
   n.allocations = {a, b};
   EXPECT_EQ(reason_code(n.judge().reason), "shared_mig_instance");
-  // Time-slicing replicas of a whole GPU are split by NVML's samples.
+  // Time-slicing replicas of a whole GPU are split by NVML's samples where
+  // they were seen to split it (two processes sampled at one instant).
   a.device.mig_instance.clear();
   b.device.mig_instance.clear();
   a.mode = b.mode = "time-slicing";
   a.device.uuid = b.device.uuid = "GPU-b";
   Node whole{nvml_up({gpu(0, "GPU-b", true)})};
   whole.allocations = {a, b};
+  EXPECT_EQ(reason_code(whole.judge().reason), "shared_gpu");
+  whole.device.gpus[0].process_samples_split = true;
   EXPECT_EQ(whole.judge().set, ProbeSet::kBilling);
 }
 

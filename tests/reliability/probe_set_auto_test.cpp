@@ -137,6 +137,68 @@ TEST(ProbeSetAuto, SwitchesLiveAndLosesNoCountMade) {
       << log;
 }
 
+// The GPU of the first real-GPU run (docs/gpu-validation.md): NVML keeps one
+// sample per period for the whole GPU, given to one process. Two workloads
+// time-slicing it keep the node full (only the probes can weigh them); one
+// alone lets it turn billing; the second returning turns it full again.
+void write_shared_node(const Scratch& s, const std::vector<pid_t>& pids) {
+  std::string compute, samples;
+  for (pid_t pid : pids) {
+    compute += std::string(compute.empty() ? "" : ", ") + R"({"pid": )" + std::to_string(pid) + R"(, "used_bytes": 4194304})";
+    samples += std::string(samples.empty() ? "" : ", ") + R"({"pid": )" + std::to_string(pid) + R"(, "sm": 30})";
+  }
+  std::ofstream(s.path("nvml.json.new"))
+      << R"({"driver_version": "580.159.04", "devices": [{"uuid": ")" << kSimulatedGpu
+      << R"(", "name": "NVIDIA H200", "pci_bus_id": "00000000:07:00.0", "minor": 0, "mig_mode": 0,
+         "utilization": {"gpu": 60, "memory": 10}, "memory": {"total": 150754820096, "used": 0},
+         "process_samples": "one_per_period", "compute_processes": [)"
+      << compute << R"(], "process_utilization": [)" << samples << "]}]}";
+  fs::rename(s.path("nvml.json.new"), s.path("nvml.json"));
+  ::setenv("GPULEDGER_NVML_SIM_CONFIG", s.path("nvml.json").c_str(), 1);
+}
+
+TEST(ProbeSetAuto, WorkloadsTimeSlicingAGpuSampledOneProcessPerPeriodKeepTheProbes) {
+  GL_REQUIRE_BPF();
+  ASSERT_FALSE(identity::mps_control_daemon_running()) << "an MPS control daemon runs on this machine";
+  Scratch scratch("probeset-shared");
+  write_shared_node(scratch, {});
+  std::vector<std::unique_ptr<simulation::ScopedCgroup>> cgroups;
+  std::vector<std::unique_ptr<simulation::Child>> tenants;
+  for (const char* unit : {"shared-a.service", "shared-b.service"}) {
+    cgroups.push_back(std::make_unique<simulation::ScopedCgroup>(cgroup_v2(), test_cgroup(std::string("/system.slice/") + unit)));
+    tenants.push_back(std::make_unique<simulation::Child>(
+        std::vector<std::string>{cudasim_binary(), "init; alloc 4m; print-ready; wait-stdin"},
+        simulation::SpawnOptions{{cgroups.back()->dir()}, {}, true, true}));
+    ASSERT_EQ(tenants.back()->read_line().rfind("READY", 0), 0u);
+  }
+  write_shared_node(scratch, {tenants[0]->pid(), tenants[1]->pid()});
+  Agent agent({"--no-discovery", "--cuda-lib", sim_library(), "--no-nvml=false", "--nvml-lib", nvml_sim_library(),
+               "--nvml-interval-ms", "100", "--ledger-interval-ms", "200", "--probe-set", "auto"});
+  const int port = agent.port();
+  // The two workloads' processes are known to the probes by their cgroups
+  // once the agent reads its maps; until then they count as a holder each.
+  const std::string why = "GPU 0 (" + kSimulatedGpu + ") runs processes of 2 workloads, and its NVML samples one "
+                          "process per period: only the launch probes split its time";
+  ASSERT_TRUE(eventually([&] { return get_body(port, "/healthz").find(why) != std::string::npos; },
+                         std::chrono::milliseconds(10000)))
+      << get_body(port, "/healthz") << agent.log();
+  EXPECT_TRUE(in_set(port, "full"));
+  EXPECT_EQ(value(port, "gpuledger_probe_set", {{"set", "billing"}}), 0);
+  // b leaves the GPU: one workload, nothing to split: billing once settled.
+  write_shared_node(scratch, {tenants[0]->pid()});
+  ASSERT_TRUE(eventually([&] { return in_set(port, "billing"); }, std::chrono::milliseconds(10000))) << agent.log();
+  EXPECT_EQ(changes(port, "full", "billing", "device_splits"), 1);
+  // b back beside a: full at the next observation, named.
+  write_shared_node(scratch, {tenants[0]->pid(), tenants[1]->pid()});
+  ASSERT_TRUE(eventually([&] { return in_set(port, "full"); }, std::chrono::milliseconds(5000))) << agent.log();
+  EXPECT_EQ(changes(port, "billing", "full", "shared_gpu"), 1);
+  EXPECT_NE(agent.log().find("probe set billing -> full: auto: " + why), std::string::npos) << agent.log();
+  for (auto& t : tenants) {
+    t->write_line("go");
+    EXPECT_EQ(t->wait(), 0);
+  }
+}
+
 // `doctor` says what auto would choose on this node now, and why.
 TEST(ProbeSetAuto, DoctorSaysWhatAutoWouldChoose) {
   Scratch scratch("probeset-doctor");
