@@ -343,7 +343,7 @@ void AttributionPlane::learn_held_gpus(const std::map<uint32_t, gl_proc_state>& 
   {
     std::lock_guard lock(views_mu_);
     for (const auto& [key, usage] : totals)
-      if (key.device != GL_DEVICE_UNKNOWN && !gpu_labels_.contains(key)) unsettled.insert(key.cgroup_key);
+      if (key.cgroup_key != 0 && !gpu_labels_.contains(key)) unsettled.insert(key.cgroup_key);
   }
   if (unsettled.empty()) return;
   auto nvml = options_.gpu_processes ? options_.gpu_processes() : std::map<uint32_t, std::set<std::string>>{};
@@ -374,7 +374,7 @@ void AttributionPlane::learn_held_gpus(const std::map<uint32_t, gl_proc_state>& 
 }
 
 AttributionPlane::GpuLabels AttributionPlane::gpu_labels(const probes::CounterKey& key, const std::vector<identity::GpuIdentity>& inventory) {
-  if (key.device == GL_DEVICE_UNKNOWN) return {};
+  if (key.device == GL_DEVICE_UNKNOWN) return unknown_device_labels(key, inventory);
   std::lock_guard lock(views_mu_);
   // Once tied to a GPU by the device side, a key keeps its labels: a series
   // whose labels changed would look like a counter reset to every reader.
@@ -402,6 +402,26 @@ AttributionPlane::GpuLabels AttributionPlane::gpu_labels(const probes::CounterKe
   // (choose_gpu), so no later scan could tell more.
   const bool mig = hint && hint->uuid.rfind("GPU-", 0) != 0;
   if ((choice.source == "device" && (!labels.gpu.empty() || inventory.empty())) || mig) gpu_labels_[key] = labels;
+  return labels;
+}
+
+// Calls made where the probes saw no context tied to a device: CUDA 13's
+// runtime makes its primary context current without a call the probes tie
+// to one (docs/gpu-validation.md), and a process that took up CUDA before the
+// agent started has its context already. When its workload's processes hold
+// one GPU's device files open, or NVML lists them on one GPU only, the calls
+// can only have gone there; more than one, or none, and the GPU stays unknown.
+AttributionPlane::GpuLabels AttributionPlane::unknown_device_labels(const probes::CounterKey& key,
+                                                                   const std::vector<identity::GpuIdentity>& inventory) {
+  if (key.cgroup_key == 0) return {};  // the overflow bucket: nobody's
+  std::lock_guard lock(views_mu_);
+  if (auto it = gpu_labels_.find(key); it != gpu_labels_.end()) return it->second;
+  auto held = held_gpus_.find(key.cgroup_key);
+  if (held == held_gpus_.end() || held->second.size() != 1) return {};
+  auto choice = identity::choose_gpu(std::nullopt, held->second, inventory);
+  if (!choice.gpu) return {};
+  GpuLabels labels{choice.gpu->index ? std::to_string(*choice.gpu->index) : "", choice.gpu->uuid, choice.source};
+  if (!labels.gpu.empty() || inventory.empty()) gpu_labels_[key] = labels;
   return labels;
 }
 

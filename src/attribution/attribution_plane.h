@@ -140,6 +140,7 @@ class AttributionPlane : public probes::CallNameLookup {
     auto operator<=>(const GpuLabels&) const = default;
   };
   GpuLabels gpu_labels(const probes::CounterKey& key, const std::vector<identity::GpuIdentity>& inventory);
+  GpuLabels unknown_device_labels(const probes::CounterKey& key, const std::vector<identity::GpuIdentity>& inventory);
   // What the device side says of each live CUDA process's workload: the GPUs
   // it holds open (/proc/PID/fd) or NVML lists it on, accumulated per cgroup.
   void learn_held_gpus(const std::map<uint32_t, gl_proc_state>& processes,

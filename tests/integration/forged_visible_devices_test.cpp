@@ -134,5 +134,84 @@ TEST(ForgedVisibleDevices, TheDeviceSideWinsOverTheEnvironment) {
   fs::remove_all(dir);
 }
 
+// Calls made where the probes saw no context tied to a device (a CUDA 13
+// runtime, docs/gpu-validation.md; here a process that took up CUDA before
+// the agent started): booked on the one GPU its processes are on by NVML's
+// lists, said as "device"; a workload on two GPUs stays unknown.
+TEST(ForgedVisibleDevices, CallsOnAnUnknownContextGoToTheOneGpuTheWorkloadHolds) {
+  GL_REQUIRE_BPF();
+  char tmpl[] = "/tmp/gpuledger-unknown-ctx-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string script = dir + "/nvml.json";
+  write_nvml_script(script, {}, {});
+  ::setenv("GPULEDGER_NVML_SIM_CONFIG", script.c_str(), 1);
+  auto nvml = device::NvmlClient::open(GPULEDGER_NVML_SIM);
+  ScopedCgroup one_cg(mounts().v2, test_cgroup("/system.slice/early-one.service"));
+  ScopedCgroup two_cg(mounts().v2, test_cgroup("/system.slice/early-two.service"));
+  // Both take up CUDA (their contexts current) before any agent runs.
+  auto one = start_interactive_tenant({one_cg.dir()}, "init; print-ready; wait-stdin; launch 1 1 1 1 1 1 x3; sync; "
+                                                      "print-ready; wait-stdin");
+  auto two = start_interactive_tenant({two_cg.dir()}, "init; print-ready; wait-stdin; launch 1 1 1 1 1 1 x2; sync; "
+                                                      "print-ready; wait-stdin");
+  await_ready(*one);
+  await_ready(*two);
+  write_nvml_script(script, {one->pid(), two->pid()}, {two->pid()});
+
+  attribution::AttributionOptions options;
+  options.gpu_inventory = [] { return std::vector<identity::GpuIdentity>{{0, kUuid0, 0}, {1, kUuid1, 1}}; };
+  std::mutex nvml_mu;
+  options.gpu_processes = [&] {
+    std::lock_guard lock(nvml_mu);
+    device::DeviceSnapshot s;
+    s.processes = nvml->poll("node-1").processes;
+    return device::gpu_processes(s);
+  };
+  options.cuda_libs = {kSimLib};
+  options.discover = false;
+  options.classifier.cgroup_roots = {test_cgroup("")};
+  attribution::AttributionPlane agent(options);
+  agent.start();
+  one->write_line("go");
+  two->write_line("go");
+  await_ready(*one);
+  await_ready(*two);
+
+  auto on = [](const attribution::AttributionSnapshot& snap, const std::string& id) {
+    const auto* w = find_workload(snap, id);
+    return w ? w->by_gpu : std::vector<attribution::GpuUsage>{};
+  };
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto snap = agent.snapshot();
+        auto a = on(snap, "systemd/early-one.service"), b = on(snap, "systemd/early-two.service");
+        return a.size() == 1 && a[0].usage.counters.launches == 3 && !a[0].uuid.empty() && b.size() == 1 &&
+               b[0].usage.counters.launches == 2;
+      },
+      std::chrono::seconds(10)))
+      << [&] {
+           std::string out;
+           for (const char* id : {"systemd/early-one.service", "systemd/early-two.service"})
+             for (const auto& g : on(agent.snapshot(), id))
+               out += std::string(id) + " gpu=" + g.gpu + " uuid=" + g.uuid + " source=" + g.gpu_source +
+                      " launches=" + std::to_string(g.usage.counters.launches) + "\n";
+           return out;
+         }();
+  auto snap = agent.snapshot();
+  auto a = on(snap, "systemd/early-one.service"), b = on(snap, "systemd/early-two.service");
+  EXPECT_EQ(a[0].gpu, "0");
+  EXPECT_EQ(a[0].uuid, kUuid0);
+  EXPECT_EQ(a[0].gpu_source, "device");
+  EXPECT_EQ(b[0].uuid, "") << "on two GPUs: which one its calls went to is unknown";
+  auto samples = parse_exposition(attribution::render_metrics(snap, 0));
+  EXPECT_EQ(sample_value(samples, "gpuledger_cuda_kernel_launches_total",
+                         {{"workload", "systemd/early-one.service"}, {"gpu", "0"}, {"UUID", kUuid0}}),
+            3);
+  finish_interactive_tenant(*one);
+  finish_interactive_tenant(*two);
+  agent.stop();
+  ::unsetenv("GPULEDGER_NVML_SIM_CONFIG");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpuledger::testing
