@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "fleet/json_tape.h"
 #include "ledger/window_fields.h"
 
 namespace gpuledger::fleet {
@@ -36,25 +37,29 @@ void put(json& j, const ledger::WindowField& f, const ledger::Part<const W, T>& 
   if (p.whole) put(j, f, (*p.whole).*p.member);
 }
 
-// The field's value in j (a key that is not there: json's out_of_range).
-const json& required(const json& j, const ledger::WindowField& f) {
-  const json& in = f.json_group ? j.at(f.json_group) : j;
+// Reading goes through a JsonTape (json_tape.h): the same values as
+// nlohmann's parser, without a tree per body.
+using Ref = JsonTape::Ref;
+
+// The field's value in j (a key that is not there: an Error).
+Ref required(const Ref& j, const ledger::WindowField& f) {
+  const Ref in = f.json_group ? j.at(f.json_group) : j;
   return f.json ? in.at(f.json) : in.at(static_cast<size_t>(f.json_at));
 }
 template <typename T>
-void take(const json& j, const ledger::WindowField& f, T& v) {
+void take(const Ref& j, const ledger::WindowField& f, T& v) {
   v = required(j, f).get<T>();
 }
 // An optional's key that is not there: unknown, like null.
 template <typename T>
-void take(const json& j, const ledger::WindowField& f, std::optional<T>& v) {
-  const json& in = f.json_group ? j.at(f.json_group) : j;
+void take(const Ref& j, const ledger::WindowField& f, std::optional<T>& v) {
+  const Ref in = f.json_group ? j.at(f.json_group) : j;
   if (f.json && !in.contains(f.json)) return v.reset();
-  const json& at = required(j, f);
+  const Ref at = required(j, f);
   v = at.is_null() ? std::nullopt : std::optional<T>(at.get<T>());
 }
 template <typename W, typename T>
-void take(const json& j, const ledger::WindowField& f, ledger::Part<W, T>&& p) {  // no "energy": unknown
+void take(const Ref& j, const ledger::WindowField& f, ledger::Part<W, T>&& p) {  // no "energy": unknown
   ledger::read_part(p, !j.contains(f.json_group), [&](T& v) { take(j, f, v); });
 }
 
@@ -99,25 +104,25 @@ json account(const ledger::AccountRecord& a) {
   return out;
 }
 
-const json& slot_of(const json& j, const ledger::AccountField& f) {
-  const json& at = j.at(static_cast<size_t>(f.json_at));
+Ref slot_of(const Ref& j, const ledger::AccountField& f) {
+  const Ref at = j.at(static_cast<size_t>(f.json_at));
   return f.json_sub < 0 ? at : at.at(static_cast<size_t>(f.json_sub));
 }
 template <typename T>
-void take_account(const json& j, const ledger::AccountField& f, T& v) {
+void take_account(const Ref& j, const ledger::AccountField& f, T& v) {
   v = slot_of(j, f).get<T>();
 }
 template <typename T>
-void take_account(const json& j, const ledger::AccountField& f, std::optional<T>& v) {
-  const json& at = slot_of(j, f);
+void take_account(const Ref& j, const ledger::AccountField& f, std::optional<T>& v) {
+  const Ref at = slot_of(j, f);
   v = at.is_null() ? std::nullopt : std::optional<T>(at.get<T>());
 }
 template <typename W, typename T>
-void take_account(const json& j, const ledger::AccountField& f, ledger::Part<W, T>&& p) {  // null: no idle runs
+void take_account(const Ref& j, const ledger::AccountField& f, ledger::Part<W, T>&& p) {  // null: no idle runs
   ledger::read_part(p, j.at(static_cast<size_t>(f.json_at)).is_null(), [&](T& v) { take_account(j, f, v); });
 }
 
-ledger::AccountRecord account(const json& j) {
+ledger::AccountRecord account(const Ref& j) {
   if (!j.is_array() || (j.size() != kAccountFields && j.size() != kAccountFieldsWithSlurm))
     throw Error("fleet database: a roll-up's account is malformed");
   ledger::AccountRecord a;
@@ -153,25 +158,28 @@ std::string window_to_json(const ledger::WindowRecord& w) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// A charge or an energy part: [account, kind, amount].
+template <typename Charge>
+Charge charge_of(const Ref& c) {
+  return {c.at(0).get<std::string>(), ledger::parse_charge_kind(c.at(1).get<std::string>()), c.at(2).get<int64_t>()};
+}
+
 ledger::WindowRecord window_from_json(const std::string& text) {
+  thread_local JsonTape tape;  // grown once per reading thread (fleet_reader.cpp parses on every core)
   try {
-    const json j = json::parse(text);
+    const Ref j = tape.parse(text);
     ledger::WindowRecord w;
     ledger::for_each_window_field(
         [&](const ledger::WindowField& f, auto&& v) {
           if (f.json || f.json_group) take(j, f, std::forward<decltype(v)>(v));
         },
         w);
-    for (const auto& a : j.at("accounts")) w.accounts.push_back(account(a));
-    for (const auto& c : j.at("charges"))
-      w.charges.push_back({c.at(0).get<std::string>(), ledger::parse_charge_kind(c.at(1).get<std::string>()),
-                           c.at(2).get<int64_t>()});
+    j.at("accounts").each([&](const Ref& a) { w.accounts.push_back(account(a)); });
+    j.at("charges").each([&](const Ref& c) { w.charges.push_back(charge_of<ledger::Charge>(c)); });
     if (w.energy)
-      for (const auto& c : j.at("energy").at("parts"))
-        w.energy->charges.push_back({c.at(0).get<std::string>(),
-                                     ledger::parse_charge_kind(c.at(1).get<std::string>()), c.at(2).get<int64_t>()});
+      j.at("energy").at("parts").each([&](const Ref& c) { w.energy->charges.push_back(charge_of<ledger::EnergyCharge>(c)); });
     return w;
-  } catch (const json::exception& e) {
+  } catch (const Error& e) {
     throw Error(std::string("fleet database: a roll-up's body is not a window (") + e.what() + ")");
   }
 }
