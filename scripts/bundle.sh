@@ -8,6 +8,7 @@
 # builds (or, with --no-build, reuses) the build tree and writes
 # <out>/gpuledger-<version>-linux-<arch>/:
 #   gpuledger, gpuledger-cudasim, gpuledger-cuda-address-check   RUNPATH $ORIGIN/lib
+#   libgpuledger-proc-address-recorder.so   LD_PRELOAD: what a CUDA runtime fetches from the driver
 #   sim/lib/          the CUDA driver simulator (what `gpuledger demo` and the kit's --simulate use)
 #   sim/nvml/         the NVML simulator
 #   lib/              every shared library those need that glibc does not provide
@@ -24,7 +25,7 @@ BUILD_DIR="$ROOT/build"
 OUT_DIR="$ROOT/dist"
 BUILD=1
 MAX_MIB=56
-TARGETS=(gpuledger gpuledger-cudasim cudasim nvmlsim gpuledger-cuda-address-check)
+TARGETS=(gpuledger gpuledger-cudasim cudasim nvmlsim gpuledger-cuda-address-check gpuledger-proc-address-recorder)
 # glibc's own libraries: the host provides them (or glibc/ does, below).
 GLIBC_SONAMES=(ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libmvec.so.1 libpthread.so.0 libdl.so.2 librt.so.1
                libresolv.so.2 libutil.so.1 libanl.so.1 libnsl.so.1 libBrokenLocale.so.1 libthread_db.so.1
@@ -55,7 +56,8 @@ if ((BUILD)); then
   [[ -f "$BUILD_DIR/CMakeCache.txt" ]] || cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
   for t in "${TARGETS[@]}"; do cmake --build "$BUILD_DIR" --target "$t" -j"${JOBS:-$(nproc)}" >&2; done
 fi
-for f in gpuledger gpuledger-cudasim gpuledger-cuda-address-check sim/lib/libcuda.so.1 sim/nvml/libnvidia-ml.so.1; do
+for f in gpuledger gpuledger-cudasim gpuledger-cuda-address-check tools/libgpuledger-proc-address-recorder.so \
+         sim/lib/libcuda.so.1 sim/nvml/libnvidia-ml.so.1; do
   [[ -e "$BUILD_DIR/$f" ]] || die "$BUILD_DIR/$f missing: build first (or drop --no-build)"
 done
 
@@ -67,6 +69,8 @@ rm -rf "$dest"
 mkdir -p "$dest/lib" "$dest/glibc" "$dest/sim/lib" "$dest/sim/nvml"
 
 cp "$BUILD_DIR"/{gpuledger,gpuledger-cudasim,gpuledger-cuda-address-check} "$dest/"
+# The proc-address recorder (LD_PRELOAD; glibc only): what a runtime fetches from the driver.
+cp "$BUILD_DIR/tools/libgpuledger-proc-address-recorder.so" "$dest/"
 # Every simulator library (and its namelinks) that the build made.
 cp -a "$BUILD_DIR"/sim/lib/lib*.so* "$dest/sim/lib/"
 cp -a "$BUILD_DIR"/sim/nvml/lib*.so* "$dest/sim/nvml/"

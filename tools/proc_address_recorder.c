@@ -45,19 +45,99 @@ typedef CUresult (*get_proc_v1_fn)(const char *symbol, void **pfn, int cuda_vers
 typedef CUresult (*get_proc_v2_fn)(const char *symbol, void **pfn, int cuda_version, uint64_t flags,
                                    int *symbol_status);
 typedef CUresult (*get_export_table_fn)(const void **table, const void *uuid);
-/* glibc's own lookups, bound at link time to the GLIBC_2.34 versions: this
- * library defines only the GLIBC_2.2.5 ones (proc_address_recorder.map), the
- * versions NVIDIA's runtimes are linked against, so its own calls never reach
- * its wrappers. */
-extern void *libc_dlsym(void *handle, const char *name);
-extern void *libc_dlvsym(void *handle, const char *name, const char *version);
-__asm__(".symver libc_dlsym,dlsym@GLIBC_2.34");
-__asm__(".symver libc_dlvsym,dlvsym@GLIBC_2.34");
+/* glibc's own lookups. This library defines dlsym and dlvsym under both
+ * versions a program may import them at (proc_address_recorder.map):
+ * GLIBC_2.2.5, which NVIDIA's shared runtimes are linked against, and
+ * GLIBC_2.34, which a program linked with the static runtime (nvcc's default)
+ * on glibc 2.34 or later imports. So glibc's are found by name and version in
+ * libc.so.6's own symbol table (find_glibc_lookups), never through a lookup
+ * that would come back here. */
+typedef void *(*dlsym_fn)(void *handle, const char *name);
+typedef void *(*dlvsym_fn)(void *handle, const char *name, const char *version);
+static dlsym_fn libc_dlsym;
+static dlvsym_fn libc_dlvsym;
 
 /* The real driver functions behind the wrappers (the last ones seen). */
 static get_proc_v1_fn g_get_proc_v1;
 static get_proc_v2_fn g_get_proc_v2;
 static get_export_table_fn g_get_export_table;
+
+/* ---- glibc's lookups, from libc.so.6's dynamic symbol table */
+
+struct wanted {
+    const char *name, *version;
+    void *found;
+};
+
+/* A dynamic entry's address: glibc's loader relocates them in place on
+ * x86-64; an unrelocated one is an offset from the object's base. */
+static uintptr_t dyn_address(ElfW(Addr) base, ElfW(Addr) value)
+{
+    return value < base ? base + value : value;
+}
+
+static const char *version_name(const ElfW(Verdef) *verdef, const char *strtab, ElfW(Half) index)
+{
+    for (const ElfW(Verdef) *d = verdef; d; d = d->vd_next ? (const ElfW(Verdef) *)((const char *)d + d->vd_next) : NULL)
+        if ((d->vd_ndx & 0x7fff) == index)
+            return strtab + ((const ElfW(Verdaux) *)((const char *)d + d->vd_aux))->vda_name;
+    return NULL;
+}
+
+static int find_in_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct wanted *want = data;
+    if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so.6"))
+        return 0;
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    const ElfW(Half) *versym = NULL;
+    const ElfW(Verdef) *verdef = NULL;
+    for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+        uintptr_t at = dyn_address(info->dlpi_addr, dyn->d_un.d_ptr);
+        if (dyn->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)at;
+        else if (dyn->d_tag == DT_STRTAB) strtab = (const char *)at;
+        else if (dyn->d_tag == DT_VERSYM) versym = (const ElfW(Half) *)at;
+        else if (dyn->d_tag == DT_VERDEF) verdef = (const ElfW(Verdef) *)at;
+    }
+    if (!symtab || !strtab || !versym || !verdef || (const char *)symtab >= strtab)
+        return 0;
+    /* The symbol table ends where the string table begins (as laid out by
+     * every linker glibc is built with). */
+    size_t count = (size_t)(strtab - (const char *)symtab) / sizeof(ElfW(Sym));
+    for (size_t i = 0; i < count; i++) {
+        const ElfW(Sym) *sym = &symtab[i];
+        if (sym->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
+            continue;
+        for (struct wanted *w = want; w->name; w++) {
+            if (w->found || strcmp(strtab + sym->st_name, w->name))
+                continue;
+            const char *version = version_name(verdef, strtab, versym[i] & 0x7fff);
+            if (version && !strcmp(version, w->version))
+                w->found = (void *)(info->dlpi_addr + sym->st_value);
+        }
+    }
+    return 1;
+}
+
+__attribute__((constructor)) static void find_glibc_lookups(void)
+{
+    struct wanted want[] = {{"dlsym", "GLIBC_2.34", NULL}, {"dlvsym", "GLIBC_2.34", NULL}, {NULL, NULL, NULL}};
+    dl_iterate_phdr(find_in_object, want);
+    libc_dlsym = (dlsym_fn)want[0].found;
+    libc_dlvsym = (dlvsym_fn)want[1].found;
+    if (!libc_dlsym || !libc_dlvsym) {
+        static const char msg[] = "gpuledger proc-address recorder: glibc's dlsym@GLIBC_2.34 was not found\n";
+        ssize_t ignored = write(2, msg, sizeof msg - 1);
+        (void)ignored;
+        abort();
+    }
+}
 
 /* ---- output: each record is built in a buffer and written with one write(2) */
 
@@ -257,7 +337,7 @@ static int is_driver_name(const char *name)
     return name && name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z';
 }
 
-void *dlsym(void *handle, const char *name)
+static void *recorded_dlsym(void *handle, const char *name)
 {
     void *result = libc_dlsym(handle, name);
     if (!is_driver_name(name))
@@ -267,7 +347,7 @@ void *dlsym(void *handle, const char *name)
     return wrapper ? wrapper : result;
 }
 
-void *dlvsym(void *handle, const char *name, const char *version)
+static void *recorded_dlvsym(void *handle, const char *name, const char *version)
 {
     void *result = libc_dlvsym(handle, name, version);
     if (!is_driver_name(name))
@@ -276,3 +356,20 @@ void *dlvsym(void *handle, const char *name, const char *version)
     void *wrapper = wrapper_for(result);
     return wrapper ? wrapper : result;
 }
+
+/* Both versions of each (see libc_dlsym above). The caller's RTLD_NEXT is
+ * answered relative to this library (the known limit at the top). */
+void *dlsym_2_2_5(void *handle, const char *name) { return recorded_dlsym(handle, name); }
+void *dlsym_2_34(void *handle, const char *name) { return recorded_dlsym(handle, name); }
+void *dlvsym_2_2_5(void *handle, const char *name, const char *version)
+{
+    return recorded_dlvsym(handle, name, version);
+}
+void *dlvsym_2_34(void *handle, const char *name, const char *version)
+{
+    return recorded_dlvsym(handle, name, version);
+}
+__asm__(".symver dlsym_2_2_5,dlsym@GLIBC_2.2.5");
+__asm__(".symver dlsym_2_34,dlsym@@GLIBC_2.34");
+__asm__(".symver dlvsym_2_2_5,dlvsym@GLIBC_2.2.5");
+__asm__(".symver dlvsym_2_34,dlvsym@@GLIBC_2.34");

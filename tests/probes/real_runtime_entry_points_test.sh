@@ -18,10 +18,15 @@
 # Where /usr/local/cuda has the CUDA 13 runtime (a CUDA toolkit; not on a fresh
 # Debian box), the same for it: it fails with cudaErrorInsufficientDriver on
 # driver 535, and what it asked for until then is checked the same way.
-# Usage: real_runtime_entry_points_test.sh GPULEDGER RECORDER CALLER NVIDIA_ENV_FILE [CUDA13_RUNTIME]
+# And where the toolkit has CUDA 13's static runtime, a program linked with it
+# (STATIC_CALLER, as nvcc links by default): linked on glibc 2.34 or later it
+# imports dlsym@GLIBC_2.34, and the recorder must see its lookups too (on the
+# first GPU run it saw none of them: docs/gpu-validation.md).
+# Usage: real_runtime_entry_points_test.sh GPULEDGER RECORDER CALLER NVIDIA_ENV_FILE [CUDA13_RUNTIME [STATIC_CALLER]]
 set -euo pipefail
 gpuledger="$1" recorder="$2" caller="$3" env_file="$4"
 cuda13="${5:-/usr/local/cuda/lib64/libcudart.so.13}"
+static_caller="${6:-}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [[ -r $env_file ]] || fail "no $env_file: run scripts/fetch-nvidia-libs.sh"
 # shellcheck disable=SC1090
@@ -38,15 +43,15 @@ jq -R -s '[split("\n")[] | select(length > 0 and (startswith("#") | not)) | spli
 nm -D --defined-only "$libcuda" | awk '{ sub(/@.*/, "", $3); print $1, $3 }' \
   | jq -R -s '[split("\n")[] | select(length > 0) | split(" ") | {(.[1]): .[0]}] | add' >"$work/exports.json"
 
-# check NAME RUNTIME EXPECTED_ERROR: runs the runtime under the recorder and checks its log.
+# check NAME RUNTIME EXPECTED_ERROR [CALLER]: runs the runtime under the recorder and checks its log.
 check() {
-  local name="$1" runtime="$2" expected_error="$3" log="$work/$1.log"
+  local name="$1" runtime="$2" expected_error="$3" log="$work/$1.log" run="${4:-$caller}"
   # A private MPS pipe directory: a host's MPS daemon (or a test's simulated one)
   # must not answer this process. A hang fails here, naming the runtime.
   mkdir -p "$work/mps"
   GPULEDGER_PROC_ADDRESS_LOG="$log" LD_PRELOAD="$recorder" LD_LIBRARY_PATH="$NVIDIA_REAL_LIBDIR" \
     CUDA_MPS_PIPE_DIRECTORY="$work/mps" CUDA_MPS_LOG_DIRECTORY="$work/mps" CUDA_CACHE_PATH="$work/cache" \
-    timeout 60 "$caller" "$runtime" >"$work/$name.out" \
+    timeout 60 "$run" "$runtime" >"$work/$name.out" \
     || fail "$name: the runtime application failed or hung (rc $?): $(cat "$work/$name.out")"
   [[ -s $log ]] || fail "$name: the recorder logged nothing (the runtime did not load libcuda through dlsym?)"
   local got_error
@@ -119,5 +124,14 @@ if [[ -r $cuda13 ]]; then
     || fail "cudart 13 asked for no export table: $(jq -c .export_tables "$work/cudart-13.json")"
 else
   echo "cudart-13: no $cuda13 (no CUDA 13 toolkit here; optional)"
+fi
+if [[ -n $static_caller ]]; then
+  objdump -T "$static_caller" | grep -q 'GLIBC_2.34) *dlsym$' \
+    || fail "the static runtime's caller does not import dlsym@GLIBC_2.34: it tests nothing new"
+  check cudart-13-static static cudaErrorInsufficientDriver "$static_caller"
+  [[ "$(jq -c .direct_lookups "$work/cudart-13-static.json")" == '["cuGetProcAddress_v2"]' ]] \
+    || fail "cudart 13 (static) looked up otherwise: $(jq -c .direct_lookups "$work/cudart-13-static.json")"
+else
+  echo "cudart-13-static: no libcudart_static.a (no CUDA 13 toolkit here; optional)"
 fi
 echo "PASS: real runtime entry points"

@@ -6,6 +6,11 @@
  * fast. Prints the runtime's answers as one JSON line.
  *
  * Usage: gpuledger-runtime-caller LIBCUDART
+ *
+ * Built with GL_STATIC_RUNTIME (gpuledger-static-runtime-caller, where a CUDA
+ * toolkit has libcudart_static.a): the runtime is linked in, as nvcc does by
+ * default, and the argument is ignored. Linked on glibc 2.34 or later, such a
+ * program imports dlsym@GLIBC_2.34, as the GPU validation kit's program did.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -14,8 +19,28 @@
 
 typedef int cudaError_t;
 
+#ifdef GL_STATIC_RUNTIME
+cudaError_t cudaRuntimeGetVersion(int *);
+cudaError_t cudaDriverGetVersion(int *);
+cudaError_t cudaGetDeviceCount(int *);
+cudaError_t cudaMalloc(void **, size_t);
+cudaError_t cudaFree(void *);
+cudaError_t cudaDeviceSynchronize(void);
+const char *cudaGetErrorName(cudaError_t);
+#endif
+
 int main(int argc, char **argv)
 {
+#ifdef GL_STATIC_RUNTIME
+    (void)argc, (void)argv;
+    cudaError_t (*runtime_version)(int *) = cudaRuntimeGetVersion;
+    cudaError_t (*driver_version)(int *) = cudaDriverGetVersion;
+    cudaError_t (*device_count)(int *) = cudaGetDeviceCount;
+    cudaError_t (*malloc_fn)(void **, size_t) = cudaMalloc;
+    cudaError_t (*free_fn)(void *) = cudaFree;
+    cudaError_t (*sync)(void) = cudaDeviceSynchronize;
+    const char *(*error_name)(cudaError_t) = cudaGetErrorName;
+#else
     if (argc != 2) {
         fprintf(stderr, "usage: gpuledger-runtime-caller LIBCUDART\n");
         return 2;
@@ -36,6 +61,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "gpuledger-runtime-caller: %s lacks the runtime API\n", argv[1]);
         return 2;
     }
+#endif
     int runtime = 0, driver = 0, devices = -1;
     void *p = NULL;
     cudaError_t rv = runtime_version(&runtime);
