@@ -37,6 +37,7 @@ class JsonTape {
     Type type = Type::kNull;
     uint32_t end = 0;   // the index after this node's subtree
     uint32_t size = 0;  // containers: elements, or members (each a key node, then its value)
+    uint32_t hash = 0;  // an object's keys: key_hash of the bytes, so a key is found without comparing every one
     union {
       bool b;
       int64_t i;
@@ -100,6 +101,7 @@ class JsonTape {
 
  private:
   class Parser;
+  static uint32_t key_hash(std::string_view s);
   std::vector<Node> nodes_;
   std::string strings_;  // every string's unescaped bytes, one after another
 };

@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 
 #include "attribution/attribution_plane.h"
 #include "attribution/metrics_page.h"
@@ -42,28 +44,50 @@ void write_nvml_script(const std::string& path, std::vector<int> on0, std::vecto
   fs::rename(tmp, path);
 }
 
+// A node of the two GPUs above whose NVML (the simulator, through its client)
+// lists what the test writes, and the attribution plane's options for it.
+struct TwoGpuNode {
+  explicit TwoGpuNode(const char* name) {
+    std::string tmpl = std::string("/tmp/gpuledger-") + name + "-XXXXXX";
+    dir = ::mkdtemp(tmpl.data());
+    script = dir + "/nvml.json";
+    write_nvml_script(script, {}, {});
+    ::setenv("GPULEDGER_NVML_SIM_CONFIG", script.c_str(), 1);
+    nvml = device::NvmlClient::open(GPULEDGER_NVML_SIM);
+  }
+  ~TwoGpuNode() {
+    ::unsetenv("GPULEDGER_NVML_SIM_CONFIG");
+    fs::remove_all(dir);
+  }
+  attribution::AttributionOptions options() {
+    attribution::AttributionOptions o;
+    o.gpu_inventory = [] { return std::vector<identity::GpuIdentity>{{0, kUuid0, 0}, {1, kUuid1, 1}}; };
+    o.gpu_processes = [this] {
+      std::lock_guard lock(mu);
+      device::DeviceSnapshot s;
+      s.processes = nvml->poll("node-1").processes;
+      return device::gpu_processes(s);
+    };
+    o.cuda_libs = {kSimLib};
+    o.discover = false;
+    o.classifier.cgroup_roots = {test_cgroup("")};
+    return o;
+  }
+  std::string dir, script;
+  std::unique_ptr<device::NvmlClient> nvml;
+  std::mutex mu;
+};
+
+std::vector<attribution::GpuUsage> on(const attribution::AttributionSnapshot& snap, const std::string& id) {
+  const auto* w = find_workload(snap, id);
+  return w ? w->by_gpu : std::vector<attribution::GpuUsage>{};
+}
+
 TEST(ForgedVisibleDevices, TheDeviceSideWinsOverTheEnvironment) {
   GL_REQUIRE_BPF();
-  char tmpl[] = "/tmp/gpuledger-forged-env-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
-  const std::string script = dir + "/nvml.json";
-  write_nvml_script(script, {}, {});
-  ::setenv("GPULEDGER_NVML_SIM_CONFIG", script.c_str(), 1);
-  auto nvml = device::NvmlClient::open(GPULEDGER_NVML_SIM);
-
-  attribution::AttributionOptions options;
-  options.gpu_inventory = [] { return std::vector<identity::GpuIdentity>{{0, kUuid0, 0}, {1, kUuid1, 1}}; };
-  std::mutex nvml_mu;
-  options.gpu_processes = [&] {
-    std::lock_guard lock(nvml_mu);
-    device::DeviceSnapshot s;
-    s.processes = nvml->poll("node-1").processes;
-    return device::gpu_processes(s);
-  };
-  options.cuda_libs = {kSimLib};
-  options.discover = false;
-  options.classifier.cgroup_roots = {test_cgroup("")};
-  attribution::AttributionPlane agent(options);
+  TwoGpuNode node("forged-env");
+  const std::string& script = node.script;
+  attribution::AttributionPlane agent(node.options());
   agent.start();
 
   ScopedCgroup cheat_cg(mounts().v2, test_cgroup("/system.slice/forged-env.service"));
@@ -82,10 +106,6 @@ TEST(ForgedVisibleDevices, TheDeviceSideWinsOverTheEnvironment) {
   await_ready(*plain);
   write_nvml_script(script, {cheat->pid()}, {holder->pid()});
 
-  auto on = [](const attribution::AttributionSnapshot& snap, const std::string& id) -> std::vector<attribution::GpuUsage> {
-    const auto* w = find_workload(snap, id);
-    return w ? w->by_gpu : std::vector<attribution::GpuUsage>{};
-  };
   ASSERT_TRUE(eventually(
       [&] {
         auto snap = agent.snapshot();
@@ -130,8 +150,6 @@ TEST(ForgedVisibleDevices, TheDeviceSideWinsOverTheEnvironment) {
   ASSERT_EQ(after.size(), 1u);
   EXPECT_EQ(after[0].uuid, kUuid0);
   agent.stop();
-  ::unsetenv("GPULEDGER_NVML_SIM_CONFIG");
-  fs::remove_all(dir);
 }
 
 // Calls made where the probes saw no context tied to a device (a CUDA 13
@@ -140,12 +158,7 @@ TEST(ForgedVisibleDevices, TheDeviceSideWinsOverTheEnvironment) {
 // lists, said as "device"; a workload on two GPUs stays unknown.
 TEST(ForgedVisibleDevices, CallsOnAnUnknownContextGoToTheOneGpuTheWorkloadHolds) {
   GL_REQUIRE_BPF();
-  char tmpl[] = "/tmp/gpuledger-unknown-ctx-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
-  const std::string script = dir + "/nvml.json";
-  write_nvml_script(script, {}, {});
-  ::setenv("GPULEDGER_NVML_SIM_CONFIG", script.c_str(), 1);
-  auto nvml = device::NvmlClient::open(GPULEDGER_NVML_SIM);
+  TwoGpuNode node("unknown-ctx");
   ScopedCgroup one_cg(mounts().v2, test_cgroup("/system.slice/early-one.service"));
   ScopedCgroup two_cg(mounts().v2, test_cgroup("/system.slice/early-two.service"));
   // Both take up CUDA (their contexts current) before any agent runs.
@@ -155,31 +168,14 @@ TEST(ForgedVisibleDevices, CallsOnAnUnknownContextGoToTheOneGpuTheWorkloadHolds)
                                                       "print-ready; wait-stdin");
   await_ready(*one);
   await_ready(*two);
-  write_nvml_script(script, {one->pid(), two->pid()}, {two->pid()});
-
-  attribution::AttributionOptions options;
-  options.gpu_inventory = [] { return std::vector<identity::GpuIdentity>{{0, kUuid0, 0}, {1, kUuid1, 1}}; };
-  std::mutex nvml_mu;
-  options.gpu_processes = [&] {
-    std::lock_guard lock(nvml_mu);
-    device::DeviceSnapshot s;
-    s.processes = nvml->poll("node-1").processes;
-    return device::gpu_processes(s);
-  };
-  options.cuda_libs = {kSimLib};
-  options.discover = false;
-  options.classifier.cgroup_roots = {test_cgroup("")};
-  attribution::AttributionPlane agent(options);
+  write_nvml_script(node.script, {one->pid(), two->pid()}, {two->pid()});
+  attribution::AttributionPlane agent(node.options());
   agent.start();
   one->write_line("go");
   two->write_line("go");
   await_ready(*one);
   await_ready(*two);
 
-  auto on = [](const attribution::AttributionSnapshot& snap, const std::string& id) {
-    const auto* w = find_workload(snap, id);
-    return w ? w->by_gpu : std::vector<attribution::GpuUsage>{};
-  };
   ASSERT_TRUE(eventually(
       [&] {
         auto snap = agent.snapshot();
@@ -209,8 +205,6 @@ TEST(ForgedVisibleDevices, CallsOnAnUnknownContextGoToTheOneGpuTheWorkloadHolds)
   finish_interactive_tenant(*one);
   finish_interactive_tenant(*two);
   agent.stop();
-  ::unsetenv("GPULEDGER_NVML_SIM_CONFIG");
-  fs::remove_all(dir);
 }
 
 }  // namespace
