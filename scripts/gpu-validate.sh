@@ -17,6 +17,7 @@
 #   busy        two processes sharing the GPU: busy shares, agent vs NVML per-process samples
 #   device      inventory, NVML readings, ioctl counts, GPU labels on the series
 #   tables      which cuGetExportTable ids the runtimes asked for after a successful cuInit
+#   fetched     the C++ program under the proc-address recorder: what its runtime fetches
 # When `gpuledger agent --help` lists --runtime-probes, a second pass repeats
 # static, eager and graph with `--runtime-probes on`.
 # Writes DIR/results.md and DIR/results.json (plus DIR/steps/ and DIR/raw/).
@@ -49,7 +50,7 @@ while (($#)); do
     --budget-s) BUDGET_S="$2"; shift 2 ;;
     --simulate) SIMULATE=1; SIM_FLAG=(--simulate); shift ;;
     --no-cgroups) NO_CGROUPS=1; shift ;;
-    -h|--help) sed -n '2,29s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -225,6 +226,7 @@ run_step expandable 45 ""
 run_step busy 50 ""
 run_step device 20 ""
 run_step tables 10 ""
+run_step fetched 30 ""
 stop_agent
 
 # ------------------------------------------------------------ pass 2: runtime-API probes on

@@ -573,6 +573,34 @@ def step_catalogue(args, result):
         result["notes"].append("unprobed: " + " ".join(unprobed[:40]))
 
 
+def step_fetched(args, result):
+    """The C++ program under the proc-address recorder: what CUDA's runtime fetches once cuInit succeeds."""
+    if args.simulate:
+        result["status"] = "skipped"
+        result["notes"].append("needs a CUDA runtime program (the recorder's own test runs one: "
+                               "probes.real_runtime_entry_points)")
+        return
+    exe = os.path.join(args.work, "known_work")
+    if not os.path.exists(exe):
+        raise RuntimeError("known_work was not built (see raw/nvcc.log)")
+    log = os.path.join(args.raw_dir, "recorder-static.jsonl")
+    env = dict(os.environ, GPULEDGER_PROC_ADDRESS_LOG=log,
+               LD_PRELOAD=os.path.join(args.bundle, "libgpuledger-proc-address-recorder.so"))
+    p = subprocess.run([exe, "0"], env=env, capture_output=True, text=True, timeout=60)
+    events = [json.loads(line) for line in open(log)] if os.path.exists(log) else []
+    requests = [e for e in events if e.get("event", "").startswith("cuGetProcAddress")]
+    contexts = sorted({e["symbol"] for e in requests if "Ctx" in (e.get("symbol") or "")})
+    tables = sorted({e["uuid"] for e in events if e.get("event") == "cuGetExportTable"})
+    result["rows"] = [{"metric": "lookups the recorder logged", "truth": ">0", "seen": len(events), "bar": "info",
+                       "ok": None},
+                      {"metric": "cuGetProcAddress requests", "truth": None, "seen": len(requests), "bar": "info",
+                       "ok": None}]
+    result["data"] = {"exit": p.returncode, "context_entry_points_fetched": contexts, "export_tables": tables}
+    result["notes"].append("context entry points fetched: " + (", ".join(contexts) or "none"))
+    result["notes"].append("export tables: " + (", ".join(tables) or "none"))
+    result["status"] = "pass" if events and p.returncode == 0 else "fail"
+
+
 def step_tables(args, result):
     """cuGetExportTable: which driver tables the runtimes asked for, by workload (after a successful cuInit)."""
     page = http_get(args.api + "/metrics")
@@ -613,7 +641,7 @@ def step_env(args, result):
 
 STEPS = {"env": step_env, "address": step_address, "catalogue": step_catalogue, "static": step_static,
          "eager": step_eager, "graph": step_graph, "expandable": step_expandable, "busy": step_busy,
-         "device": step_device, "tables": step_tables}
+         "device": step_device, "tables": step_tables, "fetched": step_fetched}
 
 
 def run_step(args):
