@@ -152,7 +152,7 @@ class JsonTape::Parser {
       }
     }
     ++p_;
-    if (out.size() - offset > UINT32_MAX || out.size() > UINT32_MAX) fail("strings too long");
+    if (out.size() > UINT32_MAX) fail("strings too long");
     const uint32_t n = push(Type::kString);
     tape_.nodes_[n].s = {static_cast<uint32_t>(offset), static_cast<uint32_t>(out.size() - offset)};
     return n;

@@ -54,9 +54,8 @@ void take(const Ref& j, const ledger::WindowField& f, T& v) {
 template <typename T>
 void take(const Ref& j, const ledger::WindowField& f, std::optional<T>& v) {
   const Ref in = f.json_group ? j.at(f.json_group) : j;
-  if (f.json && !in.contains(f.json)) return v.reset();
-  const Ref at = required(j, f);
-  v = at.is_null() ? std::nullopt : std::optional<T>(at.get<T>());
+  const std::optional<Ref> at = f.json ? in.find(f.json) : std::optional<Ref>(in.at(static_cast<size_t>(f.json_at)));
+  v = !at || at->is_null() ? std::nullopt : std::optional<T>(at->get<T>());
 }
 template <typename W, typename T>
 void take(const Ref& j, const ledger::WindowField& f, ledger::Part<W, T>&& p) {  // no "energy": unknown
