@@ -114,11 +114,20 @@ void write_bill(const BillSource& source, const BillRequest& q, Report* whole,
     if (whole) *whole = s.whole;
     FocusBuilder::write_header(sink);
     FocusBuilder focus(q.from, q.to, q.granularity);
-    // Period by period, as FocusBuilder::finish orders them: the rows of one period in memory at a time.
-    for (int64_t p = period_start(q.from, q.granularity); p < q.to; p = period_end(p, q.granularity)) {
-      source.for_each_window_in(std::max(p, q.from), std::min(period_end(p, q.granularity), q.to),
-                                [&](ledger::WindowRecord&& w) { focus.add(w); });
+    // Whole periods at a time, as FocusBuilder::finish orders them. A read
+    // of few rows doubles the periods of the next: one read per period was
+    // most of an hourly export of one node (720 reads of a few queries each:
+    // 1.8 s of 2.1 s). The rows in memory stay under about kFocusRowsHeld.
+    int64_t periods = 1;
+    for (int64_t p = period_start(q.from, q.granularity); p < q.to;) {
+      int64_t end = p;
+      for (int64_t i = 0; i < periods && end < q.to; ++i) end = period_end(end, q.granularity);
+      source.for_each_window_in(std::max(p, q.from), std::min(end, q.to), [&](ledger::WindowRecord&& w) { focus.add(w); });
+      const size_t held = focus.held();
       focus.flush(s.whole.audit, q.generated_at, sink);
+      if (held * 2 <= kFocusRowsHeld) periods *= 2;
+      else if (held > kFocusRowsHeld && periods > 1) periods /= 2;
+      p = end;
     }
     return;
   }

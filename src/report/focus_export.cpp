@@ -1,15 +1,13 @@
 #include "report/focus_export.h"
 
-#include <nlohmann/json.hpp>
-
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 
-#include "common/inert_text.h"
-#include "common/utf8.h"
 #include "ledger/prices.h"
 #include "report/bill_audit.h"
+#include "report/focus_cells.h"
 #include "report/focus_decimal.h"
 #include "report/report_text.h"
 #include "report/special_accounts.h"
@@ -56,10 +54,6 @@ const std::vector<bool>& verbatim_columns() {
   return verbatim;
 }
 
-std::string focus_cell(size_t column, const std::string& value) {
-  return verbatim_columns().at(column) ? csv_field(value) : csv_field(spreadsheet_text(value));
-}
-
 struct AccountPart {
   ledger::AccountLabels labels;
   int64_t busy = 0, idle = 0, memory = 0;
@@ -88,12 +82,6 @@ std::string decimal(double v, int places) {
     if (s.back() == '.') s.pop_back();
   }
   return s == "-0" ? "0" : s;
-}
-
-// ASCII JSON: a name's controls, bidi and invisible characters are \u escapes
-// there (JSON's own, so a reader still gets the exact name).
-std::string json_text(const nlohmann::ordered_json& j) {
-  return j.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -160,38 +148,172 @@ void FocusBuilder::write_header(const Sink& sink) {
   sink(out);
 }
 
+size_t FocusBuilder::held() const { return s_->slots.size(); }
+
 void FocusBuilder::flush(const Audit& audit, int64_t generated_at, const Sink& sink) {
   write_rows(*s_, audit, generated_at, sink);
   s_->slots.clear();
 }
 
-// The rows go to `sink` a mebibyte at a time, each piece whole rows made valid
-// UTF-8: rows end in CRLF, so no repair spans two pieces.
+namespace {
+
+// What a slot-period's rows (one an account) share, made once for them.
+struct SlotCells {
+  std::string bstart, bend, pstart, pend;  // the billing and charge periods, RFC 3339
+  std::string resource_name, resource_type, sku, sku_price, unit_price, policy, method;
+  int64_t unit_micros = 0;
+  bool partial = false;
+};
+
+SlotCells slot_cells(int64_t key_start, const SlotPeriod& sp, const Audit& audit, int64_t from, int64_t to,
+                     Granularity granularity, int64_t generated_at) {
+  SlotCells c;
+  const int64_t pend = std::min(period_end(key_start, granularity), to);
+  c.pstart = format_rfc3339(std::max(key_start, from));
+  c.pend = format_rfc3339(pend);
+  c.bstart = format_rfc3339(period_start(key_start, Granularity::kMonth));
+  c.bend = format_rfc3339(period_end(key_start, Granularity::kMonth));
+  c.partial = generated_at > 0 && pend > generated_at;
+  const bool mig = sp.slot.mig_profile.has_value() && !sp.slot.mig_profile->empty();
+  c.resource_name = sp.slot.model + (mig ? " MIG " + *sp.slot.mig_profile + " of " + sp.slot.parent_uuid : "");
+  c.resource_type = mig ? "MIG instance" : "GPU";
+  const double rate = sp.gpu_hours > 0 ? static_cast<double>(sp.cost) / sp.gpu_hours : 0;  // micros per GPU-hour
+  // The configured rate (the price list in effect), else the one the windows' costs measure.
+  c.unit_micros = listed_rate_micros(audit, sp.slot).value_or(static_cast<int64_t>(rate + 0.5));
+  c.unit_price = format_micros(c.unit_micros);
+  // The SKU is the GPU (or MIG profile) model; its price, the rate per GPU-hour in the currency.
+  c.sku = "gpu:" + sp.slot.model + (mig ? " MIG " + *sp.slot.mig_profile : "");
+  c.sku_price = c.sku + ":" + c.unit_price + " " + sp.currency + "/GPU-Hour";
+  for (const auto& p : sp.policies) c.policy += (c.policy.empty() ? "" : "+") + p;
+  c.method = "gpuledger-cost-policy-" + c.policy;
+  return c;
+}
+
+// One row's cells in kFocusColumns' order, each as focus_cell makes it.
+class RowCells {
+ public:
+  explicit RowCells(std::string& out) : out_(out) {}
+  RowCells& operator<<(std::string_view v) {
+    if (column_ > 0) out_ += ',';
+    (verbatim_columns().at(column_++) ? append_csv_cell : append_text_cell)(out_, v);
+    return *this;
+  }
+  void end() {
+    if (column_ != kFocusColumns.size()) throw std::logic_error("a FOCUS row of the wrong width");
+    out_ += "\r\n";
+  }
+
+ private:
+  std::string& out_;
+  size_t column_ = 0;
+};
+
+// A JSON object of text values, as nlohmann's ordered_json dumps it (ASCII);
+// a Slurm job's user and account (store schema 10) only where there are some.
+using JsonFields = std::initializer_list<std::pair<std::string_view, std::string_view>>;
+const std::string& json_object(std::string& out, JsonFields fields, const ledger::AccountLabels& l) {
+  out = "{";
+  auto field = [&](std::string_view key, std::string_view value) {
+    if (out.size() > 1) out += ',';
+    append_json_string(out, key);
+    out += ':';
+    append_json_string(out, value);
+  };
+  for (const auto& [key, value] : fields) field(key, value);
+  if (!l.slurm_user.empty()) field("slurm_user", l.slurm_user);
+  if (!l.slurm_account.empty()) field("slurm_account", l.slurm_account);
+  out += '}';
+  return out;
+}
+
+// AllocatedMethodDetails: the account's ratio of the GPU's cost and the GPU-hours it held.
+const std::string& method_details(std::string& out, double ratio, double held_gpu_hours, const std::string& policy) {
+  out = "{\"Elements\":[{\"AllocatedRatio\":";
+  append_json_number(out, std::stod(decimal(ratio, 12)));
+  out += ",\"UsageUnit\":\"GPU-Hours\",\"UsageQuantity\":";
+  append_json_number(out, std::stod(decimal(held_gpu_hours, 9)));
+  out += "}],\"x_CostPolicy\":";
+  append_json_string(out, policy);
+  out += '}';
+  return out;
+}
+
+// The kinds of charge an account has, "busy+idle"; "none" without any.
+std::string cost_kinds(const AccountPart& part) {
+  std::string kinds;
+  for (auto [k, v] : {std::pair{"busy", part.busy}, std::pair{"idle", part.idle}, std::pair{"memory", part.memory}})
+    if (v > 0) kinds += (kinds.empty() ? "" : "+") + std::string(k);
+  return kinds.empty() ? "none" : kinds;
+}
+
+struct RowContext {
+  const SlotPeriod& sp;
+  const SlotCells& c;
+  const Audit& audit;
+  const std::string& account_id;
+  std::string tags, details, allocated_tags;  // the JSON cells' text, their storage reused
+};
+
+void write_account_row(std::string& out, RowContext& x, const std::string& account, const AccountPart& part,
+                       double ratio) {
+  const SlotPeriod& sp = x.sp;
+  const SlotCells& c = x.c;
+  const std::string& node = x.audit.node;
+  const std::string& cluster = x.audit.cluster;
+  const std::string meaning = special_account_meaning(account);
+  const ledger::AccountLabels& l = part.labels;
+  const std::string who = !meaning.empty() ? account + " (" + meaning + ")"
+                          : !l.pod.empty() ? l.namespace_name + "/" + l.pod + (l.container.empty() ? "" : "/" + l.container)
+                                           : account;
+  const std::string billed = format_micros(part.total());
+  // PricingQuantity in nano-GPU-hours, and the list (= contracted) cost of it to the last digit.
+  const int64_t quantity = to_nanos(sp.gpu_hours * ratio);
+  const std::string list_cost = micros_times_nanos(c.unit_micros, quantity);
+  const std::string subaccount = meaning.empty() ? l.team : "";
+  RowCells row(out);
+  row << billed << x.account_id << x.account_id << sp.currency << c.bend << c.bstart << "Usage" << ""
+      << "GPU time of " + who + " on " + c.resource_name + " (" + sp.slot.uuid + "), split by cost policy " + c.policy
+      << c.pend << c.pstart << list_cost << billed << "gpuledger" << list_cost << scaled_decimal(quantity, 9)
+      << "GPU-Hours" << "gpuledger" << "gpuledger" << "Compute" << "GPU time"
+      // conditional and recommended; InvoiceId null: gpuledger issues no invoice (the bill id is x_BillId)
+      << "Usage-Based" << decimal(part.held_gpu_hours, 9) << "GPU-Hours" << c.unit_price << "" << c.unit_price
+      << "Standard" << sp.slot.uuid << c.resource_name << c.resource_type << "Containers" << c.sku << "GPU time" << ""
+      << c.sku_price << subaccount << subaccount
+      << json_object(x.tags,
+                     {{"team", l.team}, {"namespace", l.namespace_name}, {"pod", l.pod}, {"container", l.container},
+                      {"node", node}, {"cluster", cluster}, {"cost_kind", cost_kinds(part)}, {"account", account},
+                      {"gpu_model", sp.slot.model}, {"cost_policy", c.policy}},
+                     l)
+      // split allocation
+      << c.method << method_details(x.details, ratio, part.held_gpu_hours, c.policy) << account
+      << (meaning.empty() ? who : account)
+      << json_object(x.allocated_tags,
+                     {{"account", account}, {"team", l.team}, {"namespace", l.namespace_name}, {"pod", l.pod},
+                      {"container", l.container}},
+                     l)
+      // gpuledger's own
+      << x.audit.bill_id << node << cluster << format_micros(part.busy) << format_micros(part.idle)
+      << format_micros(part.memory) << decimal(part.busy_gpu_hours, 9) << (c.partial ? "true" : "false")
+      << (part.sm_known && part.sm_den > 0 ? decimal(part.sm_num / part.sm_den, 6) : "")
+      << (part.millijoules ? scaled_decimal(*part.millijoules, 3) : "")
+      << (part.vram_byte_seconds > 0 ? decimal(part.vram_byte_seconds / (1024.0 * 1024.0 * 1024.0) / 3600.0, 9) : "");
+  row.end();
+}
+
+}  // namespace
+
+// The rows go to `sink` a mebibyte at a time, each piece whole rows. Every
+// cell is valid UTF-8 (csv_field's repair, or ASCII), so no piece needs one.
 void FocusBuilder::write_rows(const State& st, const Audit& audit, int64_t generated_at, const Sink& sink) {
   std::string out;
   auto emit = [&] {
-    if (!out.empty()) sink(valid_utf8(out));
+    if (!out.empty()) sink(out);
     out.clear();
   };
-  const std::string node = audit.node, cluster = audit.cluster;
-  const std::string account_id = !cluster.empty() ? cluster : !node.empty() ? node : "gpuledger";
+  const std::string account_id = !audit.cluster.empty() ? audit.cluster : !audit.node.empty() ? audit.node : "gpuledger";
   for (const auto& [key, sp] : st.slots) {
-    const int64_t pstart = std::max(key.first, st.from);
-    const int64_t pend = std::min(period_end(key.first, st.granularity), st.to);
-    const int64_t bstart = period_start(key.first, Granularity::kMonth);
-    const int64_t bend = period_end(key.first, Granularity::kMonth);
-    const bool mig = sp.slot.mig_profile.has_value() && !sp.slot.mig_profile->empty();
-    const std::string resource_name =
-        sp.slot.model + (mig ? " MIG " + *sp.slot.mig_profile + " of " + sp.slot.parent_uuid : "");
-    const double rate = sp.gpu_hours > 0 ? static_cast<double>(sp.cost) / sp.gpu_hours : 0;  // micros per GPU-hour
-    // The configured rate (the price list in effect), else the one the windows' costs measure.
-    const int64_t unit_micros = listed_rate_micros(audit, sp.slot).value_or(static_cast<int64_t>(rate + 0.5));
-    const std::string unit_price = format_micros(unit_micros);
-    // The SKU is the GPU (or MIG profile) model; its price, the rate per GPU-hour in the currency.
-    const std::string sku = "gpu:" + sp.slot.model + (mig ? " MIG " + *sp.slot.mig_profile : "");
-    const std::string sku_price = sku + ":" + unit_price + " " + sp.currency + "/GPU-Hour";
-    std::string policy;
-    for (const auto& p : sp.policies) policy += (policy.empty() ? "" : "+") + p;
+    const SlotCells cells = slot_cells(key.first, sp, audit, st.from, st.to, st.granularity, generated_at);
+    RowContext x{sp, cells, audit, account_id, {}, {}, {}};
     double held_total = 0;
     for (const auto& [account, part] : sp.accounts) held_total += part.held_gpu_hours;
     const size_t n = sp.accounts.size();
@@ -200,66 +322,7 @@ void FocusBuilder::write_rows(const State& st, const Audit& audit, int64_t gener
       const double ratio = sp.cost > 0      ? static_cast<double>(part.total()) / static_cast<double>(sp.cost)
                            : held_total > 0 ? part.held_gpu_hours / held_total
                                             : 1.0 / static_cast<double>(n);
-      const std::string meaning = special_account_meaning(account);
-      const ledger::AccountLabels& l = part.labels;
-      std::string kinds;
-      for (auto [k, v] : {std::pair{"busy", part.busy}, std::pair{"idle", part.idle}, std::pair{"memory", part.memory}})
-        if (v > 0) kinds += (kinds.empty() ? "" : "+") + std::string(k);
-      if (kinds.empty()) kinds = "none";
-      nlohmann::ordered_json tags = {{"team", l.team},          {"namespace", l.namespace_name},
-                                     {"pod", l.pod},            {"container", l.container},
-                                     {"node", node},            {"cluster", cluster},
-                                     {"cost_kind", kinds},      {"account", account},
-                                     {"gpu_model", sp.slot.model}, {"cost_policy", policy}};
-      nlohmann::ordered_json allocated_tags = {{"account", account},
-                                               {"team", l.team},
-                                               {"namespace", l.namespace_name},
-                                               {"pod", l.pod},
-                                               {"container", l.container}};
-      // A Slurm job's user and account (store schema 10), only where there are some.
-      for (auto* t : {&tags, &allocated_tags}) {
-        if (!l.slurm_user.empty()) (*t)["slurm_user"] = l.slurm_user;
-        if (!l.slurm_account.empty()) (*t)["slurm_account"] = l.slurm_account;
-      }
-      nlohmann::ordered_json details = {
-          {"Elements",
-           nlohmann::ordered_json::array({{{"AllocatedRatio", std::stod(decimal(ratio, 12))},
-                                           {"UsageUnit", "GPU-Hours"},
-                                           {"UsageQuantity", std::stod(decimal(part.held_gpu_hours, 9))}}})},
-          {"x_CostPolicy", policy}};
-      std::string who = !meaning.empty() ? account + " (" + meaning + ")"
-                        : !l.pod.empty() ? l.namespace_name + "/" + l.pod + (l.container.empty() ? "" : "/" + l.container)
-                                         : account;
-      const std::string billed = format_micros(part.total());
-      // PricingQuantity in nano-GPU-hours, and the list (= contracted) cost of it to the last digit.
-      const int64_t quantity = to_nanos(sp.gpu_hours * ratio);
-      const std::string list_cost = micros_times_nanos(unit_micros, quantity);
-      const std::string sm_active = part.sm_known && part.sm_den > 0 ? decimal(part.sm_num / part.sm_den, 6) : "";
-      const std::string energy = part.millijoules ? scaled_decimal(*part.millijoules, 3) : "";
-      const std::string vram =
-          part.vram_byte_seconds > 0 ? decimal(part.vram_byte_seconds / (1024.0 * 1024.0 * 1024.0) / 3600.0, 9) : "";
-      const std::string subaccount = meaning.empty() ? l.team : "";
-      std::vector<std::string> cells = {
-          billed, account_id, account_id, sp.currency, format_rfc3339(bend), format_rfc3339(bstart), "Usage", "",
-          "GPU time of " + who + " on " + resource_name + " (" + sp.slot.uuid + "), split by cost policy " + policy,
-          format_rfc3339(pend), format_rfc3339(pstart), list_cost, billed, "gpuledger", list_cost,
-          scaled_decimal(quantity, 9), "GPU-Hours", "gpuledger", "gpuledger", "Compute", "GPU time",
-          // conditional and recommended; InvoiceId null: gpuledger issues no invoice (the bill id is x_BillId)
-          "Usage-Based", decimal(part.held_gpu_hours, 9), "GPU-Hours", unit_price, "", unit_price, "Standard",
-          sp.slot.uuid, resource_name, mig ? "MIG instance" : "GPU", "Containers", sku, "GPU time", "", sku_price,
-          subaccount, subaccount, json_text(tags),
-          // split allocation
-          "gpuledger-cost-policy-" + policy, json_text(details), account, meaning.empty() ? who : account,
-          json_text(allocated_tags),
-          // gpuledger's own
-          audit.bill_id, node, cluster, format_micros(part.busy), format_micros(part.idle),
-          format_micros(part.memory), decimal(part.busy_gpu_hours, 9), generated_at > 0 && pend > generated_at ? "true" : "false",
-          sm_active, energy, vram};
-      for (size_t i = 0; i < cells.size(); ++i) {
-        if (i) out += ',';
-        out += focus_cell(i, cells[i]);
-      }
-      out += "\r\n";
+      write_account_row(out, x, account, part, ratio);
       if (out.size() >= (1u << 20)) emit();
     }
   }

@@ -42,6 +42,9 @@
 namespace gpuledger::report {
 
 extern const std::vector<std::string> kFocusColumns;
+// About the most GPU slot-periods a streamed export holds before it writes
+// their rows (FocusBuilder::held): a day of a 1,000-node fleet is 8,000.
+constexpr size_t kFocusRowsHeld = 10000;
 
 class FocusBuilder {
  public:
@@ -61,6 +64,9 @@ class FocusBuilder {
   using Sink = std::function<void(std::string_view)>;
   static void write_header(const Sink& sink);
   void flush(const Audit& audit, int64_t generated_at, const Sink& sink);
+  // The GPU slots' charge periods added since the last flush: their rows'
+  // memory (a row per account of each).
+  size_t held() const;
 
  private:
   struct State;

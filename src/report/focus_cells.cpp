@@ -1,0 +1,75 @@
+#include "report/focus_cells.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/inert_text.h"
+#include "report/report_text.h"
+
+namespace gpuledger::report {
+
+namespace {
+
+// What one pass over a cell's bytes tells: printable ASCII (no controls, DEL
+// or bytes of UTF-8) is a cell no form of which differs from the bytes but by
+// the characters below.
+struct Scan {
+  bool printable = true, comma_or_quote = false, backslash = false;
+};
+Scan scan(std::string_view v) {
+  Scan s;
+  for (char c : v) {
+    if (c < 0x20 || c > 0x7E) return {false, false, false};
+    s.comma_or_quote |= c == ',' || c == '"';
+    s.backslash |= c == '\\';
+  }
+  return s;
+}
+
+// csv_field of valid UTF-8: quoted when it holds a comma or quote (RFC 4180).
+void append_quoted(std::string& out, std::string_view v, bool quote) {
+  if (!quote) {
+    out += v;
+    return;
+  }
+  out += '"';
+  for (char c : v) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+}
+
+}  // namespace
+
+void append_csv_cell(std::string& out, std::string_view v) {
+  const Scan s = scan(v);
+  if (!s.printable) {
+    out += csv_field(std::string(v));
+    return;
+  }
+  append_quoted(out, v, s.comma_or_quote);
+}
+
+void append_text_cell(std::string& out, std::string_view v) {
+  // spreadsheet_text escapes a backslash and marks a leading formula character.
+  const Scan s = scan(v);
+  if (!s.printable || s.backslash || (!v.empty() && std::string_view("=+-@").find(v.front()) != std::string_view::npos)) {
+    out += csv_field(spreadsheet_text(v));
+    return;
+  }
+  append_quoted(out, v, s.comma_or_quote);
+}
+
+void append_json_string(std::string& out, std::string_view v) {
+  if (const Scan s = scan(v); s.printable && !s.backslash && v.find('"') == std::string_view::npos) {
+    out += '"';
+    out += v;
+    out += '"';
+    return;
+  }
+  out += nlohmann::json(std::string(v)).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
+void append_json_number(std::string& out, double v) { out += nlohmann::json(v).dump(); }
+
+}  // namespace gpuledger::report

@@ -1,0 +1,76 @@
+// A streamed FOCUS export (write_bill with for_each_window_in) reads whole
+// charge periods, several at a time while they hold few rows, fewer again
+// once a read held many: byte for byte the export built whole in memory.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "report/bill.h"
+#include "report/focus_export.h"
+#include "report_fixture.h"
+
+namespace gpuledger::report {
+namespace {
+
+using ledger::WindowRecord;
+using testing::kT0;
+
+constexpr int64_t kHours = 12;
+constexpr int kBusyGpus = static_cast<int>(kFocusRowsHeld) + 2000;  // hours 5 and 6: one read's worth and more
+
+WindowRecord window(int gpu, int64_t start) {
+  WindowRecord w;
+  w.start = start;
+  w.end = start + 3600;
+  w.slot = {"GPU-" + std::to_string(gpu), "NVIDIA H100 80GB HBM3", std::nullopt, ""};
+  w.currency = "EUR";
+  w.observed_seconds = 3600;
+  ledger::AccountRecord a;
+  a.account = "k8s/pod-" + std::to_string(gpu % 7);
+  a.labels = {"ml", "pod-" + std::to_string(gpu % 7), "main", "vision"};
+  a.held_share = a.allocated_share = 1;
+  w.accounts = {a};
+  w.charges = {{a.account, ledger::ChargeKind::kBusy, 1'000 + gpu}};
+  w.cost_micros = w.busy_micros = 1'000 + gpu;
+  return w;
+}
+
+std::vector<WindowRecord> windows() {
+  std::vector<WindowRecord> out;
+  for (int64_t h = 0; h < kHours; ++h)
+    for (int g = 0; g < (h == 5 || h == 6 ? kBusyGpus : 3); ++g) out.push_back(window(g, kT0 + h * 3600));
+  return out;
+}
+
+TEST(FocusStream, ReadsSeveralPeriodsWhileFewFewerOnceAReadHeldManyAndWritesTheSameBytes) {
+  const std::vector<WindowRecord> all = windows();
+  BillSource source;
+  source.for_each_window = [&](const std::function<void(WindowRecord&&)>& fn) {
+    for (auto w : all) fn(std::move(w));
+  };
+  source.inputs = [] { return ledger::BillInputs{}; };
+  BillRequest q;
+  q.from = kT0;
+  q.to = kT0 + kHours * 3600;
+  q.format = Format::kFocus;
+  q.granularity = Granularity::kHour;
+  q.generated_at = q.to;
+  const std::string whole = render_bill(source, q);  // no for_each_window_in: built in memory
+
+  std::vector<std::pair<int64_t, int64_t>> reads;
+  source.for_each_window_in = [&](int64_t a, int64_t b, const std::function<void(WindowRecord&&)>& fn) {
+    reads.emplace_back(a, b);
+    for (auto w : all)
+      if (w.start >= a && w.start < b) fn(std::move(w));
+  };
+  EXPECT_EQ(render_bill(source, q), whole);
+  // Whole hours, in order, none twice: 1, 2 and 4 hours while each held 3 GPUs; hours 3-6 held
+  // 2 x kBusyGpus + 6 slot-hours, so the next read is 2 hours, then 4 again.
+  const std::vector<std::pair<int64_t, int64_t>> expected = {
+      {kT0, kT0 + 3600}, {kT0 + 3600, kT0 + 3 * 3600}, {kT0 + 3 * 3600, kT0 + 7 * 3600},
+      {kT0 + 7 * 3600, kT0 + 9 * 3600}, {kT0 + 9 * 3600, kT0 + 12 * 3600}};
+  EXPECT_EQ(reads, expected);
+}
+
+}  // namespace
+}  // namespace gpuledger::report
