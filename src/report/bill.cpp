@@ -33,8 +33,9 @@ void adopt_price_list_currency(Report& r, const ledger::BillInputs& inputs) {
   if (r.rightsizing) r.rightsizing->currency = r.currency;
 }
 
-Scan scan(const BillSource& source, const BillRequest& q) {
-  ReportBuilder whole(q.from, q.to, q.by, q.rightsizing);
+// Recommendations: the table, JSON and HTML show them; CSV and FOCUS do not.
+Scan scan(const BillSource& source, const BillRequest& q, bool recommendations) {
+  ReportBuilder whole(q.from, q.to, q.by, recommendations ? std::optional(q.rightsizing) : std::nullopt);
   BillHasher hasher;
   std::unique_ptr<FocusBuilder> focus;
   if (q.format == Format::kFocus) focus = std::make_unique<FocusBuilder>(q.from, q.to, q.granularity);
@@ -49,7 +50,9 @@ Scan scan(const BillSource& source, const BillRequest& q) {
     if (q.format == Format::kCsv) {
       const int64_t p = period_start(w.start, q.granularity);
       auto& b = periods[p];
-      if (!b) b = std::make_unique<ReportBuilder>(std::max(p, q.from), std::min(period_end(p, q.granularity), q.to), q.by);
+      if (!b)
+        b = std::make_unique<ReportBuilder>(std::max(p, q.from), std::min(period_end(p, q.granularity), q.to), q.by,
+                                            std::nullopt);
       b->add(w);
     }
   });
@@ -88,7 +91,7 @@ BillSource store_bill_source(const ledger::Store& store, int64_t from, int64_t t
 Report build_bill(const BillSource& source, const BillRequest& q) {
   BillRequest table = q;
   table.format = Format::kTable;  // no periods, no FOCUS rows
-  return scan(source, table).whole;
+  return scan(source, table, true).whole;
 }
 
 Report build_bill(const ledger::Store& store, const BillRequest& q) {
@@ -110,7 +113,7 @@ void write_bill(const BillSource& source, const BillRequest& q, Report* whole,
   if (q.format == Format::kFocus && source.for_each_window_in) {
     BillRequest table = q;
     table.format = Format::kTable;  // the whole bill: its audit names every row
-    const Scan s = scan(source, table);
+    const Scan s = scan(source, table, false);
     if (whole) *whole = s.whole;
     FocusBuilder::write_header(sink);
     FocusBuilder focus(q.from, q.to, q.granularity);
@@ -131,7 +134,7 @@ void write_bill(const BillSource& source, const BillRequest& q, Report* whole,
     }
     return;
   }
-  Scan s = scan(source, q);
+  Scan s = scan(source, q, q.format != Format::kCsv && q.format != Format::kFocus);
   if (whole) *whole = s.whole;
   switch (q.format) {
     case Format::kFocus: sink(s.focus); return;

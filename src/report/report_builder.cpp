@@ -121,7 +121,7 @@ struct ReportBuilder::State {
   std::map<std::string, bool> gpu_has_device;
   std::set<std::string> gpu_suspect;
   std::map<std::string, ModelPrice> prices;
-  std::unique_ptr<RightsizingBuilder> rightsizing;  // by pod when the report is by GPU
+  std::unique_ptr<RightsizingBuilder> rightsizing;  // by pod when the report is by GPU; null: none asked for
 
   // An account's groups, found once (std::map nodes do not move) and again
   // only when its labels change; --by gpu groups by the window's GPU instead.
@@ -153,13 +153,14 @@ struct ReportBuilder::State {
   ledger::WindowRecord::DeviceQualityCounts count_window(const WindowRecord& w, double gpu_hours);
 };
 
-ReportBuilder::ReportBuilder(int64_t from, int64_t to, GroupBy by, const RightsizingOptions& rightsizing)
+ReportBuilder::ReportBuilder(int64_t from, int64_t to, GroupBy by, const std::optional<RightsizingOptions>& rightsizing)
     : s_(std::make_unique<State>()) {
   s_->from = from;
   s_->to = to;
   s_->by = by;
-  s_->rightsizing =
-      std::make_unique<RightsizingBuilder>(from, to, by == GroupBy::kGpu || by == GroupBy::kNode ? GroupBy::kPod : by, rightsizing);
+  if (rightsizing)
+    s_->rightsizing = std::make_unique<RightsizingBuilder>(
+        from, to, by == GroupBy::kGpu || by == GroupBy::kNode ? GroupBy::kPod : by, *rightsizing);
 }
 
 ReportBuilder::~ReportBuilder() = default;
@@ -231,7 +232,7 @@ ledger::WindowRecord::DeviceQualityCounts ReportBuilder::State::count_window(con
 void ReportBuilder::add(const WindowRecord& w) {
   State& s = *s_;
   s.currencies.insert(w.currency);
-  s.rightsizing->add(w);
+  if (s.rightsizing) s.rightsizing->add(w);
   const int64_t len_s = w.end - w.start;
   const double len = static_cast<double>(len_s);
   const double gpu_hours = len * w.gpu_fraction / 3600.0;
@@ -440,7 +441,7 @@ Report ReportBuilder::finish() {
                       "are not used for efficiency, waste or advice; a value they leave unknown is shown as "
                       "\"suspect\", never as 0 %.");
   }
-  r.rightsizing = s.rightsizing->finish();
+  if (s.rightsizing) r.rightsizing = s.rightsizing->finish();
   return r;
 }
 
