@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
+#include <cstdint>
+
 #include "common/inert_text.h"
 #include "report/report_text.h"
 
@@ -15,14 +18,20 @@ namespace {
 struct Scan {
   bool printable = true, comma_or_quote = false, backslash = false;
 };
+// Each byte's class, ORed over the cell without a branch a byte (the scan was
+// 15 % of a fleet's FOCUS export when it stopped at the first odd byte).
+enum : uint8_t { kOdd = 1, kCommaOrQuote = 2, kBackslash = 4 };
+constexpr std::array<uint8_t, 256> kByteClass = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = 0; c < 256; ++c) t[c] = c < 0x20 || c > 0x7E ? kOdd : 0;
+  t[','] = t['"'] = kCommaOrQuote;
+  t['\\'] = kBackslash;
+  return t;
+}();
 Scan scan(std::string_view v) {
-  Scan s;
-  for (char c : v) {
-    if (c < 0x20 || c > 0x7E) return {false, false, false};
-    s.comma_or_quote |= c == ',' || c == '"';
-    s.backslash |= c == '\\';
-  }
-  return s;
+  uint8_t seen = 0;
+  for (char c : v) seen |= kByteClass[static_cast<uint8_t>(c)];
+  return {(seen & kOdd) == 0, (seen & kCommaOrQuote) != 0, (seen & kBackslash) != 0};
 }
 
 // csv_field of valid UTF-8: quoted when it holds a comma or quote (RFC 4180).

@@ -1,7 +1,10 @@
 #include "report/report_text.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <system_error>
 #include <ctime>
 #include <sstream>
 
@@ -13,7 +16,13 @@
 namespace gpuledger::report {
 
 std::string fixed(double v, int decimals) {
+  // std::to_chars is printf's "%.*f" (the C standard's exact rounding) at a
+  // fraction of its cost: a fleet's FOCUS export formats millions of them.
   char buf[64];
+  if (std::isfinite(v) && decimals >= 0) {
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
+    if (ec == std::errc()) return std::string(buf, end);
+  }
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }

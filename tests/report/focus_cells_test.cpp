@@ -6,12 +6,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/inert_text.h"
 #include "report/focus_cells.h"
+#include "report/focus_decimal.h"
 #include "report/report_text.h"
 
 namespace gpuledger::report {
@@ -70,6 +73,51 @@ TEST(FocusCells, NumbersAreNlohmannsShortestForm) {
     std::string out;
     append_json_number(out, v);
     EXPECT_EQ(out, nlohmann::json(v).dump());
+  }
+}
+
+// scaled_decimal as it was written first (digits prepended to a string).
+std::string scaled_decimal_reference(__int128 value, int scale) {
+  const bool negative = value < 0;
+  unsigned __int128 v = negative ? static_cast<unsigned __int128>(-value) : static_cast<unsigned __int128>(value);
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v > 0);
+  if (static_cast<int>(digits.size()) <= scale) digits.insert(0, static_cast<size_t>(scale + 1) - digits.size(), '0');
+  std::string out = digits.substr(0, digits.size() - static_cast<size_t>(scale));
+  std::string frac = digits.substr(digits.size() - static_cast<size_t>(scale));
+  while (!frac.empty() && frac.back() == '0') frac.pop_back();
+  if (!frac.empty()) out += "." + frac;
+  return (negative && out != "0" ? "-" : "") + out;
+}
+
+TEST(FocusCells, DecimalsAreWhatTheyWereByteForByte) {
+  std::mt19937_64 rng(20261204);
+  for (int i = 0; i < 200000; ++i) {
+    const int scale = static_cast<int>(rng() % 16);
+    __int128 v = static_cast<__int128>(rng() >> (rng() % 64));
+    if (i % 7 == 0) v *= static_cast<__int128>(rng() >> 20);  // past int64 (micro-units x nano-units)
+    if (i % 3 == 0) v = -v;
+    ASSERT_EQ(scaled_decimal(v, scale), scaled_decimal_reference(v, scale)) << static_cast<long long>(v) << " " << scale;
+  }
+  EXPECT_EQ(scaled_decimal(0, 9), "0");
+  EXPECT_EQ(scaled_decimal(-20, 2), "-0.2");
+  EXPECT_EQ(scaled_decimal(1500, 3), "1.5");
+  EXPECT_THROW(scaled_decimal(1, kMaxScale + 1), std::invalid_argument);
+  // fixed() is printf's %.*f, by std::to_chars.
+  char buf[64];
+  for (int i = 0; i < 200000; ++i) {
+    const int places = static_cast<int>(rng() % 13);
+    const double v = (static_cast<double>(rng() % 100000000) / static_cast<double>(1 + rng() % 1000000)) *
+                     (i % 5 == 0 ? -1.0 : 1.0) * (i % 11 == 0 ? 1e12 : 1.0);
+    std::snprintf(buf, sizeof buf, "%.*f", places, v);
+    ASSERT_EQ(fixed(v, places), buf) << v << " " << places;
+  }
+  for (double v : {0.5, 1.5, 2.5, 0.125, -0.0, 1e300, -1e300}) {
+    std::snprintf(buf, sizeof buf, "%.*f", 2, v);
+    EXPECT_EQ(fixed(v, 2), buf) << v;
   }
 }
 
