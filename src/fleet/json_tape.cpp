@@ -247,6 +247,8 @@ uint32_t JsonTape::key_hash(std::string_view s) {
 }
 
 JsonTape::Ref JsonTape::parse(std::string_view text) {
+  key_indexes_.clear();
+  key_slots_.clear();
   Parser(*this, text).document();
   return Ref(this, 0);
 }
@@ -256,15 +258,49 @@ size_t JsonTape::Ref::size() const { return is_array() || is_object() ? node().s
 JsonTape::Ref JsonTape::Ref::at(size_t index) const {
   if (!is_array()) mismatch("array");
   if (index >= node().size) throw Error("JSON: an array has no element " + std::to_string(index));
+  // Scalars only (a node each): the element is at its place; else walked to.
+  if (node().end == index_ + 1 + node().size) return Ref(tape_, first_child() + static_cast<uint32_t>(index));
   uint32_t child = first_child();
   for (size_t k = 0; k < index; ++k) child = next(child);
   return Ref(tape_, child);
 }
 
+const JsonTape::KeyIndex& JsonTape::key_index(uint32_t object) const {
+  for (const KeyIndex& ix : key_indexes_)
+    if (ix.object == object) return ix;
+  const uint32_t members = nodes_[object].size;
+  uint32_t capacity = 16;
+  while (capacity < 2 * members) capacity *= 2;
+  const KeyIndex ix{object, static_cast<uint32_t>(key_slots_.size()), capacity - 1};
+  key_slots_.resize(key_slots_.size() + capacity, 0);
+  uint32_t key = object + 1;
+  for (uint32_t k = 0; k < members; ++k, key = nodes_[nodes_[key].end].end) {
+    const std::string_view name = Ref(this, key).string();
+    for (uint32_t i = nodes_[key].hash & ix.mask;; i = (i + 1) & ix.mask) {
+      uint32_t& slot = key_slots_[ix.offset + i];
+      // Empty, or the same key before: the last of a repeated key is the one read.
+      if (slot == 0 || (nodes_[slot - 1].hash == nodes_[key].hash && Ref(this, slot - 1).string() == name)) {
+        slot = key + 1;
+        break;
+      }
+    }
+  }
+  key_indexes_.push_back(ix);
+  return key_indexes_.back();
+}
+
 std::optional<JsonTape::Ref> JsonTape::Ref::find(std::string_view key) const {
   if (!is_object()) mismatch("object");
-  std::optional<Ref> found;
   const uint32_t hash = key_hash(key);
+  if (node().size > kIndexedMembers) {
+    const KeyIndex& ix = tape_->key_index(index_);
+    for (uint32_t i = hash & ix.mask;; i = (i + 1) & ix.mask) {
+      const uint32_t slot = tape_->key_slots_[ix.offset + i];
+      if (slot == 0) return std::nullopt;
+      if (tape_->nodes_[slot - 1].hash == hash && Ref(tape_, slot - 1).string() == key) return Ref(tape_, next(slot - 1));
+    }
+  }
+  std::optional<Ref> found;
   uint32_t child = first_child();
   for (uint32_t k = 0; k < node().size; ++k) {
     const uint32_t value = next(child);

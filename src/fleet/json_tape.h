@@ -102,8 +102,21 @@ class JsonTape {
  private:
   class Parser;
   static uint32_t key_hash(std::string_view s);
+  // An object's keys in an open-addressing table, made at its first find
+  // when it has more than kIndexedMembers: a roll-up body's object is asked
+  // for each of its ~30 fields, and walking its members for each was a fifth
+  // of a fleet report's client time (docs/performance.md).
+  static constexpr uint32_t kIndexedMembers = 8;
+  struct KeyIndex {
+    uint32_t object, offset, mask;  // the object's node; its slots in key_slots_
+  };
+  const KeyIndex& key_index(uint32_t object) const;
   std::vector<Node> nodes_;
   std::string strings_;  // every string's unescaped bytes, one after another
+  // The indexes of this document's objects (reset by parse): a key node's
+  // index + 1 per slot, 0 empty. A tape is one thread's, so they may grow in a const find.
+  mutable std::vector<KeyIndex> key_indexes_;
+  mutable std::vector<uint32_t> key_slots_;
 };
 
 namespace json_tape_detail {

@@ -60,7 +60,7 @@ void expect_same(JsonTape& tape, const std::string& text) {
 
 TEST(JsonTape, ReadsEveryKindOfValueAsNlohmannDoes) {
   JsonTape tape;
-  for (const std::string text : std::vector<std::string>{
+  for (const std::string& text : std::vector<std::string>{
            "null", "true", "false", "0", "-0", "7", "-7", "18446744073709551615", "-9223372036854775808",
            "18446744073709551616", "-9223372036854775809", "123456789012345678901234567890", "0.1", "-2.5e-3",
            "1E+300", "1e-320", "1e-400", "-1e-999", "0.00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001", "4.9406564584124654e-324", "1.7976931348623157e308", "0.30000000000000004",
@@ -75,7 +75,7 @@ TEST(JsonTape, ReadsEveryKindOfValueAsNlohmannDoes) {
 
 TEST(JsonTape, RefusesWhatNlohmannRefuses) {
   JsonTape tape;
-  for (const std::string text : std::vector<std::string>{"", " ", "{", "[1,]", "[1 2]", R"({"a" 1})", R"({"a":})", R"({1: 2})", "01", "-", "1.", ".5", "1e", "1e+",
+  for (const std::string& text : std::vector<std::string>{"", " ", "{", "[1,]", "[1 2]", R"({"a" 1})", R"({"a":})", R"({1: 2})", "01", "-", "1.", ".5", "1e", "1e+",
         "+1", "0x10", "NaN", "Infinity", "1e400", "-1e400", "tru", "nul", "[1] 2", "\"abc", "\"\x01\"", R"("\x")",
         R"("\u12")", R"("\ud800")", R"("\udc00")", R"("\ud800\u0041")", "\"\xff\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"",
         "\"\xf4\x90\x80\x80\"", "\"\xe2\x82\"", "[\"a\"]]", std::string("[1,\0 2]", 7)}) {
@@ -123,6 +123,42 @@ TEST(JsonTape, AgreesWithNlohmannOnRandomAndDamagedDocuments) {
     for (size_t k = 1 + pick(3); k > 0 && !text.empty(); --k) text[pick(text.size())] = bytes[pick(bytes.size())];
     expect_same(tape, text);
     if (testing::Test::HasFailure()) return;
+  }
+}
+
+// find() on objects large enough to be indexed (JsonTape::kIndexedMembers)
+// and small ones, with repeated keys (the last is read) and keys not there;
+// at() on arrays of scalars (read at their place) and of containers (walked).
+TEST(JsonTape, FindsKeysAndElementsAsNlohmannReadsThem) {
+  std::mt19937_64 rng(20261205);
+  JsonTape tape;
+  for (int round = 0; round < 2000; ++round) {
+    const size_t members = rng() % 60;
+    std::string text = "{";
+    for (size_t k = 0; k < members; ++k) {
+      const std::string key = "\"f" + std::to_string(rng() % 40) + "\"";  // repeats at random
+      std::string value = std::to_string(rng() % 1000);
+      if (k % 7 == 3) value = "{\"x\":" + value + ",\"f1\":[1,{\"y\":2},3]}";  // nested: indexed apart
+      if (k % 5 == 1) value = "[" + value + ",[4,5]," + value + "]";
+      if (k % 5 == 2) value = "[" + value + ",6,7]";
+      text += (k ? "," : "") + key + ":" + value;
+    }
+    text += "}";
+    const json want = json::parse(text);
+    const JsonTape::Ref got = tape.parse(text);
+    for (int f = 0; f < 45; ++f) {
+      const std::string key = "f" + std::to_string(f);
+      const auto found = got.find(key);
+      ASSERT_EQ(found.has_value(), want.contains(key)) << key << " in " << text;
+      if (!found) continue;
+      EXPECT_EQ(as_json(*found), want.at(key)) << key << " in " << text;
+      if (found->is_array()) {
+        for (size_t i = 0; i < found->size(); ++i) EXPECT_EQ(as_json(found->at(i)), want.at(key).at(i));
+      }
+      if (found->is_object()) {
+        EXPECT_EQ(as_json(found->at("x")), want.at(key).at("x"));
+      }
+    }
   }
 }
 
