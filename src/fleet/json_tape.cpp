@@ -249,6 +249,7 @@ uint32_t JsonTape::key_hash(std::string_view s) {
 JsonTape::Ref JsonTape::parse(std::string_view text) {
   key_indexes_.clear();
   key_slots_.clear();
+  last_element_ = {};
   Parser(*this, text).document();
   return Ref(this, 0);
 }
@@ -258,10 +259,16 @@ size_t JsonTape::Ref::size() const { return is_array() || is_object() ? node().s
 JsonTape::Ref JsonTape::Ref::at(size_t index) const {
   if (!is_array()) mismatch("array");
   if (index >= node().size) throw Error("JSON: an array has no element " + std::to_string(index));
-  // Scalars only (a node each): the element is at its place; else walked to.
+  // Scalars only (a node each): the element is at its place; else walked to,
+  // from the last element asked for when it is of this array and not after
+  // (an account's fields are read in order: walking from the first each time
+  // was 6 % of a 10,000-node report).
   if (node().end == index_ + 1 + node().size) return Ref(tape_, first_child() + static_cast<uint32_t>(index));
-  uint32_t child = first_child();
-  for (size_t k = 0; k < index; ++k) child = next(child);
+  auto& last = tape_->last_element_;
+  uint32_t child = first_child(), k = 0;
+  if (last.array == index_ && last.index <= index) child = last.node, k = last.index;
+  for (; k < index; ++k) child = next(child);
+  last = {index_, k, child};
   return Ref(tape_, child);
 }
 

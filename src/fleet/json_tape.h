@@ -117,6 +117,10 @@ class JsonTape {
   // index + 1 per slot, 0 empty. A tape is one thread's, so they may grow in a const find.
   mutable std::vector<KeyIndex> key_indexes_;
   mutable std::vector<uint32_t> key_slots_;
+  struct Element {
+    uint32_t array = UINT32_MAX, index = 0, node = 0;
+  };
+  mutable Element last_element_;  // the last element at() walked to
 };
 
 namespace json_tape_detail {

@@ -232,7 +232,8 @@ ledger::WindowRecord::DeviceQualityCounts ReportBuilder::State::count_window(con
 void ReportBuilder::add(const WindowRecord& w) {
   State& s = *s_;
   s.currencies.insert(w.currency);
-  if (s.rightsizing) s.rightsizing->add(w);
+  const auto window_shares = ledger::share_seconds(w);  // for the rows and the recommendations
+  if (s.rightsizing) s.rightsizing->add(w, window_shares);
   const int64_t len_s = w.end - w.start;
   const double len = static_cast<double>(len_s);
   const double gpu_hours = len * w.gpu_fraction / 3600.0;
@@ -340,7 +341,7 @@ void ReportBuilder::add(const WindowRecord& w) {
     ledger::ShareSeconds sum;
   };
   std::vector<GroupShares> shares;
-  for (const auto& [account, part] : ledger::share_seconds(w)) {
+  for (const auto& [account, part] : window_shares) {
     ensure_record(account);
     Row* row = &s.keys_for(w, *record_of(account)).group->row;
     auto g = std::find_if(shares.begin(), shares.end(), [&](const GroupShares& x) { return x.row == row; });

@@ -236,7 +236,9 @@ struct WindowPart {
 
 }  // namespace
 
-void RightsizingBuilder::add(const WindowRecord& w) {
+void RightsizingBuilder::add(const WindowRecord& w) { add(w, ledger::share_seconds(w)); }
+
+void RightsizingBuilder::add(const WindowRecord& w, const std::map<std::string, ledger::ShareSeconds>& shares) {
   State& s = *s_;
   s.currencies.insert(w.currency);
   s.first_start = std::min(s.first_start.value_or(w.start), w.start);
@@ -245,7 +247,6 @@ void RightsizingBuilder::add(const WindowRecord& w) {
   // The agent did not watch backfill and gap windows: no evidence of idleness or use.
   const bool watched = w.source != "backfill" && w.source != "gap";
   const int table_slices = s.mig_slices(w.slot.model);
-  const auto shares = ledger::share_seconds(w);
   std::map<Unit*, WindowPart> parts;  // each unit's part of this window
   for (const auto& a : w.accounts) {
     if (is_special_account(a.account)) continue;

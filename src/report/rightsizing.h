@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ledger/mig_profiles.h"
+#include "ledger/share_seconds.h"
 #include "ledger/store.h"
 
 namespace gpuledger::report {
@@ -101,6 +102,9 @@ class RightsizingBuilder {
   RightsizingBuilder(const RightsizingBuilder&) = delete;
   RightsizingBuilder& operator=(const RightsizingBuilder&) = delete;
   void add(const ledger::WindowRecord& window);
+  // The same, given the window's ledger::share_seconds (a report's builder
+  // has them already: made twice, they were 8 % of a fleet report's client).
+  void add(const ledger::WindowRecord& window, const std::map<std::string, ledger::ShareSeconds>& shares);
   Rightsizing finish() const;
 
  private:

@@ -154,6 +154,7 @@ TEST(JsonTape, FindsKeysAndElementsAsNlohmannReadsThem) {
       EXPECT_EQ(as_json(*found), want.at(key)) << key << " in " << text;
       if (found->is_array()) {
         for (size_t i = 0; i < found->size(); ++i) EXPECT_EQ(as_json(found->at(i)), want.at(key).at(i));
+        for (size_t i = found->size(); i-- > 0;) EXPECT_EQ(as_json(found->at(i)), want.at(key).at(i));  // walked again
       }
       if (found->is_object()) {
         EXPECT_EQ(as_json(found->at("x")), want.at(key).at("x"));
