@@ -1,5 +1,6 @@
 #include "fleet/fleet_sink_postgres.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -12,36 +13,77 @@ namespace gpuledger::fleet {
 
 namespace {
 
-constexpr size_t kMaxParams = 60000;  // PostgreSQL's limit is 65535 per statement
+constexpr size_t kRowsPerStatement = 20000;  // bounds one statement's arrays
 const std::vector<std::string> kKey = {"cluster", "node", "gpu_uuid", "start_time"};
 
-// INSERT of many rows in as few statements as the parameter limit allows;
-// `tail` ends each statement (ON CONFLICT, RETURNING).
-std::vector<PgResult> insert_rows(PgConnection& db, const std::string& table, const std::vector<std::string>& columns,
-                                  const std::vector<const std::vector<PgParam>*>& rows, const std::string& tail = "") {
-  std::vector<PgResult> results;
-  std::string head = "INSERT INTO gpuledger." + table + "(";
-  for (size_t i = 0; i < kKey.size() + columns.size(); ++i)
-    head += (i ? "," : "") + (i < kKey.size() ? kKey[i] : columns[i - kKey.size()]);
-  head += ") VALUES ";
-  const size_t width = kKey.size() + columns.size(), per = kMaxParams / width;
-  for (size_t first = 0; first < rows.size(); first += per) {
-    std::string sql = head;
-    std::vector<PgParam> params;
-    for (size_t r = first; r < rows.size() && r < first + per; ++r) {
-      sql += r == first ? "(" : ",(";
-      for (size_t c = 0; c < width; ++c) {
-        params.push_back((*rows[r])[c]);
-        sql += (c ? ",$" : "$") + std::to_string(params.size());
-      }
-      sql += ")";
+// One column's values as an array's text: every element quoted (its quotes
+// and backslashes escaped), NULL bare.
+std::string array_text(const std::vector<const std::vector<PgParam>*>& rows, size_t first, size_t last, size_t column) {
+  std::string text = "{";
+  for (size_t r = first; r < last; ++r) {
+    if (r > first) text += ',';
+    const PgParam& v = (*rows[r])[column];
+    if (!v) {
+      text += "NULL";
+      continue;
     }
-    results.push_back(db.query(sql + tail, params));
+    text += '"';
+    for (char ch : *v) {
+      if (ch == '"' || ch == '\\') text += '\\';
+      text += ch;
+    }
+    text += '"';
+  }
+  return text + "}";
+}
+
+}  // namespace
+
+// INSERT of many rows as one array per column, unnested by the server: the
+// statement's text is the same whatever the rows, where a VALUES list of
+// thousands of rows was parsed, analysed and planned each time (about 30 % of
+// the server's CPU while agents ship: docs/performance.md). `tail` ends each
+// statement (ON CONFLICT, RETURNING).
+std::vector<PgResult> FleetSinkPostgres::insert_rows(const std::string& table, const std::vector<std::string>& columns,
+                                                     const std::vector<const std::vector<PgParam>*>& rows,
+                                                     const std::string& tail) {
+  std::vector<PgResult> results;
+  if (rows.empty()) return results;
+  const std::map<std::string, std::string>& types = column_types(table);
+  std::string into = "INSERT INTO gpuledger." + table + "(", from = ") SELECT * FROM unnest(";
+  for (size_t i = 0; i < kKey.size() + columns.size(); ++i) {
+    const std::string& column = i < kKey.size() ? kKey[i] : columns[i - kKey.size()];
+    const auto type = types.find(column);
+    if (type == types.end()) throw Error("fleet database " + db_.name() + ": gpuledger." + table + " has no column " + column);
+    into += (i ? "," : "") + column;
+    from += (i ? ",$" : "$") + std::to_string(i + 1) + "::" + type->second + "[]";
+  }
+  const std::string sql = into + from + ")" + tail;
+  for (size_t first = 0; first < rows.size(); first += kRowsPerStatement) {
+    const size_t last = std::min(rows.size(), first + kRowsPerStatement);
+    std::vector<PgParam> params;
+    for (size_t c = 0; c < kKey.size() + columns.size(); ++c) params.push_back(array_text(rows, first, last, c));
+    results.push_back(db_.query(sql, params));
   }
   return results;
 }
 
-}  // namespace
+// A table's columns and their types (format_type), asked once per connection.
+const std::map<std::string, std::string>& FleetSinkPostgres::column_types(const std::string& table) {
+  auto [it, fresh] = column_types_.try_emplace(table);
+  if (!fresh) return it->second;
+  try {
+    PgResult r = db_.query(
+        "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = $1::regclass "
+        "AND a.attnum > 0 AND NOT a.attisdropped",
+        {"gpuledger." + table});
+    for (int i = 0; i < r.rows(); ++i) it->second[r.text(i, 0)] = r.text(i, 1);
+  } catch (...) {
+    column_types_.erase(it);
+    throw;
+  }
+  return it->second;
+}
 
 FleetSinkPostgres::FleetSinkPostgres(PgConnection& db, Origin origin) : db_(db), origin_(std::move(origin)) {}
 
@@ -125,7 +167,7 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
     for (size_t i = 0; i < windows.size(); ++i) index[{windows[i]->slot.uuid, windows[i]->start}] = i;
     std::vector<bool> inserted(windows.size(), false);
     for (const PgResult& done :
-         insert_rows(db_, "windows", kWindowColumns, window_rows,
+         insert_rows("windows", kWindowColumns, window_rows,
                      " ON CONFLICT (cluster, node, gpu_uuid, start_time) DO NOTHING RETURNING gpu_uuid, start_time"))
       for (int i = 0; i < done.rows(); ++i) inserted[index.at({done.text(i, 0), done.i64(i, 1)})] = true;
     std::vector<const std::vector<PgParam>*> accounts, charges, energy;
@@ -138,10 +180,10 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
     // Rows of one width per statement: those without Slurm names name neither column.
     std::vector<const std::vector<PgParam>*> named, plain;
     for (const auto* r : accounts) (account_width(*r) == r->size() ? named : plain).push_back(r);
-    insert_rows(db_, "accounts", kAccountColumns, named);
-    insert_rows(db_, "accounts", {kAccountColumns.begin(), kAccountColumns.end() - 2}, plain);
-    insert_rows(db_, "charges", kChargeColumns, charges);
-    insert_rows(db_, "energy_charges", kEnergyChargeColumns, energy);
+    insert_rows("accounts", kAccountColumns, named);
+    insert_rows("accounts", {kAccountColumns.begin(), kAccountColumns.end() - 2}, plain);
+    insert_rows("charges", kChargeColumns, charges);
+    insert_rows("energy_charges", kEnergyChargeColumns, energy);
     // The rest were there: a resend when the digests agree, else a conflict.
     for (size_t i = 0; i < rows.size(); ++i) {
       if (inserted[i]) continue;

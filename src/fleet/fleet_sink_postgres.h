@@ -8,6 +8,7 @@
 // the outbox (ledger/outbox.h) only after ship() returned, i.e. committed.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,12 +43,16 @@ class FleetSinkPostgres {
 
  private:
   void ensure_month(int64_t t);
+  std::vector<PgResult> insert_rows(const std::string& table, const std::vector<std::string>& columns,
+                                    const std::vector<const std::vector<PgParam>*>& rows, const std::string& tail = "");
+  const std::map<std::string, std::string>& column_types(const std::string& table);
   // BEGIN, fn, COMMIT; ROLLBACK and rethrow when anything fails (a refusal by
   // row-level security as one sentence saying kNotThisNode).
   void in_transaction(const std::function<void()>& fn);
   PgConnection& db_;
   Origin origin_;
   std::set<int64_t> months_;  // partitions known to exist
+  std::map<std::string, std::map<std::string, std::string>> column_types_;  // table -> column -> type
 };
 
 }  // namespace gpuledger::fleet

@@ -109,6 +109,34 @@ TEST_F(FleetDb, AWindowIsStoredOnceAConflictIsRefusedAndTheReaderGivesItBackExac
   EXPECT_EQ(none, 0);
 }
 
+// The sink sends each column's values as one array (FleetSinkPostgres::
+// insert_rows): names with quotes, backslashes, braces, commas, the word NULL
+// or nothing at all, and unknown values, come back exactly as sent.
+TEST_F(FleetDb, AnyTextAndUnknownsComeBackExactlyThroughTheColumnArrays) {
+  fleet::FleetSinkPostgres sink(*admin_, {"prod", "node-1"});
+  const std::vector<std::string> names = {"say \"hi\"", "back\\slash\\", "{a,b}", "NULL", "",
+                                          "caf\xc3\xa9 \xe2\x80\xae", "it's", " spaced , "};
+  std::vector<ledger::WindowRecord> ws;
+  for (size_t i = 0; i < names.size(); ++i) {
+    ws.push_back(fleet_window(kFleetT0 + 60 * static_cast<int64_t>(i), "GPU-a", static_cast<int>(i)));
+    for (auto& a : ws.back().accounts) {
+      a.labels.team = names[i];
+      a.labels.pod = names[(i + 1) % names.size()];
+      if (i % 2) a.labels.slurm_user = names[(i + 2) % names.size()];  // rows with and without the Slurm columns
+    }
+    ws.back().accounts[0].efficiency.sm_active.reset();  // unknown: NULL in its column
+  }
+  ASSERT_EQ(sink.ship(pointers(ws)), std::vector<Delivery>(ws.size(), Delivery::kStored));
+  std::vector<ledger::WindowRecord> back;
+  fleet::for_each_fleet_window(*admin_, kFleetT0, kFleetT0 + 3600, {},
+                               [&](ledger::WindowRecord&& w) { back.push_back(std::move(w)); });
+  ASSERT_EQ(back.size(), ws.size());
+  for (size_t i = 0; i < ws.size(); ++i) {
+    back[i].node.clear();
+    EXPECT_EQ(back[i], ws[i]) << "window " << i << " read back differs";
+  }
+}
+
 TEST_F(FleetDb, AgentsMayOnlyInsertAndReportsOnlyRead) {
   // Schema 3: the node's own role (`gpuledger fleet-db add-node node-1 --cluster prod`).
   const std::string role = fleet::add_node_role(*admin_, "node-1", std::string("prod"));
