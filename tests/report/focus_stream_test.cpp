@@ -3,6 +3,7 @@
 // once a read held many: byte for byte the export built whole in memory.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "report/bill.h"
@@ -64,6 +65,27 @@ TEST(FocusStream, ReadsSeveralPeriodsWhileFewFewerOnceAReadHeldManyAndWritesTheS
       if (w.start >= a && w.start < b) fn(std::move(w));
   };
   EXPECT_EQ(render_bill(source, q), whole);
+  // A row per window here (one account each), in (period, GPU) order: a period of 12,002 GPUs is
+  // written by as many threads as cores, each run after the one before it.
+  const auto column = [](const std::string& name) {
+    return static_cast<size_t>(std::find(kFocusColumns.begin(), kFocusColumns.end(), name) - kFocusColumns.begin());
+  };
+  std::vector<std::pair<std::string, std::string>> keys;  // (ChargePeriodStart, ResourceId) of each row
+  for (size_t line = whole.find("\r\n") + 2; line < whole.size(); line = whole.find("\r\n", line) + 2) {
+    std::vector<std::string> cells;
+    size_t at = line;
+    for (const size_t end = whole.find("\r\n", line); at <= end;) {
+      const bool quoted = whole[at] == '"';
+      size_t stop = quoted ? at + 1 : at;
+      while (quoted && (stop = whole.find('"', stop)) + 1 < end && whole[stop + 1] == '"') stop += 2;
+      stop = std::min(whole.find(',', quoted ? stop : at), end);
+      cells.push_back(whole.substr(at, stop - at));
+      at = stop + 1;
+    }
+    keys.emplace_back(cells.at(column("ChargePeriodStart")), cells.at(column("ResourceId")));
+  }
+  EXPECT_EQ(keys.size(), all.size());
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
   // Whole hours, in order, none twice: 1, 2 and 4 hours while each held 3 GPUs; hours 3-6 held
   // 2 x kBusyGpus + 6 slot-hours, so the next read is 2 hours, then 4 again.
   const std::vector<std::pair<int64_t, int64_t>> expected = {
