@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "fleet/fleet_schema.h"
+#include "fleet/fleet_sql.h"
 #include "fleet/window_json.h"
 #include "report/charge_period.h"
 
@@ -16,23 +17,16 @@ namespace {
 constexpr size_t kRowsPerStatement = 20000;  // bounds one statement's arrays
 const std::vector<std::string> kKey = {"cluster", "node", "gpu_uuid", "start_time"};
 
-// One column's values as an array's text: every element quoted (its quotes
-// and backslashes escaped), NULL bare.
+// One column's values as an array's text: every element quoted, NULL bare.
 std::string array_text(const std::vector<const std::vector<PgParam>*>& rows, size_t first, size_t last, size_t column) {
   std::string text = "{";
   for (size_t r = first; r < last; ++r) {
     if (r > first) text += ',';
     const PgParam& v = (*rows[r])[column];
-    if (!v) {
+    if (v)
+      append_array_element(text, *v);
+    else
       text += "NULL";
-      continue;
-    }
-    text += '"';
-    for (char ch : *v) {
-      if (ch == '"' || ch == '\\') text += '\\';
-      text += ch;
-    }
-    text += '"';
   }
   return text + "}";
 }

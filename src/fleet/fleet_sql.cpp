@@ -41,14 +41,19 @@ void in_snapshot(PgConnection& db, const std::function<void()>& fn) {
 std::string array_literal(PgConnection& db, const std::vector<std::string>& items) {
   std::string text = "{";
   for (size_t i = 0; i < items.size(); ++i) {
-    text += i ? ",\"" : "\"";
-    for (char ch : items[i]) {
-      if (ch == '"' || ch == '\\') text += '\\';
-      text += ch;
-    }
-    text += '"';
+    if (i) text += ',';
+    append_array_element(text, items[i]);
   }
   return db.literal(text + "}");
+}
+
+void append_array_element(std::string& text, std::string_view item) {
+  text += '"';
+  for (char ch : item) {
+    if (ch == '"' || ch == '\\') text += '\\';
+    text += ch;
+  }
+  text += '"';
 }
 
 // The bounds of the starts too: the index (period, period_start) is then read for

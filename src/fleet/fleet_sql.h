@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,9 @@ void in_snapshot(PgConnection& db, const std::function<void()>& fn);
 
 // An array literal of PostgreSQL's text form, quoted for SQL.
 std::string array_literal(PgConnection& db, const std::vector<std::string>& items);
+// One element of an array's text form appended to `text`: quoted, its quotes
+// and backslashes escaped, so any bytes (a comma, a brace, the word NULL) stay one element.
+void append_array_element(std::string& text, std::string_view item);
 // The elements of a one-dimensional array in PostgreSQL's text form ('{a,"b c",""}');
 // throws Error on anything else (a NULL element included).
 std::vector<std::string> parse_array(const std::string& text);

@@ -34,20 +34,6 @@ Scan scan(std::string_view v) {
   return {(seen & kOdd) == 0, (seen & kCommaOrQuote) != 0, (seen & kBackslash) != 0};
 }
 
-// csv_field of valid UTF-8: quoted when it holds a comma or quote (RFC 4180).
-void append_quoted(std::string& out, std::string_view v, bool quote) {
-  if (!quote) {
-    out += v;
-    return;
-  }
-  out += '"';
-  for (char c : v) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-}
-
 }  // namespace
 
 void append_csv_cell(std::string& out, std::string_view v) {
@@ -56,7 +42,7 @@ void append_csv_cell(std::string& out, std::string_view v) {
     out += csv_field(std::string(v));
     return;
   }
-  append_quoted(out, v, s.comma_or_quote);
+  append_csv_field(out, v, s.comma_or_quote);  // printable ASCII: no line break
 }
 
 void append_text_cell(std::string& out, std::string_view v) {
@@ -66,7 +52,7 @@ void append_text_cell(std::string& out, std::string_view v) {
     out += csv_field(spreadsheet_text(v));
     return;
   }
-  append_quoted(out, v, s.comma_or_quote);
+  append_csv_field(out, v, s.comma_or_quote);  // printable ASCII: no line break
 }
 
 void append_json_string(std::string& out, std::string_view v) {

@@ -1,11 +1,11 @@
 #include "report/focus_export.h"
 
-#include <map>
-#include <optional>
-#include <set>
 #include <algorithm>
 #include <future>
 #include <iterator>
+#include <map>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -88,10 +88,8 @@ std::string decimal(double v, int places) {
   return s == "-0" ? "0" : s;
 }
 
-}  // namespace
-
-namespace {
 using Slots = std::map<std::pair<int64_t, std::string>, SlotPeriod>;  // (period start, uuid)
+
 }  // namespace
 
 struct FocusBuilder::State {
@@ -307,10 +305,6 @@ void write_account_row(std::string& out, RowContext& x, const std::string& accou
       << (part.vram_byte_seconds > 0 ? decimal(part.vram_byte_seconds / (1024.0 * 1024.0 * 1024.0) / 3600.0, 9) : "");
   row.end();
 }
-
-}  // namespace
-
-namespace {
 
 // The rows of the slots [first, last) to `sink`, a mebibyte at a time.
 void write_slots(Slots::const_iterator first, Slots::const_iterator last, const Audit& audit, int64_t from, int64_t to,

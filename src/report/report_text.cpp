@@ -115,12 +115,22 @@ std::string aligned_columns(const std::vector<std::vector<std::string>>& lines, 
 std::string csv_field(const std::string& raw) {
   const std::string s = valid_utf8(raw);
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
+  std::string out;
+  append_csv_field(out, s, true);
+  return out;
+}
+
+void append_csv_field(std::string& out, std::string_view valid, bool quote) {
+  if (!quote) {
+    out += valid;
+    return;
+  }
+  out += '"';
+  for (char c : valid) {
     if (c == '"') out += '"';
     out += c;
   }
-  return out + "\"";
+  out += '"';
 }
 
 }  // namespace gpuledger::report

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpuledger::report {
@@ -31,5 +32,8 @@ std::string aligned_columns(const std::vector<std::vector<std::string>>& lines, 
 // One CSV field (RFC 4180): valid UTF-8, quoted when it holds a comma, quote
 // or line break. Text cells are spreadsheet_text (common/inert_text.h) first.
 std::string csv_field(const std::string& raw);
+// csv_field's quoting of text already valid UTF-8, appended to `out`:
+// `quote` (it holds a comma, quote or line break) wraps it, its quotes doubled.
+void append_csv_field(std::string& out, std::string_view valid, bool quote);
 
 }  // namespace gpuledger::report
