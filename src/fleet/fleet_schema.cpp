@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "fleet/fleet_migrations.h"
 #include "fleet/pg_connection.h"
 #include "report/charge_period.h"
 
@@ -668,8 +669,8 @@ REVOKE ALL ON FUNCTION gpuledger.check_rollup(gpuledger.rollups) FROM PUBLIC;
 
 // Migration n is kMigrations[n - 1]; append, never edit one that shipped.
 const std::vector<const char*> kMigrations = {kMigration1, kMigration2, kMigration3, kMigration4, kMigration5,
-                                            kMigration6};
-static_assert(kFleetSchemaVersion == 6, "a new migration goes into kMigrations");
+                                            kMigration6, kMigration7};
+static_assert(kFleetSchemaVersion == 7, "a new migration goes into kMigrations");
 
 }  // namespace
 

@@ -3,12 +3,14 @@
 // migrations and the check an agent or a report makes before using it.
 //
 //   schema_migrations(version, applied_at)   one row per migration applied
-//   windows(cluster, node, gpu_uuid, start_time, ...)       one per window
+//   windows(cluster, node, gpu_uuid, start_time, ..., digest, body)   one per window;
+//                     body (schema 7): its accounts, charges and energy parts as JSON
+//                     (window_json.h, window_children_to_json), checked as it is stored
 //   accounts(cluster, node, gpu_uuid, start_time, account, ..., slurm_user, slurm_account)
 //                     the Slurm user and account since schema 5 ('' before, and for
-//                     other workloads)
-//   charges(..., account, kind 'busy'|'idle'|'memory', micros)
-//   energy_charges(..., account, kind 'busy'|'idle', millijoules)
+//                     other workloads); a view of the bodies from schema 7 (a table before)
+//   charges(..., account, kind 'busy'|'idle'|'memory', micros)        a view from schema 7
+//   energy_charges(..., account, kind 'busy'|'idle', millijoules)     a view from schema 7
 //   window_totals(period, period_start, cluster, node, gpu_uuid, windows, cost_micros)
 //                     kept by a trigger on windows: per GPU and UTC hour, day, month
 //   rollups(period, period_start, cluster, node, gpu_uuid, windows, cost_micros, digest, body,
@@ -36,7 +38,7 @@
 // from a conflict (different content: refused, never overwritten).
 //
 // Roles (created by migration 1 when missing, NOLOGIN; grant them to login roles):
-//   gpuledger_agent   INSERT into the four tables and rollups, SELECT of their
+//   gpuledger_agent   INSERT into windows (the four tables before schema 7) and rollups, SELECT of their
 //                     keys and digests only (to tell a resend from a conflict), and
 //                     ensure_month(); no UPDATE, DELETE, TRUNCATE or reading of bills.
 //                     From schema 3, row-level security: a member inserts and sees
@@ -54,7 +56,7 @@ namespace gpuledger::fleet {
 class PgConnection;
 
 // The newest migration this gpuledger knows.
-inline constexpr int kFleetSchemaVersion = 6;
+inline constexpr int kFleetSchemaVersion = 7;
 
 // Applies the migrations not applied yet, each in its own transaction
 // (serialised by an advisory lock, so two runs at once are safe), and creates

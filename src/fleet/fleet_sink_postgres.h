@@ -46,6 +46,7 @@ class FleetSinkPostgres {
   std::vector<PgResult> insert_rows(const std::string& table, const std::vector<std::string>& columns,
                                     const std::vector<const std::vector<PgParam>*>& rows, const std::string& tail = "");
   const std::map<std::string, std::string>& column_types(const std::string& table);
+  void insert_children(const std::vector<WindowRows>& rows, const std::vector<bool>& inserted);
   // BEGIN, fn, COMMIT; ROLLBACK and rethrow when anything fails (a refusal by
   // row-level security as one sentence saying kNotThisNode).
   void in_transaction(const std::function<void()>& fn);
@@ -53,6 +54,7 @@ class FleetSinkPostgres {
   Origin origin_;
   std::set<int64_t> months_;  // partitions known to exist
   std::map<std::string, std::map<std::string, std::string>> column_types_;  // table -> column -> type
+  int schema_ = -1;  // the version column_types_ were read at
 };
 
 }  // namespace gpuledger::fleet

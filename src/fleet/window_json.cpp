@@ -134,6 +134,24 @@ ledger::AccountRecord account(const Ref& j) {
   return a;
 }
 
+// A window's accounts and charges into j, and its energy parts into energy
+// (when it knows its energy).
+void put_children(json& j, json* energy, const ledger::WindowRecord& w) {
+  json& accounts = j["accounts"] = json::array();
+  for (const auto& a : w.accounts) accounts.push_back(account(a));
+  json& charges = j["charges"] = json::array();
+  for (const auto& c : w.charges) charges.push_back({c.account, std::string(ledger::to_string(c.kind)), c.micros});
+  if (w.energy && energy) {
+    json parts = json::array();
+    for (const auto& c : w.energy->charges)
+      parts.push_back({c.account, std::string(ledger::to_string(c.kind)), c.millijoules});
+    *energy = std::move(parts);
+  }
+}
+
+// Strings are the store's (valid UTF-8); replace rather than throw on any other byte.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 }  // namespace
 
 std::string window_to_json(const ledger::WindowRecord& w) {
@@ -143,18 +161,18 @@ std::string window_to_json(const ledger::WindowRecord& w) {
         if (f.json || f.json_group) put(j, f, v);
       },
       w);
-  json& accounts = j["accounts"] = json::array();
-  for (const auto& a : w.accounts) accounts.push_back(account(a));
-  json& charges = j["charges"] = json::array();
-  for (const auto& c : w.charges) charges.push_back({c.account, std::string(ledger::to_string(c.kind)), c.micros});
-  if (w.energy) {
-    json parts = json::array();
-    for (const auto& c : w.energy->charges)
-      parts.push_back({c.account, std::string(ledger::to_string(c.kind)), c.millijoules});
-    j["energy"]["parts"] = parts;
-  }
-  // Strings are the store's (valid UTF-8); replace rather than throw on any other byte.
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  json parts;
+  put_children(j, &parts, w);
+  if (w.energy) j["energy"]["parts"] = std::move(parts);
+  return dump(j);
+}
+
+std::string window_children_to_json(const ledger::WindowRecord& w) {
+  json j = json::object();
+  json parts;
+  put_children(j, &parts, w);
+  if (w.energy) j["energy"] = std::move(parts);
+  return dump(j);
 }
 
 // A charge or an energy part: [account, kind, amount].

@@ -11,6 +11,11 @@
 namespace gpuledger::fleet {
 
 std::string window_to_json(const ledger::WindowRecord& window);
+// Its accounts, charges and energy parts alone, as the same JSON's
+// "accounts", "charges" and "energy" (the parts' array itself; absent when the
+// energy is unknown): a window's body in the fleet windows table (schema 7),
+// whose other fields are its columns.
+std::string window_children_to_json(const ledger::WindowRecord& window);
 // Throws Error when the text is not such a document.
 ledger::WindowRecord window_from_json(const std::string& text);
 

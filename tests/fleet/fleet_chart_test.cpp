@@ -223,9 +223,9 @@ TEST_F(FleetChart, AnUpgradeFromSchemaFiveSumsTheRollUpsAlreadyVerified) {
   const std::string rows = "SELECT period, cluster, node, gpu_uuid, period_start, account, team, micros "
                            "FROM gpuledger.rollup_charges ORDER BY 1, 2, 3, 4, 5, 6";
   const std::string months = "SELECT * FROM gpuledger.month_charts ORDER BY gpu_uuid";
-  const std::string before = pg_->psql(rows), months_before = pg_->psql(months);
-  // Back to schema 5, as it was.
-  pg_->psql("DELETE FROM gpuledger.schema_migrations WHERE version = 6; "
+  const std::string before = pg_->psql(rows), months_before = pg_->psql(months), cli_before = cli("json");
+  // Back to schema 5 as it was, but for migration 7's windows (migration 6 reads roll-ups and totals only).
+  pg_->psql("DELETE FROM gpuledger.schema_migrations WHERE version >= 6; "
             "DROP TRIGGER keep_rollup_charges ON gpuledger.rollups; DROP FUNCTION gpuledger.keep_rollup_charges(); "
             "DROP FUNCTION gpuledger.charge_rows_of(gpuledger.rollups); DROP FUNCTION gpuledger.month_chart_of(gpuledger.rollups); "
             "DROP TABLE gpuledger.rollup_charges, gpuledger.month_charts; "
@@ -233,7 +233,7 @@ TEST_F(FleetChart, AnUpgradeFromSchemaFiveSumsTheRollUpsAlreadyVerified) {
             "ALTER FUNCTION gpuledger.check_rollup_5(gpuledger.rollups) RENAME TO check_rollup; "
             "DROP FUNCTION gpuledger.create_partitions(bigint); DROP FUNCTION gpuledger.create_charges_partition(bigint); "
             "ALTER FUNCTION gpuledger.create_partitions_5(bigint) RENAME TO create_partitions");
-  ASSERT_EQ(fleet::migrate(*admin_, kFeb), 6);
+  ASSERT_EQ(fleet::migrate(*admin_, kFeb, 6), 6);
   EXPECT_EQ(pg_->psql(rows), before);
   EXPECT_EQ(pg_->psql(months), months_before);
   EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.month_charts"), "2\n");
@@ -242,6 +242,8 @@ TEST_F(FleetChart, AnUpgradeFromSchemaFiveSumsTheRollUpsAlreadyVerified) {
                       "c.oid = i.inhrelid WHERE i.inhparent = 'gpuledger.rollup_charges'::regclass"),
             "rollup_charges_2027_01,rollup_charges_2027_02,rollup_charges_2027_03\n");
   EXPECT_EQ(pg_->psql("SELECT count(*) FROM pg_inherits WHERE inhparent = 'gpuledger.month_charts'::regclass"), "3\n");
+  pg_->psql("INSERT INTO gpuledger.schema_migrations(version) VALUES (7)");
+  EXPECT_EQ(cli("json"), cli_before);
 }
 
 }  // namespace

@@ -33,9 +33,9 @@ namespace fs = std::filesystem;
 using fleet::Delivery;
 
 TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
-  EXPECT_EQ(fleet::schema_version(*admin_), 6);
-  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 6) << "a second run changes nothing";
-  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "6\n");
+  EXPECT_EQ(fleet::schema_version(*admin_), 7);
+  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 7) << "a second run changes nothing";
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "7\n");
   // This month's and the next month's partitions, of every table.
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'windows'"),
@@ -44,12 +44,12 @@ TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'rollups'"),
             "rollups_2027_01,rollups_2027_02\n");
   EXPECT_NO_THROW(fleet::check_schema(*admin_));
-  pg_->psql("INSERT INTO gpuledger.schema_migrations(version) VALUES (7)");
+  pg_->psql("INSERT INTO gpuledger.schema_migrations(version) VALUES (8)");
   try {
     fleet::check_schema(*admin_);
     FAIL() << "a newer schema was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("schema version 7 is newer than this gpuledger knows (6)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("schema version 8 is newer than this gpuledger knows (7)"), std::string::npos)
         << e.what();
   }
   EXPECT_THROW(fleet::migrate(*admin_, kFleetT0), Error);
@@ -157,11 +157,15 @@ TEST_F(FleetDb, AgentsMayOnlyInsertAndReportsOnlyRead) {
       return fleet::sqlstate_of(e.what()) == "42501";
     }
   };
-  EXPECT_TRUE(denied(agent, "UPDATE gpuledger.charges SET micros = 0"));
+  // Schema 7: a window's charges are its body.
+  EXPECT_TRUE(denied(agent, "UPDATE gpuledger.windows SET body = '{\"accounts\": [], \"charges\": []}'"));
   EXPECT_TRUE(denied(agent, "DELETE FROM gpuledger.windows"));
-  EXPECT_TRUE(denied(agent, "TRUNCATE gpuledger.accounts"));
+  EXPECT_TRUE(denied(agent, "TRUNCATE gpuledger.windows"));
   EXPECT_TRUE(denied(agent, "SELECT cost_micros FROM gpuledger.windows"));
+  EXPECT_TRUE(denied(agent, "SELECT body FROM gpuledger.windows"));
   EXPECT_TRUE(denied(agent, "SELECT * FROM gpuledger.charges"));
+  EXPECT_TRUE(denied(agent, "SELECT * FROM gpuledger.accounts"));
+  EXPECT_TRUE(denied(agent, "SELECT * FROM gpuledger.energy_charges"));
   EXPECT_TRUE(denied(agent, "CREATE TABLE gpuledger.x(i int)"));
   EXPECT_TRUE(denied(agent, "DROP TABLE gpuledger.windows_2027_01"));
   // The totals a roll-up is checked against are the database's own; roll-ups are insert-only.
@@ -177,8 +181,9 @@ TEST_F(FleetDb, AgentsMayOnlyInsertAndReportsOnlyRead) {
   int seen = 0;
   fleet::for_each_fleet_window(reader, kFleetT0, kFleetT0 + 60 * 86400, {}, [&](ledger::WindowRecord&&) { ++seen; });
   EXPECT_EQ(seen, 1);
-  EXPECT_TRUE(denied(reader, "INSERT INTO gpuledger.charges VALUES ('c','n','g',1,'a','busy',1)"));
-  EXPECT_TRUE(denied(reader, "DELETE FROM gpuledger.charges"));
+  EXPECT_TRUE(denied(reader, "INSERT INTO gpuledger.windows(cluster) VALUES ('c')"));
+  EXPECT_TRUE(denied(reader, "UPDATE gpuledger.windows SET body = body"));
+  EXPECT_TRUE(denied(reader, "DELETE FROM gpuledger.windows"));
   EXPECT_TRUE(denied(reader, "SELECT gpuledger.ensure_month(0)"));
   EXPECT_TRUE(denied(reader, "DELETE FROM gpuledger.window_totals"));
   EXPECT_EQ(reader.query("SELECT windows FROM gpuledger.window_totals WHERE period = 'month'").text(0, 0), "1");

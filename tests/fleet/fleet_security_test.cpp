@@ -145,7 +145,7 @@ TEST_F(FleetDb, ANodesRoleShipsItsOwnWindowsAndNoOtherNodes) {
   // `doctor` says which node a role ships, and that a role of no node ships nothing.
   const std::string shared_pw = pg_->add_login("shared_agent", "gpuledger_agent");
   for (const auto& [role, pw, said] :
-       {std::tuple{b.role, b.password_file, std::string("schema 6, windows of prod/node-b may be shipped")},
+       {std::tuple{b.role, b.password_file, std::string("schema 7, windows of prod/node-b may be shipped")},
         std::tuple{std::string("shared_agent"), shared_pw,
                    std::string("this role is no node's: run `gpuledger fleet-db add-node NODE` as the owner")}}) {
     const Proc doctor =
@@ -327,8 +327,9 @@ TEST_F(FleetDb, AttackARefusedInsertTellsNothingOfAnotherNodesSum) {
   const std::string insert =
       "INSERT INTO gpuledger.windows(cluster, node, gpu_uuid, start_time, end_time, parent_uuid, model, gpu_fraction, "
       "currency, cost_micros, busy_micros, idle_micros, memory_micros, cost_policy, allocated_total, busy_fraction, "
-      "busy_source, exclusive, observed_seconds, source, split_source, digest) VALUES ('prod', $1, 'GPU-b', $2::bigint, "
-      "$2::bigint + 60, '', 'm', 1, 'USD', $3::bigint, $3::bigint, 0, 0, 'usage', 1, 1, 'device', true, 60, 'sim', 'x', 'd')";
+      "busy_source, exclusive, observed_seconds, source, split_source, digest, body) VALUES ('prod', $1, 'GPU-b', "
+      "$2::bigint, $2::bigint + 60, '', 'm', 1, 'USD', $3::bigint, $3::bigint, 0, 0, 'usage', 1, 1, 'device', true, 60, "
+      "'sim', 'x', 'd', '{\"accounts\": [], \"charges\": []}')";
   std::set<std::string> answers;
   for (const char* guess : {"9223372036854775807", "9223372036850000000", "9000000000000000000", "10000000001"}) {
     const std::string said = refusal(*as_a, insert, {std::string("node-a"), std::to_string(kHour0), std::string(guess)});
@@ -570,7 +571,7 @@ TEST_F(FleetDb, AnUpgradeFromSchemaTwoKeepsTheSharedRoleAndChecksItsRollUps) {
 // run (its status is /healthz's line) and keeps the backlog; the report says
 // it in one sentence on stderr.
 TEST_F(FleetDb, AnUnmigratedOrOlderDatabaseSaysWhatToRunAndKeepsTheBacklog) {
-  for (const int version : {0, 2, 3, 4, 5}) {
+  for (const int version : {0, 2, 3, 4, 5, 6}) {
     const std::string name = "v" + std::to_string(version);
     const std::string path = (scratch_ / (name + ".db")).string();
     {
@@ -583,7 +584,7 @@ TEST_F(FleetDb, AnUnmigratedOrOlderDatabaseSaysWhatToRunAndKeepsTheBacklog) {
     const std::string conninfo = pg_->conninfo("gpuledger_admin", name);
     const std::string said = "fleet database postgresql://gpuledger_admin@" + pg_->dir() + ":" +
                              std::to_string(pg_->port()) + "/" + name + ": schema version " + std::to_string(version) +
-                             ", this gpuledger needs 6; run `gpuledger fleet-db migrate` as its owner";
+                             ", this gpuledger needs 7; run `gpuledger fleet-db migrate` as its owner";
     {
       fleet::FleetShipper shipper(shipper_options(conninfo, pg_->admin_password_file(), path, {"prod", "node-a"}));
       shipper.start();

@@ -1,0 +1,8 @@
+#pragma once
+// Fleet schema migrations kept in files of their own (fleet_schema.cpp holds
+// the list and the earlier ones): migration 7, one row a window.
+namespace gpuledger::fleet {
+
+extern const char* const kMigration7;
+
+}  // namespace gpuledger::fleet
