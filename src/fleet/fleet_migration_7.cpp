@@ -215,7 +215,7 @@ BEGIN
                                                                THEN f.j->'energy'->'parts' ELSE '[]' END) c
         UNION ALL SELECT 'a', c FROM jsonb_array_elements(f.j->'accounts') c) p
       UNION ALL
-      SELECT p.part, p.c FROM gpuledger.windows v CROSS JOIN LATERAL (SELECT v.body::jsonb AS j) vb
+      SELECT p.part, p.c FROM gpuledger.windows v CROSS JOIN LATERAL (SELECT v.body::jsonb AS j OFFSET 0) vb  -- OFFSET 0: parsed once, not once a use
       CROSS JOIN LATERAL (
         SELECT 'c' AS part, c FROM jsonb_array_elements(vb.j->'charges') c
         UNION ALL SELECT 'e', c FROM jsonb_array_elements(coalesce(vb.j->'energy', '[]')) c
