@@ -132,6 +132,15 @@ UPDATE gpuledger.windows w SET body = (jsonb_build_object(
     WHERE e.cluster = w.cluster AND e.node = w.node AND e.gpu_uuid = w.gpu_uuid AND e.start_time = w.start_time), '[]'))
   END)::json;
 SET LOCAL extra_float_digits = 1;
+-- The rows just rewritten sit in block ranges the BRIN index on start_time
+-- has not summarised, which every read of a range's windows would scan
+-- (a 3-hour report of 2 nodes took 4.4 s instead of 0.5 s after this
+-- migration): summarise them, and let the planner see the new rows.
+SELECT brin_summarize_new_values(x.indexrelid)
+FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid JOIN pg_am a ON a.oid = c.relam
+JOIN pg_inherits h ON h.inhrelid = x.indrelid
+WHERE a.amname = 'brin' AND h.inhparent = 'gpuledger.windows'::regclass;
+ANALYZE gpuledger.windows;
 DROP TABLE gpuledger.accounts_6, gpuledger.charges_6, gpuledger.energy_charges_6;
 ALTER TABLE gpuledger.windows ALTER COLUMN body SET NOT NULL;
 CREATE TRIGGER refuse_unreadable_bodies AFTER INSERT ON gpuledger.windows
