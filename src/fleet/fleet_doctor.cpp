@@ -33,8 +33,8 @@ FleetCheck check_fleet_db(const std::string& conninfo, const std::string& passwo
     PgConnection db(conninfo, password_file);
     check_schema(db);
     PgResult may = db.query(
-        "SELECT has_table_privilege('gpuledger.windows', 'INSERT') AND "
-        "has_table_privilege('gpuledger.rollups', 'INSERT') AND has_function_privilege('gpuledger.ensure_month(bigint)', 'EXECUTE')");
+        "SELECT has_table_privilege('gpuledger.windows', 'INSERT') AND has_table_privilege('gpuledger.rollups', "
+        "'INSERT') AND has_function_privilege('gpuledger.ensure_month(bigint)', 'EXECUTE')");
     if (may.text(0, 0) != "t")
       return {false, db.name() + ": this role may not insert windows (grant it gpuledger_agent)" + pending};
     // Row-level security (schema 3): the nodes this role may ship, unless it owns the tables.

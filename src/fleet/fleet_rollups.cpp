@@ -55,7 +55,7 @@ std::map<std::string, Merged> merged(const ledger::Store& store, const Origin& o
   } else {
     for (auto& w : store.windows(start, end)) {  // by (start, uuid): each slot's in start order
       const std::string uuid = w.slot.uuid;
-      const uint64_t digest = digest_part(to_rows(origin, w).digest);
+      const uint64_t digest = digest_part(to_window_row(origin, w).digest);
       add_part(pieces[uuid], std::move(w), 1, digest, true);
     }
   }

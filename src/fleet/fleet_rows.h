@@ -35,8 +35,16 @@ struct WindowRows {
   std::vector<std::vector<PgParam>> accounts, charges, energy_charges;  // key + their columns
   std::string digest;
 };
-// The rows of one window; the digest covers every value of every row.
+// The rows of one window (the tables of schemas 1 to 6); the digest covers
+// every value of every row.
 WindowRows to_rows(const Origin& origin, const ledger::WindowRecord& window);
+// Its window row alone (key + kWindowColumns, digest last) and the same
+// digest: from schema 7 the children are the row's body (window_json.h).
+struct WindowRow {
+  std::vector<PgParam> row;
+  std::string digest;
+};
+WindowRow to_window_row(const Origin& origin, const ledger::WindowRecord& window);
 // A window row's values (the key, then kWindowColumns) into w: its node
 // ("cluster/node"), slot uuid, start and fields; not its children.
 void read_window_columns(const PgResult& r, int row, ledger::WindowRecord& w);

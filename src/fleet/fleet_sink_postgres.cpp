@@ -177,8 +177,6 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
   std::vector<Delivery> out(windows.size(), Delivery::kStored);
   if (windows.empty()) return out;
   for (const auto* w : windows) ensure_month(w->start);
-  std::vector<WindowRows> rows;
-  rows.reserve(windows.size());
   // A database before schema 7 (only ever written to by tests of its
   // upgrade: an agent ships to the schema it knows) takes the four tables.
   if (const int version = schema_version(db_); version != schema_) {
@@ -186,9 +184,17 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
     schema_ = version;
   }
   const bool bodies = schema_ >= 7;
+  std::vector<WindowRow> rows;
+  std::vector<WindowRows> legacy;
+  rows.reserve(windows.size());
   for (const auto* w : windows) {
-    rows.push_back(to_rows(origin_, *w));
-    if (bodies) rows.back().window.push_back(window_children_to_json(*w));
+    if (bodies) {
+      rows.push_back(to_window_row(origin_, *w));
+      rows.back().row.push_back(window_children_to_json(*w));
+    } else {
+      legacy.push_back(to_rows(origin_, *w));
+      rows.push_back({legacy.back().window, legacy.back().digest});
+    }
   }
   static const std::vector<std::string> with_body = [] {
     std::vector<std::string> out = kWindowColumns;
@@ -198,7 +204,7 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
   in_transaction([&] {
     // Those already there come back missing from RETURNING.
     std::vector<const std::vector<PgParam>*> window_rows;
-    for (const auto& r : rows) window_rows.push_back(&r.window);
+    for (const auto& r : rows) window_rows.push_back(&r.row);
     std::map<std::pair<std::string, int64_t>, size_t> index;  // (gpu, start) -> batch position
     for (size_t i = 0; i < windows.size(); ++i) index[{windows[i]->slot.uuid, windows[i]->start}] = i;
     std::vector<bool> inserted(windows.size(), false);
@@ -206,13 +212,14 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
          insert_rows("windows", bodies ? with_body : kWindowColumns, window_rows,
                      " ON CONFLICT (cluster, node, gpu_uuid, start_time) DO NOTHING RETURNING gpu_uuid, start_time"))
       for (int i = 0; i < done.rows(); ++i) inserted[index.at({done.text(i, 0), done.i64(i, 1)})] = true;
-    if (!bodies) insert_children(rows, inserted);
+    if (!bodies) insert_children(legacy, inserted);
     // The rest were there: a resend when the digests agree, else a conflict.
     for (size_t i = 0; i < rows.size(); ++i) {
       if (inserted[i]) continue;
+      const auto& row = rows[i].row;
       PgResult stored = db_.query(
           "SELECT digest FROM gpuledger.windows WHERE cluster = $1 AND node = $2 AND gpu_uuid = $3 AND start_time = $4",
-          {rows[i].window[0], rows[i].window[1], rows[i].window[2], rows[i].window[3]});
+          {row[0], row[1], row[2], row[3]});
       out[i] = stored.rows() == 1 && stored.text(0, 0) == rows[i].digest ? Delivery::kDuplicate : Delivery::kConflict;
     }
   });

@@ -2,7 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
+#include <cmath>
 #include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "fleet/json_tape.h"
@@ -134,19 +137,18 @@ ledger::AccountRecord account(const Ref& j) {
   return a;
 }
 
-// A window's accounts and charges into j, and its energy parts into energy
-// (when it knows its energy).
-void put_children(json& j, json* energy, const ledger::WindowRecord& w) {
+// A window's accounts and charges into j.
+void put_accounts_and_charges(json& j, const ledger::WindowRecord& w) {
   json& accounts = j["accounts"] = json::array();
   for (const auto& a : w.accounts) accounts.push_back(account(a));
   json& charges = j["charges"] = json::array();
   for (const auto& c : w.charges) charges.push_back({c.account, std::string(ledger::to_string(c.kind)), c.micros});
-  if (w.energy && energy) {
-    json parts = json::array();
-    for (const auto& c : w.energy->charges)
-      parts.push_back({c.account, std::string(ledger::to_string(c.kind)), c.millijoules});
-    *energy = std::move(parts);
-  }
+}
+// Its energy parts (the window knows its energy).
+json energy_parts(const ledger::WindowEnergyRecord& energy) {
+  json parts = json::array();
+  for (const auto& c : energy.charges) parts.push_back({c.account, std::string(ledger::to_string(c.kind)), c.millijoules});
+  return parts;
 }
 
 // Strings are the store's (valid UTF-8); replace rather than throw on any other byte.
@@ -161,18 +163,128 @@ std::string window_to_json(const ledger::WindowRecord& w) {
         if (f.json || f.json_group) put(j, f, v);
       },
       w);
-  json parts;
-  put_children(j, &parts, w);
-  if (w.energy) j["energy"]["parts"] = std::move(parts);
+  put_accounts_and_charges(j, w);
+  if (w.energy) j["energy"]["parts"] = energy_parts(*w.energy);
   return dump(j);
 }
 
+namespace {
+
+// A window's body is written straight into its text (the shipper made a JSON
+// tree of each window before: 16 % of its CPU, docs/performance.md), the
+// values nlohmann's dump would write, but that a NUL byte becomes '?' as it does
+// in every fleet row (PostgreSQL text holds none, and a body the server
+// cannot read as text would be refused, holding the node's batch), and that
+// an unsigned count is written as the signed 64-bit number its column holds.
+void put_text(std::string& out, const std::string& v) {
+  bool plain = true;
+  for (const unsigned char c : v) plain = plain && c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  if (plain) {
+    out += '"';
+    out += v;
+    out += '"';
+    return;
+  }
+  std::string clean = v;
+  for (auto& c : clean)
+    if (c == '\0') c = '?';
+  out += json(clean).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+void put_value(std::string& out, const std::string& v) { put_text(out, v); }
+// The shortest text that reads back as the same double (nlohmann writes the
+// same value, at times other digits: a body is read as numbers, not bytes);
+// null for what JSON has no number for, as nlohmann writes it.
+void put_value(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+void put_value(std::string& out, bool v) { out += v ? "true" : "false"; }
+void put_value(std::string& out, int64_t v) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+void put_value(std::string& out, uint64_t v) { put_value(out, static_cast<int64_t>(v)); }
+template <typename T>
+void put_value(std::string& out, const std::optional<T>& v) {
+  if (v)
+    put_value(out, *v);
+  else
+    out += "null";
+}
+
+// An account's array (window_fields.h positions): each position's text, a
+// position with sub-positions an array of theirs (null when none was put).
+void put_account(std::string& out, const ledger::AccountRecord& a) {
+  const bool slurm = !a.labels.slurm_user.empty() || !a.labels.slurm_account.empty();
+  const size_t n = slurm ? kAccountFieldsWithSlurm : kAccountFields;
+  std::vector<std::string> at(n);
+  std::vector<std::vector<std::string>> sub(n);
+  ledger::for_each_account_field(
+      [&](const ledger::AccountField& f, auto&& v) {
+        if (f.json_at < 0 || static_cast<size_t>(f.json_at) >= n) return;
+        auto put = [&](const auto& value) {
+          const auto i = static_cast<size_t>(f.json_at);
+          if (f.json_sub < 0) return put_value(at[i], value);
+          if (sub[i].size() <= static_cast<size_t>(f.json_sub)) sub[i].resize(static_cast<size_t>(f.json_sub) + 1, "null");
+          sub[i][static_cast<size_t>(f.json_sub)].clear();
+          put_value(sub[i][static_cast<size_t>(f.json_sub)], value);
+        };
+        if constexpr (requires { v.whole; }) {
+          if (v.whole) put((*v.whole).*v.member);  // a Part: none, nothing put
+        } else {
+          put(v);
+        }
+      },
+      a);
+  out += '[';
+  for (size_t i = 0; i < n; ++i) {
+    if (i) out += ',';
+    if (!sub[i].empty()) {
+      out += '[';
+      for (size_t k = 0; k < sub[i].size(); ++k) out += (k ? "," : "") + sub[i][k];
+      out += ']';
+    } else {
+      out += at[i].empty() ? "null" : at[i];
+    }
+  }
+  out += ']';
+}
+
+template <typename Charge>
+void put_charges(std::string& out, const std::vector<Charge>& charges, int64_t Charge::*amount) {
+  out += '[';
+  for (size_t i = 0; i < charges.size(); ++i) {
+    out += i ? ",[" : "[";
+    put_text(out, charges[i].account);
+    out += ",\"";
+    out += ledger::to_string(charges[i].kind);
+    out += "\",";
+    put_value(out, charges[i].*amount);
+    out += ']';
+  }
+  out += ']';
+}
+
+}  // namespace
+
 std::string window_children_to_json(const ledger::WindowRecord& w) {
-  json j = json::object();
-  json parts;
-  put_children(j, &parts, w);
-  if (w.energy) j["energy"] = std::move(parts);
-  return dump(j);
+  std::string out = "{\"accounts\":[";
+  for (size_t i = 0; i < w.accounts.size(); ++i) {
+    if (i) out += ',';
+    put_account(out, w.accounts[i]);
+  }
+  out += "],\"charges\":";
+  put_charges(out, w.charges, &ledger::Charge::micros);
+  if (w.energy) {
+    out += ",\"energy\":";
+    put_charges(out, w.energy->charges, &ledger::EnergyCharge::millijoules);
+  }
+  out += '}';
+  return out;
 }
 
 // A charge or an energy part: [account, kind, amount].

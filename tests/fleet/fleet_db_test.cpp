@@ -115,7 +115,7 @@ TEST_F(FleetDb, AWindowIsStoredOnceAConflictIsRefusedAndTheReaderGivesItBackExac
 TEST_F(FleetDb, AnyTextAndUnknownsComeBackExactlyThroughTheColumnArrays) {
   fleet::FleetSinkPostgres sink(*admin_, {"prod", "node-1"});
   const std::vector<std::string> names = {"say \"hi\"", "back\\slash\\", "{a,b}", "NULL", "",
-                                          "caf\xc3\xa9 \xe2\x80\xae", "it's", " spaced , "};
+                                          "caf\xc3\xa9 \xe2\x80\xae", "it's", " spaced , ", "\x01\ttab\nline\x7f"};
   std::vector<ledger::WindowRecord> ws;
   for (size_t i = 0; i < names.size(); ++i) {
     ws.push_back(fleet_window(kFleetT0 + 60 * static_cast<int64_t>(i), "GPU-a", static_cast<int>(i)));
@@ -135,6 +135,13 @@ TEST_F(FleetDb, AnyTextAndUnknownsComeBackExactlyThroughTheColumnArrays) {
     back[i].node.clear();
     EXPECT_EQ(back[i], ws[i]) << "window " << i << " read back differs";
   }
+  // A NUL (PostgreSQL text holds none) is stored as '?', in the body as in every fleet row, and ships.
+  auto nul = fleet_window(kFleetT0 + 3600, "GPU-a");
+  nul.accounts[0].labels.team = std::string("a\0b", 3);
+  ASSERT_EQ(sink.ship({&nul}), std::vector<Delivery>{Delivery::kStored});
+  EXPECT_EQ(pg_->psql("SELECT team FROM gpuledger.accounts WHERE start_time = " + std::to_string(kFleetT0 + 3600) +
+                      " AND account = 'k8s/pod-a'"),
+            "a?b\n");
 }
 
 TEST_F(FleetDb, AgentsMayOnlyInsertAndReportsOnlyRead) {

@@ -106,6 +106,33 @@ TEST_F(FleetDb, AnUpgradeToOneRowAWindowKeepsEveryRowAndTheBill) {
   EXPECT_EQ(read_all(db).size(), ws.size() + 1);
 }
 
+// A window's body is the accounts, charges and energy parts of its roll-up
+// JSON (window_to_json), value for value (every double the same double), but
+// for a NUL (made '?', as in every fleet row); hostile names included.
+TEST(WindowBody, IsTheRollUpJsonsChildrenValueForValue) {
+  std::vector<ledger::WindowRecord> ws = {full_window(kFleetT0, 0), full_window(kFleetT0, 1),
+                                          unknown_window(kFleetT0), fleet_window(kFleetT0, "GPU-a", 5)};
+  ws.push_back(ws.back());
+  ws.back().energy.reset();
+  for (const std::string name : {std::string("say \"hi\" \\ back\\slash"), std::string("tab\there\nline"),
+                                 std::string("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac"), std::string("\x01\x1f\x7f"),
+                                 std::string("bad \xff utf-8"), std::string(""), std::string("{\"json\": [1]}")}) {
+    auto w = fleet_window(kFleetT0, "GPU-a", 7);
+    w.accounts[0].account = w.charges[0].account = w.energy->charges[0].account = name;
+    w.accounts[1].labels.slurm_user = name;
+    ws.push_back(w);
+  }
+  for (const auto& w : ws) {
+    const json whole = json::parse(fleet::window_to_json(w));
+    json children = {{"accounts", whole["accounts"]}, {"charges", whole["charges"]}};
+    if (w.energy) children["energy"] = whole["energy"]["parts"];
+    EXPECT_EQ(json::parse(fleet::window_children_to_json(w)), children);
+  }
+  auto nul = fleet_window(kFleetT0, "GPU-a");
+  nul.accounts[0].labels.team = std::string("a\0b", 3);
+  EXPECT_EQ(json::parse(fleet::window_children_to_json(nul))["accounts"][0][4], "a?b");
+}
+
 // A valid body of one window, as JSON to mutate.
 json valid_body(bool energy = true) {
   auto w = fleet_window(kFleetT0, "GPU-a");

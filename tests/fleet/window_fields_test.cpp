@@ -7,7 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -132,6 +137,27 @@ TEST(WindowFields, TheFleetColumnsAreTheSchemasInItsOrder) {
                 "vram_p95_bytes", "nvml_vram_peak_bytes", "nvml_vram_p95_bytes", "sm_active_p95", "sm_occupancy_p95",
                 "busy_p95", "idle_lead_seconds", "idle_trail_seconds", "idle_longest_seconds", "window_count",
                 "slurm_user", "slurm_account"}));
+}
+
+// A float's text in a fleet row (and so in every digest) is printf's
+// "%.17g", now made by std::to_chars: the same bytes for any bit pattern.
+TEST(WindowFields, AFloatsFleetTextIsPrintfsWhateverItsBits) {
+  std::mt19937_64 random(20261205);
+  std::vector<double> values = {0.0, -0.0, 1.0 / 3, 0.1, 1e-320, -4.9e-324, 1.7976931348623157e308,
+                                std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                                std::numeric_limits<double>::quiet_NaN(), 123456789012345678.0, 0.5, 27.25};
+  for (int i = 0; i < 500000; ++i) {
+    const uint64_t bits = random();
+    double v;
+    std::memcpy(&v, &bits, sizeof v);
+    values.push_back(v);
+    values.push_back(std::ldexp(static_cast<double>(bits % 1000000007), static_cast<int>(bits % 64) - 40));
+  }
+  for (const double v : values) {
+    char want[40];
+    std::snprintf(want, sizeof want, "%.17g", v);
+    ASSERT_EQ(fleet::exact(v), want);
+  }
 }
 
 TEST(WindowFields, TheJsonAndTheDigestAreTheOnesFromBeforeTheTable) {
