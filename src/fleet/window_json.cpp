@@ -192,11 +192,13 @@ void put_text(std::string& out, const std::string& v) {
 }
 void put_value(std::string& out, const std::string& v) { put_text(out, v); }
 // The shortest text that reads back as the same double (nlohmann writes the
-// same value, at times other digits: a body is read as numbers, not bytes);
-// null for what JSON has no number for, as nlohmann writes it.
+// same value, at times other digits: a body is read as numbers, not bytes).
+// What JSON has no number for is the text PostgreSQL reads as that float
+// ("NaN", "Infinity"), as the rows of schema 6 stored it: null would leave a
+// column that may not be null empty, and the body refused.
 void put_value(std::string& out, double v) {
   if (!std::isfinite(v)) {
-    out += "null";
+    out += std::isnan(v) ? "\"NaN\"" : v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
     return;
   }
   char buf[32];

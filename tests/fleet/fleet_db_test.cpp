@@ -5,9 +5,11 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "common/error.h"
@@ -135,6 +137,19 @@ TEST_F(FleetDb, AnyTextAndUnknownsComeBackExactlyThroughTheColumnArrays) {
     back[i].node.clear();
     EXPECT_EQ(back[i], ws[i]) << "window " << i << " read back differs";
   }
+  // Floats JSON has no number for come back as they went (the rows of schema 6 stored them too).
+  auto odd = fleet_window(kFleetT0 + 7200, "GPU-a");
+  odd.accounts[0].held_share = std::numeric_limits<double>::quiet_NaN();
+  odd.accounts[0].vram_byte_seconds = std::numeric_limits<double>::infinity();
+  odd.accounts[1].efficiency.sm_active = -std::numeric_limits<double>::infinity();
+  ASSERT_EQ(sink.ship({&odd}), std::vector<Delivery>{Delivery::kStored});
+  back.clear();
+  fleet::for_each_fleet_window(*admin_, kFleetT0 + 7200, kFleetT0 + 7260, {},
+                               [&](ledger::WindowRecord&& w) { back.push_back(std::move(w)); });
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_TRUE(std::isnan(back[0].accounts[0].held_share));
+  EXPECT_EQ(back[0].accounts[0].vram_byte_seconds, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back[0].accounts[1].efficiency.sm_active, -std::numeric_limits<double>::infinity());
   // A NUL (PostgreSQL text holds none) is stored as '?', in the body as in every fleet row, and ships.
   auto nul = fleet_window(kFleetT0 + 3600, "GPU-a");
   nul.accounts[0].labels.team = std::string("a\0b", 3);
