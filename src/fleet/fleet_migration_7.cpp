@@ -30,7 +30,8 @@ CREATE FUNCTION gpuledger.body_accounts(b jsonb) RETURNS TABLE(
   held_share double precision, allocated_share double precision, allocated_share_known boolean,
   busy_seconds double precision, activity_share double precision, gpu_busy_seconds double precision,
   vram_byte_seconds double precision, launches bigint,
-  sm_active double precision, sm_occupancy double precision, tensor_active double precision, dram_active double precision,
+  sm_active double precision, sm_occupancy double precision, tensor_active double precision,
+  dram_active double precision,
   vram_peak_bytes bigint, vram_p95_bytes bigint, nvml_vram_peak_bytes bigint, nvml_vram_p95_bytes bigint,
   sm_active_p95 double precision, sm_occupancy_p95 double precision, busy_p95 double precision,
   idle_lead_seconds double precision, idle_trail_seconds double precision, idle_longest_seconds double precision,
@@ -94,8 +95,8 @@ BEGIN
         OR e.millijoules < 0 OR e.millijoules > 10000000000000)) IS NOT TRUE
   LIMIT 1;
   IF FOUND THEN
-    RAISE EXCEPTION 'gpuledger: the body of window %/%/% at % is not accounts, charges and energy parts a report can read',
-      bad.cluster, bad.node, bad.gpu_uuid, bad.start_time USING ERRCODE = 'check_violation';
+    RAISE EXCEPTION 'gpuledger: the body of window %/%/% at % is not accounts, charges and energy parts a report '
+      'can read', bad.cluster, bad.node, bad.gpu_uuid, bad.start_time USING ERRCODE = 'check_violation';
   END IF;
   RETURN NULL;
 END
@@ -113,7 +114,8 @@ UPDATE gpuledger.windows w SET body = (jsonb_build_object(
   'accounts', coalesce((
     SELECT jsonb_agg(jsonb_build_array(a.account, a.namespace, a.pod, a.container, a.team, a.held_share,
              a.allocated_share, a.allocated_share_known, a.busy_seconds, a.activity_share, a.gpu_busy_seconds,
-             a.vram_byte_seconds, a.launches, jsonb_build_array(a.sm_active, a.sm_occupancy, a.tensor_active, a.dram_active),
+             a.vram_byte_seconds, a.launches,
+             jsonb_build_array(a.sm_active, a.sm_occupancy, a.tensor_active, a.dram_active),
              a.vram_peak_bytes, a.vram_p95_bytes, a.nvml_vram_peak_bytes, a.nvml_vram_p95_bytes, a.sm_active_p95,
              a.sm_occupancy_p95, a.busy_p95, a.window_count,
              CASE WHEN a.idle_lead_seconds IS NOT NULL
@@ -224,7 +226,8 @@ BEGIN
                                                                THEN f.j->'energy'->'parts' ELSE '[]' END) c
         UNION ALL SELECT 'a', c FROM jsonb_array_elements(f.j->'accounts') c) p
       UNION ALL
-      SELECT p.part, p.c FROM gpuledger.windows v CROSS JOIN LATERAL (SELECT v.body::jsonb AS j OFFSET 0) vb  -- OFFSET 0: parsed once, not once a use
+      -- OFFSET 0: each body parsed once, not once a use.
+      SELECT p.part, p.c FROM gpuledger.windows v CROSS JOIN LATERAL (SELECT v.body::jsonb AS j OFFSET 0) vb
       CROSS JOIN LATERAL (
         SELECT 'c' AS part, c FROM jsonb_array_elements(vb.j->'charges') c
         UNION ALL SELECT 'e', c FROM jsonb_array_elements(coalesce(vb.j->'energy', '[]')) c

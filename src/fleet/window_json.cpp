@@ -147,7 +147,8 @@ void put_accounts_and_charges(json& j, const ledger::WindowRecord& w) {
 // Its energy parts (the window knows its energy).
 json energy_parts(const ledger::WindowEnergyRecord& energy) {
   json parts = json::array();
-  for (const auto& c : energy.charges) parts.push_back({c.account, std::string(ledger::to_string(c.kind)), c.millijoules});
+  for (const auto& c : energy.charges)
+    parts.push_back({c.account, std::string(ledger::to_string(c.kind)), c.millijoules});
   return parts;
 }
 
@@ -231,9 +232,10 @@ void put_account(std::string& out, const ledger::AccountRecord& a) {
         auto put = [&](const auto& value) {
           const auto i = static_cast<size_t>(f.json_at);
           if (f.json_sub < 0) return put_value(at[i], value);
-          if (sub[i].size() <= static_cast<size_t>(f.json_sub)) sub[i].resize(static_cast<size_t>(f.json_sub) + 1, "null");
-          sub[i][static_cast<size_t>(f.json_sub)].clear();
-          put_value(sub[i][static_cast<size_t>(f.json_sub)], value);
+          const auto k = static_cast<size_t>(f.json_sub);
+          if (sub[i].size() <= k) sub[i].resize(k + 1, "null");
+          sub[i][k].clear();
+          put_value(sub[i][k], value);
         };
         if constexpr (requires { v.whole; }) {
           if (v.whole) put((*v.whole).*v.member);  // a Part: none, nothing put

@@ -71,7 +71,8 @@ TEST_F(FleetDb, AnUpgradeToOneRowAWindowKeepsEveryRowAndTheBill) {
   const auto ws = varied_windows();
   ASSERT_EQ(sink.ship(pointers(ws)), std::vector<Delivery>(ws.size(), Delivery::kStored));
   const std::string accounts = "SELECT * FROM gpuledger.accounts ORDER BY cluster, node, gpu_uuid, start_time, account";
-  const std::string charges = "SELECT * FROM gpuledger.charges ORDER BY cluster, node, gpu_uuid, start_time, account, kind";
+  const std::string charges =
+      "SELECT * FROM gpuledger.charges ORDER BY cluster, node, gpu_uuid, start_time, account, kind";
   const std::string energy =
       "SELECT * FROM gpuledger.energy_charges ORDER BY cluster, node, gpu_uuid, start_time, account, kind";
   const std::string accounts_before = rows_of(db, accounts), charges_before = rows_of(db, charges),
@@ -167,7 +168,9 @@ TEST_F(FleetDb, AttackABodyNoReportCouldReadIsRefusedWhole) {
     return b.dump();
   };
   // A number JSON allows but a double cannot hold, where the text has "@".
-  auto literal = [](std::string text, const std::string& number) { return text.replace(text.find("\"@\""), 3, number); };
+  auto literal = [](std::string text, const std::string& number) {
+    return text.replace(text.find("\"@\""), 3, number);
+  };
   const std::vector<std::pair<std::string, std::string>> hostile = {
       {"an array", "[]"},
       {"a string", "\"accounts\""},
