@@ -37,10 +37,10 @@ const std::vector<std::string> kAccountColumns = fleet_columns<ledger::AccountRe
 const std::vector<std::string> kChargeColumns = {"account", "kind", "micros"};
 const std::vector<std::string> kEnergyChargeColumns = {"account", "kind", "millijoules"};
 
-
 // printf's "%.17g", through std::to_chars (specified as printf's output for a
 // format and precision, without its locale and varargs: a tenth of the
-// shipper's CPU went to printf). FleetRows.ExactIsPrintfs checks the two agree.
+// shipper's CPU went to printf). WindowFields.AFloatsFleetTextIsPrintfsWhateverItsBits
+// checks the two agree.
 std::string exact(double v) {
   char buf[32];
   const auto done = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 17);
@@ -221,19 +221,12 @@ WindowRow to_window_row(const Origin& origin, const ledger::WindowRecord& w) {
     const std::vector<PgParam> values = fleet_values(a);
     d.keyed_row(key, values, account_width(values));  // the last two decide, key or not
   }
-  for (const auto& c : w.charges) {
-    for (const auto& v : key) d.value(v);
-    d.value(text(c.account));
-    d.value(std::string(ledger::to_string(c.kind)));
-    d.row({num(c.micros)}, 1);
-  }
+  auto part = [&](const std::string& account, ledger::ChargeKind kind, int64_t amount) {  // [account, kind, amount]
+    d.keyed_row(key, {text(account), std::string(ledger::to_string(kind)), num(amount)}, 3);
+  };
+  for (const auto& c : w.charges) part(c.account, c.kind, c.micros);
   if (w.energy)
-    for (const auto& c : w.energy->charges) {
-      for (const auto& v : key) d.value(v);
-      d.value(text(c.account));
-      d.value(std::string(ledger::to_string(c.kind)));
-      d.row({num(c.millijoules)}, 1);
-    }
+    for (const auto& c : w.energy->charges) part(c.account, c.kind, c.millijoules);
   out.digest = d.hex();
   out.row.push_back(out.digest);
   return out;

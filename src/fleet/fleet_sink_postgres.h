@@ -30,7 +30,8 @@ inline constexpr const char* kNotThisNode = "this role may ship only its own nod
 
 class FleetSinkPostgres {
  public:
-  // Uses `db` (checked with check_schema by the caller) for this origin.
+  // Uses `db` (checked with check_schema by the caller) for this origin; the
+  // tables' columns are read once (a database migrated since needs a new sink).
   FleetSinkPostgres(PgConnection& db, Origin origin);
   // One transaction for the batch; per window, what became of it. Throws
   // Error (nothing committed) when the database fails.
@@ -54,7 +55,6 @@ class FleetSinkPostgres {
   Origin origin_;
   std::set<int64_t> months_;  // partitions known to exist
   std::map<std::string, std::map<std::string, std::string>> column_types_;  // table -> column -> type
-  int schema_ = -1;  // the version column_types_ were read at
 };
 
 }  // namespace gpuledger::fleet

@@ -137,24 +137,6 @@ ledger::AccountRecord account(const Ref& j) {
   return a;
 }
 
-// A window's accounts and charges into j.
-void put_accounts_and_charges(json& j, const ledger::WindowRecord& w) {
-  json& accounts = j["accounts"] = json::array();
-  for (const auto& a : w.accounts) accounts.push_back(account(a));
-  json& charges = j["charges"] = json::array();
-  for (const auto& c : w.charges) charges.push_back({c.account, std::string(ledger::to_string(c.kind)), c.micros});
-}
-// Its energy parts (the window knows its energy).
-json energy_parts(const ledger::WindowEnergyRecord& energy) {
-  json parts = json::array();
-  for (const auto& c : energy.charges)
-    parts.push_back({c.account, std::string(ledger::to_string(c.kind)), c.millijoules});
-  return parts;
-}
-
-// Strings are the store's (valid UTF-8); replace rather than throw on any other byte.
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 }  // namespace
 
 std::string window_to_json(const ledger::WindowRecord& w) {
@@ -164,9 +146,18 @@ std::string window_to_json(const ledger::WindowRecord& w) {
         if (f.json || f.json_group) put(j, f, v);
       },
       w);
-  put_accounts_and_charges(j, w);
-  if (w.energy) j["energy"]["parts"] = energy_parts(*w.energy);
-  return dump(j);
+  json& accounts = j["accounts"] = json::array();
+  for (const auto& a : w.accounts) accounts.push_back(account(a));
+  json& charges = j["charges"] = json::array();
+  for (const auto& c : w.charges) charges.push_back({c.account, std::string(ledger::to_string(c.kind)), c.micros});
+  if (w.energy) {
+    json parts = json::array();
+    for (const auto& c : w.energy->charges)
+      parts.push_back({c.account, std::string(ledger::to_string(c.kind)), c.millijoules});
+    j["energy"]["parts"] = parts;
+  }
+  // Strings are the store's (valid UTF-8); replace rather than throw on any other byte.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 namespace {

@@ -102,7 +102,8 @@ TEST_F(FleetDb, AnUpgradeFromSchemaOneCountsTheWindowsAlreadyThere) {
   ASSERT_EQ(fleet::migrate(db, kFleetT0), fleet::kFleetSchemaVersion);
   EXPECT_EQ(db.query("SELECT sum(windows) FROM gpuledger.window_totals WHERE period = 'day'").text(0, 0), "300");
   std::vector<ledger::WindowRecord> more(ws.begin() + 300, ws.begin() + 400);
-  sink.ship(pointers(more));
+  fleet::FleetSinkPostgres upgraded(db, {"prod", "node-1"});  // an agent of the new schema
+  upgraded.ship(pointers(more));
   EXPECT_EQ(db.query("SELECT sum(windows) FROM gpuledger.window_totals WHERE period = 'month'").text(0, 0), "400");
 }
 

@@ -100,10 +100,11 @@ TEST_F(FleetDb, AnUpgradeToOneRowAWindowKeepsEveryRowAndTheBill) {
                               "' AND start_time = " + std::to_string(w.start)),
               "t\n")
         << w.slot.uuid << " " << w.start;
-  // And the same sink ships on, in rows of the new shape; a resend is still one.
+  // And an agent of schema 7 ships on, in rows of the new shape; a resend of a window from before is still one.
+  fleet::FleetSinkPostgres upgraded(db, {"prod", "node-1"});
   auto more = fleet_window(kFleetDay0 + 2 * 86400 + 7200, "GPU-a");
-  EXPECT_EQ(sink.ship({&more}), std::vector<Delivery>{Delivery::kStored});
-  EXPECT_EQ(sink.ship({&ws[0]}), std::vector<Delivery>{Delivery::kDuplicate});
+  EXPECT_EQ(upgraded.ship({&more}), std::vector<Delivery>{Delivery::kStored});
+  EXPECT_EQ(upgraded.ship({&ws[0]}), std::vector<Delivery>{Delivery::kDuplicate});
   EXPECT_EQ(read_all(db).size(), ws.size() + 1);
 }
 
