@@ -102,15 +102,21 @@ kill -TERM "$agent"; wait "$agent" || true; agent=""
 
 cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 python3 - "$build/gpuledger" "$work" "$a" "$b" "$cg2" <<'PY'
-import datetime, json, os, re, subprocess, sys
+import datetime, json, os, re, subprocess, sys, time
 gl, work, jobs, cg2 = sys.argv[1], sys.argv[2], sys.argv[3:5], sys.argv[5]
+# One range for every report: the default ends at `now`, in whole seconds, and
+# a window is in a range by its start, so the window the agent stopped in
+# (stored at the stop) was missing from a report run in the very second it
+# started and present in the next one. A fixed end reads the same store alike.
+until = str(int(time.time()) + 3600)
 def slurm(job):
     text = subprocess.run(["scontrol", "show", "job", "-d", job, "--oneliner"], check=True, capture_output=True, text=True).stdout
     f = dict(re.findall(r"(\w+)=(\S*)", text))
     t = lambda s: datetime.datetime.fromisoformat(s).timestamp()
     gpus = int(re.search(r"gpu:(\d+)", f["JOB_GRES"]).group(1))
     return f["Account"], f["UserId"].split("(")[0], (t(f["EndTime"]) - t(f["StartTime"])) * gpus
-bill = json.loads(subprocess.run([gl, "report", "--store", f"{work}/ledger.db", "--format", "json", "--by", "workload"],
+bill = json.loads(subprocess.run([gl, "report", "--store", f"{work}/ledger.db", "--format", "json", "--by", "workload",
+                                  "--to", until],
                                  check=True, capture_output=True, text=True).stdout)
 rows = {r["key"]: r for r in bill["rows"]}
 total = bill["total"]["cost_total_micros"]
@@ -132,7 +138,8 @@ rest = sum(r["cost_total_micros"] for k, r in rows.items() if not k.startswith("
 print(f"by account {by_account}, __unallocated__ {rest}, GPUs' cost {total}")
 assert sum(by_account.values()) + rest == total
 assert set(k for k in rows if not k.startswith("slurm/")) <= {"__unallocated__"}, rows.keys()
-teams = json.loads(subprocess.run([gl, "report", "--store", f"{work}/ledger.db", "--format", "json", "--by", "team"],
+teams = json.loads(subprocess.run([gl, "report", "--store", f"{work}/ledger.db", "--format", "json", "--by", "team",
+                                   "--to", until],
                                   check=True, capture_output=True, text=True).stdout)
 by_team = {r["key"]: r["cost_total_micros"] for r in teams["rows"]}
 print(f"by team {by_team}")
@@ -141,7 +148,8 @@ assert by_team.get("chemistry-dept") == by_account["chemistry"], by_team
 # The node's bill by Slurm account and by Slurm user (the controller's, as the
 # windows recorded them): each the jobs' bills, exactly, and __unallocated__.
 for by, want in (("account", by_account), ("user", by_user)):
-    got = json.loads(subprocess.run([gl, "report", "--store", f"{work}/ledger.db", "--format", "json", "--by", by],
+    got = json.loads(subprocess.run([gl, "report", "--store", f"{work}/ledger.db", "--format", "json", "--by", by,
+                                     "--to", until],
                                     check=True, capture_output=True, text=True).stdout)
     rows_by = {r["key"]: r["cost_total_micros"] for r in got["rows"]}
     print(f"by {by} {rows_by}, GPUs' cost {got['total']['cost_total_micros']}")
