@@ -43,6 +43,7 @@
 #include "fleet/pg_connection.h"
 #include "ledger/store.h"
 #include "pg_server.h"
+#include "server_cpu.h"
 
 namespace {
 
@@ -269,6 +270,7 @@ int main(int argc, char** argv) {
                 s.nodes, s.gpus, s.days, s.accounts, static_cast<long long>(written), seconds_since(wrote));
     // Ingest: every node's shipper at once, until its windows are shipped and its periods rolled up.
     const auto began = std::chrono::steady_clock::now();
+    const double server_cpu0 = bench::server_cpu_seconds(pg.dir() + "/data"), own_cpu0 = bench::own_cpu_seconds();
     std::vector<std::unique_ptr<fleet::FleetShipper>> shippers;
     for (int node = 0; node < s.nodes; ++node) {
       fleet::FleetShipperOptions o;
@@ -300,8 +302,16 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     const double ingest = seconds_since(began);
+    const double server_cpu = bench::server_cpu_seconds(pg.dir() + "/data") - server_cpu0;
+    const double own_cpu = bench::own_cpu_seconds() - own_cpu0;
     for (auto& sh : shippers) sh->stop();
     std::printf("ingest: %.1f s, %.0f windows/s with their roll-ups (%d shippers)\n", ingest, written / ingest, s.nodes);
+    // What a window costs each side: a server whose cores are its own (the
+    // shippers on the nodes) takes a core-second's worth of windows per core.
+    std::printf("ingest CPU: PostgreSQL %.1f s (%.0f us a window: %.0f windows/s a core), shippers %.1f s "
+                "(%.0f us a window), %u cores\n",
+                server_cpu, 1e6 * server_cpu / written, written / server_cpu, own_cpu, 1e6 * own_cpu / written,
+                std::thread::hardware_concurrency());
     db.exec("VACUUM ANALYZE");
     print_sizes(db, s.nodes * s.days / 30.0, "shipped nodes");
     if (s.fleet_nodes > s.nodes) {
