@@ -1,7 +1,11 @@
 #include "fleet/fleet_rollups.h"
 
+#include <charconv>
 #include <map>
+#include <nlohmann/json.hpp>
 
+#include "common/error.h"
+#include "fleet/window_json.h"
 #include "ledger/hourly_rollup.h"
 
 namespace gpuledger::fleet {
@@ -39,19 +43,38 @@ void add_part(Piece& p, ledger::WindowRecord&& w, int64_t windows, unsigned __in
   p.parts.push_back(std::move(w));
 }
 
-struct Merged {
-  Rollup rollup;
-  bool mergeable = true;
-};
+// A memo keeps no more periods than a month of hours and days (a shipper
+// with a month's backlog builds its hours before any day; ~6 MB for 8 GPUs):
+// past that, periods are merged from the store again.
+constexpr size_t kMemoPeriods = 31 * 24 + 31;
+const std::string kMemoKey = "fleet/merge/";
 
-// Per slot uuid: the period's windows (an hour) merged, or its finer periods' merges.
-std::map<std::string, Merged> merged(const ledger::Store& store, const Origin& origin, Period period, int64_t start) {
+// Ends in "/": erasing it as a prefix erases that key alone.
+std::string memo_key(Period period, int64_t start) {
+  return kMemoKey + std::string(to_string(period)) + "/" + std::to_string(start) + "/";
+}
+
+unsigned __int128 parse_decimal(const std::string& text) {
+  unsigned __int128 v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') throw Error("a kept roll-up's digest sum is not a number: " + text);
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  return v;
+}
+
+// Per slot uuid: the period's windows (an hour) merged, or its finer periods'
+// merges (from `memo` where it kept them).
+RollupMemo::Slots merged(const ledger::Store& store, const Origin& origin, Period period, int64_t start,
+                         RollupMemo* memo) {
   std::map<std::string, Piece> pieces;
   const int64_t end = report::period_end(start, period);
   if (const auto sub = finer(period)) {
-    for (int64_t t = start; t < end; t = report::period_end(t, *sub))
-      for (auto& [uuid, m] : merged(store, origin, *sub, t))
+    for (int64_t t = start; t < end; t = report::period_end(t, *sub)) {
+      auto kept = memo ? memo->take(*sub, t) : std::nullopt;
+      for (auto& [uuid, m] : kept ? std::move(*kept) : merged(store, origin, *sub, t, nullptr))
         add_part(pieces[uuid], std::move(m.rollup.window), m.rollup.windows, m.rollup.digests, m.mergeable);
+    }
   } else {
     for (auto& w : store.windows(start, end)) {  // by (start, uuid): each slot's in start order
       const std::string uuid = w.slot.uuid;
@@ -59,9 +82,9 @@ std::map<std::string, Merged> merged(const ledger::Store& store, const Origin& o
       add_part(pieces[uuid], std::move(w), 1, digest, true);
     }
   }
-  std::map<std::string, Merged> out;
+  RollupMemo::Slots out;
   for (auto& [uuid, p] : pieces) {
-    Merged& m = out[uuid];
+    RollupMemo::Slot& m = out[uuid];
     m.mergeable = p.mergeable;
     m.rollup.period = period;
     m.rollup.period_start = start;
@@ -74,10 +97,75 @@ std::map<std::string, Merged> merged(const ledger::Store& store, const Origin& o
 
 }  // namespace
 
+RollupMemo::RollupMemo(ledger::Store& store) : store_(store) {
+  periods_ = store_.meta_with_prefix(kMemoKey).size();
+}
+
+void RollupMemo::forget_from(int64_t t) {
+  for (const auto& [key, value] : store_.meta_with_prefix(kMemoKey)) {
+    const std::string rest = key.substr(kMemoKey.size());  // "<period>/<start>/"
+    const auto slash = rest.find('/');
+    std::optional<Period> period;
+    for (Period p : kPeriods)
+      if (slash != std::string::npos && rest.substr(0, slash) == to_string(p)) period = p;
+    int64_t start = 0;
+    const char* first = rest.data() + (slash == std::string::npos ? 0 : slash + 1);
+    const bool numbered = std::from_chars(first, rest.data() + rest.size(), start).ec == std::errc();
+    if (period && numbered && report::period_end(start, *period) <= t) continue;
+    store_.erase_meta_with_prefix(key);
+    periods_ -= periods_ > 0;
+  }
+}
+
+// {"<uuid>": {"windows": n, "digests": "<decimal>", "window": "<its body>" (null: not mergeable)}, ...}
+std::optional<RollupMemo::Slots> RollupMemo::take(Period period, int64_t start) {
+  const std::string key = memo_key(period, start);
+  const auto text = store_.meta(key);
+  if (!text) return std::nullopt;
+  store_.erase_meta_with_prefix(key);
+  periods_ -= periods_ > 0;
+  Slots out;
+  try {
+    const nlohmann::json kept = nlohmann::json::parse(*text);
+    for (auto it = kept.begin(); it != kept.end(); ++it) {
+      const nlohmann::json& v = it.value();
+      Slot& m = out[it.key()];
+      m.rollup.period = period;
+      m.rollup.period_start = start;
+      m.rollup.windows = v.at("windows").get<int64_t>();
+      m.rollup.digests = parse_decimal(v.at("digests").get<std::string>());
+      m.mergeable = !v.at("window").is_null();
+      if (m.mergeable) m.rollup.window = window_from_json(v.at("window").get<std::string>());
+    }
+  } catch (const std::exception&) {  // not what keep() wrote: merged from the store instead
+    return std::nullopt;
+  }
+  return out;
+}
+
+void RollupMemo::keep(Period period, int64_t start, const Slots& slots) {
+  const std::string key = memo_key(period, start);
+  const bool fresh = !store_.meta(key);
+  if (fresh && periods_ >= kMemoPeriods) return;
+  nlohmann::json kept = nlohmann::json::object();
+  for (const auto& [uuid, m] : slots)
+    kept[uuid] = {{"windows", m.rollup.windows},
+                  {"digests", decimal(m.rollup.digests)},
+                  {"window", m.mergeable ? nlohmann::json(window_to_json(m.rollup.window)) : nlohmann::json()}};
+  try {
+    store_.set_meta(key, kept.dump());
+  } catch (const std::exception&) {  // a name that is not UTF-8: this period is merged from the store again
+    return;
+  }
+  periods_ += fresh;
+}
+
 std::vector<Rollup> build_rollups(const ledger::Store& store, const Origin& origin, Period period,
-                                  int64_t period_start) {
+                                  int64_t period_start, RollupMemo* memo) {
+  RollupMemo::Slots slots = merged(store, origin, period, period_start, memo);
+  if (memo && period != Period::kMonth) memo->keep(period, period_start, slots);
   std::vector<Rollup> out;
-  for (auto& [uuid, m] : merged(store, origin, period, period_start))
+  for (auto& [uuid, m] : slots)
     if (m.mergeable) out.push_back(std::move(m.rollup));
   return out;
 }

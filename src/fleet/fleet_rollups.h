@@ -11,7 +11,10 @@
 // A day is merged from its hours and a month from its days, so the agent
 // holds one hour of one node's windows at a time, whatever the period.
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fleet/fleet_periods.h"
@@ -28,11 +31,46 @@ struct Rollup {
   unsigned __int128 digests = 0;  // the sum of their digest_part (fleet_rows.h), as the database sums them
 };
 
+// The merges of hours and days made so far, for the day or month that takes
+// them next, kept in the store's meta table ("fleet/merge/<period>/<start>").
+// Without them a month's roll-ups merged every day of the month again from
+// the store, where the agent's own hourly roll-up (rollup_after_hours, 24 h by
+// default) has long replaced a day's minute windows with one window an hour:
+// the month no longer named the windows the database holds, and the database
+// refused it (so a month's report read every GPU's days instead). Rebuilding
+// was also 60 % of a shipper's CPU with a backlog (each window read and
+// digested three times, docs/performance.md). A merge is taken out when its
+// coarser period is built, and forgotten when windows come into it after it
+// was merged (the shipper's late windows). Kept across restarts; bounded
+// (fleet_rollups.cpp): past its bound a period is merged from the store again.
+class RollupMemo {
+ public:
+  struct Slot {
+    Rollup rollup;
+    bool mergeable = true;
+  };
+  using Slots = std::map<std::string, Slot>;  // by slot uuid
+  explicit RollupMemo(ledger::Store& store);
+  // Forgets the periods that end after `t`: a window starting at `t` came
+  // after they were merged.
+  void forget_from(int64_t t);
+  // The merges of (period, start), taken out; nullopt when not kept.
+  std::optional<Slots> take(Period period, int64_t start);
+  void keep(Period period, int64_t start, const Slots& slots);
+  size_t size() const { return periods_; }  // periods kept
+
+ private:
+  ledger::Store& store_;
+  size_t periods_ = 0;
+};
+
 // The period's roll-ups, one per slot with windows in it. A slot whose
 // windows cannot be merged (its currency or GPU fraction changed within the
 // period, or an account's labels did) has none: a report reads its finer periods.
 // The digests are those of the windows as `origin` ships them.
+// With `memo`, the finer periods' merges kept there are taken instead of
+// made again, and this period's are kept for the coarser one.
 std::vector<Rollup> build_rollups(const ledger::Store& store, const Origin& origin, Period period,
-                                  int64_t period_start);
+                                  int64_t period_start, RollupMemo* memo = nullptr);
 
 }  // namespace gpuledger::fleet

@@ -44,6 +44,7 @@ struct FleetShipper::Session {
   std::unique_ptr<PgConnection> db;
   std::unique_ptr<FleetSinkPostgres> sink;
   std::optional<int64_t> late;  // the earliest start shipped since the roll-ups last looked
+  std::unique_ptr<RollupMemo> memo;  // hours' and days' merges, for the day and month that take them
 };
 
 void FleetShipper::ship_rollups(Session& s) {
@@ -59,11 +60,12 @@ void FleetShipper::ship_rollups(Session& s) {
     if (auto it = rolled.find(key); it != rolled.end()) next = std::max<int64_t>(next, std::stoll(it->second));
     // A window shipped into a period already rolled up: that period again (a new count, a new roll-up).
     if (s.late && *s.late < next) {
+      s.memo->forget_from(*s.late);  // the merges it has new windows in
       next = report::period_start(*s.late, p);
       s.store->set_meta(key, std::to_string(next));  // kept even when this round's budget is spent
     }
     for (; budget > 0 && report::period_end(next, p) <= *complete; --budget) {
-      const auto rollups = build_rollups(*s.store, options_.origin, p, next);
+      const auto rollups = build_rollups(*s.store, options_.origin, p, next, s.memo.get());
       const auto done = s.sink->ship_rollups(rollups);
       for (size_t i = 0; i < done.size(); ++i) {
         if (done[i] == Delivery::kUnverified) {
@@ -135,8 +137,9 @@ bool FleetShipper::round(Session& s) {
   // backlog), then as this shipper refuses them: nothing else marks any.
   std::optional<int64_t> refused_in_store;
   if (!s.store) {
-    s.store = std::make_unique<ledger::Store>(options_.store_path);
+    s.store = std::make_unique<ledger::Store>(options_.store_path, ledger::Store::Mode::kReadWriteOneThread);
     s.outbox = std::make_unique<ledger::Outbox>(*s.store);
+    s.memo = std::make_unique<RollupMemo>(*s.store);
     refused_in_store = s.outbox->refused_count();
   }
   size_t batch_size = options_.batch_windows;

@@ -169,9 +169,11 @@ void Store::exec(const std::string& sql) const {
 Store::Store(const std::string& path, Mode mode) : path_(path) {
   if (mode == Mode::kReadOnly && !std::filesystem::exists(path)) fail("no such file (is --store right?)");
   int flags = mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  // A read-only store serves one reader (a report): no mutex around every
-  // column read. The agent's store is shared by its threads.
-  flags |= mode == Mode::kReadOnly ? SQLITE_OPEN_NOMUTEX : SQLITE_OPEN_FULLMUTEX;
+  // A read-only store serves one reader (a report), the shipper's its one
+  // thread: no mutex around every column read (a lock and an unlock each:
+  // 14 % of the shipper's CPU with a backlog). The agent's store is shared by
+  // its threads.
+  flags |= mode == Mode::kReadWrite ? SQLITE_OPEN_FULLMUTEX : SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
@@ -271,7 +273,7 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
     has_energy_ = schema_version() >= 2;
     has_quality_ = schema_version() >= 9;
     exec("PRAGMA foreign_keys=ON");
-    if (mode == Mode::kReadWrite) {
+    if (mode != Mode::kReadOnly) {
       Stmt q(db_, "PRAGMA quick_check", *this);
       if (q.step() && q.text(0) != "ok") fail("corrupt (quick_check: " + q.text(0) + "); move it aside");
     }

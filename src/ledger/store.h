@@ -190,8 +190,10 @@ struct LedgerTotals {
 
 class Store {
  public:
-  enum class Mode { kReadWrite, kReadOnly };
-  // kReadWrite creates the file (and its schema) when missing.
+  // kReadWrite creates the file (and its schema) when missing and may be
+  // used by several threads; kReadWriteOneThread is the same for one thread
+  // only (the fleet shipper's own connection): no mutex around every call.
+  enum class Mode { kReadWrite, kReadOnly, kReadWriteOneThread };
   explicit Store(const std::string& path, Mode mode = Mode::kReadWrite);
   ~Store();
   Store(const Store&) = delete;
@@ -235,7 +237,10 @@ class Store {
   // Free-form facts stored beside the windows in the meta table (keys by
   // prefix, e.g. "bill/": the node, cluster and price lists, bill_inputs.h).
   void set_meta(const std::string& key, const std::string& value);
+  std::optional<std::string> meta(const std::string& key) const;
   std::vector<std::pair<std::string, std::string>> meta_with_prefix(const std::string& prefix) const;
+  // Removes the keys that start with `prefix`; returns how many.
+  int64_t erase_meta_with_prefix(const std::string& prefix);
   const std::string& path() const { return path_; }
 
   // When slots had no memory part because their memory size was unknown while

@@ -105,6 +105,20 @@ void Store::set_meta(const std::string& key, const std::string& value) {
   set.step();
 }
 
+std::optional<std::string> Store::meta(const std::string& key) const {
+  Stmt q(db_, "SELECT value FROM meta WHERE key = ?", *this);
+  q.bind(1, key);
+  if (!q.step()) return std::nullopt;
+  return q.text(0);
+}
+
+int64_t Store::erase_meta_with_prefix(const std::string& prefix) {
+  Stmt q(db_, "DELETE FROM meta WHERE substr(key, 1, length(?1)) = ?1", *this);
+  q.bind(1, prefix);
+  q.step();
+  return sqlite3_changes(db_);
+}
+
 std::vector<std::pair<std::string, std::string>> Store::meta_with_prefix(const std::string& prefix) const {
   std::vector<std::pair<std::string, std::string>> out;
   Stmt q(db_, "SELECT key, value FROM meta WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key", *this);

@@ -5,6 +5,7 @@
 // make the report read finer rows, never a different bill.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -62,6 +63,112 @@ TEST(FleetRollupBody, AMergedWindowReadsBackExactly) {
   merged.energy.reset();
   EXPECT_EQ(fleet::window_from_json(fleet::window_to_json(merged)), merged);
   EXPECT_THROW(fleet::window_from_json("{\"start\": 1}"), Error);
+}
+
+// A shipper keeps its hours' and days' merges for the day and month that take
+// them (RollupMemo, in the store): every roll-up is the one merged from the
+// store, bodies, counts and digest sums, a slot that cannot be merged (a pod
+// relabelled) too.
+TEST(FleetRollups, AMemoOfHoursAndDaysMakesTheRollUpsTheStoreWould) {
+  char tmpl[] = "/tmp/gl_memo_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  {
+    auto ws = two_gpus();
+    const int64_t day1 = kDay0 + 86400;
+    for (auto& w : ws)
+      if (w.slot.uuid == "GPU-b" && w.start >= day1 + 10 * 3600 + 1800) w.accounts[1].labels.team = "speech";
+    ledger::Store store(dir + "/ledger.db");
+    store.insert_windows(ws);
+    const fleet::Origin origin{"prod", "node-1"};
+    auto text = [](const std::vector<fleet::Rollup>& rs) {
+      std::string out;
+      for (const auto& r : rs)
+        out += r.window.slot.uuid + " " + std::to_string(r.period_start) + " " + std::to_string(r.windows) + " " +
+               fleet::decimal(r.digests) + " " + fleet::window_to_json(r.window) + "\n";
+      return out;
+    };
+    fleet::RollupMemo memo(store);
+    for (int64_t h = kDay0 + 22 * 3600; h < day1 + 86400; h += 3600) {
+      const auto kept = fleet::build_rollups(store, origin, Period::kHour, h, &memo);
+      EXPECT_EQ(text(kept), text(fleet::build_rollups(store, origin, Period::kHour, h)));
+      EXPECT_EQ(kept.size(), h == day1 + 10 * 3600 ? 1u : 2u);  // GPU-b's relabelled hour has none
+    }
+    EXPECT_EQ(memo.size(), 26u);
+    EXPECT_EQ(fleet::RollupMemo(store).size(), 26u) << "kept in the store: an agent restarted finds them";
+    const int64_t month = report::period_start(kDay0, Period::kMonth);
+    const std::string day0 = text(fleet::build_rollups(store, origin, Period::kDay, kDay0)),
+                      day = text(fleet::build_rollups(store, origin, Period::kDay, day1)),
+                      months = text(fleet::build_rollups(store, origin, Period::kMonth, month));
+    // The store's own hourly roll-up: days 0 and 1 are one window an hour
+    // there now; what was kept is what the minute windows made.
+    EXPECT_EQ(store.roll_up_before(kDay0 + 2 * 86400), 2 * 26 * 59);
+    EXPECT_EQ(text(fleet::build_rollups(store, origin, Period::kDay, kDay0, &memo)), day0);
+    const auto kept_day = fleet::build_rollups(store, origin, Period::kDay, day1, &memo);
+    EXPECT_EQ(memo.size(), 2u);     // the hours taken, the days kept
+    ASSERT_EQ(kept_day.size(), 1u);  // GPU-a's: GPU-b's day has the relabelled pod
+    EXPECT_EQ(kept_day[0].windows, 1440);
+    EXPECT_EQ(text(kept_day), day);
+    const auto kept_month = fleet::build_rollups(store, origin, Period::kMonth, month, &memo);
+    EXPECT_EQ(memo.size(), 0u);  // a month is kept for nothing
+    ASSERT_EQ(kept_month.size(), 1u);
+    EXPECT_EQ(kept_month[0].windows, static_cast<int64_t>(ws.size() / 2));
+    EXPECT_EQ(text(kept_month), months);
+    // A window late into day 2's 01:00: that hour is forgotten, 00:00 is kept.
+    const int64_t day2 = kDay0 + 2 * 86400;
+    fleet::build_rollups(store, origin, Period::kHour, day2, &memo);
+    fleet::build_rollups(store, origin, Period::kHour, day2 + 3600, &memo);
+    memo.forget_from(day2 + 3600 + 30);
+    EXPECT_EQ(memo.size(), 1u);
+    EXPECT_FALSE(memo.take(Period::kHour, day2 + 3600));
+    EXPECT_TRUE(memo.take(Period::kHour, day2));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// The agent merges its own windows older than rollup_after_hours (24 h by
+// default) into one window an hour. A month merged from the store at its end
+// then named those hourly windows, not the minute windows the database holds,
+// and the database refused it. Merged from the days the shipper kept (an
+// agent restarted in between: they are in the store), it is verified.
+TEST_F(FleetDb, AMonthIsMergedFromTheDaysItsShipperKeptWhileTheStoreMergedTheirHours) {
+  const int64_t jan = 1798761600, feb = 1801440000;
+  const fleet::Origin origin{"prod", "node-1"};
+  fleet::FleetSinkPostgres sink(*admin_, origin);
+  ledger::Store store((scratch_ / "ledger.db").string());
+  std::vector<ledger::WindowRecord> ws;  // January's last two days, and February's first ten minutes
+  for (int64_t t = feb - 2 * 86400; t < feb + 600; t += 60)
+    for (const char* gpu : {"GPU-a", "GPU-b"}) ws.push_back(fleet_window(t, gpu, t % 89));
+  store.insert_windows(ws);
+  ASSERT_EQ(sink.ship(pointers(ws)), std::vector<Delivery>(ws.size(), Delivery::kStored));
+  {
+    fleet::RollupMemo memo(store);
+    for (int64_t h = feb - 2 * 86400; h < feb; h += 3600)
+      ASSERT_EQ(sink.ship_rollups(fleet::build_rollups(store, origin, Period::kHour, h, &memo)),
+                std::vector<Delivery>(2, Delivery::kStored));
+    for (int64_t d = feb - 2 * 86400; d < feb; d += 86400)
+      ASSERT_EQ(sink.ship_rollups(fleet::build_rollups(store, origin, Period::kDay, d, &memo)),
+                std::vector<Delivery>(2, Delivery::kStored));
+  }
+  EXPECT_EQ(store.roll_up_before(feb), 2 * 2 * 24 * 59) << "each hour's 60 windows now one";
+  auto from_store = fleet::build_rollups(store, origin, Period::kMonth, jan);
+  ASSERT_EQ(from_store.size(), 2u);
+  EXPECT_EQ(from_store[0].windows, 48) << "the store's hourly windows";
+  fleet::RollupMemo restarted(store);
+  EXPECT_EQ(restarted.size(), 2u);  // the two days
+  const auto months = fleet::build_rollups(store, origin, Period::kMonth, jan, &restarted);
+  ASSERT_EQ(months.size(), 2u);
+  EXPECT_EQ(months[0].windows, 2 * 1440);
+  EXPECT_EQ(sink.ship_rollups(months), std::vector<Delivery>(2, Delivery::kStored));
+  EXPECT_EQ(restarted.size(), 0u);
+  EXPECT_EQ(pg_->psql("SELECT period, count(*) FROM gpuledger.rollups WHERE verified GROUP BY 1 ORDER BY 1"),
+            "day|4\nhour|96\nmonth|2\n");
+  // The month read at its roll-ups is the bill of its windows.
+  expect_same_bill(read(*admin_, jan, feb, Period::kMonth), read(*admin_, jan, feb, std::nullopt));
+  EXPECT_EQ(read(*admin_, jan, feb, Period::kMonth).records, 2);
+  // What the store alone gives is refused, and read no further.
+  from_store[0].windows = months[0].windows + 1;  // another key than the verified month's
+  EXPECT_EQ(sink.ship_rollups({from_store[0]}), std::vector<Delivery>{Delivery::kUnverified});
 }
 
 TEST_F(FleetDb, TheDatabaseCountsEveryWindowItCommitsByHourDayAndMonth) {
@@ -186,6 +293,45 @@ TEST_F(FleetDb, AReportReadsRollUpsOnlyWhileTheyMatchAndTheBillNeverChanges) {
   const Read still = read(*admin_, from, to, Period::kMonth);
   EXPECT_EQ(still.records, days.records);
   expect_same_bill(still, after);
+}
+
+// A running shipper keeps the hours it rolled up for their day (RollupMemo).
+// A window that comes late into one of those hours has that hour rolled up
+// again and the day merged with it: every roll-up the database verifies, none
+// refused, and the bill read at days is the windows'.
+TEST_F(FleetDb, AShipperThatKeptItsHoursRollsUpALateWindowsHourAndDayAgain) {
+  const std::string path = (scratch_ / "ledger.db").string();
+  ledger::Store store(path);
+  store.insert_windows(two_gpus());
+  fleet::FleetShipper shipper(shipper_options(pg_->conninfo(), pg_->admin_password_file(), path, {"prod", "node-1"}));
+  shipper.start();
+  auto settled = [&](int64_t rollups) {
+    return eventually([&] { return shipper.status().pending == 0 && count("rollups") == rollups; },
+                      std::chrono::seconds(60));
+  };
+  ASSERT_TRUE(settled(2 * 27 + 2 * 2)) << shipper.status().reason << "; roll-ups: " << count("rollups");
+  // Day 2's 00:00 is rolled up and kept for day 2, which is not complete. A
+  // late window into it, then the rest of day 2 and half an hour of day 3.
+  const int64_t day2 = kDay0 + 2 * 86400;
+  store.insert_window(fleet_window(day2 + 30, "GPU-a", 5));
+  std::vector<ledger::WindowRecord> rest;
+  for (int64_t t = day2 + 5400; t < day2 + 86400 + 1800; t += 60)
+    for (const char* gpu : {"GPU-a", "GPU-b"}) rest.push_back(fleet_window(t, gpu, (t / 60) % 97));
+  store.insert_windows(rest);
+  // Day 2's hours 01-23 of both GPUs, GPU-a's 00:00 again (61 windows: a new roll-up; GPU-b's is the same), day 2.
+  EXPECT_TRUE(settled(2 * 27 + 2 * 2 + 2 * 23 + 1 + 2)) << shipper.status().reason << "; roll-ups: " << count("rollups");
+  shipper.stop();
+  metrics::ExpositionWriter out;
+  shipper.write_metrics(out);
+  EXPECT_NE(out.text().find("gpuledger_fleet_db_errors_total{reason=\"rollup\"} 0\n"), std::string::npos) << out.text();
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.rollups WHERE NOT verified"), "0\n");
+  EXPECT_EQ(pg_->psql("SELECT windows FROM gpuledger.rollups WHERE period = 'day' AND gpu_uuid = 'GPU-a' AND "
+                      "period_start = " + std::to_string(day2)),
+            "1441\n");
+  const Read windows = read(*admin_, kDay0, day2 + 86400 + 1800, std::nullopt);
+  const Read days = read(*admin_, kDay0, day2 + 86400 + 1800, Period::kMonth);
+  EXPECT_EQ(days.records, 2 * 3 + 2 * 30);  // days 0, 1 and 2 a GPU, then day 3's half hour of windows
+  expect_same_bill(days, windows);
 }
 
 // A pod relabelled to another team within a period: one merged account would
