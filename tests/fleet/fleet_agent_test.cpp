@@ -97,7 +97,7 @@ TEST(FleetAgents, ThroughAnOutageAKillAndADeletedNodeTheFleetBillIsTheSumOfTheLo
                     &out),
             0)
       << out;
-  EXPECT_NE(out.find("schema version 7 (was 0)"), std::string::npos) << out;
+  EXPECT_NE(out.find("schema version 8 (was 0)"), std::string::npos) << out;
   // A password on the command line is refused before anything starts.
   EXPECT_NE(run_cli({"fleet-db", "migrate", "--fleet-db", pg.conninfo() + " password=admin-secret"}, &out), 0);
   EXPECT_NE(out.find("--fleet-db carries a password"), std::string::npos) << out;

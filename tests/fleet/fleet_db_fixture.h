@@ -63,6 +63,17 @@ inline std::vector<const ledger::WindowRecord*> pointers(const std::vector<ledge
   return out;
 }
 
+// Every row a query returns, each value as the server prints it (NULL apart).
+inline std::string rows_of(fleet::PgConnection& db, const std::string& sql) {
+  fleet::PgResult r = db.query(sql);
+  std::string out;
+  for (int i = 0; i < r.rows(); ++i) {
+    for (int c = 0; c < r.columns(); ++c) out += (c ? "|" : "") + (r.null(i, c) ? std::string("NULL") : r.text(i, c));
+    out += "\n";
+  }
+  return out;
+}
+
 constexpr int64_t kFleetDay0 = kFleetT0 / 86400 * 86400;  // 2027-01-15T00:00:00Z
 
 // Two GPUs, a window a minute from day 0 22:00 to day 2 01:30: hours, days and ragged ends to roll up.

@@ -35,9 +35,9 @@ namespace fs = std::filesystem;
 using fleet::Delivery;
 
 TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
-  EXPECT_EQ(fleet::schema_version(*admin_), 7);
-  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 7) << "a second run changes nothing";
-  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "7\n");
+  EXPECT_EQ(fleet::schema_version(*admin_), 8);
+  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 8) << "a second run changes nothing";
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "8\n");
   // This month's and the next month's partitions, of every table.
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'windows'"),
@@ -46,12 +46,12 @@ TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'rollups'"),
             "rollups_2027_01,rollups_2027_02\n");
   EXPECT_NO_THROW(fleet::check_schema(*admin_));
-  pg_->psql("INSERT INTO gpuledger.schema_migrations(version) VALUES (8)");
+  pg_->psql("INSERT INTO gpuledger.schema_migrations(version) VALUES (9)");
   try {
     fleet::check_schema(*admin_);
     FAIL() << "a newer schema was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("schema version 8 is newer than this gpuledger knows (7)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("schema version 9 is newer than this gpuledger knows (8)"), std::string::npos)
         << e.what();
   }
   EXPECT_THROW(fleet::migrate(*admin_, kFleetT0), Error);

@@ -31,17 +31,6 @@ using fleet::Delivery;
 using fleet::Period;
 using nlohmann::json;
 
-// Every row a query returns, each value as the server prints it (NULL apart).
-std::string rows_of(fleet::PgConnection& db, const std::string& sql) {
-  fleet::PgResult r = db.query(sql);
-  std::string out;
-  for (int i = 0; i < r.rows(); ++i) {
-    for (int c = 0; c < r.columns(); ++c) out += (c ? "|" : "") + (r.null(i, c) ? std::string("NULL") : r.text(i, c));
-    out += "\n";
-  }
-  return out;
-}
-
 // Windows with every field set, every optional unknown, Slurm names, no
 // energy, and two GPUs over a day: what an upgrade must carry over.
 std::vector<ledger::WindowRecord> varied_windows() {
@@ -82,7 +71,7 @@ TEST_F(FleetDb, AnUpgradeToOneRowAWindowKeepsEveryRowAndTheBill) {
   const Read bill_before = read(db, from, to, std::nullopt);
   ASSERT_EQ(windows_before.size(), ws.size());
 
-  ASSERT_EQ(fleet::migrate(db, kFleetT0), 7);
+  ASSERT_EQ(fleet::migrate(db, kFleetT0), fleet::kFleetSchemaVersion);
   EXPECT_EQ(rows_of(db, "SELECT relkind FROM pg_class WHERE oid = 'gpuledger.charges'::regclass"), "v\n");
   EXPECT_EQ(rows_of(db, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                         "WHERE n.nspname = 'gpuledger' AND c.relname ~ '^(accounts|charges|energy_charges)_'"),
