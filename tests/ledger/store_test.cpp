@@ -78,6 +78,28 @@ TEST_F(StoreTest, RoundTripAndIdempotentInsert) {
   EXPECT_EQ(s.windows(601, 660).size(), 0u);
 }
 
+// Meta keys by exact name and by prefix (the fleet shipper's kept merges,
+// fleet_rollups.h); a store for one thread (the shipper's) reads and writes
+// the same file as the agent's.
+TEST_F(StoreTest, MetaKeysAreReadExactlyAndErasedByPrefix) {
+  {
+    Store s(path());
+    s.set_meta("fleet/merge/hour/3600/", "a");
+    s.set_meta("fleet/merge/hour/36000/", "b");
+    s.set_meta("fleet/merge/day/0/", "c");
+    s.set_meta("fleet/rolled/hour", "7200");
+  }
+  Store s(path(), Store::Mode::kReadWriteOneThread);
+  EXPECT_EQ(s.meta("fleet/merge/hour/3600/"), "a");
+  EXPECT_FALSE(s.meta("fleet/merge/hour/3600"));
+  EXPECT_EQ(s.erase_meta_with_prefix("fleet/merge/hour/3600/"), 1);  // not 36000's
+  EXPECT_EQ(s.meta_with_prefix("fleet/merge/").size(), 2u);
+  EXPECT_EQ(s.erase_meta_with_prefix("fleet/merge/"), 2);
+  EXPECT_EQ(s.meta_with_prefix("fleet/"), (std::vector<std::pair<std::string, std::string>>{{"fleet/rolled/hour", "7200"}}));
+  EXPECT_TRUE(s.insert_window(sample(600)));
+  EXPECT_EQ(Store(path(), Store::Mode::kReadOnly).windows(0, 10'000).size(), 1u);
+}
+
 TEST_F(StoreTest, WalMode) {
   Store s(path());
   sqlite3* db = nullptr;
