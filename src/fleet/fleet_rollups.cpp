@@ -71,7 +71,7 @@ RollupMemo::Slots merged(const ledger::Store& store, const Origin& origin, Perio
   const int64_t end = report::period_end(start, period);
   if (const auto sub = finer(period)) {
     for (int64_t t = start; t < end; t = report::period_end(t, *sub)) {
-      auto kept = memo ? memo->take(*sub, t) : std::nullopt;
+      auto kept = memo ? memo->find(*sub, t) : std::nullopt;
       for (auto& [uuid, m] : kept ? std::move(*kept) : merged(store, origin, *sub, t, nullptr))
         add_part(pieces[uuid], std::move(m.rollup.window), m.rollup.windows, m.rollup.digests, m.mergeable);
     }
@@ -118,12 +118,9 @@ void RollupMemo::forget_from(int64_t t) {
 }
 
 // {"<uuid>": {"windows": n, "digests": "<decimal>", "window": "<its body>" (null: not mergeable)}, ...}
-std::optional<RollupMemo::Slots> RollupMemo::take(Period period, int64_t start) {
-  const std::string key = memo_key(period, start);
-  const auto text = store_.meta(key);
+std::optional<RollupMemo::Slots> RollupMemo::find(Period period, int64_t start) const {
+  const auto text = store_.meta(memo_key(period, start));
   if (!text) return std::nullopt;
-  store_.erase_meta_with_prefix(key);
-  periods_ -= periods_ > 0;
   Slots out;
   try {
     const nlohmann::json kept = nlohmann::json::parse(*text);
@@ -141,6 +138,14 @@ std::optional<RollupMemo::Slots> RollupMemo::take(Period period, int64_t start) 
     return std::nullopt;
   }
   return out;
+}
+
+void RollupMemo::release(Period period, int64_t start) {
+  const auto sub = finer(period);
+  if (!sub) return;
+  const int64_t end = report::period_end(start, period);
+  for (int64_t t = start; t < end; t = report::period_end(t, *sub))
+    if (store_.erase_meta_with_prefix(memo_key(*sub, t)) > 0) periods_ -= periods_ > 0;
 }
 
 void RollupMemo::keep(Period period, int64_t start, const Slots& slots) {

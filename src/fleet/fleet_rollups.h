@@ -39,10 +39,11 @@ struct Rollup {
 // the month no longer named the windows the database holds, and the database
 // refused it (so a month's report read every GPU's days instead). Rebuilding
 // was also 60 % of a shipper's CPU with a backlog (each window read and
-// digested three times, docs/performance.md). A merge is taken out when its
-// coarser period is built, and forgotten when windows come into it after it
-// was merged (the shipper's late windows). Kept across restarts; bounded
-// (fleet_rollups.cpp): past its bound a period is merged from the store again.
+// digested three times, docs/performance.md). A merge is released once its
+// coarser period's roll-ups are committed (a failed commit builds them again
+// from it), and forgotten when windows come into it after it was merged (the
+// shipper's late windows). Kept across restarts; bounded (fleet_rollups.cpp):
+// past its bound a period is merged from the store again.
 class RollupMemo {
  public:
   struct Slot {
@@ -54,9 +55,12 @@ class RollupMemo {
   // Forgets the periods that end after `t`: a window starting at `t` came
   // after they were merged.
   void forget_from(int64_t t);
-  // The merges of (period, start), taken out; nullopt when not kept.
-  std::optional<Slots> take(Period period, int64_t start);
+  // The merges of (period, start); nullopt when not kept.
+  std::optional<Slots> find(Period period, int64_t start) const;
   void keep(Period period, int64_t start, const Slots& slots);
+  // The roll-ups of (period, start) are committed: its finer periods' merges
+  // are not needed again.
+  void release(Period period, int64_t start);
   size_t size() const { return periods_; }  // periods kept
 
  private:
@@ -68,7 +72,7 @@ class RollupMemo {
 // windows cannot be merged (its currency or GPU fraction changed within the
 // period, or an account's labels did) has none: a report reads its finer periods.
 // The digests are those of the windows as `origin` ships them.
-// With `memo`, the finer periods' merges kept there are taken instead of
+// With `memo`, the finer periods' merges kept there are used instead of
 // made again, and this period's are kept for the coarser one.
 std::vector<Rollup> build_rollups(const ledger::Store& store, const Origin& origin, Period period,
                                   int64_t period_start, RollupMemo* memo = nullptr);

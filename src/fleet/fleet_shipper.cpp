@@ -67,6 +67,7 @@ void FleetShipper::ship_rollups(Session& s) {
     for (; budget > 0 && report::period_end(next, p) <= *complete; --budget) {
       const auto rollups = build_rollups(*s.store, options_.origin, p, next, s.memo.get());
       const auto done = s.sink->ship_rollups(rollups);
+      s.memo->release(p, next);  // committed: its hours' or days' merges are done with
       for (size_t i = 0; i < done.size(); ++i) {
         if (done[i] == Delivery::kUnverified) {
           spdlog::error("fleet db: the database found the {} roll-up of {} from {} on {} not to be its windows' merge; "

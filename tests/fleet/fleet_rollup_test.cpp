@@ -105,11 +105,16 @@ TEST(FleetRollups, AMemoOfHoursAndDaysMakesTheRollUpsTheStoreWould) {
     EXPECT_EQ(store.roll_up_before(kDay0 + 2 * 86400), 2 * 26 * 59);
     EXPECT_EQ(text(fleet::build_rollups(store, origin, Period::kDay, kDay0, &memo)), day0);
     const auto kept_day = fleet::build_rollups(store, origin, Period::kDay, day1, &memo);
-    EXPECT_EQ(memo.size(), 2u);     // the hours taken, the days kept
+    EXPECT_EQ(memo.size(), 26u + 2) << "the hours kept until their days are committed";
+    memo.release(Period::kDay, kDay0);
+    memo.release(Period::kDay, day1);
+    EXPECT_EQ(memo.size(), 2u);     // the days
     ASSERT_EQ(kept_day.size(), 1u);  // GPU-a's: GPU-b's day has the relabelled pod
     EXPECT_EQ(kept_day[0].windows, 1440);
     EXPECT_EQ(text(kept_day), day);
     const auto kept_month = fleet::build_rollups(store, origin, Period::kMonth, month, &memo);
+    EXPECT_EQ(text(fleet::build_rollups(store, origin, Period::kMonth, month, &memo)), months) << "built again";
+    memo.release(Period::kMonth, month);
     EXPECT_EQ(memo.size(), 0u);  // a month is kept for nothing
     ASSERT_EQ(kept_month.size(), 1u);
     EXPECT_EQ(kept_month[0].windows, static_cast<int64_t>(ws.size() / 2));
@@ -120,8 +125,8 @@ TEST(FleetRollups, AMemoOfHoursAndDaysMakesTheRollUpsTheStoreWould) {
     fleet::build_rollups(store, origin, Period::kHour, day2 + 3600, &memo);
     memo.forget_from(day2 + 3600 + 30);
     EXPECT_EQ(memo.size(), 1u);
-    EXPECT_FALSE(memo.take(Period::kHour, day2 + 3600));
-    EXPECT_TRUE(memo.take(Period::kHour, day2));
+    EXPECT_FALSE(memo.find(Period::kHour, day2 + 3600));
+    EXPECT_TRUE(memo.find(Period::kHour, day2));
   }
   std::filesystem::remove_all(dir);
 }
@@ -146,9 +151,11 @@ TEST_F(FleetDb, AMonthIsMergedFromTheDaysItsShipperKeptWhileTheStoreMergedTheirH
     for (int64_t h = feb - 2 * 86400; h < feb; h += 3600)
       ASSERT_EQ(sink.ship_rollups(fleet::build_rollups(store, origin, Period::kHour, h, &memo)),
                 std::vector<Delivery>(2, Delivery::kStored));
-    for (int64_t d = feb - 2 * 86400; d < feb; d += 86400)
+    for (int64_t d = feb - 2 * 86400; d < feb; d += 86400) {
       ASSERT_EQ(sink.ship_rollups(fleet::build_rollups(store, origin, Period::kDay, d, &memo)),
                 std::vector<Delivery>(2, Delivery::kStored));
+      memo.release(Period::kDay, d);  // as the shipper does once they are committed
+    }
   }
   EXPECT_EQ(store.roll_up_before(feb), 2 * 2 * 24 * 59) << "each hour's 60 windows now one";
   auto from_store = fleet::build_rollups(store, origin, Period::kMonth, jan);
@@ -160,6 +167,7 @@ TEST_F(FleetDb, AMonthIsMergedFromTheDaysItsShipperKeptWhileTheStoreMergedTheirH
   ASSERT_EQ(months.size(), 2u);
   EXPECT_EQ(months[0].windows, 2 * 1440);
   EXPECT_EQ(sink.ship_rollups(months), std::vector<Delivery>(2, Delivery::kStored));
+  restarted.release(Period::kMonth, jan);
   EXPECT_EQ(restarted.size(), 0u);
   EXPECT_EQ(pg_->psql("SELECT period, count(*) FROM gpuledger.rollups WHERE verified GROUP BY 1 ORDER BY 1"),
             "day|4\nhour|96\nmonth|2\n");
