@@ -97,7 +97,7 @@ RollupMemo::Slots merged(const ledger::Store& store, const Origin& origin, Perio
 
 }  // namespace
 
-RollupMemo::RollupMemo(ledger::Store& store) : store_(store) {
+RollupMemo::RollupMemo(ledger::Store& store, Origin origin) : store_(store), origin_(std::move(origin)) {
   periods_ = store_.meta_with_prefix(kMemoKey).size();
 }
 
@@ -117,13 +117,16 @@ void RollupMemo::forget_from(int64_t t) {
   }
 }
 
-// {"<uuid>": {"windows": n, "digests": "<decimal>", "window": "<its body>" (null: not mergeable)}, ...}
+// {"origin": [cluster, node], "slots": {"<uuid>": {"windows": n, "digests": "<decimal>",
+// "window": "<its body>" (null: not mergeable)}, ...}}
 std::optional<RollupMemo::Slots> RollupMemo::find(Period period, int64_t start) const {
   const auto text = store_.meta(memo_key(period, start));
   if (!text) return std::nullopt;
   Slots out;
   try {
-    const nlohmann::json kept = nlohmann::json::parse(*text);
+    const nlohmann::json whole = nlohmann::json::parse(*text);
+    if (whole.at("origin") != nlohmann::json::array({origin_.cluster, origin_.node})) return std::nullopt;
+    const nlohmann::json& kept = whole.at("slots");
     for (auto it = kept.begin(); it != kept.end(); ++it) {
       const nlohmann::json& v = it.value();
       Slot& m = out[it.key()];
@@ -152,9 +155,9 @@ void RollupMemo::keep(Period period, int64_t start, const Slots& slots) {
   const std::string key = memo_key(period, start);
   const bool fresh = !store_.meta(key);
   if (fresh && periods_ >= kMemoPeriods) return;
-  nlohmann::json kept = nlohmann::json::object();
+  nlohmann::json kept = {{"origin", {origin_.cluster, origin_.node}}, {"slots", nlohmann::json::object()}};
   for (const auto& [uuid, m] : slots)
-    kept[uuid] = {{"windows", m.rollup.windows},
+    kept["slots"][uuid] = {{"windows", m.rollup.windows},
                   {"digests", decimal(m.rollup.digests)},
                   {"window", m.mergeable ? nlohmann::json(window_to_json(m.rollup.window)) : nlohmann::json()}};
   try {

@@ -51,7 +51,9 @@ class RollupMemo {
     bool mergeable = true;
   };
   using Slots = std::map<std::string, Slot>;  // by slot uuid
-  explicit RollupMemo(ledger::Store& store);
+  // The merges of `origin`'s windows (their digests are the windows' as it
+  // ships them): those kept under another cluster or node name are not used.
+  RollupMemo(ledger::Store& store, Origin origin);
   // Forgets the periods that end after `t`: a window starting at `t` came
   // after they were merged.
   void forget_from(int64_t t);
@@ -65,6 +67,7 @@ class RollupMemo {
 
  private:
   ledger::Store& store_;
+  Origin origin_;
   size_t periods_ = 0;
 };
 

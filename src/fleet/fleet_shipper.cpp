@@ -140,7 +140,7 @@ bool FleetShipper::round(Session& s) {
   if (!s.store) {
     s.store = std::make_unique<ledger::Store>(options_.store_path, ledger::Store::Mode::kReadWriteOneThread);
     s.outbox = std::make_unique<ledger::Outbox>(*s.store);
-    s.memo = std::make_unique<RollupMemo>(*s.store);
+    s.memo = std::make_unique<RollupMemo>(*s.store, options_.origin);
     refused_in_store = s.outbox->refused_count();
   }
   size_t batch_size = options_.batch_windows;

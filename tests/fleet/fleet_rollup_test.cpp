@@ -88,14 +88,16 @@ TEST(FleetRollups, AMemoOfHoursAndDaysMakesTheRollUpsTheStoreWould) {
                fleet::decimal(r.digests) + " " + fleet::window_to_json(r.window) + "\n";
       return out;
     };
-    fleet::RollupMemo memo(store);
+    fleet::RollupMemo memo(store, origin);
     for (int64_t h = kDay0 + 22 * 3600; h < day1 + 86400; h += 3600) {
       const auto kept = fleet::build_rollups(store, origin, Period::kHour, h, &memo);
       EXPECT_EQ(text(kept), text(fleet::build_rollups(store, origin, Period::kHour, h)));
       EXPECT_EQ(kept.size(), h == day1 + 10 * 3600 ? 1u : 2u);  // GPU-b's relabelled hour has none
     }
     EXPECT_EQ(memo.size(), 26u);
-    EXPECT_EQ(fleet::RollupMemo(store).size(), 26u) << "kept in the store: an agent restarted finds them";
+    EXPECT_EQ(fleet::RollupMemo(store, origin).size(), 26u) << "kept in the store: an agent restarted finds them";
+    EXPECT_FALSE(fleet::RollupMemo(store, {"prod", "node-2"}).find(Period::kHour, day1))
+        << "another node name's digests are another's";
     const int64_t month = report::period_start(kDay0, Period::kMonth);
     const std::string day0 = text(fleet::build_rollups(store, origin, Period::kDay, kDay0)),
                       day = text(fleet::build_rollups(store, origin, Period::kDay, day1)),
@@ -147,7 +149,7 @@ TEST_F(FleetDb, AMonthIsMergedFromTheDaysItsShipperKeptWhileTheStoreMergedTheirH
   store.insert_windows(ws);
   ASSERT_EQ(sink.ship(pointers(ws)), std::vector<Delivery>(ws.size(), Delivery::kStored));
   {
-    fleet::RollupMemo memo(store);
+    fleet::RollupMemo memo(store, origin);
     for (int64_t h = feb - 2 * 86400; h < feb; h += 3600)
       ASSERT_EQ(sink.ship_rollups(fleet::build_rollups(store, origin, Period::kHour, h, &memo)),
                 std::vector<Delivery>(2, Delivery::kStored));
@@ -161,7 +163,7 @@ TEST_F(FleetDb, AMonthIsMergedFromTheDaysItsShipperKeptWhileTheStoreMergedTheirH
   auto from_store = fleet::build_rollups(store, origin, Period::kMonth, jan);
   ASSERT_EQ(from_store.size(), 2u);
   EXPECT_EQ(from_store[0].windows, 48) << "the store's hourly windows";
-  fleet::RollupMemo restarted(store);
+  fleet::RollupMemo restarted(store, origin);
   EXPECT_EQ(restarted.size(), 2u);  // the two days
   const auto months = fleet::build_rollups(store, origin, Period::kMonth, jan, &restarted);
   ASSERT_EQ(months.size(), 2u);
