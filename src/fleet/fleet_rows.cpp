@@ -3,7 +3,6 @@
 #include <openssl/evp.h>
 
 #include <charconv>
-#include <cstdio>
 #include <map>
 #include <utility>
 
@@ -42,13 +41,8 @@ const std::vector<std::string> kEnergyChargeColumns = {"account", "kind", "milli
 // shipper's CPU went to printf). WindowFields.AFloatsFleetTextIsPrintfsWhateverItsBits
 // checks the two agree.
 std::string exact(double v) {
-  char buf[32];
-  const auto done = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 17);
-  if (done.ec != std::errc()) {
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
-  }
-  return std::string(buf, done.ptr);
+  char buf[32];  // "%.17g" is at most 24 characters ("-1.2345678901234567e-308")
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 17).ptr);
 }
 
 namespace {
