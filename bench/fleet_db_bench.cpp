@@ -6,7 +6,8 @@
 //      windows on --gpus GPUs with --accounts holders each (charges, energy),
 //      drained by the agent's own shipper (fleet_shipper.h: batches of 500,
 //      one connection a node), roll-ups of every complete hour, day and month
-//      included (fleet_rollups.h)
+//      included (fleet_rollups.h); --varied: every window's shares, splits
+//      and efficiency change every minute, as a real node's
 //   3. --fleet-nodes: the fleet grown to that many nodes by copying the
 //      shipped nodes' roll-ups and window totals under new node and GPU names
 //      (their windows are not copied: no report of whole periods reads them,
@@ -55,7 +56,22 @@ struct Shape {
   std::string grow_periods = "hour,day,month";  // the roll-ups copied to grown nodes
   double days = 30;
   int64_t start = 1'793'491'200;  // 2026-11-01T00:00:00Z
+  // --varied: the holders' shares, busy split, energy split, efficiency and
+  // VRAM change every minute, as a real node's do (full-precision doubles).
+  // Without it a GPU's windows carry the same accounts and charges every
+  // minute, which PostgreSQL's Memoize turns into one parse an hour's check
+  // (docs/performance.md, "Schema 9").
+  bool varied = false;
 };
+
+// A number in [0, 1) from (a, b, c, d), the same every run (splitmix64).
+double unit(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+  uint64_t z = a * 0x9E3779B97F4A7C15ull ^ b * 0xBF58476D1CE4E5B9ull ^ c * 0x94D049BB133111EBull ^ d;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) / 9007199254740992.0;
+}
 
 // One window of one GPU: `accounts` holders sharing it, busy split by activity.
 ledger::WindowRecord window(int node, int gpu, int64_t start, const Shape& s) {
@@ -74,21 +90,37 @@ ledger::WindowRecord window(int node, int gpu, int64_t start, const Shape& s) {
   w.device = {0.55, 0.3, 0.1, 0.2};
   w.energy = ledger::WindowEnergyRecord{18'000'000, "dcgm", {}, 350.0};
   int64_t busy_left = w.busy_micros, idle_left = w.idle_micros, mj_busy = 12'000'000, mj_idle = 6'000'000;
+  // Each holder's share of the activity: equal, or this minute's (--varied).
+  std::vector<double> share(static_cast<size_t>(s.accounts), 1.0 / s.accounts);
+  auto u = [&](int a, int what) {
+    return unit(static_cast<uint64_t>(node), static_cast<uint64_t>(gpu), static_cast<uint64_t>(start),
+                static_cast<uint64_t>(a * 16 + what));
+  };
+  if (s.varied) {
+    double sum = 0;
+    for (int a = 0; a < s.accounts; ++a) sum += share[static_cast<size_t>(a)] = 0.5 + u(a, 0);
+    for (auto& x : share) x /= sum;
+    w.device = {0.4 + 0.3 * u(-1, 1), 0.2 + 0.2 * u(-1, 2), 0.1 * u(-1, 3), 0.1 + 0.2 * u(-1, 4)};
+  }
   for (int a = 0; a < s.accounts; ++a) {
     const int k = (node * s.gpus + gpu) * s.accounts + a;
+    const double mine = share[static_cast<size_t>(a)];
     ledger::AccountRecord r;
     r.account = "k8s/uid-" + std::to_string(k);
     r.labels = {"ns-" + std::to_string(k % 40), "pod-" + std::to_string(k), "main", "team-" + std::to_string(k % 12)};
     r.held_share = r.allocated_share = 1.0 / s.accounts;
-    r.activity_share = 1.0 / s.accounts;
-    r.busy_seconds = r.gpu_busy_seconds = 36.0 / s.accounts;
-    r.vram_byte_seconds = 6e11;
-    r.launches = 1000;
+    r.activity_share = mine;
+    r.busy_seconds = r.gpu_busy_seconds = 36.0 * mine;
+    r.vram_byte_seconds = s.varied ? 6e11 * (0.9 + 0.2 * u(a, 5)) : 6e11;
+    r.launches = s.varied ? 800 + static_cast<int64_t>(400 * u(a, 6)) : 1000;
     r.efficiency = {0.55, 0.3, 0.1, 0.2};
+    if (s.varied) r.efficiency = {0.4 + 0.3 * u(a, 7), 0.2 + 0.2 * u(a, 8), 0.1 * u(a, 9), 0.1 + 0.2 * u(a, 10)};
     r.evidence.vram_peak_bytes = uint64_t{20} << 30;
     const bool last = a + 1 == s.accounts;
-    const int64_t busy = last ? busy_left : w.busy_micros / s.accounts, idle = last ? idle_left : w.idle_micros / s.accounts;
-    const int64_t eb = last ? mj_busy : 12'000'000 / s.accounts, ei = last ? mj_idle : 6'000'000 / s.accounts;
+    const int64_t busy = last ? busy_left : static_cast<int64_t>(w.busy_micros * mine),
+                  idle = last ? idle_left : w.idle_micros / s.accounts;
+    const int64_t eb = last ? mj_busy : static_cast<int64_t>(12'000'000 * mine),
+                  ei = last ? mj_idle : 6'000'000 / s.accounts;
     busy_left -= busy, idle_left -= idle, mj_busy -= eb, mj_idle -= ei;
     w.charges.push_back({r.account, ledger::ChargeKind::kBusy, busy});
     w.charges.push_back({r.account, ledger::ChargeKind::kIdle, idle});
@@ -233,10 +265,11 @@ int main(int argc, char** argv) {
     else if (a == "--gpuledger") binary = next();
     else if (a == "--grow-periods") s.grow_periods = next();
     else if (a == "--prune") prune = true;
+    else if (a == "--varied") s.varied = true;
     else {
       std::fprintf(stderr, "usage: %s [--quick] [--nodes N] [--fleet-nodes N] [--gpus N] [--days D] [--accounts N] "
                    "[--plans FILE] [--repeat N] [--hold-seconds S] [--gpuledger BINARY] [--grow-periods hour,day,month] "
-                   "[--prune]\n", argv[0]);
+                   "[--prune] [--varied]\n", argv[0]);
       return 2;
     }
   }
@@ -265,9 +298,10 @@ int main(int argc, char** argv) {
       store.insert_windows(batch);
       written += static_cast<int64_t>(batch.size());
     }
-    std::printf("fleet: %d nodes shipped x %d GPUs x %.2f days (+1 h), %d accounts per GPU: %lld windows "
+    std::printf("fleet: %d nodes shipped x %d GPUs x %.2f days (+1 h), %d accounts per GPU%s: %lld windows "
                 "(local stores written in %.1f s)\n",
-                s.nodes, s.gpus, s.days, s.accounts, static_cast<long long>(written), seconds_since(wrote));
+                s.nodes, s.gpus, s.days, s.accounts, s.varied ? " (varied every minute)" : "",
+                static_cast<long long>(written), seconds_since(wrote));
     // Ingest: every node's shipper at once, until its windows are shipped and its periods rolled up.
     const auto began = std::chrono::steady_clock::now();
     const double server_cpu0 = bench::server_cpu_seconds(pg.dir() + "/data"), own_cpu0 = bench::own_cpu_seconds();
