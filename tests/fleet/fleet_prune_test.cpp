@@ -32,8 +32,8 @@ std::vector<ledger::WindowRecord> january() {
   return ws;
 }
 
-int64_t windows_partitions(fleet::PgConnection& db) {
-  return db.query("SELECT count(*) FROM pg_inherits WHERE inhparent = 'gpuledger.windows'::regclass").i64(0, 0);
+int64_t partitions_of(fleet::PgConnection& db, const std::string& table) {
+  return db.query("SELECT count(*) FROM pg_inherits WHERE inhparent = 'gpuledger." + table + "'::regclass").i64(0, 0);
 }
 
 TEST_F(FleetDb, PruneDropsAMonthsWindowsOnlyOnceItsRollUpsAreVerifiedAndTheBillStaysTheSame) {
@@ -74,13 +74,16 @@ TEST_F(FleetDb, PruneDropsAMonthsWindowsOnlyOnceItsRollUpsAreVerifiedAndTheBillS
   EXPECT_THROW(fleet::prune_before(*admin_, kFeb + 3600, now), Error);
   EXPECT_THROW(fleet::prune_before(*admin_, kFeb, kJan + 86400), Error);
 
-  const int64_t partitions = windows_partitions(*admin_);
+  const int64_t partitions = partitions_of(*admin_, "windows");
+  EXPECT_EQ(partitions_of(*admin_, "window_parts"), partitions);
   auto pruned = fleet::prune_before(*admin_, kFeb, now);
   ASSERT_EQ(pruned.size(), 1u);
   EXPECT_FALSE(pruned[0].kept_because) << *pruned[0].kept_because;
   EXPECT_EQ(pruned[0].windows, static_cast<int64_t>(ws.size()) - 2);  // February's two stay
-  EXPECT_EQ(windows_partitions(*admin_), partitions - 1);
+  EXPECT_EQ(partitions_of(*admin_, "windows"), partitions - 1);
+  EXPECT_EQ(partitions_of(*admin_, "window_parts"), partitions - 1);  // the windows' parts with them
   EXPECT_EQ(count("windows"), 2);
+  EXPECT_EQ(count("window_parts WHERE hour_start < " + std::to_string(kFeb)), 0);
   EXPECT_EQ(count("accounts"), 4);
   EXPECT_EQ(count("rollups"), 312);
   EXPECT_EQ(admin_->query("SELECT windows FROM gpuledger.pruned_months").text(0, 0), std::to_string(ws.size() - 2));
@@ -135,7 +138,7 @@ TEST_F(FleetDb, PruneTakesAMonthNoLaterThanThisOne) {
   p = run(cmd + "2026-01");  // the fixture's months are 2027's
   EXPECT_EQ(p.status, 0) << p.out;
   EXPECT_EQ(p.out, "");
-  EXPECT_EQ(windows_partitions(*admin_), 2);
+  EXPECT_EQ(partitions_of(*admin_, "windows"), 2);
 }
 
 }  // namespace

@@ -145,7 +145,7 @@ TEST_F(FleetDb, ANodesRoleShipsItsOwnWindowsAndNoOtherNodes) {
   // `doctor` says which node a role ships, and that a role of no node ships nothing.
   const std::string shared_pw = pg_->add_login("shared_agent", "gpuledger_agent");
   for (const auto& [role, pw, said] :
-       {std::tuple{b.role, b.password_file, std::string("schema 8, windows of prod/node-b may be shipped")},
+       {std::tuple{b.role, b.password_file, "schema " + std::to_string(fleet::kFleetSchemaVersion) + ", windows of prod/node-b may be shipped"},
         std::tuple{std::string("shared_agent"), shared_pw,
                    std::string("this role is no node's: run `gpuledger fleet-db add-node NODE` as the owner")}}) {
     const Proc doctor =
@@ -571,7 +571,7 @@ TEST_F(FleetDb, AnUpgradeFromSchemaTwoKeepsTheSharedRoleAndChecksItsRollUps) {
 // run (its status is /healthz's line) and keeps the backlog; the report says
 // it in one sentence on stderr.
 TEST_F(FleetDb, AnUnmigratedOrOlderDatabaseSaysWhatToRunAndKeepsTheBacklog) {
-  for (const int version : {0, 2, 3, 4, 5, 6, 7}) {
+  for (const int version : {0, 2, 3, 4, 5, 6, 7, 8}) {
     const std::string name = "v" + std::to_string(version);
     const std::string path = (scratch_ / (name + ".db")).string();
     {
@@ -584,7 +584,7 @@ TEST_F(FleetDb, AnUnmigratedOrOlderDatabaseSaysWhatToRunAndKeepsTheBacklog) {
     const std::string conninfo = pg_->conninfo("gpuledger_admin", name);
     const std::string said = "fleet database postgresql://gpuledger_admin@" + pg_->dir() + ":" +
                              std::to_string(pg_->port()) + "/" + name + ": schema version " + std::to_string(version) +
-                             ", this gpuledger needs 8; run `gpuledger fleet-db migrate` as its owner";
+                             ", this gpuledger needs " + std::to_string(fleet::kFleetSchemaVersion) + "; run `gpuledger fleet-db migrate` as its owner";
     {
       fleet::FleetShipper shipper(shipper_options(conninfo, pg_->admin_password_file(), path, {"prod", "node-a"}));
       shipper.start();

@@ -1,0 +1,183 @@
+// Fleet schemas 8 and 9 (issue 30, ingest), against a real PostgreSQL server
+// (pg_server.h). 8: count_windows sums a statement's windows by hour first,
+// check_rollup takes each part's own fields only. 9: the body's check keeps
+// each GPU-hour's parts (window_parts) and check_rollup reads them instead
+// of the windows' bodies. The same answers as schema 7's: every roll-up keeps
+// the verdict schema 7 gave it (true ones and forged ones of every reason),
+// the window totals are the windows' sums, and the kept parts are the
+// bodies' after more windows come in.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "fleet/fleet_roles.h"
+#include "fleet/fleet_rollups.h"
+#include "fleet/fleet_schema.h"
+#include "fleet/fleet_sink_postgres.h"
+#include "fleet_db_fixture.h"
+#include "ledger/hourly_rollup.h"
+#include "ledger/store.h"
+
+namespace gpuledger::testing {
+namespace {
+
+using fleet::Delivery;
+using fleet::Period;
+
+// Ships two GPUs' windows and 48 roll-ups of every verdict (true ones, money
+// moved, a team and a Slurm user forged, an account named twice, a
+// relabelled pod merged anyway), shipped as `origin` into `db`.
+constexpr int64_t kDay1 = kFleetDay0 + 86400;
+const std::string kVerdicts = "SELECT coalesce(refusal, 'verified'), count(*) FROM gpuledger.rollups";
+const std::string kTotals = "SELECT * FROM gpuledger.window_totals ORDER BY 1, 2, 3, 4, 5";
+
+void ship_every_verdict(fleet::PgConnection& db, const std::filesystem::path& scratch, const fleet::Origin& origin) {
+  std::filesystem::create_directories(scratch);
+  fleet::FleetSinkPostgres sink(db, origin);
+  const int64_t relabelled = kDay1 + 6 * 3600;
+  auto ws = two_gpus();
+  for (auto& w : ws)  // GPU-a's pod-b moves to another team half way through 06:00
+    if (w.slot.uuid == "GPU-a" && w.start >= relabelled + 1800 && w.start < relabelled + 3600)
+      w.accounts[1].labels.team = "speech";
+  ledger::Store store((scratch / "ledger.db").string());
+  store.insert_windows(ws);
+  ASSERT_EQ(sink.ship(pointers(ws)), std::vector<Delivery>(ws.size(), Delivery::kStored));
+  // Day 1's hours: GPU-a's true (06:00 has none: its pod was relabelled),
+  // GPU-b's true but for 01:00 to 04:00, forged each a way.
+  for (int h = 0; h < 24; ++h) {
+    auto rollups = fleet::build_rollups(store, origin, Period::kHour, kDay1 + h * 3600);
+    for (auto& r : rollups) {
+      if (r.window.slot.uuid != "GPU-b") continue;
+      auto& w = r.window;
+      if (h == 1) w.charges[0].micros += 1000, w.charges[2].micros -= 1000;  // money moved between pods
+      if (h == 2) w.accounts[0].labels.team = "forged";
+      if (h == 3) w.accounts[0].labels.slurm_user = "mallory";
+      if (h == 4) w.accounts.push_back(w.accounts[0]);  // an account named twice
+    }
+    sink.ship_rollups(rollups);
+  }
+  // GPU-a's 06:00 merged anyway: one set of labels for a pod that had two.
+  std::vector<ledger::WindowRecord> six;
+  for (const auto& w : ws)
+    if (w.slot.uuid == "GPU-a" && w.start >= relabelled && w.start < relabelled + 3600) six.push_back(w);
+  fleet::Rollup merged_anyway{Period::kHour, relabelled, ledger::merge_windows(six), 60, 0};
+  for (const auto& w : six) merged_anyway.digests += fleet::digest_part(fleet::to_window_row(origin, w).digest);
+  EXPECT_EQ(sink.ship_rollups({merged_anyway}), std::vector<Delivery>{Delivery::kUnverified});
+  sink.ship_rollups(fleet::build_rollups(store, origin, Period::kDay, kDay1));  // GPU-b's day (GPU-a's relabelled)
+  EXPECT_EQ(rows_of(db, kVerdicts + std::string(" WHERE node = ") + db.literal(origin.node) + " GROUP BY 1 ORDER BY 1"),
+            "an account's labels changed within the period (one merged account would bill it all to its last team)|1\n"
+            "its accounts are not its windows'|2\n"
+            "its accounts' Slurm users or accounts are not its windows'|1\n"
+            "its charges or energy are not its windows'|1\n"
+            "verified|44\n");  // 23 hours of GPU-a, 20 of GPU-b, its day
+}
+
+// Another node's windows, and late ones of node-1 into hours it has.
+void ship_more(fleet::PgConnection& db) {
+  fleet::FleetSinkPostgres other(db, {"prod", "node-2"});
+  ASSERT_EQ(other.ship(pointers(two_gpus())), std::vector<Delivery>(two_gpus().size(), Delivery::kStored));
+  fleet::FleetSinkPostgres sink(db, {"prod", "node-1"});
+  std::vector<ledger::WindowRecord> late;
+  for (int64_t t = kDay1 + 30; t < kDay1 + 86400; t += 3600) late.push_back(fleet_window(t, "GPU-b", t % 7));
+  ASSERT_EQ(sink.ship(pointers(late)), std::vector<Delivery>(late.size(), Delivery::kStored));
+}
+
+TEST_F(FleetDb, SchemaEightGivesEveryRollUpTheVerdictAndEveryPeriodTheTotalsOfSchemaSeven) {
+  pg_->psql("CREATE DATABASE seven");
+  fleet::PgConnection db(pg_->conninfo("gpuledger_admin", "seven"), pg_->admin_password_file());
+  ASSERT_EQ(fleet::migrate(db, kFleetT0, 7), 7);
+  ship_every_verdict(db, scratch_, {"prod", "node-1"});
+  const std::string totals_7 = rows_of(db, kTotals);
+
+  ASSERT_EQ(fleet::migrate(db, kFleetT0, 8), 8);
+  EXPECT_EQ(rows_of(db, "SELECT count(*) FROM gpuledger.rollups r WHERE gpuledger.check_rollup(r) IS DISTINCT FROM "
+                        "r.refusal"),
+            "0\n");
+  EXPECT_EQ(rows_of(db, kTotals), totals_7);
+  // The totals are still the windows' counts and sums, hour, day and month.
+  ship_more(db);
+  EXPECT_EQ(rows_of(db, "SELECT p.period, p.period_start, w.cluster, w.node, w.gpu_uuid, count(*), sum(w.cost_micros), "
+                        "sum(gpuledger.digest_part(w.digest)) FROM gpuledger.windows w "
+                        "CROSS JOIN LATERAL gpuledger.periods_of(w.start_time) p GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5"),
+            rows_of(db, kTotals));
+  EXPECT_EQ(rows_of(db, "SELECT count(*) FROM gpuledger.window_totals WHERE node = 'node-2'"), rows_of(db,
+            "SELECT count(DISTINCT (p.period, p.period_start, w.gpu_uuid)) FROM gpuledger.windows w "
+            "CROSS JOIN LATERAL gpuledger.periods_of(w.start_time) p WHERE w.node = 'node-2'"));
+}
+
+// Each GPU-hour's parts as kept, and as read from its windows' bodies, summed
+// alike (a GPU-hour's parts come in as many rows as statements brought its windows).
+const std::string kKeptParts =
+    "SELECT cluster, node, gpu_uuid, hour_start, part, account, kind, namespace, pod, container, team, slurm_user, "
+    "slurm_account, sum(n) FROM gpuledger.window_parts GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 "
+    "ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13";
+const std::string kBodiesParts =
+    "SELECT w.cluster, w.node, w.gpu_uuid, w.start_time / 3600 * 3600, p.part, p.account, p.kind, p.namespace, p.pod, "
+    "p.container, p.team, p.slurm_user, p.slurm_account, sum(p.n) FROM gpuledger.windows w "
+    "CROSS JOIN LATERAL gpuledger.window_body_parts(w.body::jsonb) p GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 "
+    "ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13";
+
+TEST_F(FleetDb, SchemaNineChecksRollUpsAgainstThePartsItKeptOfTheBodiesItParsed) {
+  pg_->psql("CREATE DATABASE seven");
+  fleet::PgConnection db(pg_->conninfo("gpuledger_admin", "seven"), pg_->admin_password_file());
+  ASSERT_EQ(fleet::migrate(db, kFleetT0, 7), 7);
+  ship_every_verdict(db, scratch_ / "node-1", {"prod", "node-1"});
+  const std::string totals_7 = rows_of(db, kTotals);
+
+  // Migrated: the parts of the windows there, and every verdict again from them.
+  ASSERT_EQ(fleet::migrate(db, kFleetT0), 9);
+  const std::string kept = rows_of(db, kKeptParts);
+  EXPECT_EQ(kept, rows_of(db, kBodiesParts));
+  EXPECT_EQ(rows_of(db, "SELECT count(DISTINCT (gpu_uuid, hour_start)) FROM gpuledger.window_parts"), "56\n");  // 28 hours of 2 GPUs
+  EXPECT_EQ(rows_of(db, "SELECT count(*) FROM gpuledger.rollups r WHERE gpuledger.check_rollup(r) IS DISTINCT FROM "
+                        "r.refusal"),
+            "0\n");
+  EXPECT_EQ(rows_of(db, kTotals), totals_7);
+  // A node shipping at schema 9: its parts kept by the body's check, and its
+  // roll-ups, true and forged, given schema 7's verdicts.
+  ship_every_verdict(db, scratch_ / "node-2", {"prod", "node-2"});
+  EXPECT_EQ(rows_of(db, kKeptParts), rows_of(db, kBodiesParts));
+  // Late windows into hours that have parts: added to them.
+  fleet::FleetSinkPostgres sink(db, {"prod", "node-1"});
+  std::vector<ledger::WindowRecord> late;
+  for (int64_t t = kDay1 + 30; t < kDay1 + 86400; t += 3600) late.push_back(fleet_window(t, "GPU-b", t % 7));
+  ASSERT_EQ(sink.ship(pointers(late)), std::vector<Delivery>(late.size(), Delivery::kStored));
+  EXPECT_EQ(rows_of(db, kKeptParts), rows_of(db, kBodiesParts));
+  EXPECT_NE(rows_of(db, kKeptParts), kept);
+  // Sent again (a resend after a crash): stored once, its parts kept once.
+  ASSERT_EQ(sink.ship(pointers(late)), std::vector<Delivery>(late.size(), Delivery::kDuplicate));
+  EXPECT_EQ(rows_of(db, kKeptParts), rows_of(db, kBodiesParts));
+  // A body the check refuses, among good ones: the refusal names it, and its
+  // statement keeps no parts.
+  const std::string before = rows_of(db, kKeptParts);
+  std::vector<ledger::WindowRecord> batch;
+  for (int64_t t = kDay1 + 45; t < kDay1 + 45 + 10 * 3600; t += 3600) batch.push_back(fleet_window(t, "GPU-c", 1));
+  batch[4].charges[0].micros = -1;
+  try {
+    sink.ship(pointers(batch));
+    ADD_FAILURE() << "a negative charge was stored";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the body of window prod/node-1/GPU-c at " + std::to_string(batch[4].start) +
+                                         " is not accounts, charges and energy parts a report can read"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(rows_of(db, kKeptParts), before);
+  // No agent writes or reads them: a node's role is granted nothing there.
+  const std::string role = fleet::add_node_role(db, "node-3", std::string("prod"));
+  fleet::PgConnection agent(pg_->conninfo(role, "seven"), pg_->set_password(role));
+  for (const std::string sql : {"SELECT count(*) FROM gpuledger.window_parts",
+                                "INSERT INTO gpuledger.window_parts(cluster, node, gpu_uuid, hour_start, part) "
+                                "VALUES ('prod', 'node-3', 'GPU-a', 0, 'c')"}) {
+    try {
+      agent.query(sql);
+      ADD_FAILURE() << sql << " ran as a node's role";
+    } catch (const Error& e) {
+      EXPECT_EQ(fleet::sqlstate_of(e.what()), "42501") << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpuledger::testing
