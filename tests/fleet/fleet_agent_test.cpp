@@ -11,6 +11,7 @@
 #include <map>
 
 #include "bpf_requirement.h"
+#include "fleet/fleet_schema.h"
 #include "csv_records.h"
 #include "pg_server.h"
 #include "reliability_support.h"
@@ -97,7 +98,7 @@ TEST(FleetAgents, ThroughAnOutageAKillAndADeletedNodeTheFleetBillIsTheSumOfTheLo
                     &out),
             0)
       << out;
-  EXPECT_NE(out.find("schema version 8 (was 0)"), std::string::npos) << out;
+  EXPECT_NE(out.find("schema version " + std::to_string(fleet::kFleetSchemaVersion) + " (was 0)"), std::string::npos) << out;
   // A password on the command line is refused before anything starts.
   EXPECT_NE(run_cli({"fleet-db", "migrate", "--fleet-db", pg.conninfo() + " password=admin-secret"}, &out), 0);
   EXPECT_NE(out.find("--fleet-db carries a password"), std::string::npos) << out;
