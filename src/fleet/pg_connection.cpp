@@ -85,6 +85,9 @@ bool PgResult::null(int row, int col) const { return PQgetisnull(r_, row, col) !
 std::string PgResult::text(int row, int col) const {
   return std::string(PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col)));
 }
+std::string_view PgResult::view(int row, int col) const {
+  return std::string_view(PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col)));
+}
 int64_t PgResult::i64(int row, int col) const { return std::strtoll(PQgetvalue(r_, row, col), nullptr, 10); }
 double PgResult::f64(int row, int col) const { return std::strtod(PQgetvalue(r_, row, col), nullptr); }
 std::optional<double> PgResult::opt_f64(int row, int col) const {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 struct pg_conn;
@@ -35,6 +36,7 @@ class PgResult {
   int columns() const;
   bool null(int row, int col) const;
   std::string text(int row, int col) const;
+  std::string_view view(int row, int col) const;  // the text, valid while this result lives
   int64_t i64(int row, int col) const;
   double f64(int row, int col) const;
   std::optional<double> opt_f64(int row, int col) const;

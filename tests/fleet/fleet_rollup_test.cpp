@@ -393,3 +393,69 @@ TEST_F(FleetDb, AnAccountRelabelledWithinAPeriodIsReadFinerAndEachTeamPaysForIts
 
 }  // namespace
 }  // namespace gpuledger::testing
+
+namespace gpuledger::testing {
+namespace {
+
+// Nine whole days, read at days: the day roll-ups and the totals come as two
+// scans in key order, merged by the reader (fleet_reader.cpp, merge_period).
+// Read are only the roll-ups verified and current; the other GPU-days (none,
+// refused, stale, a second roll-up under the key) are read finer, and every
+// read bills what the windows bill, the same as a week's read joined.
+TEST_F(FleetDb, AWeekOrMoreOfDaysIsReadFromItsCurrentVerifiedDaysAndTheRestFiner) {
+  const fleet::Origin origin{"prod", "node-1"};
+  ledger::Store store((scratch_ / "ledger.db").string());
+  fleet::FleetSinkPostgres sink(*admin_, origin);
+  std::vector<ledger::WindowRecord> ws;
+  for (int64_t t = kDay0; t < kDay0 + 9 * 86400; t += 600)
+    for (const char* gpu : {"GPU-a", "GPU-b"}) ws.push_back(fleet_window(t, gpu, (t / 600) % 13));
+  store.insert_windows(ws);
+  ASSERT_EQ(sink.ship(pointers(ws)), std::vector<Delivery>(ws.size(), Delivery::kStored));
+  auto day = [](int d) { return kDay0 + d * 86400; };
+  for (int d = 0; d < 9; ++d) {
+    auto rollups = fleet::build_rollups(store, origin, Period::kDay, day(d));
+    std::vector<fleet::Rollup> send;
+    for (auto& r : rollups) {
+      if (d == 4 && r.window.slot.uuid == "GPU-a") continue;  // none
+      if (d == 2 && r.window.slot.uuid == "GPU-a")            // money moved between pods: refused
+        r.window.charges[0].micros += 1000, r.window.charges[2].micros -= 1000;
+      send.push_back(r);
+    }
+    sink.ship_rollups(send);
+  }
+  // Late windows of GPU-b: day 3's roll-up left stale; day 6 rolled up again
+  // (two roll-ups under its key, the current one with 145 windows).
+  std::vector<ledger::WindowRecord> late = {fleet_window(day(3) + 7 * 3600 + 30, "GPU-b", 3),
+                                            fleet_window(day(6) + 9 * 3600 + 30, "GPU-b", 6)};
+  store.insert_windows(late);
+  ASSERT_EQ(sink.ship(pointers(late)), std::vector<Delivery>(2, Delivery::kStored));
+  for (const auto& r : fleet::build_rollups(store, origin, Period::kDay, day(6)))
+    if (r.window.slot.uuid == "GPU-b") sink.ship_rollups({r});
+  EXPECT_EQ(rows_of(*admin_, "SELECT count(*) FILTER (WHERE verified), count(*) FROM gpuledger.rollups"), "17|18\n");
+
+  const Read windows = read(*admin_, day(0), day(9), std::nullopt);
+  const Read days = read(*admin_, day(0), day(9), Period::kDay);
+  expect_same_bill(days, windows);
+  // 15 current, verified days; day 4 and day 2 of GPU-a (144 windows each), day 3 of GPU-b (145).
+  EXPECT_EQ(days.records, 15 + 144 + 144 + 145);
+  EXPECT_EQ(days.notes.refused_rollups, 1);
+  // Six days (joined, not merged) read the same as their windows too.
+  const Read six = read(*admin_, day(1), day(7), Period::kDay);
+  expect_same_bill(six, read(*admin_, day(1), day(7), std::nullopt));
+  EXPECT_EQ(six.records, 9 + 144 + 144 + 145);
+  // One node of two: the merge keeps to the filter.
+  fleet::FleetSinkPostgres other(*admin_, {"prod", "node-2"});
+  ASSERT_EQ(other.ship(pointers(ws)), std::vector<Delivery>(ws.size(), Delivery::kStored));
+  Read node1;
+  report::ReportBuilder builder(day(0), day(9), report::GroupBy::kTeam);
+  fleet::for_each_fleet_window(*admin_, day(0), day(9), {std::nullopt, std::string("node-1")}, Period::kDay,
+                               [&](ledger::WindowRecord&& w) {
+                                 ++node1.records;
+                                 builder.add(w);
+                               });
+  EXPECT_EQ(node1.records, days.records);
+  EXPECT_EQ(builder.finish().total.cost_total_micros(), days.total);
+}
+
+}  // namespace
+}  // namespace gpuledger::testing
