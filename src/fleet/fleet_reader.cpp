@@ -52,8 +52,8 @@ class Cursor {
   // Any query whose rows are read in turn. `prefetch`: each page's successor
   // is asked for as soon as the page arrives, so the server makes it while the
   // caller reads this one (nothing else may use the connection meanwhile).
-  Cursor(PgConnection& db, std::string name, const std::string& sql, bool prefetch = false)
-      : db_(db), name_(std::move(name)), prefetch_(prefetch) {
+  Cursor(PgConnection& db, std::string name, const std::string& sql, bool prefetch = false, int page_rows = kFetchRows)
+      : db_(db), name_(std::move(name)), prefetch_(prefetch), page_rows_(page_rows) {
     db_.exec("DECLARE " + name_ + " NO SCROLL CURSOR FOR " + sql);
     fetch();
   }
@@ -69,7 +69,7 @@ class Cursor {
   }
   bool valid() const { return row_ < rows_; }
   void next() {
-    if (++row_ >= rows_ && rows_ == kFetchRows) fetch();
+    if (++row_ >= rows_ && rows_ == page_rows_) fetch();
   }
   using Key = std::tuple<std::string, std::string, std::string, int64_t>;
   Key key() const { return {r_->text(row_, 0), r_->text(row_, 1), r_->text(row_, 2), r_->i64(row_, 3)}; }
@@ -85,7 +85,7 @@ class Cursor {
   int64_t page() const { return page_; }  // how many pages were fetched: this row's page
   // Whether next() asks the server for a page (another cursor's page asked
   // for ahead must be settled first: one statement at a time a connection).
-  bool will_fetch() const { return row_ + 1 >= rows_ && rows_ == kFetchRows; }
+  bool will_fetch() const { return row_ + 1 >= rows_ && rows_ == page_rows_; }
   // The page asked for ahead, received now (kept for next()'s fetch).
   void settle() {
     if (!pending_) return;
@@ -95,7 +95,7 @@ class Cursor {
 
  private:
   void fetch() {
-    const std::string next = "FETCH FORWARD " + std::to_string(kFetchRows) + " FROM " + name_;
+    const std::string next = "FETCH FORWARD " + std::to_string(page_rows_) + " FROM " + name_;
     if (settled_)
       r_ = std::move(settled_);
     else
@@ -104,7 +104,7 @@ class Cursor {
     rows_ = r_->rows();
     row_ = 0;
     ++page_;
-    if (prefetch_ && rows_ == kFetchRows) {
+    if (prefetch_ && rows_ == page_rows_) {
       db_.send(next);
       pending_ = true;
     }
@@ -112,6 +112,7 @@ class Cursor {
   PgConnection& db_;
   std::string name_;
   bool prefetch_ = false, pending_ = false;
+  int page_rows_ = kFetchRows;
   std::unique_ptr<PgResult> r_, settled_;
   int rows_ = 0, row_ = 0;
   int64_t page_ = 0;
@@ -259,7 +260,9 @@ void merge_period(PgConnection& db, Period p, const std::string& where, std::vec
   const std::string key = "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, t.windows, "
                           "trim_scale(t.cost_micros::numeric), trim_scale(t.digests)";
   const std::string order = " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
-  Cursor totals(db, "gl_totals", key + " FROM gpuledger.window_totals t WHERE " + where + order);
+  // Pages ten times the roll-ups': each of its fetches waits for the roll-ups' page asked for ahead.
+  Cursor totals(db, "gl_totals", key + " FROM gpuledger.window_totals t WHERE " + where + order, false,
+                10 * kFetchRows);
   // The roll-ups' own index gives their order; the planner would sort their
   // bodies instead. For this cursor's plan only (made as it is declared; a
   // failure rolls the setting back with the snapshot). Its next page is asked
@@ -275,16 +278,16 @@ void merge_period(PgConnection& db, Period p, const std::string& where, std::vec
   for (; totals.valid(); totals.will_fetch() ? (rollups.settle(), totals.next()) : totals.next()) {
     for (; rollups.valid() && rollups.compare_key(totals) < 0; rollups.next()) {
     }
-    std::optional<ParsedBody> body;
+    ParsedBody* body = nullptr;  // in `page`, used before the roll-ups' cursor moves on
     for (; rollups.valid() && rollups.compare_key(totals) == 0; rollups.next()) {
       const PgResult &t = totals.r(), &r = rollups.r();
       const int i = totals.row(), j = rollups.row();
       if (r.view(j, 4) != t.view(i, 4) || r.view(j, 5) != t.view(i, 5) || r.view(j, 6) != t.view(i, 6)) continue;
       if (parsed != rollups.page()) page = parse_bodies(r, 7), parsed = rollups.page();
-      body = std::move(page[static_cast<size_t>(j)]);
+      body = &page[static_cast<size_t>(j)];
       break;
     }
-    take_period(totals.r(), totals.row(), p, body ? &*body : nullptr, finer, fn, unreadable);
+    take_period(totals.r(), totals.row(), p, body, finer, fn, unreadable);
   }
 }
 
