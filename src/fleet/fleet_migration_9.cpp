@@ -30,24 +30,44 @@ CREATE TABLE gpuledger.window_parts(
 ) PARTITION BY RANGE (hour_start);
 CREATE INDEX window_parts_hour ON gpuledger.window_parts (cluster, node, gpu_uuid, hour_start);
 
--- A body's parts, as check_rollup of schema 8 took them apart (an account's
--- labels as text, its Slurm user and account '' when it has none). A body
--- that refuse_unreadable_bodies would refuse reads as some parts and never
--- raises here but where that check's own casts raise: the statement is
--- refused either way. Plain SQL: inlined.
+-- A window body's parts as the views read them (body_accounts, body_charges,
+-- body_energy: an account's labels as text, its Slurm user and account ''
+-- when it has none), each with `ok`: whether schema 7's check takes it (the
+-- columns NOT NULL there not null, the kinds, the bounds). An array that is
+-- not one reads as none (its body is refused by its shape, window_body_shaped).
+-- A value the views cannot cast raises: refused too. Plain SQL: inlined.
 CREATE FUNCTION gpuledger.window_body_parts(b jsonb) RETURNS TABLE(
   part text, account text, kind text, namespace text, pod text, container text, team text, slurm_user text,
-  slurm_account text, n bigint)
+  slurm_account text, n bigint, ok boolean)
 LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT 'c', c->>0, c->>1, NULL, NULL, NULL, NULL, NULL, NULL, (c->>2)::bigint
-  FROM pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(b->'charges') = 'array'
-                                            THEN b->'charges' ELSE '[]' END) c
-  UNION ALL SELECT 'e', c->>0, c->>1, NULL, NULL, NULL, NULL, NULL, NULL, (c->>2)::bigint
-  FROM pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(b->'energy') = 'array'
-                                            THEN b->'energy' ELSE '[]' END) c
-  UNION ALL SELECT 'a', c->>0, '', c->>1, c->>2, c->>3, c->>4, coalesce(c->>23, ''), coalesce(c->>24, ''), NULL
-  FROM pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(b->'accounts') = 'array'
-                                            THEN b->'accounts' ELSE '[]' END) c
+  SELECT 'a', a.account, '', a.namespace, a.pod, a.container, a.team, a.slurm_user, a.slurm_account, NULL::bigint,
+         NOT (a.account IS NULL OR a.namespace IS NULL OR a.pod IS NULL OR a.container IS NULL OR a.team IS NULL
+           OR a.held_share IS NULL OR a.allocated_share IS NULL OR a.allocated_share_known IS NULL
+           OR a.busy_seconds IS NULL OR a.activity_share IS NULL OR a.gpu_busy_seconds IS NULL
+           OR a.vram_byte_seconds IS NULL OR a.launches IS NULL
+           OR (a.idle_lead_seconds IS NULL) <> (a.idle_trail_seconds IS NULL)
+           OR (a.idle_lead_seconds IS NULL) <> (a.idle_longest_seconds IS NULL))
+  FROM gpuledger.body_accounts(CASE WHEN pg_catalog.jsonb_typeof(b->'accounts') = 'array' THEN b
+                                    ELSE '{"accounts": []}' END) a
+  UNION ALL
+  SELECT 'c', c.account, c.kind, NULL, NULL, NULL, NULL, NULL, NULL, c.micros,
+         NOT (c.account IS NULL OR c.kind IS NULL OR c.kind NOT IN ('busy', 'idle', 'memory') OR c.micros IS NULL
+           OR c.micros < 0 OR c.micros > 10000000000)
+  FROM gpuledger.body_charges(CASE WHEN pg_catalog.jsonb_typeof(b->'charges') = 'array' THEN b
+                                   ELSE '{"charges": []}' END) c
+  UNION ALL
+  SELECT 'e', e.account, e.kind, NULL, NULL, NULL, NULL, NULL, NULL, e.millijoules,
+         NOT (e.account IS NULL OR e.kind IS NULL OR e.kind NOT IN ('busy', 'idle') OR e.millijoules IS NULL
+           OR e.millijoules < 0 OR e.millijoules > 10000000000000)
+  FROM gpuledger.body_energy(CASE WHEN pg_catalog.jsonb_typeof(b->'energy') = 'array' THEN b ELSE '{}' END) e
+$fn$;
+-- Schema 7's shape of a body: an object of accounts, charges and (exactly when
+-- the window knows its energy) energy parts, each an array.
+CREATE FUNCTION gpuledger.window_body_shaped(b jsonb, energy boolean) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT (pg_catalog.jsonb_typeof(b) = 'object' AND pg_catalog.jsonb_typeof(b->'accounts') = 'array'
+          AND pg_catalog.jsonb_typeof(b->'charges') = 'array' AND (b ? 'energy') = energy
+          AND (NOT energy OR pg_catalog.jsonb_typeof(b->'energy') = 'array')) IS TRUE
 $fn$;
 
 -- Schema 7's check of a statement's bodies (the same rules, the same
@@ -64,34 +84,11 @@ BEGIN
   WITH parsed AS MATERIALIZED (
     SELECT f.cluster, f.node, f.gpu_uuid, f.start_time, f.body::jsonb AS b, f.energy_millijoules IS NOT NULL AS energy
     FROM fresh f),
-  -- The arrays read only where they are arrays (a body that is not is
-  -- refused by its shape below, never by an error here).
   groups AS MATERIALIZED (
     SELECT x.cluster, x.node, x.gpu_uuid, x.start_time - ((x.start_time % 3600) + 3600) % 3600 AS hour_start, p.part,
            p.account, p.kind, p.namespace, p.pod, p.container, p.team, p.slurm_user, p.slurm_account, sum(p.n) AS n,
            bool_and(p.ok) AS ok
-    FROM parsed x CROSS JOIN LATERAL (
-      SELECT 'a' AS part, a.account, '' AS kind, a.namespace, a.pod, a.container, a.team, a.slurm_user,
-             a.slurm_account, NULL::bigint AS n,
-             NOT (a.account IS NULL OR a.namespace IS NULL OR a.pod IS NULL OR a.container IS NULL OR a.team IS NULL
-               OR a.held_share IS NULL OR a.allocated_share IS NULL OR a.allocated_share_known IS NULL
-               OR a.busy_seconds IS NULL OR a.activity_share IS NULL OR a.gpu_busy_seconds IS NULL
-               OR a.vram_byte_seconds IS NULL OR a.launches IS NULL
-               OR (a.idle_lead_seconds IS NULL) <> (a.idle_trail_seconds IS NULL)
-               OR (a.idle_lead_seconds IS NULL) <> (a.idle_longest_seconds IS NULL)) AS ok
-      FROM gpuledger.body_accounts(CASE WHEN jsonb_typeof(x.b->'accounts') = 'array' THEN x.b
-                                        ELSE '{"accounts": []}' END) a
-      UNION ALL
-      SELECT 'c', c.account, c.kind, NULL, NULL, NULL, NULL, NULL, NULL, c.micros,
-             NOT (c.account IS NULL OR c.kind IS NULL OR c.kind NOT IN ('busy', 'idle', 'memory') OR c.micros IS NULL
-               OR c.micros < 0 OR c.micros > 10000000000)
-      FROM gpuledger.body_charges(CASE WHEN jsonb_typeof(x.b->'charges') = 'array' THEN x.b
-                                       ELSE '{"charges": []}' END) c
-      UNION ALL
-      SELECT 'e', e.account, e.kind, NULL, NULL, NULL, NULL, NULL, NULL, e.millijoules,
-             NOT (e.account IS NULL OR e.kind IS NULL OR e.kind NOT IN ('busy', 'idle') OR e.millijoules IS NULL
-               OR e.millijoules < 0 OR e.millijoules > 10000000000000)
-      FROM gpuledger.body_energy(CASE WHEN jsonb_typeof(x.b->'energy') = 'array' THEN x.b ELSE '{}' END) e) p
+    FROM parsed x CROSS JOIN LATERAL gpuledger.window_body_parts(x.b) p
     GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13),
   kept AS (
     INSERT INTO gpuledger.window_parts
@@ -99,36 +96,16 @@ BEGIN
            g.team, g.slurm_user, g.slurm_account, g.n
     FROM groups g)
   SELECT coalesce((SELECT bool_and(g.ok IS TRUE) FROM groups g), true)
-     AND coalesce((SELECT bool_and((jsonb_typeof(x.b) = 'object' AND jsonb_typeof(x.b->'accounts') = 'array'
-                                    AND jsonb_typeof(x.b->'charges') = 'array' AND (x.b ? 'energy') = x.energy
-                                    AND (NOT x.energy OR jsonb_typeof(x.b->'energy') = 'array')) IS TRUE)
-                   FROM parsed x), true)
+     AND coalesce((SELECT bool_and(gpuledger.window_body_shaped(x.b, x.energy)) FROM parsed x), true)
   INTO readable;
   IF readable THEN
     RETURN NULL;
   END IF;
-  -- Refused (and the parts above with it): which window, schema 7's query.
+  -- Refused (and the parts above with it): the first window that was not.
   SELECT f.cluster, f.node, f.gpu_uuid, f.start_time INTO bad
-  FROM fresh f CROSS JOIN LATERAL (SELECT f.body::jsonb AS b, f.energy_millijoules IS NOT NULL AS energy OFFSET 0) x
-  WHERE (jsonb_typeof(x.b) = 'object' AND jsonb_typeof(x.b->'accounts') = 'array'
-    AND jsonb_typeof(x.b->'charges') = 'array' AND (x.b ? 'energy') = x.energy
-    AND (NOT x.energy OR jsonb_typeof(x.b->'energy') = 'array')
-    AND NOT EXISTS (
-      SELECT FROM gpuledger.body_accounts(x.b) a
-      WHERE a.account IS NULL OR a.namespace IS NULL OR a.pod IS NULL OR a.container IS NULL OR a.team IS NULL
-        OR a.held_share IS NULL OR a.allocated_share IS NULL OR a.allocated_share_known IS NULL
-        OR a.busy_seconds IS NULL OR a.activity_share IS NULL OR a.gpu_busy_seconds IS NULL
-        OR a.vram_byte_seconds IS NULL OR a.launches IS NULL
-        OR (a.idle_lead_seconds IS NULL) <> (a.idle_trail_seconds IS NULL)
-        OR (a.idle_lead_seconds IS NULL) <> (a.idle_longest_seconds IS NULL))
-    AND NOT EXISTS (
-      SELECT FROM gpuledger.body_charges(x.b) c
-      WHERE c.account IS NULL OR c.kind IS NULL OR c.kind NOT IN ('busy', 'idle', 'memory') OR c.micros IS NULL
-        OR c.micros < 0 OR c.micros > 10000000000)
-    AND NOT EXISTS (
-      SELECT FROM gpuledger.body_energy(x.b) e
-      WHERE e.account IS NULL OR e.kind IS NULL OR e.kind NOT IN ('busy', 'idle') OR e.millijoules IS NULL
-        OR e.millijoules < 0 OR e.millijoules > 10000000000000)) IS NOT TRUE
+  FROM fresh f CROSS JOIN LATERAL (SELECT f.body::jsonb AS b OFFSET 0) x
+  WHERE NOT gpuledger.window_body_shaped(x.b, f.energy_millijoules IS NOT NULL)
+     OR EXISTS (SELECT FROM gpuledger.window_body_parts(x.b) p WHERE p.ok IS NOT TRUE)
   ORDER BY f.start_time, f.gpu_uuid
   LIMIT 1;
   RAISE EXCEPTION 'gpuledger: the body of window %/%/% at % is not accounts, charges and energy parts a report '

@@ -275,7 +275,7 @@ void merge_period(PgConnection& db, Period p, const std::string& where, std::vec
   db.exec("RESET enable_sort");
   std::vector<ParsedBody> page;  // the roll-ups' page, parsed on every core
   int64_t parsed = 0;            // which page `page` is
-  for (; totals.valid(); totals.will_fetch() ? (rollups.settle(), totals.next()) : totals.next()) {
+  for (; totals.valid(); totals.next()) {
     for (; rollups.valid() && rollups.compare_key(totals) < 0; rollups.next()) {
     }
     ParsedBody* body = nullptr;  // in `page`, used before the roll-ups' cursor moves on
@@ -288,6 +288,7 @@ void merge_period(PgConnection& db, Period p, const std::string& where, std::vec
       break;
     }
     take_period(totals.r(), totals.row(), p, body, finer, fn, unreadable);
+    if (totals.will_fetch()) rollups.settle();  // the connection free for the totals' next page
   }
 }
 

@@ -82,9 +82,7 @@ PgResult::~PgResult() {
 int PgResult::rows() const { return PQntuples(r_); }
 int PgResult::columns() const { return PQnfields(r_); }
 bool PgResult::null(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
-std::string PgResult::text(int row, int col) const {
-  return std::string(PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col)));
-}
+std::string PgResult::text(int row, int col) const { return std::string(view(row, col)); }
 std::string_view PgResult::view(int row, int col) const {
   return std::string_view(PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col)));
 }

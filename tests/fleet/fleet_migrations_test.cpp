@@ -106,17 +106,24 @@ TEST_F(FleetDb, SchemaEightGivesEveryRollUpTheVerdictAndEveryPeriodTheTotalsOfSc
             "CROSS JOIN LATERAL gpuledger.periods_of(w.start_time) p WHERE w.node = 'node-2'"));
 }
 
-// Each GPU-hour's parts as kept, and as read from its windows' bodies, summed
-// alike (a GPU-hour's parts come in as many rows as statements brought its windows).
+// Each GPU-hour's parts as kept, and as read from its windows' bodies here
+// (the positions of window_json.h, not the schema's functions), summed alike
+// (a GPU-hour's parts come in as many rows as statements brought its windows).
 const std::string kKeptParts =
     "SELECT cluster, node, gpu_uuid, hour_start, part, account, kind, namespace, pod, container, team, slurm_user, "
     "slurm_account, sum(n) FROM gpuledger.window_parts GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 "
     "ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13";
 const std::string kBodiesParts =
     "SELECT w.cluster, w.node, w.gpu_uuid, w.start_time / 3600 * 3600, p.part, p.account, p.kind, p.namespace, p.pod, "
-    "p.container, p.team, p.slurm_user, p.slurm_account, sum(p.n) FROM gpuledger.windows w "
-    "CROSS JOIN LATERAL gpuledger.window_body_parts(w.body::jsonb) p GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 "
-    "ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13";
+    "p.container, p.team, p.slurm_user, p.slurm_account, sum(p.n) FROM gpuledger.windows w CROSS JOIN LATERAL ("
+    "  SELECT 'c' AS part, c->>0 AS account, c->>1 AS kind, NULL::text AS namespace, NULL::text AS pod, "
+    "         NULL::text AS container, NULL::text AS team, NULL::text AS slurm_user, NULL::text AS slurm_account, "
+    "         (c->>2)::bigint AS n FROM jsonb_array_elements(w.body::jsonb->'charges') c"
+    "  UNION ALL SELECT 'e', c->>0, c->>1, NULL, NULL, NULL, NULL, NULL, NULL, (c->>2)::bigint "
+    "  FROM jsonb_array_elements(coalesce(w.body::jsonb->'energy', '[]')) c"
+    "  UNION ALL SELECT 'a', c->>0, '', c->>1, c->>2, c->>3, c->>4, coalesce(c->>23, ''), coalesce(c->>24, ''), NULL "
+    "  FROM jsonb_array_elements(w.body::jsonb->'accounts') c) p "
+    "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13";
 
 TEST_F(FleetDb, SchemaNineChecksRollUpsAgainstThePartsItKeptOfTheBodiesItParsed) {
   pg_->psql("CREATE DATABASE seven");
