@@ -42,6 +42,7 @@
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_shipper.h"
 #include "fleet/pg_connection.h"
+#include "ingest_replay.h"
 #include "ledger/store.h"
 #include "pg_server.h"
 #include "server_cpu.h"
@@ -62,6 +63,9 @@ struct Shape {
   // minute, which PostgreSQL's Memoize turns into one parse an hour's check
   // (docs/performance.md, "Schema 9").
   bool varied = false;
+  // --replay: the shippers' statements sent again to a fresh database, the
+  // server's share of ingest alone (ingest_replay.h).
+  bool replay = false;
 };
 
 // A number in [0, 1) from (a, b, c, d), the same every run (splitmix64).
@@ -266,10 +270,11 @@ int main(int argc, char** argv) {
     else if (a == "--grow-periods") s.grow_periods = next();
     else if (a == "--prune") prune = true;
     else if (a == "--varied") s.varied = true;
+    else if (a == "--replay") s.replay = true;
     else {
       std::fprintf(stderr, "usage: %s [--quick] [--nodes N] [--fleet-nodes N] [--gpus N] [--days D] [--accounts N] "
                    "[--plans FILE] [--repeat N] [--hold-seconds S] [--gpuledger BINARY] [--grow-periods hour,day,month] "
-                   "[--prune] [--varied]\n", argv[0]);
+                   "[--prune] [--varied] [--replay]\n", argv[0]);
       return 2;
     }
   }
@@ -306,6 +311,7 @@ int main(int argc, char** argv) {
     const auto began = std::chrono::steady_clock::now();
     const double server_cpu0 = bench::server_cpu_seconds(pg.dir() + "/data"), own_cpu0 = bench::own_cpu_seconds();
     std::vector<std::unique_ptr<fleet::FleetShipper>> shippers;
+    std::vector<bench::StatementStream> streams(static_cast<size_t>(s.nodes));
     for (int node = 0; node < s.nodes; ++node) {
       fleet::FleetShipperOptions o;
       o.conninfo = admin;
@@ -313,6 +319,7 @@ int main(int argc, char** argv) {
       o.store_path = (dir / ("node-" + std::to_string(node) + ".db")).string();
       o.origin = {"bench", "node-" + std::to_string(node)};
       o.interval = std::chrono::milliseconds(20);
+      if (s.replay) o.statement_log = streams[static_cast<size_t>(node)].recorder();
       shippers.push_back(std::make_unique<fleet::FleetShipper>(o));
       shippers.back()->start();
     }
@@ -348,6 +355,19 @@ int main(int argc, char** argv) {
                 std::thread::hardware_concurrency());
     db.exec("VACUUM ANALYZE");
     print_sizes(db, s.nodes * s.days / 30.0, "shipped nodes");
+    if (s.replay) {  // after the shipped database's VACUUM: its autovacuum is not the replay's cost
+      shippers.clear();  // their threads done with the streams
+      const bench::ReplayResult r = bench::replay_ingest(pg, "gl_replay", s.start, streams);
+      std::printf("replay: the shippers' %zu statements sent again to a fresh database: %.1f s, %.0f windows/s "
+                  "(PostgreSQL alone, %u cores); PostgreSQL %.1f s (%.0f us a window); the same windows, totals and "
+                  "roll-ups as shipped\n",
+                  r.statements, r.seconds, written / r.seconds, std::thread::hardware_concurrency(),
+                  r.server_cpu_seconds, 1e6 * r.server_cpu_seconds / written);
+      for (const auto& f : r.functions)
+        std::printf("  %-26s %8lld calls  %6.2f s (%5.1f us a window), of it its own %6.2f s\n", f.name.c_str(),
+                    static_cast<long long>(f.calls), f.total_seconds, 1e6 * f.total_seconds / written,
+                    f.self_seconds);
+    }
     if (s.fleet_nodes > s.nodes) {
       const auto grew = std::chrono::steady_clock::now();
       grow_fleet(db, s);

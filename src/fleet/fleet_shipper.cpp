@@ -159,6 +159,7 @@ bool FleetShipper::round(Session& s) {
     s.sink.reset();
     s.db.reset();
     s.db = std::make_unique<PgConnection>(options_.conninfo, options_.password_file);
+    if (options_.statement_log) s.db->log_statements(options_.statement_log);
     check_schema(*s.db);
     s.sink = std::make_unique<FleetSinkPostgres>(*s.db, options_.origin);
     spdlog::info("fleet db: shipping windows to {} as {}/{}", name_, options_.origin.cluster, options_.origin.node);

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "fleet/fleet_rows.h"
+#include "fleet/pg_connection.h"
 #include "metrics/metrics_contributor.h"
 
 namespace gpuledger::fleet {
@@ -59,6 +60,9 @@ struct FleetShipperOptions {
   // At a stop, what is pending (the window in progress the agent stored last)
   // is shipped for at most this long; the rest waits in the store.
   std::chrono::milliseconds stop_budget{std::chrono::seconds(5)};
+  // Told every statement sent to the database, from the shipper's thread
+  // (the fleet bench's replay of ingest); none when empty.
+  PgStatementLog statement_log;
 };
 
 class FleetShipper : public metrics::MetricsContributor {

@@ -172,6 +172,7 @@ void PgConnection::check_idle() const {
 
 void PgConnection::send(const std::string& sql) {
   check_idle();
+  if (log_) log_({sql, {}, true});
   if (!PQsendQuery(conn_, sql.c_str())) fail(conn_, nullptr, name_);
   sent_ = true;
 }
@@ -188,6 +189,7 @@ PgResult PgConnection::receive() {
 
 void PgConnection::exec(const std::string& sql) {
   check_idle();
+  if (log_) log_({sql, {}, true});
   PGresult* r = PQexec(conn_, sql.c_str());
   const auto status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail(conn_, r, name_);
@@ -196,6 +198,7 @@ void PgConnection::exec(const std::string& sql) {
 
 PgResult PgConnection::query(const std::string& sql, const std::vector<PgParam>& params) {
   check_idle();
+  if (log_) log_({sql, params, false});
   std::vector<const char*> values;
   for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
   PGresult* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,

@@ -10,6 +10,7 @@
 // string sets them: connect_timeout 10 s, TCP keepalives (30 s idle, 3 x 10 s)
 // and tcp_user_timeout 60 s, so a database cut off fails a batch, never hangs it.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,6 +50,18 @@ class PgResult {
 // A parameter: text, or SQL NULL.
 using PgParam = std::optional<std::string>;
 
+// A statement as it was sent: as a simple query (exec, send: may hold several
+// statements) or with its parameters (query).
+struct PgStatement {
+  std::string sql;
+  std::vector<PgParam> params;
+  bool simple = false;
+};
+// Told each statement before it is sent. The fleet bench records a shipper's
+// and sends them again, to measure the server's share of ingest without the
+// shippers' CPU on the same cores (docs/performance.md, section 6).
+using PgStatementLog = std::function<void(const PgStatement&)>;
+
 class PgConnection {
  public:
   // Connects (timeout: connect_timeout, default 10 s) or throws Error naming
@@ -73,12 +86,14 @@ class PgConnection {
   // that take no parameters, e.g. DECLARE CURSOR).
   std::string literal(const std::string& value) const;
   const std::string& name() const { return name_; }
+  void log_statements(PgStatementLog log) { log_ = std::move(log); }
 
  private:
   void check_idle() const;
   pg_conn* conn_ = nullptr;
   std::string name_;  // redacted
   bool sent_ = false;  // a send() not yet received
+  PgStatementLog log_;
 };
 
 // The SQLSTATE of an Error thrown by PgConnection ("" when none), e.g.
