@@ -1,11 +1,12 @@
-// Fleet schemas 8 and 9 (issue 30, ingest), against a real PostgreSQL server
+// Fleet schemas 8, 9 and 10 (issue 30, ingest), against a real PostgreSQL server
 // (pg_server.h). 8: count_windows sums a statement's windows by hour first,
 // check_rollup takes each part's own fields only. 9: the body's check keeps
 // each GPU-hour's parts (window_parts) and check_rollup reads them instead
 // of the windows' bodies. The same answers as schema 7's: every roll-up keeps
 // the verdict schema 7 gave it (true ones and forged ones of every reason),
 // the window totals are the windows' sums, and the kept parts are the
-// bodies' after more windows come in.
+// bodies' after more windows come in. 10: the same verdicts and charge rows
+// from plans kept for the session.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -133,7 +134,7 @@ TEST_F(FleetDb, SchemaNineChecksRollUpsAgainstThePartsItKeptOfTheBodiesItParsed)
   const std::string totals_7 = rows_of(db, kTotals);
 
   // Migrated: the parts of the windows there, and every verdict again from them.
-  ASSERT_EQ(fleet::migrate(db, kFleetT0), 9);
+  ASSERT_EQ(fleet::migrate(db, kFleetT0, 9), 9);
   const std::string kept = rows_of(db, kKeptParts);
   EXPECT_EQ(kept, rows_of(db, kBodiesParts));
   EXPECT_EQ(rows_of(db, "SELECT count(DISTINCT (gpu_uuid, hour_start)) FROM gpuledger.window_parts"), "56\n");  // 28 hours of 2 GPUs
@@ -171,7 +172,9 @@ TEST_F(FleetDb, SchemaNineChecksRollUpsAgainstThePartsItKeptOfTheBodiesItParsed)
         << e.what();
   }
   EXPECT_EQ(rows_of(db, kKeptParts), before);
-  // No agent writes or reads them: a node's role is granted nothing there.
+  // No agent writes or reads them: a node's role is granted nothing there
+  // (add-node at the newest schema).
+  ASSERT_EQ(fleet::migrate(db, kFleetT0), fleet::kFleetSchemaVersion);
   const std::string role = fleet::add_node_role(db, "node-3", std::string("prod"));
   fleet::PgConnection agent(pg_->conninfo(role, "seven"), pg_->set_password(role));
   for (const std::string sql : {"SELECT count(*) FROM gpuledger.window_parts",
@@ -184,6 +187,50 @@ TEST_F(FleetDb, SchemaNineChecksRollUpsAgainstThePartsItKeptOfTheBodiesItParsed)
       EXPECT_EQ(fleet::sqlstate_of(e.what()), "42501") << e.what();
     }
   }
+}
+
+// The charge rows of every verified hour and day as kept (rollup_charges),
+// and as schema 5 read them from the bodies (json, written out here: an
+// independent reading of what schema 10's function computes).
+const std::string kKeptCharges = "SELECT c::text FROM gpuledger.rollup_charges c ORDER BY 1";
+const std::string kBodiesCharges =
+    "SELECT (r.period, r.period_start, r.cluster, r.node, r.gpu_uuid, r.windows, r.cost_micros, r.digests, "
+    "(r.body->>'start')::bigint, (r.body->>'end')::bigint - (r.body->>'start')::bigint, coalesce(g.account, ''), "
+    "coalesce((SELECT a->>4 FROM json_array_elements(r.body->'accounts') WITH ORDINALITY x(a, i) "
+    "WHERE a->>0 = g.account ORDER BY i LIMIT 1), ''), coalesce(g.micros, 0), g.account IS NOT NULL)::text "
+    "FROM gpuledger.rollups r LEFT JOIN LATERAL (SELECT ch->>0 AS account, sum((ch->>2)::bigint)::bigint AS micros "
+    "FROM json_array_elements(r.body->'charges') ch GROUP BY 1) g ON true "
+    "WHERE r.verified AND r.period IN ('hour', 'day') ORDER BY 1";
+
+TEST_F(FleetDb, SchemaTenGivesTheVerdictsAndChargeRowsOfNineFromPlansKeptForTheSession) {
+  pg_->psql("CREATE DATABASE nine");
+  fleet::PgConnection db(pg_->conninfo("gpuledger_admin", "nine"), pg_->admin_password_file());
+  ASSERT_EQ(fleet::migrate(db, kFleetT0, 9), 9);
+  ship_every_verdict(db, scratch_ / "node-1", {"prod", "node-1"});
+  const std::string charges_9 = rows_of(db, kKeptCharges);
+  ASSERT_EQ(charges_9, rows_of(db, kBodiesCharges));
+  EXPECT_EQ(rows_of(db, "SELECT count(*) FROM gpuledger.rollup_charges WHERE node = 'node-1'"), "88\n");
+
+  ASSERT_EQ(fleet::migrate(db, kFleetT0), 10);
+  // Every roll-up's verdict again, and its charge rows again, by schema 10's functions.
+  EXPECT_EQ(rows_of(db, "SELECT count(*) FROM gpuledger.rollups r WHERE gpuledger.check_rollup(r) IS DISTINCT FROM "
+                        "r.refusal"),
+            "0\n");
+  EXPECT_EQ(rows_of(db, "SELECT c::text FROM gpuledger.rollups r CROSS JOIN LATERAL gpuledger.charge_rows_of(r) c "
+                        "WHERE r.verified AND r.period IN ('hour', 'day') ORDER BY 1"),
+            charges_9);
+  // A node shipping at 10, true and forged roll-ups in one session (each
+  // function's plans kept from one to the next): schema 9's verdicts
+  // (ship_every_verdict's), and the charge rows schema 5 read.
+  ship_every_verdict(db, scratch_ / "node-2", {"prod", "node-2"});
+  EXPECT_EQ(rows_of(db, kKeptCharges), rows_of(db, kBodiesCharges));
+  EXPECT_EQ(rows_of(db, "SELECT count(*) FROM gpuledger.rollup_charges WHERE node = 'node-2'"), "88\n");
+  EXPECT_EQ(rows_of(db, "SELECT p.proname, p.proconfig FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                        "WHERE n.nspname = 'gpuledger' AND p.proname IN ('check_rollup', 'charge_rows_of', "
+                        "'refuse_unreadable_bodies') ORDER BY 1"),
+            "charge_rows_of|{\"search_path=pg_catalog, pg_temp\",plan_cache_mode=force_generic_plan}\n"
+            "check_rollup|{\"search_path=pg_catalog, pg_temp\",plan_cache_mode=force_generic_plan}\n"
+            "refuse_unreadable_bodies|{\"search_path=pg_catalog, pg_temp\",enable_sort=off}\n");
 }
 
 }  // namespace
