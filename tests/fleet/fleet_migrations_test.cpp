@@ -9,7 +9,10 @@
 // from plans kept for the session.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <set>
+#include <tuple>
 
 #include "common/error.h"
 #include "fleet/fleet_roles.h"
@@ -231,6 +234,95 @@ TEST_F(FleetDb, SchemaTenGivesTheVerdictsAndChargeRowsOfNineFromPlansKeptForTheS
             "charge_rows_of|{\"search_path=pg_catalog, pg_temp\",plan_cache_mode=force_generic_plan}\n"
             "check_rollup|{\"search_path=pg_catalog, pg_temp\",plan_cache_mode=force_generic_plan}\n"
             "refuse_unreadable_bodies|{\"search_path=pg_catalog, pg_temp\",enable_sort=off}\n");
+}
+
+// Schema 3's flag_overlaps (two probes a window), kept beside schema 10's as
+// the reference: it writes overlaps_ref from the same statements.
+const char* const kOverlapsReference = R"SQL(
+CREATE TABLE gpuledger.overlaps_ref (LIKE gpuledger.overlaps INCLUDING ALL);
+CREATE FUNCTION gpuledger.flag_overlaps_ref() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO gpuledger.overlaps_ref(cluster, node, gpu_uuid, start_time, end_time, other_cluster, other_node,
+                                     other_start, other_end)
+  SELECT f.cluster, f.node, f.gpu_uuid, f.start_time, f.end_time, o.cluster, o.node, o.start_time, o.end_time
+  FROM fresh f CROSS JOIN LATERAL (
+    SELECT c.* FROM (
+      (SELECT w.cluster, w.node, w.start_time, w.end_time FROM gpuledger.windows w
+       WHERE w.gpu_uuid = f.gpu_uuid AND w.start_time <= f.start_time AND w.start_time > f.start_time - 2678400
+         AND (w.cluster, w.node, w.start_time) IS DISTINCT FROM (f.cluster, f.node, f.start_time)
+       ORDER BY w.start_time DESC LIMIT 1)
+      UNION ALL
+      (SELECT w.cluster, w.node, w.start_time, w.end_time FROM gpuledger.windows w
+       WHERE w.gpu_uuid = f.gpu_uuid AND w.start_time > f.start_time AND w.start_time < f.end_time
+       ORDER BY w.start_time LIMIT 1)) c
+    WHERE c.end_time > f.start_time ORDER BY c.start_time LIMIT 1) o
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER flag_overlaps_ref AFTER INSERT ON gpuledger.windows
+  REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION gpuledger.flag_overlaps_ref();
+)SQL";
+
+// Random statements of windows of two GPUs from three nodes: runs of minutes,
+// gaps, windows of a few seconds to two days, late ones among stored ones.
+// `ties`: two nodes' windows may start at the same second (then which of
+// them a window is flagged over is either's, as with schema 3).
+void ship_random_windows(fleet::PgConnection& db, uint64_t seed, bool ties) {
+  std::set<std::pair<std::string, int64_t>> starts;  // (gpu, start) taken, without ties
+  std::set<std::tuple<std::string, std::string, int64_t>> keys;
+  auto next = [&seed](uint64_t n) { seed = seed * 6364136223846793005ull + 1442695040888963407ull; return (seed >> 33) % n; };
+  for (int statement = 0; statement < 24; ++statement) {
+    const std::string node = "node-" + std::to_string(1 + next(3));
+    std::vector<ledger::WindowRecord> batch;
+    int64_t t = kFleetDay0 + 10 * static_cast<int64_t>(next(4 * 360));
+    const bool run = next(2) == 0;  // a run of minutes, or scattered windows
+    for (int i = 0; i < 30; ++i) {
+      const std::string gpu = next(2) ? "GPU-a" : "GPU-b";
+      const int64_t start = run ? t + 60 * i : kFleetDay0 + 10 * static_cast<int64_t>(next(4 * 360));
+      const uint64_t kind = next(20);
+      const int64_t length = kind == 0 ? 2 * 86400 : kind < 4 ? 10 + 10 * static_cast<int64_t>(next(60)) : 60;
+      if (!keys.insert({node, gpu, start}).second) continue;
+      if (!ties && !starts.insert({gpu, start}).second) continue;
+      auto w = fleet_window(start, gpu, i);
+      w.end = start + length;
+      batch.push_back(w);
+    }
+    fleet::FleetSinkPostgres sink(db, {"prod", node});
+    ASSERT_EQ(sink.ship(pointers(batch)), std::vector<Delivery>(batch.size(), Delivery::kStored));
+  }
+}
+
+TEST_F(FleetDb, SchemaTenFlagsTheOverlapsSchemaThreeFlaggedFromOneReadARun) {
+  const std::string kFlagged = "SELECT cluster, node, gpu_uuid, start_time, end_time FROM gpuledger.%s ORDER BY 1, 2, 3, 4";
+  auto flagged = [&](const char* table) {
+    char sql[256];
+    std::snprintf(sql, sizeof sql, kFlagged.c_str(), table);
+    return rows_of(*admin_, sql);
+  };
+  pg_->psql(kOverlapsReference);
+  ship_random_windows(*admin_, 7, false);
+  const std::string all = "SELECT cluster, node, gpu_uuid, start_time, end_time, other_cluster, other_node, other_start, "
+                          "other_end FROM gpuledger.";
+  EXPECT_EQ(rows_of(*admin_, all + "overlaps ORDER BY 1, 2, 3, 4"), rows_of(*admin_, all + "overlaps_ref ORDER BY 1, 2, 3, 4"));
+  EXPECT_GT(std::stoi(rows_of(*admin_, "SELECT count(*) FROM gpuledger.overlaps")), 20);
+  EXPECT_GT(std::stoi(rows_of(*admin_, "SELECT count(*) FROM gpuledger.overlaps WHERE other_start > start_time")), 2)
+      << "some flagged over a window that starts inside them";
+  // Every flagged window is over the window it names, and no other window flagged.
+  EXPECT_EQ(rows_of(*admin_, "SELECT count(*) FROM gpuledger.overlaps WHERE NOT (other_start < end_time AND "
+                             "other_end > start_time)"),
+            "0\n");
+  pg_->psql("TRUNCATE gpuledger.overlaps, gpuledger.overlaps_ref, gpuledger.windows, gpuledger.window_totals, "
+            "gpuledger.window_parts");
+  ship_random_windows(*admin_, 11, true);
+  EXPECT_EQ(flagged("overlaps"), flagged("overlaps_ref"));
+  EXPECT_GT(std::stoi(rows_of(*admin_, "SELECT count(*) FROM gpuledger.overlaps o JOIN gpuledger.overlaps o2 ON "
+                                       "o2.gpu_uuid = o.gpu_uuid AND o2.start_time = o.start_time AND o2.node <> o.node")),
+            0)
+      << "two nodes' windows at one start";
+  EXPECT_EQ(rows_of(*admin_, "SELECT count(*) FROM gpuledger.overlaps o WHERE NOT (o.other_start < o.end_time AND "
+                             "o.other_end > o.start_time)"),
+            "0\n");
 }
 
 }  // namespace
