@@ -1,6 +1,7 @@
 #include "fleet/fleet_reader.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <exception>
 #include <map>
@@ -81,6 +82,7 @@ class Cursor {
     return a < b ? -1 : a > b ? 1 : 0;
   }
   const PgResult& r() const { return *r_; }
+  std::shared_ptr<const PgResult> page_result() const { return r_; }  // kept alive while it is read elsewhere
   int row() const { return row_; }
   int64_t page() const { return page_; }  // how many pages were fetched: this row's page
   // Whether next() asks the server for a page (another cursor's page asked
@@ -89,7 +91,7 @@ class Cursor {
   // The page asked for ahead, received now (kept for next()'s fetch).
   void settle() {
     if (!pending_) return;
-    settled_ = std::make_unique<PgResult>(db_.receive());
+    settled_ = std::make_shared<PgResult>(db_.receive());
     pending_ = false;
   }
 
@@ -99,7 +101,7 @@ class Cursor {
     if (settled_)
       r_ = std::move(settled_);
     else
-      r_ = std::make_unique<PgResult>(pending_ ? db_.receive() : db_.query(next));
+      r_ = std::make_shared<PgResult>(pending_ ? db_.receive() : db_.query(next));
     pending_ = false;
     rows_ = r_->rows();
     row_ = 0;
@@ -113,7 +115,7 @@ class Cursor {
   std::string name_;
   bool prefetch_ = false, pending_ = false;
   int page_rows_ = kFetchRows;
-  std::unique_ptr<PgResult> r_, settled_;
+  std::shared_ptr<PgResult> r_, settled_;
   int rows_ = 0, row_ = 0;
   int64_t page_ = 0;
 };
@@ -183,29 +185,65 @@ struct ParsedBody {
   bool present = false;
   std::optional<ledger::WindowRecord> window;
 };
-// A fetched page's `column`, parsed by every core: the
-// JSON is most of a report's time (docs/performance.md, section 6), and the
-// rows are independent. The report's builder still takes them in order.
-std::vector<ParsedBody> parse_bodies(const PgResult& r, int column) {
-  std::vector<ParsedBody> out(static_cast<size_t>(r.rows()));
-  const unsigned workers = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
-  auto work = [&](unsigned k) {
-    for (size_t j = k; j < out.size(); j += workers) {
-      const int i = static_cast<int>(j);
-      if (r.null(i, column)) continue;
-      out[j].present = true;
+// A fetched page's `column`, parsed by the other cores ahead of the reader,
+// which takes the bodies in order while they parse the next ones (or parses
+// one itself when it gets there first). The JSON is most of a report's time
+// (docs/performance.md, section 6) and the rows are independent; parsed a
+// page at a time by every core and then billed, the bill's work (one core)
+// and the parse's never overlapped.
+class PageParser {
+ public:
+  PageParser(std::shared_ptr<const PgResult> page, int column)
+      : page_(std::move(page)), column_(column), out_(static_cast<size_t>(page_->rows())),
+        state_(std::make_unique<std::atomic<int>[]>(out_.size())) {
+    const unsigned workers = std::clamp(std::thread::hardware_concurrency(), 1u, 16u) - 1;
+    for (unsigned k = 0; k < workers && k + 1 < out_.size(); ++k)
+      workers_.emplace_back([this] {
+        for (size_t j; !stop_.load(std::memory_order_relaxed) && (j = next_.fetch_add(1)) < out_.size();) take(j);
+      });
+  }
+  ~PageParser() {
+    stop_ = true;
+    for (auto& t : workers_) t.join();
+  }
+  PageParser(const PageParser&) = delete;
+  PageParser& operator=(const PageParser&) = delete;
+
+  // Row j's body, parsed (here, unless a worker has it).
+  ParsedBody& at(int row) {
+    const auto j = static_cast<size_t>(row);
+    if (!take(j))  // a worker's: wait for it (a futex: no core spent waiting)
+      for (int s; (s = state_[j].load(std::memory_order_acquire)) != kDone;) state_[j].wait(s);
+    return out_[j];
+  }
+
+ private:
+  static constexpr int kFree = 0, kTaken = 1, kDone = 2;
+  // Parses row j when nobody has; false when another thread has it.
+  bool take(size_t j) {
+    int free = kFree;
+    if (!state_[j].compare_exchange_strong(free, kTaken, std::memory_order_acq_rel))
+      return state_[j].load(std::memory_order_acquire) == kDone;
+    const int i = static_cast<int>(j);
+    if (!page_->null(i, column_)) {
+      out_[j].present = true;
       try {
-        out[j].window = window_from_json(r.text(i, column));
+        out_[j].window = window_from_json(page_->text(i, column_));
       } catch (const Error&) {
       }
     }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned k = 1; k < workers && k < out.size(); ++k) threads.emplace_back(work, k);
-  work(0);
-  for (auto& t : threads) t.join();
-  return out;
-}
+    state_[j].store(kDone, std::memory_order_release);
+    state_[j].notify_all();
+    return true;
+  }
+  std::shared_ptr<const PgResult> page_;
+  int column_;
+  std::vector<ParsedBody> out_;
+  std::unique_ptr<std::atomic<int>[]> state_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> workers_;
+};
 
 // A GPU-period (row i of r: cluster, node, gpu_uuid, period_start) and its
 // verified roll-up's body when it has one: the body emitted, else the period
@@ -239,10 +277,10 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
                           kVerifiedRollup + (where.empty() ? "" : " WHERE " + where) +
                           " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
   Cursor cur(db, "gl_periods", sql, true);  // the next page made while this one is parsed
-  std::vector<ParsedBody> page;  // the bodies of the rows fetched, parsed on every core
+  std::unique_ptr<PageParser> page;  // the bodies of the rows fetched, parsed on every core
   for (; cur.valid(); cur.next()) {
-    if (cur.row() == 0) page = parse_bodies(cur.r(), 4);  // a page fetched
-    take_period(cur.r(), cur.row(), p, &page[static_cast<size_t>(cur.row())], finer, fn, unreadable);
+    if (cur.row() == 0) page.reset(), page = std::make_unique<PageParser>(cur.page_result(), 4);  // a page fetched
+    take_period(cur.r(), cur.row(), p, &page->at(cur.row()), finer, fn, unreadable);
   }
 }
 
@@ -273,8 +311,8 @@ void merge_period(PgConnection& db, Period p, const std::string& where, std::vec
       key + ", t.body::text FROM gpuledger.rollups t WHERE t.verified AND " + where + order + ", t.windows", true);
   rollups.settle();
   db.exec("RESET enable_sort");
-  std::vector<ParsedBody> page;  // the roll-ups' page, parsed on every core
-  int64_t parsed = 0;            // which page `page` is
+  std::unique_ptr<PageParser> page;  // the roll-ups' page, parsed on every core
+  int64_t parsed = 0;                // which page `page` is
   for (; totals.valid(); totals.next()) {
     for (; rollups.valid() && rollups.compare_key(totals) < 0; rollups.next()) {
     }
@@ -283,8 +321,9 @@ void merge_period(PgConnection& db, Period p, const std::string& where, std::vec
       const PgResult &t = totals.r(), &r = rollups.r();
       const int i = totals.row(), j = rollups.row();
       if (r.view(j, 4) != t.view(i, 4) || r.view(j, 5) != t.view(i, 5) || r.view(j, 6) != t.view(i, 6)) continue;
-      if (parsed != rollups.page()) page = parse_bodies(r, 7), parsed = rollups.page();
-      body = &page[static_cast<size_t>(j)];
+      if (parsed != rollups.page())
+        page.reset(), page = std::make_unique<PageParser>(rollups.page_result(), 7), parsed = rollups.page();
+      body = &page->at(j);
       break;
     }
     take_period(totals.r(), totals.row(), p, body, finer, fn, unreadable);
