@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdint>
 #include <exception>
 #include <map>
 #include <thread>
@@ -212,8 +213,11 @@ class PageParser {
   // Row j's body, parsed (here, unless a worker has it).
   ParsedBody& at(int row) {
     const auto j = static_cast<size_t>(row);
-    if (!take(j))  // a worker's: wait for it (a futex: no core spent waiting)
-      for (int s; (s = state_[j].load(std::memory_order_acquire)) != kDone;) state_[j].wait(s);
+    if (!take(j)) {  // a worker's: wait for it (a futex: no core spent waiting)
+      waiting_.store(j);  // before the state is read: the worker that sets it reads this after (both seq_cst)
+      for (int s; (s = state_[j].load()) != kDone;) state_[j].wait(s);
+      waiting_.store(kNobody);
+    }
     return out_[j];
   }
 
@@ -232,15 +236,16 @@ class PageParser {
       } catch (const Error&) {
       }
     }
-    state_[j].store(kDone, std::memory_order_release);
-    state_[j].notify_all();
+    state_[j].store(kDone);
+    if (waiting_.load() == j) state_[j].notify_all();  // a wake-up only for the row waited on
     return true;
   }
   std::shared_ptr<const PgResult> page_;
   int column_;
   std::vector<ParsedBody> out_;
   std::unique_ptr<std::atomic<int>[]> state_;
-  std::atomic<size_t> next_{0};
+  static constexpr size_t kNobody = SIZE_MAX;
+  std::atomic<size_t> next_{0}, waiting_{kNobody};
   std::atomic<bool> stop_{false};
   std::vector<std::thread> workers_;
 };
