@@ -9,7 +9,6 @@
 // from plans kept for the session.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <tuple>
@@ -236,34 +235,6 @@ TEST_F(FleetDb, SchemaTenGivesTheVerdictsAndChargeRowsOfNineFromPlansKeptForTheS
             "refuse_unreadable_bodies|{\"search_path=pg_catalog, pg_temp\",enable_sort=off}\n");
 }
 
-// Schema 3's flag_overlaps (two probes a window), kept beside schema 10's as
-// the reference: it writes overlaps_ref from the same statements.
-const char* const kOverlapsReference = R"SQL(
-CREATE TABLE gpuledger.overlaps_ref (LIKE gpuledger.overlaps INCLUDING ALL);
-CREATE FUNCTION gpuledger.flag_overlaps_ref() RETURNS trigger LANGUAGE plpgsql AS $fn$
-BEGIN
-  INSERT INTO gpuledger.overlaps_ref(cluster, node, gpu_uuid, start_time, end_time, other_cluster, other_node,
-                                     other_start, other_end)
-  SELECT f.cluster, f.node, f.gpu_uuid, f.start_time, f.end_time, o.cluster, o.node, o.start_time, o.end_time
-  FROM fresh f CROSS JOIN LATERAL (
-    SELECT c.* FROM (
-      (SELECT w.cluster, w.node, w.start_time, w.end_time FROM gpuledger.windows w
-       WHERE w.gpu_uuid = f.gpu_uuid AND w.start_time <= f.start_time AND w.start_time > f.start_time - 2678400
-         AND (w.cluster, w.node, w.start_time) IS DISTINCT FROM (f.cluster, f.node, f.start_time)
-       ORDER BY w.start_time DESC LIMIT 1)
-      UNION ALL
-      (SELECT w.cluster, w.node, w.start_time, w.end_time FROM gpuledger.windows w
-       WHERE w.gpu_uuid = f.gpu_uuid AND w.start_time > f.start_time AND w.start_time < f.end_time
-       ORDER BY w.start_time LIMIT 1)) c
-    WHERE c.end_time > f.start_time ORDER BY c.start_time LIMIT 1) o
-  ON CONFLICT DO NOTHING;
-  RETURN NULL;
-END
-$fn$;
-CREATE TRIGGER flag_overlaps_ref AFTER INSERT ON gpuledger.windows
-  REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION gpuledger.flag_overlaps_ref();
-)SQL";
-
 // Random statements of windows of two GPUs from three nodes: runs of minutes,
 // gaps, windows of a few seconds to two days, late ones among stored ones.
 // `ties`: two nodes' windows may start at the same second (then which of
@@ -293,36 +264,35 @@ void ship_random_windows(fleet::PgConnection& db, uint64_t seed, bool ties) {
   }
 }
 
-TEST_F(FleetDb, SchemaTenFlagsTheOverlapsSchemaThreeFlaggedFromOneReadARun) {
-  const std::string kFlagged = "SELECT cluster, node, gpu_uuid, start_time, end_time FROM gpuledger.%s ORDER BY 1, 2, 3, 4";
-  auto flagged = [&](const char* table) {
-    char sql[256];
-    std::snprintf(sql, sizeof sql, kFlagged.c_str(), table);
-    return rows_of(*admin_, sql);
-  };
-  pg_->psql(kOverlapsReference);
-  ship_random_windows(*admin_, 7, false);
+// The same random statements shipped to a database at schema 9 (two index
+// probes a window) and to one at 10 (one read a run): the same overlaps.
+TEST_F(FleetDb, SchemaTenFlagsTheOverlapsSchemaNineFlaggedFromOneReadARun) {
+  pg_->psql("CREATE DATABASE nine");
+  fleet::PgConnection nine(pg_->conninfo("gpuledger_admin", "nine"), pg_->admin_password_file());
+  ASSERT_EQ(fleet::migrate(nine, kFleetT0, 9), 9);
   const std::string all = "SELECT cluster, node, gpu_uuid, start_time, end_time, other_cluster, other_node, other_start, "
-                          "other_end FROM gpuledger.";
-  EXPECT_EQ(rows_of(*admin_, all + "overlaps ORDER BY 1, 2, 3, 4"), rows_of(*admin_, all + "overlaps_ref ORDER BY 1, 2, 3, 4"));
-  EXPECT_GT(std::stoi(rows_of(*admin_, "SELECT count(*) FROM gpuledger.overlaps")), 20);
-  EXPECT_GT(std::stoi(rows_of(*admin_, "SELECT count(*) FROM gpuledger.overlaps WHERE other_start > start_time")), 2)
-      << "some flagged over a window that starts inside them";
-  // Every flagged window is over the window it names, and no other window flagged.
-  EXPECT_EQ(rows_of(*admin_, "SELECT count(*) FROM gpuledger.overlaps WHERE NOT (other_start < end_time AND "
-                             "other_end > start_time)"),
-            "0\n");
-  pg_->psql("TRUNCATE gpuledger.overlaps, gpuledger.overlaps_ref, gpuledger.windows, gpuledger.window_totals, "
-            "gpuledger.window_parts");
-  ship_random_windows(*admin_, 11, true);
-  EXPECT_EQ(flagged("overlaps"), flagged("overlaps_ref"));
-  EXPECT_GT(std::stoi(rows_of(*admin_, "SELECT count(*) FROM gpuledger.overlaps o JOIN gpuledger.overlaps o2 ON "
-                                       "o2.gpu_uuid = o.gpu_uuid AND o2.start_time = o.start_time AND o2.node <> o.node")),
+                          "other_end FROM gpuledger.overlaps ORDER BY 1, 2, 3, 4";
+  const std::string flagged = "SELECT cluster, node, gpu_uuid, start_time, end_time FROM gpuledger.overlaps ORDER BY 1, 2, 3, 4";
+  auto count = [&](const std::string& where) {
+    return std::stoi(rows_of(*admin_, "SELECT count(*) FROM gpuledger.overlaps o WHERE " + where));
+  };
+  for (fleet::PgConnection* db : {&nine, admin_.get()}) ship_random_windows(*db, 7, false);
+  EXPECT_EQ(rows_of(*admin_, all), rows_of(nine, all));
+  EXPECT_GT(count("true"), 20);
+  EXPECT_GT(count("other_start > start_time"), 2) << "some flagged over a window that starts inside them";
+  EXPECT_EQ(count("NOT (other_start < end_time AND other_end > start_time)"), 0) << "each over the window it names";
+  // Two nodes' windows at one start: which of them a window is over is either's.
+  const std::string tables = "gpuledger.overlaps, gpuledger.windows, gpuledger.window_totals, gpuledger.window_parts";
+  for (fleet::PgConnection* db : {&nine, admin_.get()}) {
+    db->exec("TRUNCATE " + tables);
+    ship_random_windows(*db, 11, true);
+  }
+  EXPECT_EQ(rows_of(*admin_, flagged), rows_of(nine, flagged));
+  EXPECT_GT(count("EXISTS (SELECT FROM gpuledger.overlaps o2 WHERE o2.gpu_uuid = o.gpu_uuid AND "
+                  "o2.start_time = o.start_time AND o2.node <> o.node)"),
             0)
       << "two nodes' windows at one start";
-  EXPECT_EQ(rows_of(*admin_, "SELECT count(*) FROM gpuledger.overlaps o WHERE NOT (o.other_start < o.end_time AND "
-                             "o.other_end > o.start_time)"),
-            "0\n");
+  EXPECT_EQ(count("NOT (other_start < end_time AND other_end > start_time)"), 0);
 }
 
 }  // namespace
