@@ -232,7 +232,7 @@ class PageParser {
     if (!page_->null(i, column_)) {
       out_[j].present = true;
       try {
-        out_[j].window = window_from_json(page_->text(i, column_));
+        out_[j].window = window_from_json(page_->view(i, column_));
       } catch (const Error&) {
       }
     }

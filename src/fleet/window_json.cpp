@@ -288,7 +288,7 @@ Charge charge_of(const Ref& c) {
   return {c.at(0).get<std::string>(), ledger::parse_charge_kind(c.at(1).get<std::string>()), c.at(2).get<int64_t>()};
 }
 
-ledger::WindowRecord window_from_json(const std::string& text) {
+ledger::WindowRecord window_from_json(std::string_view text) {
   thread_local JsonTape tape;  // grown once per reading thread (fleet_reader.cpp parses on every core)
   try {
     const Ref j = tape.parse(text);

@@ -5,6 +5,7 @@
 // the text as written), and every field a report reads is there; the node and the
 // not-stored split_disagreement are not.
 #include <string>
+#include <string_view>
 
 #include "ledger/store.h"
 
@@ -17,6 +18,6 @@ std::string window_to_json(const ledger::WindowRecord& window);
 // whose other fields are its columns.
 std::string window_children_to_json(const ledger::WindowRecord& window);
 // Throws Error when the text is not such a document.
-ledger::WindowRecord window_from_json(const std::string& text);
+ledger::WindowRecord window_from_json(std::string_view text);
 
 }  // namespace gpuledger::fleet
