@@ -152,15 +152,22 @@ std::optional<fleet::Period> fleet_chart_period(const report::BillRequest& q) {
 }
 
 // The coarsest fleet roll-ups a bill can be read from without showing less:
-// the charge period of CSV rows, the chart's bucket of JSON and HTML (cost
-// over time) unless the server sums the chart (`chart_from_server`:
-// fleet_chart.h), a whole month for the table and for a FOCUS export's first
-// pass (its audit; its rows are read period by period: for_each_window_in).
+// the charge period of CSV rows with a totals row, the chart's bucket of JSON
+// and HTML (cost over time) unless the server sums the chart
+// (`chart_from_server`: fleet_chart.h), a whole month for the table and for
+// the first pass of a FOCUS export or a CSV without totals (its audit; their
+// rows are read period by period: for_each_window_in, rows_read_apart).
 std::optional<fleet::Period> fleet_rollup_period(const report::BillRequest& q, bool chart_from_server) {
   using report::Format;
-  if (q.format == Format::kCsv) return fleet_charge_period(q.granularity);
+  if (q.format == Format::kCsv && q.csv_totals) return fleet_charge_period(q.granularity);
   if ((q.format == Format::kJson || q.format == Format::kHtml) && !chart_from_server) return fleet_chart_period(q);
   return fleet::Period::kMonth;
+}
+
+// FOCUS and CSV without a totals row: their rows read at their charge period
+// (BillSource::for_each_window_in), apart from the whole bill's first pass.
+bool rows_read_apart(const report::BillRequest& q) {
+  return q.format == report::Format::kFocus || (q.format == report::Format::kCsv && !q.csv_totals);
 }
 
 // CSV and FOCUS stay loadable (a header, no rows): the reader is told beside them.
@@ -225,7 +232,7 @@ int run_report(const ReportCommand& cmd) {
     };
     source.windows_digest = [&] { return windows_digest; };
     source.chart_costs = [&] { return chart; };
-    if (q.format == Format::kFocus)
+    if (rows_read_apart(q))
       source.for_each_window_in = [&](int64_t a, int64_t b, const std::function<void(ledger::WindowRecord&&)>& fn) {
         fleet::for_each_fleet_window(db, a, b, filter, fleet_charge_period(q.granularity), fn, nullptr, nullptr,
                                      &notes.refused_rollups);

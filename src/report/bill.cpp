@@ -33,13 +33,36 @@ void adopt_price_list_currency(Report& r, const ledger::BillInputs& inputs) {
   if (r.rightsizing) r.rightsizing->currency = r.currency;
 }
 
+// CSV's rows: a builder per charge period, each window added to its period's.
+class PeriodBuilders {
+ public:
+  explicit PeriodBuilders(const BillRequest& q) : q_(q) {}
+  void add(const ledger::WindowRecord& w) {
+    const int64_t p = period_start(w.start, q_.granularity);
+    auto& b = periods_[p];
+    if (!b)
+      b = std::make_unique<ReportBuilder>(std::max(p, q_.from), std::min(period_end(p, q_.granularity), q_.to), q_.by,
+                                          std::nullopt);
+    b->add(w);
+  }
+  std::vector<Report> finish() {
+    std::vector<Report> out;
+    for (auto& [start, b] : periods_) out.push_back(b->finish());
+    return out;
+  }
+
+ private:
+  const BillRequest& q_;
+  std::map<int64_t, std::unique_ptr<ReportBuilder>> periods_;
+};
+
 // Recommendations: the table, JSON and HTML show them; CSV and FOCUS do not.
 Scan scan(const BillSource& source, const BillRequest& q, bool recommendations) {
   ReportBuilder whole(q.from, q.to, q.by, recommendations ? std::optional(q.rightsizing) : std::nullopt);
   BillHasher hasher;
   std::unique_ptr<FocusBuilder> focus;
   if (q.format == Format::kFocus) focus = std::make_unique<FocusBuilder>(q.from, q.to, q.granularity);
-  std::map<int64_t, std::unique_ptr<ReportBuilder>> periods;
+  PeriodBuilders periods(q);
   if (source.windows_digest) hasher.windows_named_by_source();
   bool any_window = false;
   source.for_each_window([&](ledger::WindowRecord&& w) {
@@ -47,14 +70,7 @@ Scan scan(const BillSource& source, const BillRequest& q, bool recommendations) 
     whole.add(w);
     hasher.add(w);
     if (focus) focus->add(w);
-    if (q.format == Format::kCsv) {
-      const int64_t p = period_start(w.start, q.granularity);
-      auto& b = periods[p];
-      if (!b)
-        b = std::make_unique<ReportBuilder>(std::max(p, q.from), std::min(period_end(p, q.granularity), q.to), q.by,
-                                            std::nullopt);
-      b->add(w);
-    }
+    if (q.format == Format::kCsv) periods.add(w);
   });
   if (source.windows_digest) hasher.use_windows_digest(source.windows_digest());
   if (source.chart_costs)
@@ -69,7 +85,7 @@ Scan scan(const BillSource& source, const BillRequest& q, bool recommendations) 
   const ledger::BillInputs inputs = source.inputs ? source.inputs() : ledger::BillInputs{};
   fill_audit(s.whole, hasher, inputs, q.generated_at);
   if (!any_window) adopt_price_list_currency(s.whole, inputs);
-  for (auto& [start, b] : periods) s.periods.push_back(b->finish());
+  s.periods = periods.finish();
   if (focus) s.focus = focus->finish(s.whole.audit, q.generated_at);
   return s;
 }
@@ -132,6 +148,21 @@ void write_bill(const BillSource& source, const BillRequest& q, Report* whole,
       else if (held > kFocusRowsHeld && periods > 1) periods /= 2;
       p = end;
     }
+    return;
+  }
+  if (q.format == Format::kCsv && source.for_each_window_in && !q.csv_totals) {
+    // The rows are the charge periods' (read at that period); of the whole
+    // bill CSV shows its audit, currency and notes only, the same from the
+    // coarsest roll-ups the source has: each window is billed once, not
+    // twice (a 1,000-node month by day: 240,000 day roll-ups added to two
+    // builders each). A totals row shows the whole bill's sums: read whole.
+    BillRequest table = q;
+    table.format = Format::kTable;
+    const Scan s = scan(source, table, false);
+    if (whole) *whole = s.whole;
+    PeriodBuilders periods(q);
+    source.for_each_window_in(q.from, q.to, [&](ledger::WindowRecord&& w) { periods.add(w); });
+    sink(valid_utf8(render_csv_periods(s.whole, periods.finish(), q.csv_totals)));
     return;
   }
   Scan s = scan(source, q, q.format != Format::kCsv && q.format != Format::kFocus);

@@ -43,10 +43,12 @@ struct BillSource {
   // What names the windows in the bill id (BillHasher::use_windows_digest),
   // asked for after the windows were read; unset: every window read.
   std::function<std::string()> windows_digest;
-  // A part [from, to) of the range, read at the FOCUS rows' charge period,
-  // when the source can (the fleet database: in the same snapshot). Given, a
-  // FOCUS export is written period by period (write_bill) instead of held
-  // whole in memory: a fleet's month is 720,000 daily rows.
+  // A part [from, to) of the range, read at the FOCUS or CSV rows' charge
+  // period, when the source can (the fleet database: in the same snapshot).
+  // Given, a FOCUS export is written period by period (write_bill) instead of
+  // held whole in memory (a fleet's month is 720,000 daily rows), and a CSV
+  // without a totals row bills each window once, in its period's row, the
+  // whole bill (its audit) read by for_each_window at the source's coarsest.
   std::function<void(int64_t from, int64_t to, const std::function<void(ledger::WindowRecord&&)>&)>
       for_each_window_in;  // The chart's costs of a part of the range (ReportBuilder::use_chart_costs),
   // asked for after the windows were read; nullopt or unset: the windows'.

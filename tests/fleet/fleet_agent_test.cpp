@@ -247,6 +247,20 @@ TEST(FleetAgents, ThroughAnOutageAKillAndADeletedNodeTheFleetBillIsTheSumOfTheLo
   // the bill was made from (a node's store and price lists, or the fleet's).
   EXPECT_EQ(without_bill_id(csv), without_bill_id(local_csv));
   EXPECT_NE(csv.find(",node-b,prod,sha256:"), std::string::npos) << csv;
+  // Without a totals row the fleet reads the rows at their charge period and
+  // the whole bill (its audit) apart: the same rows again, and the same bill.
+  for (const char* g : {"hour", "day"}) {
+    std::string rows, local_rows;
+    EXPECT_EQ(run_cli(with(with({"report", "--format", "csv", "--granularity", g}, fleet), {"--node", "node-b"}), &rows,
+                      &apart),
+              0)
+        << rows;
+    EXPECT_EQ(run_cli({"report", "--format", "csv", "--granularity", g, "--store", b.store(), "--from", from, "--to", to},
+                      &local_rows),
+              0);
+    EXPECT_EQ(without_bill_id(rows), without_bill_id(local_rows)) << g;
+    EXPECT_NE(rows.find(csv.substr(csv.find(",node-b,prod,sha256:"), 90)), std::string::npos) << g << ": " << rows;
+  }
 }
 
 }  // namespace
