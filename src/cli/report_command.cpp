@@ -151,23 +151,25 @@ std::optional<fleet::Period> fleet_chart_period(const report::BillRequest& q) {
   return std::nullopt;
 }
 
+// FOCUS, and CSV by hour or day without a totals row: their rows read at
+// their charge period (BillSource::for_each_window_in), apart from the whole
+// bill's first pass by month (by month, one read serves both).
+bool rows_read_apart(const report::BillRequest& q) {
+  return q.format == report::Format::kFocus ||
+         (q.format == report::Format::kCsv && !q.csv_totals && q.granularity != report::Granularity::kMonth);
+}
+
 // The coarsest fleet roll-ups a bill can be read from without showing less:
-// the charge period of CSV rows with a totals row, the chart's bucket of JSON
+// the charge period of CSV rows read with the whole bill, the chart's bucket of JSON
 // and HTML (cost over time) unless the server sums the chart
 // (`chart_from_server`: fleet_chart.h), a whole month for the table and for
 // the first pass of a FOCUS export or a CSV without totals (its audit; their
 // rows are read period by period: for_each_window_in, rows_read_apart).
 std::optional<fleet::Period> fleet_rollup_period(const report::BillRequest& q, bool chart_from_server) {
   using report::Format;
-  if (q.format == Format::kCsv && q.csv_totals) return fleet_charge_period(q.granularity);
+  if (q.format == Format::kCsv && !rows_read_apart(q)) return fleet_charge_period(q.granularity);
   if ((q.format == Format::kJson || q.format == Format::kHtml) && !chart_from_server) return fleet_chart_period(q);
   return fleet::Period::kMonth;
-}
-
-// FOCUS and CSV without a totals row: their rows read at their charge period
-// (BillSource::for_each_window_in), apart from the whole bill's first pass.
-bool rows_read_apart(const report::BillRequest& q) {
-  return q.format == report::Format::kFocus || (q.format == report::Format::kCsv && !q.csv_totals);
 }
 
 // CSV and FOCUS stay loadable (a header, no rows): the reader is told beside them.
