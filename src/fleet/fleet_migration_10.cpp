@@ -29,9 +29,11 @@ namespace gpuledger::fleet {
 //   it now reads, per run, the windows that start inside it and the latest
 //   one before it, and takes each window's two neighbours from them in one
 //   sort. The same two neighbours, the same rule (the earlier of them that
-//   overlaps, the one before within 31 days), the same rows; nothing is read
-//   but the run's own time and one window before it, so scattered windows
-//   cost what they did.
+//   overlaps, the one before within 31 days), the same rows. A run is read
+//   only while it holds at most twice its own windows: a run lying over
+//   others' (a window of days over a GPU's minutes) has its windows probed
+//   as before, so no statement makes the server read more than twice the
+//   windows it brings, or two probes each.
 const char* const kMigration10 = R"SQL(
 ALTER FUNCTION gpuledger.check_rollup(gpuledger.rollups) SET plan_cache_mode = force_generic_plan;
 
@@ -67,23 +69,36 @@ BEGIN
                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) IS NOT FALSE AS first
     FROM fresh f),
   numbered AS (
-    SELECT m.gpu_uuid, m.start_time, m.end_time,
+    SELECT m.cluster, m.node, m.gpu_uuid, m.start_time, m.end_time,
            count(*) FILTER (WHERE m.first) OVER (PARTITION BY m.gpu_uuid ORDER BY m.start_time, m.cluster, m.node
                                                 ROWS UNBOUNDED PRECEDING) AS run
     FROM marked m),
   runs AS (
-    SELECT n.gpu_uuid, min(n.start_time) AS a, max(n.end_time) AS b FROM numbered n GROUP BY n.gpu_uuid, n.run),
-  -- Every window that can be a neighbour of one of the run's: those that
-  -- start in it (its own among them), and the latest before it.
-  near AS (
-    SELECT DISTINCT w.cluster, w.node, w.gpu_uuid, w.start_time, w.end_time
+    SELECT n.gpu_uuid, n.run, min(n.start_time) AS a, max(n.end_time) AS b, count(*) AS n
+    FROM numbered n GROUP BY n.gpu_uuid, n.run),
+  -- The windows that start in each run (its own among them), at most twice
+  -- as many as it has: more, and its windows lie over others' (a window of
+  -- days over a GPU's minutes), which are not read but probed for, two a
+  -- window, as before (a node's windows cannot make the server read
+  -- another's GPU-month).
+  scanned AS (
+    SELECT r.gpu_uuid, r.run, r.n, w.cluster, w.node, w.start_time, w.end_time
     FROM runs r CROSS JOIN LATERAL (
-      SELECT w.cluster, w.node, w.gpu_uuid, w.start_time, w.end_time FROM gpuledger.windows w
+      SELECT w.cluster, w.node, w.start_time, w.end_time FROM gpuledger.windows w
       WHERE w.gpu_uuid = r.gpu_uuid AND w.start_time >= r.a AND w.start_time < r.b
+      ORDER BY w.start_time LIMIT 2 * r.n + 1) w),
+  tight AS (
+    SELECT s.gpu_uuid, s.run FROM scanned s GROUP BY s.gpu_uuid, s.run, s.n HAVING count(*) <= 2 * s.n),
+  -- Every window that can be a neighbour of a tight run's: those read, and the latest before it.
+  near AS (
+    SELECT DISTINCT x.cluster, x.node, x.gpu_uuid, x.start_time, x.end_time FROM (
+      SELECT s.cluster, s.node, s.gpu_uuid, s.start_time, s.end_time FROM scanned s JOIN tight t USING (gpu_uuid, run)
       UNION ALL
-      (SELECT w.cluster, w.node, w.gpu_uuid, w.start_time, w.end_time FROM gpuledger.windows w
-       WHERE w.gpu_uuid = r.gpu_uuid AND w.start_time < r.a AND w.start_time > r.a - 2678400
-       ORDER BY w.start_time DESC LIMIT 1)) w),
+      SELECT w.cluster, w.node, w.gpu_uuid, w.start_time, w.end_time
+      FROM runs r JOIN tight t USING (gpu_uuid, run) CROSS JOIN LATERAL (
+        SELECT w.cluster, w.node, w.gpu_uuid, w.start_time, w.end_time FROM gpuledger.windows w
+        WHERE w.gpu_uuid = r.gpu_uuid AND w.start_time < r.a AND w.start_time > r.a - 2678400
+        ORDER BY w.start_time DESC LIMIT 1) w) x),
   -- Each one's latest other window starting at or before it, and first starting after it.
   neighbours AS (
     SELECT n.*, last_value(n.cluster) OVER before AS p_cluster, last_value(n.node) OVER before AS p_node,
@@ -95,18 +110,38 @@ BEGIN
                       RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW),
            after AS (PARTITION BY n.gpu_uuid ORDER BY n.start_time
                      RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING EXCLUDE GROUP)),
-  hits AS (
-    SELECT x.*, (x.p_end > x.start_time AND x.p_start > x.start_time - 2678400) IS TRUE AS before_it
+  -- The tight runs' windows, with the earlier of their neighbours that they overlap.
+  from_runs AS (
+    SELECT x.cluster, x.node, x.gpu_uuid, x.start_time, x.end_time,
+           CASE WHEN b.before_it THEN x.p_cluster ELSE x.n_cluster END AS o_cluster,
+           CASE WHEN b.before_it THEN x.p_node ELSE x.n_node END AS o_node,
+           CASE WHEN b.before_it THEN x.p_start ELSE x.n_start END AS o_start,
+           CASE WHEN b.before_it THEN x.p_end ELSE x.n_end END AS o_end
     FROM neighbours x
-    WHERE EXISTS (SELECT FROM fresh f WHERE f.cluster = x.cluster AND f.node = x.node AND f.gpu_uuid = x.gpu_uuid
-                    AND f.start_time = x.start_time))
-  SELECT h.cluster, h.node, h.gpu_uuid, h.start_time, h.end_time,
-         CASE WHEN h.before_it THEN h.p_cluster ELSE h.n_cluster END,
-         CASE WHEN h.before_it THEN h.p_node ELSE h.n_node END,
-         CASE WHEN h.before_it THEN h.p_start ELSE h.n_start END,
-         CASE WHEN h.before_it THEN h.p_end ELSE h.n_end END
-  FROM hits h
-  WHERE h.before_it OR h.n_start < h.end_time
+    JOIN numbered f ON f.cluster = x.cluster AND f.node = x.node AND f.gpu_uuid = x.gpu_uuid
+     AND f.start_time = x.start_time
+    JOIN tight t ON t.gpu_uuid = f.gpu_uuid AND t.run = f.run
+    CROSS JOIN LATERAL (SELECT (x.p_end > x.start_time AND x.p_start > x.start_time - 2678400) IS TRUE AS before_it) b
+    WHERE b.before_it OR x.n_start < x.end_time),
+  -- The other runs' windows: two probes each, the latest that starts at or
+  -- before it and the first that starts inside it (schema 3's).
+  probed AS (
+    SELECT f.cluster, f.node, f.gpu_uuid, f.start_time, f.end_time, o.cluster, o.node, o.start_time, o.end_time
+    FROM numbered f CROSS JOIN LATERAL (
+      SELECT c.* FROM (
+        (SELECT w.cluster, w.node, w.start_time, w.end_time FROM gpuledger.windows w
+         WHERE w.gpu_uuid = f.gpu_uuid AND w.start_time <= f.start_time AND w.start_time > f.start_time - 2678400
+           AND (w.cluster, w.node, w.start_time) IS DISTINCT FROM (f.cluster, f.node, f.start_time)
+         ORDER BY w.start_time DESC LIMIT 1)
+        UNION ALL
+        (SELECT w.cluster, w.node, w.start_time, w.end_time FROM gpuledger.windows w
+         WHERE w.gpu_uuid = f.gpu_uuid AND w.start_time > f.start_time AND w.start_time < f.end_time
+         ORDER BY w.start_time LIMIT 1)) c
+      WHERE c.end_time > f.start_time ORDER BY c.start_time LIMIT 1) o
+    WHERE NOT EXISTS (SELECT FROM tight t WHERE t.gpu_uuid = f.gpu_uuid AND t.run = f.run))
+  SELECT * FROM from_runs
+  UNION ALL
+  SELECT * FROM probed
   ON CONFLICT DO NOTHING;
   RETURN NULL;
 END

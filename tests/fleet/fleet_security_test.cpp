@@ -400,6 +400,33 @@ TEST_F(FleetDb, AttackAMalformedRollUpBodyFailsNoReport) {
   EXPECT_EQ(after.notes.refused_rollups, 1);
 }
 
+// Attack: one window of 31 days laid over another node's GPU made schema
+// 10's first form read every window under it (a statement of one window,
+// the server reading a GPU-month of another node's). A run of a statement's
+// windows holding more than twice its own is probed as before, two a
+// window: flagged the same, and a few index entries read, not thousands.
+TEST_F(FleetDb, AttackALongWindowOverAnotherNodesMinutesIsProbedNotRead) {
+  fleet::FleetSinkPostgres a(*admin_, {"prod", "node-a"});
+  std::vector<ledger::WindowRecord> minutes;
+  for (int i = 0; i < 3000; ++i) minutes.push_back(fleet_window(kFleetDay0 + 60 * i, "GPU-a", i));
+  ASSERT_EQ(a.ship(pointers(minutes)), std::vector<Delivery>(minutes.size(), Delivery::kStored));
+  // Index entries the windows' indexes gave up so far (this session's counts flushed first).
+  auto index_reads = [&] {
+    admin_->query("SELECT pg_stat_force_next_flush()");
+    return std::stoll(pg_->psql("SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes "
+                                "WHERE relname LIKE 'windows\\_%'"));
+  };
+  const int64_t before = index_reads();
+  auto month = fleet_window(kFleetDay0 - 30, "GPU-a");
+  month.end = month.start + 2678400;  // the longest window the database takes
+  fleet::FleetSinkPostgres b(*admin_, {"prod", "node-b"});
+  ASSERT_EQ(b.ship(pointers({month})), std::vector<Delivery>{Delivery::kStored});
+  EXPECT_LT(index_reads() - before, 20) << "the server read the windows under it";
+  EXPECT_EQ(pg_->psql("SELECT node, other_node, other_start - " + std::to_string(kFleetDay0) +
+                      " FROM gpuledger.overlaps"),
+            "node-b|node-a|0\n");
+}
+
 // Attack: windows under another node's name at starts that never collide with
 // its keys added 40 USD to one pod, and nothing flagged the overlapping GPU time.
 // Under another node's name: refused. Under its own name over another node's
