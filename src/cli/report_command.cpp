@@ -237,7 +237,7 @@ int run_report(const ReportCommand& cmd) {
     if (rows_read_apart(q))
       source.for_each_window_in = [&](int64_t a, int64_t b, const std::function<void(ledger::WindowRecord&&)>& fn) {
         fleet::for_each_fleet_window(db, a, b, filter, fleet_charge_period(q.granularity), fn, nullptr, nullptr,
-                                     &notes.refused_rollups);
+                                     &notes);
       };
     // The bill names a node and a cluster when all its windows came from one;
     // the price lists stay with each node's store (not in the fleet database).

@@ -9,6 +9,7 @@
 #include <thread>
 #include <memory>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -253,11 +254,13 @@ class PageParser {
 // A GPU-period (row i of r: cluster, node, gpu_uuid, period_start) and its
 // verified roll-up's body when it has one: the body emitted, else the period
 // added to `finer` (contiguous periods of one GPU joined into one span); a body
-// that cannot be read counts in `unreadable` and goes to `finer` too.
+// that cannot be read is named in `unreadable` and goes to `finer` too.
 void take_period(const PgResult& r, int i, Period p, ParsedBody* body, std::vector<SlotSpan>& finer,
-                 const std::function<void(ledger::WindowRecord&&)>& fn, int64_t& unreadable) {
+                 const std::function<void(ledger::WindowRecord&&)>& fn, std::set<std::string>& unreadable) {
   if (body && body->present) {
-    if (!body->window) ++unreadable;  // never fatal: its finer periods are read instead
+    if (!body->window)  // never fatal: its finer periods are read instead
+      unreadable.insert(std::string(report::to_string(p)) + " " + std::to_string(r.i64(i, 3)) + " " + r.text(i, 0) +
+                        "/" + r.text(i, 1) + " " + r.text(i, 2));
     if (body->window) {
       body->window->node = r.text(i, 0) + "/" + r.text(i, 1);
       fn(std::move(*body->window));
@@ -277,7 +280,7 @@ void take_period(const PgResult& r, int i, Period p, ParsedBody* body, std::vect
 // `totals` names the window_totals rows as t (FROM items), `where` picks them.
 void read_period(PgConnection& db, Period p, const std::string& totals, const std::string& where,
                  std::vector<SlotSpan>& finer, const std::function<void(ledger::WindowRecord&&)>& fn,
-                 int64_t& unreadable) {
+                 std::set<std::string>& unreadable) {
   const std::string sql = "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, r.body::text FROM " + totals +
                           kVerifiedRollup + (where.empty() ? "" : " WHERE " + where) +
                           " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
@@ -299,7 +302,7 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
 // (docs/performance.md, "The fleet read"). A shorter stretch joins: the
 // roll-ups' scan reads all of its month's roll-ups of that period.
 void merge_period(PgConnection& db, Period p, const std::string& where, std::vector<SlotSpan>& finer,
-                  const std::function<void(ledger::WindowRecord&&)>& fn, int64_t& unreadable) {
+                  const std::function<void(ledger::WindowRecord&&)>& fn, std::set<std::string>& unreadable) {
   const std::string key = "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, t.windows, "
                           "trim_scale(t.cost_micros::numeric), trim_scale(t.digests)";
   const std::string order = " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
@@ -423,8 +426,8 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
 
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
                            std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
-                           std::string* windows_digest, FleetReadNotes* notes, int64_t* unreadable_out) {
-  int64_t unreadable = 0;
+                           std::string* windows_digest, FleetReadNotes* notes, FleetReadNotes* whole_range_notes) {
+  std::set<std::string> unreadable;  // the roll-ups whose bodies could not be read
   in_snapshot(db, [&] {
     if (windows_digest) *windows_digest = digest_of_windows(db, from, to, filter);
     if (notes) *notes = read_notes(db, from, to, filter);
@@ -460,8 +463,12 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
                        " AND x.start_time < k.b",
                    fn);
   });
-  if (notes) notes->refused_rollups += unreadable;
-  if (unreadable_out) *unreadable_out += unreadable;
+  // Each body once, however many reads of the range met it (a FOCUS or CSV
+  // export reads the whole bill, then its rows' periods).
+  for (FleetReadNotes* n : {notes, whole_range_notes})
+    if (n)
+      for (const auto& key : unreadable)
+        if (n->unreadable.insert(key).second) ++n->refused_rollups;
 }
 
 std::vector<std::string> fleet_read_warnings(const FleetReadNotes& notes) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,16 +62,17 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
 // is the windows' that `windows_digest` names, whichever roll-ups are read.
 struct FleetReadNotes {
   int64_t refused_rollups = 0;  // in the range: not verified by the database, or unreadable; not read
+  std::set<std::string> unreadable;  // the verified ones whose bodies could not be read (each counted once above)
   int64_t overlaps = 0;         // windows in the range over another window of the same GPU (gpuledger.overlaps)
   std::string first_overlap;    // the earliest, in words
 };
-// `unreadable`, when given, is added the bodies that could not be read (also
-// in notes->refused_rollups): a read of a part of a range whose notes were
-// taken over the whole.
+// `whole_range_notes`, when given, is added the bodies that could not be
+// read that it does not name yet (as `notes` is): a read of a part of a range
+// whose notes were taken over the whole.
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
                            std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
                            std::string* windows_digest = nullptr, FleetReadNotes* notes = nullptr,
-                           int64_t* unreadable = nullptr);
+                           FleetReadNotes* whole_range_notes = nullptr);
 // The notes as sentences for a report's stderr (none when there is nothing to say).
 std::vector<std::string> fleet_read_warnings(const FleetReadNotes& notes);
 

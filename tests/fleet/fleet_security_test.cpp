@@ -398,6 +398,23 @@ TEST_F(FleetDb, AttackAMalformedRollUpBodyFailsNoReport) {
   const Read after = read(*admin_, std::stoll(month), std::stoll(month) + 31 * 86400, Period::kMonth);
   EXPECT_EQ(after.records, 60);
   EXPECT_EQ(after.notes.refused_rollups, 1);
+  // An hour's, read by a CSV or FOCUS export by hour twice (the whole bill,
+  // then its rows' periods): said once.
+  pg_->psql("DELETE FROM gpuledger.rollups");
+  const auto hours = [&] {
+    ledger::Store store((scratch_ / "l.db").string());
+    return fleet::build_rollups(store, {"prod", "node-a"}, Period::kHour, kHour0);
+  }();
+  EXPECT_EQ(sink.ship_rollups(hours), std::vector<Delivery>{Delivery::kStored});
+  pg_->psql("UPDATE gpuledger.rollups SET body = '{\"start\": 1}'");
+  for (const std::string format : {"csv --granularity hour", "focus --granularity hour", "table"}) {
+    const Proc p = fleet_report(*pg_, reader_pw, "--format " + format, err);
+    EXPECT_EQ(p.status, 0) << format << ": " << slurp(err);
+    EXPECT_EQ(slurp(err),
+              "gpuledger report: 1 roll-ups in the fleet database did not check out against their windows and were "
+              "not read (the bill is the windows'; see gpuledger.rollups.refusal)\n")
+        << format;
+  }
 }
 
 // Attack: one window of 31 days laid over another node's GPU made schema
