@@ -258,14 +258,14 @@ class PageParser {
 void take_period(const PgResult& r, int i, Period p, ParsedBody* body, std::vector<SlotSpan>& finer,
                  const std::function<void(ledger::WindowRecord&&)>& fn, std::set<std::string>& unreadable) {
   if (body && body->present) {
-    if (!body->window)  // never fatal: its finer periods are read instead
-      unreadable.insert(std::string(report::to_string(p)) + " " + std::to_string(r.i64(i, 3)) + " " + r.text(i, 0) +
-                        "/" + r.text(i, 1) + " " + r.text(i, 2));
     if (body->window) {
       body->window->node = r.text(i, 0) + "/" + r.text(i, 1);
       fn(std::move(*body->window));
       return;
     }
+    // Never fatal: its finer periods are read instead.
+    unreadable.insert(std::string(report::to_string(p)) + " " + std::to_string(r.i64(i, 3)) + " " + r.text(i, 0) +
+                      "/" + r.text(i, 1) + " " + r.text(i, 2));
   }
   const int64_t start = r.i64(i, 3);
   SlotSpan span{r.text(i, 0), r.text(i, 1), r.text(i, 2), start, report::period_end(start, p)};
@@ -287,7 +287,8 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
   Cursor cur(db, "gl_periods", sql, true);  // the next page made while this one is parsed
   std::unique_ptr<PageParser> page;  // the bodies of the rows fetched, parsed on every core
   for (; cur.valid(); cur.next()) {
-    if (cur.row() == 0) page.reset(), page = std::make_unique<PageParser>(cur.page_result(), 4);  // a page fetched
+    // A page fetched: the last page's workers stopped before this one's start.
+    if (cur.row() == 0) page.reset(), page = std::make_unique<PageParser>(cur.page_result(), 4);
     take_period(cur.r(), cur.row(), p, &page->at(cur.row()), finer, fn, unreadable);
   }
 }

@@ -90,6 +90,16 @@ Scan scan(const BillSource& source, const BillRequest& q, bool recommendations) 
   return s;
 }
 
+// The whole bill alone: the first pass of an export whose rows are read apart
+// (BillSource::for_each_window_in); its audit names every row.
+Report whole_bill_first(const BillSource& source, const BillRequest& q, Report* whole) {
+  BillRequest table = q;
+  table.format = Format::kTable;
+  Report bill = scan(source, table, false).whole;
+  if (whole) *whole = bill;
+  return bill;
+}
+
 }  // namespace
 
 BillSource store_bill_source(const ledger::Store& store, int64_t from, int64_t to) {
@@ -127,10 +137,7 @@ std::string render_bill(const BillSource& source, const BillRequest& q, Report* 
 void write_bill(const BillSource& source, const BillRequest& q, Report* whole,
                 const std::function<void(std::string_view)>& sink) {
   if (q.format == Format::kFocus && source.for_each_window_in) {
-    BillRequest table = q;
-    table.format = Format::kTable;  // the whole bill: its audit names every row
-    const Scan s = scan(source, table, false);
-    if (whole) *whole = s.whole;
+    const Report bill = whole_bill_first(source, q, whole);
     FocusBuilder::write_header(sink);
     FocusBuilder focus(q.from, q.to, q.granularity);
     // Whole periods at a time, as FocusBuilder::finish orders them. A read
@@ -143,7 +150,7 @@ void write_bill(const BillSource& source, const BillRequest& q, Report* whole,
       for (int64_t i = 0; i < periods && end < q.to; ++i) end = period_end(end, q.granularity);
       source.for_each_window_in(std::max(p, q.from), std::min(end, q.to), [&](ledger::WindowRecord&& w) { focus.add(w); });
       const size_t held = focus.held();
-      focus.flush(s.whole.audit, q.generated_at, sink);
+      focus.flush(bill.audit, q.generated_at, sink);
       if (held * 2 <= kFocusRowsHeld) periods *= 2;
       else if (held > kFocusRowsHeld && periods > 1) periods /= 2;
       p = end;
@@ -156,13 +163,10 @@ void write_bill(const BillSource& source, const BillRequest& q, Report* whole,
     // coarsest roll-ups the source has: each window is billed once, not
     // twice (a 1,000-node month by day: 240,000 day roll-ups added to two
     // builders each). A totals row shows the whole bill's sums: read whole.
-    BillRequest table = q;
-    table.format = Format::kTable;
-    const Scan s = scan(source, table, false);
-    if (whole) *whole = s.whole;
+    const Report bill = whole_bill_first(source, q, whole);
     PeriodBuilders periods(q);
     source.for_each_window_in(q.from, q.to, [&](ledger::WindowRecord&& w) { periods.add(w); });
-    sink(valid_utf8(render_csv_periods(s.whole, periods.finish(), q.csv_totals)));
+    sink(valid_utf8(render_csv_periods(bill, periods.finish(), q.csv_totals)));
     return;
   }
   Scan s = scan(source, q, q.format != Format::kCsv && q.format != Format::kFocus);

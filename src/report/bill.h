@@ -50,7 +50,8 @@ struct BillSource {
   // without a totals row bills each window once, in its period's row, the
   // whole bill (its audit) read by for_each_window at the source's coarsest.
   std::function<void(int64_t from, int64_t to, const std::function<void(ledger::WindowRecord&&)>&)>
-      for_each_window_in;  // The chart's costs of a part of the range (ReportBuilder::use_chart_costs),
+      for_each_window_in;
+  // The chart's costs of a part of the range (ReportBuilder::use_chart_costs),
   // asked for after the windows were read; nullopt or unset: the windows'.
   std::function<std::optional<ChartCosts>()> chart_costs;
 };
