@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "ledger/prices.h"
 #include "report/bill_audit.h"
@@ -72,6 +73,10 @@ struct AccountPart {
 
 struct SlotPeriod {
   ledger::GpuSlot slot;
+  // The node and cluster the GPU's windows came from: a fleet read names each
+  // window's ("cluster/node", WindowRecord::node); a node's own store names
+  // none, and the bill's (its audit's) are the row's.
+  std::string node, cluster;
   std::string currency;
   int64_t cost = 0;
   double gpu_hours = 0;  // window x gpu_fraction: the hours the slot was there, in GPU-hours
@@ -88,7 +93,9 @@ std::string decimal(double v, int places) {
   return s == "-0" ? "0" : s;
 }
 
-using Slots = std::map<std::pair<int64_t, std::string>, SlotPeriod>;  // (period start, uuid)
+// (period start, the windows' "cluster/node" or "", uuid): a fleet's GPUs are
+// rows of their own node, even where two nodes claim one UUID.
+using Slots = std::map<std::tuple<int64_t, std::string, std::string>, SlotPeriod>;
 
 }  // namespace
 
@@ -108,8 +115,14 @@ FocusBuilder::~FocusBuilder() = default;
 
 void FocusBuilder::add(const ledger::WindowRecord& w) {
   // A window belongs to the period it starts in (as to the range it starts in).
-  SlotPeriod& sp = s_->slots[{period_start(w.start, s_->granularity), w.slot.uuid}];
+  SlotPeriod& sp = s_->slots[{period_start(w.start, s_->granularity), w.node, w.slot.uuid}];
   sp.slot = w.slot;
+  if (!w.node.empty() && sp.node.empty()) {
+    // Node names (Kubernetes', Slurm's, a host's) hold no '/'; a cluster's may.
+    const size_t slash = w.node.rfind('/');
+    sp.cluster = slash == std::string::npos ? "" : w.node.substr(0, slash);
+    sp.node = w.node.substr(slash == std::string::npos ? 0 : slash + 1);
+  }
   sp.currency = w.currency;
   sp.cost += w.cost_micros;
   const double len = static_cast<double>(w.end - w.start);
@@ -264,8 +277,8 @@ void write_account_row(std::string& out, RowContext& x, const std::string& accou
                        double ratio) {
   const SlotPeriod& sp = x.sp;
   const SlotCells& c = x.c;
-  const std::string& node = x.audit.node;
-  const std::string& cluster = x.audit.cluster;
+  const std::string& node = sp.node.empty() ? x.audit.node : sp.node;
+  const std::string& cluster = sp.node.empty() ? x.audit.cluster : sp.cluster;
   const std::string meaning = special_account_meaning(account);
   const ledger::AccountLabels& l = part.labels;
   const std::string who = !meaning.empty() ? account + " (" + meaning + ")"
@@ -317,7 +330,7 @@ void write_slots(Slots::const_iterator first, Slots::const_iterator last, const 
   const std::string account_id = !audit.cluster.empty() ? audit.cluster : !audit.node.empty() ? audit.node : "gpuledger";
   for (auto it = first; it != last; ++it) {
     const auto& [key, sp] = *it;
-    const SlotCells cells = slot_cells(key.first, sp, audit, from, to, granularity, generated_at);
+    const SlotCells cells = slot_cells(std::get<0>(key), sp, audit, from, to, granularity, generated_at);
     RowContext x{sp, cells, audit, account_id, {}, {}, {}};
     double held_total = 0;
     for (const auto& [account, part] : sp.accounts) held_total += part.held_gpu_hours;

@@ -226,6 +226,22 @@ TEST(FleetAgents, ThroughAnOutageAKillAndADeletedNodeTheFleetBillIsTheSumOfTheLo
   int64_t billed_micros = 0;
   for (size_t i = 1; i < focus_rows.size(); ++i) billed_micros += micros_of(focus_rows[i].at(billed));
   EXPECT_EQ(billed_micros, cost_a + cost_b);
+  // Each row names the node and cluster its GPU's windows came from (the two
+  // nodes' simulated GPUs share UUIDs: still each node's own rows), in
+  // x_Node, x_Cluster and the Tags: each node's rows are its bill.
+  auto column = [&](const char* name) {
+    return static_cast<size_t>(std::find(focus_rows[0].begin(), focus_rows[0].end(), name) - focus_rows[0].begin());
+  };
+  std::map<std::string, int64_t> billed_by_node;
+  for (size_t i = 1; i < focus_rows.size(); ++i) {
+    const auto& row = focus_rows[i];
+    EXPECT_EQ(row.at(column("x_Cluster")), "prod");
+    const auto tags = nlohmann::json::parse(row.at(column("Tags")));
+    EXPECT_EQ(tags["node"], row.at(column("x_Node")));
+    EXPECT_EQ(tags["cluster"], "prod");
+    billed_by_node[row.at(column("x_Node"))] += micros_of(row.at(billed));
+  }
+  EXPECT_EQ(billed_by_node, (std::map<std::string, int64_t>{{"node-a", cost_a}, {"node-b", cost_b}}));
   EXPECT_NE(focus.find(bill_id), std::string::npos) << "the FOCUS rows name the same bill";
 
   std::string html;
