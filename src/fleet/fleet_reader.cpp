@@ -365,7 +365,7 @@ std::string digest_of_windows(PgConnection& db, int64_t from, int64_t to, const 
   // are sorted here (COLLATE "C": byte order, as std::string_view compares)
   // and hashed as one piece. PostgreSQL sorted a month to date's 208,000
   // rows more slowly than it sent them, and the digest was a sixth of the
-  // report (docs/performance.md, "The fleet read").
+  // report (docs/performance.md, "Where a month to date's time goes").
   auto totals_of = [&](Period p, int64_t start) {
     db.send("SELECT t.period, t.period_start, t.cluster, t.node, t.gpu_uuid, t.windows, t.cost_micros, t.digests "
             "FROM gpuledger.window_totals t WHERE " + whole_periods(db, p, {std::to_string(start)}, filter));
