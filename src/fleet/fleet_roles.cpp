@@ -30,6 +30,11 @@ std::string quoted_identifier(const std::string& name) {
 
 std::string node_role_name(const std::string& node, const std::optional<std::string>& cluster) {
   if (node.empty()) throw Error("fleet-db add-node: the node's name is empty");
+  // A window's origin reads as cluster/node, split at the last '/' (reports,
+  // FOCUS's x_Node, this role's name): (a, b/c) would be (a/b, c). No
+  // Kubernetes, Slurm or host name holds one; a cluster's name may.
+  if (node.find('/') != std::string::npos)
+    throw Error("fleet-db add-node: a node's name holds no '/' (a window's origin reads as cluster/node)");
   if (cluster && cluster->empty()) throw Error("fleet-db add-node: --cluster is empty");
   const std::string full = "gpuledger_node_" + (cluster ? *cluster + "/" : "") + node;
   if (plain(node) && (!cluster || plain(*cluster)) && full.size() <= kMaxRoleBytes) return full;

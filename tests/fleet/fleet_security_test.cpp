@@ -85,6 +85,10 @@ TEST(FleetRoles, ANodesRoleNameIsItsNameOrAHashedOneWithinPostgresLimit) {
   EXPECT_EQ(fleet::node_role_name(long_name, std::nullopt).size(), 63u);
   EXPECT_NE(fleet::node_role_name(long_name, std::nullopt), fleet::node_role_name(long_name + "x", std::nullopt));
   EXPECT_THROW(fleet::node_role_name("", std::nullopt), Error);
+  // "prod/a/b" would name both (prod, a/b) and (prod/a, b): a node's name holds no '/', a cluster's may.
+  EXPECT_THROW(fleet::node_role_name("a/b", std::string("prod")), Error);
+  EXPECT_THROW(fleet::node_role_name("a/b", std::nullopt), Error);
+  EXPECT_NO_THROW(fleet::node_role_name("b", std::string("prod/a")));
 }
 
 // `gpuledger fleet-db add-node`: the role's name its only line, the same again changes nothing.
