@@ -99,9 +99,9 @@ ledger::BillInputs fleet_bill_inputs(const std::set<std::string>& origins) {
   ledger::BillInputs inputs;
   std::set<std::string> clusters, nodes;
   for (const auto& o : origins) {
-    const auto slash = o.rfind('/');  // node names hold no slash; a cluster name might
-    clusters.insert(o.substr(0, slash));
-    nodes.insert(slash == std::string::npos ? o : o.substr(slash + 1));
+    auto [cluster, node] = ledger::window_origin(o);
+    clusters.insert(std::move(cluster));
+    nodes.insert(std::move(node));
   }
   if (clusters.size() == 1) inputs.cluster = *clusters.begin();
   if (clusters.size() == 1 && nodes.size() == 1) inputs.node = *nodes.begin();

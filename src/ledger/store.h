@@ -149,6 +149,18 @@ struct WindowRecord {
   bool operator==(const WindowRecord&) const = default;
 };
 
+// A fleet window's `node` ("cluster/node") as its cluster and node, split at
+// the last '/': a node's name holds none (fleet-db add-node refuses one), a
+// cluster's may. Without a '/': no cluster, the whole as the node.
+struct WindowOrigin {
+  std::string cluster, node;
+};
+inline WindowOrigin window_origin(const std::string& cluster_node) {
+  const size_t slash = cluster_node.rfind('/');
+  if (slash == std::string::npos) return {"", cluster_node};
+  return {cluster_node.substr(0, slash), cluster_node.substr(slash + 1)};
+}
+
 // Sums over the whole stored ledger, by account and GPU (for the counters an
 // agent exports, so they continue across restarts).
 struct LedgerTotals {

@@ -76,7 +76,7 @@ struct SlotPeriod {
   // The node and cluster the GPU's windows came from: a fleet read names each
   // window's ("cluster/node", WindowRecord::node); a node's own store names
   // none, and the bill's (its audit's) are the row's.
-  std::string node, cluster;
+  ledger::WindowOrigin origin;
   std::string currency;
   int64_t cost = 0;
   double gpu_hours = 0;  // window x gpu_fraction: the hours the slot was there, in GPU-hours
@@ -117,12 +117,7 @@ void FocusBuilder::add(const ledger::WindowRecord& w) {
   // A window belongs to the period it starts in (as to the range it starts in).
   SlotPeriod& sp = s_->slots[{period_start(w.start, s_->granularity), w.node, w.slot.uuid}];
   sp.slot = w.slot;
-  if (!w.node.empty() && sp.node.empty()) {
-    // Node names (Kubernetes', Slurm's, a host's) hold no '/'; a cluster's may.
-    const size_t slash = w.node.rfind('/');
-    sp.cluster = slash == std::string::npos ? "" : w.node.substr(0, slash);
-    sp.node = w.node.substr(slash == std::string::npos ? 0 : slash + 1);
-  }
+  if (!w.node.empty() && sp.origin.node.empty()) sp.origin = ledger::window_origin(w.node);
   sp.currency = w.currency;
   sp.cost += w.cost_micros;
   const double len = static_cast<double>(w.end - w.start);
@@ -277,8 +272,9 @@ void write_account_row(std::string& out, RowContext& x, const std::string& accou
                        double ratio) {
   const SlotPeriod& sp = x.sp;
   const SlotCells& c = x.c;
-  const std::string& node = sp.node.empty() ? x.audit.node : sp.node;
-  const std::string& cluster = sp.node.empty() ? x.audit.cluster : sp.cluster;
+  const bool own = !sp.origin.node.empty();
+  const std::string& node = own ? sp.origin.node : x.audit.node;
+  const std::string& cluster = own ? sp.origin.cluster : x.audit.cluster;
   const std::string meaning = special_account_meaning(account);
   const ledger::AccountLabels& l = part.labels;
   const std::string who = !meaning.empty() ? account + " (" + meaning + ")"
