@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "fleet/canonical_window_json.h"
 #include "fleet/json_tape.h"
 #include "ledger/window_fields.h"
 
@@ -289,6 +290,12 @@ Charge charge_of(const Ref& c) {
 }
 
 ledger::WindowRecord window_from_json(std::string_view text) {
+  // As window_to_json wrote it (every body a report reads): one pass.
+  if (auto w = window_from_canonical_json(text)) return std::move(*w);
+  return window_from_any_json(text);
+}
+
+ledger::WindowRecord window_from_any_json(std::string_view text) {
   thread_local JsonTape tape;  // grown once per reading thread (fleet_reader.cpp parses on every core)
   try {
     const Ref j = tape.parse(text);

@@ -17,7 +17,12 @@ std::string window_to_json(const ledger::WindowRecord& window);
 // energy is unknown): a window's body in the fleet windows table (schema 7),
 // whose other fields are its columns.
 std::string window_children_to_json(const ledger::WindowRecord& window);
-// Throws Error when the text is not such a document.
+// Throws Error when the text is not such a document. Read in one pass when
+// it is as window_to_json writes it (canonical_window_json.h), else by
+// window_from_any_json.
 ledger::WindowRecord window_from_json(std::string_view text);
+// The general reader alone: any spacing, key order, escapes and number forms
+// nlohmann's parser reads (PostgreSQL's jsonb, a hand-written body).
+ledger::WindowRecord window_from_any_json(std::string_view text);
 
 }  // namespace gpuledger::fleet
