@@ -78,7 +78,7 @@ RollupMemo::Slots merged(const ledger::Store& store, const Origin& origin, Perio
   } else {
     for (auto& w : store.windows(start, end)) {  // by (start, uuid): each slot's in start order
       const std::string uuid = w.slot.uuid;
-      const uint64_t digest = digest_part(to_window_row(origin, w).digest);
+      const uint64_t digest = digest_part(window_digest(origin, w));
       add_part(pieces[uuid], std::move(w), 1, digest, true);
     }
   }

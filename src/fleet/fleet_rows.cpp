@@ -55,28 +55,62 @@ PgParam text(const std::string& s) {
   return out;
 }
 PgParam num(int64_t v) { return std::to_string(v); }
-PgParam num(double v) { return exact(v); }
-PgParam boolean(bool v) { return std::string(v ? "true" : "false"); }
-PgParam opt(const std::optional<double>& v) { return v ? num(*v) : std::nullopt; }
-PgParam opt(const std::optional<int64_t>& v) { return v ? num(*v) : std::nullopt; }
-PgParam opt(const std::optional<uint64_t>& v) { return v ? num(static_cast<int64_t>(*v)) : std::nullopt; }
-PgParam opt(const std::optional<std::string>& v) { return v ? text(*v) : std::nullopt; }
 
-// A window field's value as its fleet column holds it (ledger/window_fields.h).
-PgParam param(int64_t v) { return num(v); }
-PgParam param(double v) { return num(v); }
-PgParam param(bool v) { return boolean(v); }
-PgParam param(const std::string& v) { return text(v); }
-template <class T>
-PgParam param(const std::optional<T>& v) {
-  return opt(v);
+// A window's or an account's field value, as its fleet column holds it
+// (ledger/window_fields.h), to `out`: its text (out.text(string_view)) or
+// NULL (out.null()). The same text goes into a row (Params) and a digest
+// (Digest), which is fed without making the row where only the digest is needed.
+template <class Out>
+void put(Out& out, int64_t v) {
+  char buf[24];
+  out.text(std::string_view(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf)));
 }
-PgParam param(const std::map<std::string, int64_t>& v) { return text(ledger::encode_findings(v)); }
-PgParam param(uint64_t v) { return num(static_cast<int64_t>(v)); }
-template <class W, class T>
-PgParam param(const ledger::Part<const W, T>& p) {  // no part: NULL
-  return p.whole ? param((*p.whole).*p.member) : std::nullopt;
+template <class Out>
+void put(Out& out, double v) {  // exact()'s text
+  char buf[32];
+  const auto done = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 17);
+  out.text(std::string_view(buf, static_cast<size_t>(done.ptr - buf)));
 }
+template <class Out>
+void put(Out& out, bool v) {
+  out.text(v ? "true" : "false");
+}
+template <class Out>
+void put(Out& out, const std::string& v) {  // text()'s: a NUL byte as '?'
+  if (v.find('\0') == std::string::npos)
+    out.text(v);
+  else
+    out.text(*text(v));
+}
+template <class Out>
+void put(Out& out, uint64_t v) {
+  put(out, static_cast<int64_t>(v));
+}
+template <class Out>
+void put(Out& out, const std::map<std::string, int64_t>& v) {
+  put(out, ledger::encode_findings(v));
+}
+template <class Out, class T>
+void put(Out& out, const std::optional<T>& v) {
+  if (v)
+    put(out, *v);
+  else
+    out.null();
+}
+template <class Out, class W, class T>
+void put(Out& out, const ledger::Part<const W, T>& p) {  // no part: NULL
+  if (p.whole)
+    put(out, (*p.whole).*p.member);
+  else
+    out.null();
+}
+
+// Values as a row's parameters.
+struct Params {
+  std::vector<PgParam>& row;
+  void text(std::string_view v) { row.emplace_back(std::string(v)); }
+  void null() { row.emplace_back(std::nullopt); }
+};
 
 void read_value(const PgResult& r, int i, int c, int64_t& v) { v = r.i64(i, c); }
 void read_value(const PgResult& r, int i, int c, double& v) { v = r.f64(i, c); }
@@ -100,45 +134,92 @@ void read_value(const PgResult& r, int i, int c, ledger::Part<W, T>&& p) {  // N
 }
 
 // SHA-256 over every value of the rows, each length-prefixed (NULL apart
-// from ""), each row ended by "|".
+// from ""), each row ended by "|". The bytes are gathered and hashed once:
+// an update per value (~250 a window) was a third of the digest's cost.
 class Digest {
  public:
   void value(const PgParam& v) {
-    if (!v) {
-      sha_.add("N;");
-      return;
-    }
-    char len[24];
-    const auto done = std::to_chars(len, len + sizeof len - 1, v->size());
-    *done.ptr = ':';
-    sha_.add(std::string_view(len, static_cast<size_t>(done.ptr + 1 - len)));
-    sha_.add(*v);
+    if (v)
+      text(*v);
+    else
+      null();
   }
+  void null() { bytes_ += "N;"; }
+  void text(std::string_view v) {
+    char len[24];
+    const auto done = std::to_chars(len, len + sizeof len - 1, v.size());
+    *done.ptr = ':';
+    bytes_.append(len, static_cast<size_t>(done.ptr + 1 - len));
+    bytes_ += v;
+  }
+  void number(int64_t v) {
+    char buf[24];
+    text(std::string_view(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf)));
+  }
+  void end_row() { bytes_ += '|'; }
   // A row's first n values.
   void row(const std::vector<PgParam>& values, size_t n) {
     for (size_t i = 0; i < n && i < values.size(); ++i) value(values[i]);
-    sha_.add("|");
+    end_row();
   }
   // A child row: the window's key, then its first n values.
   void keyed_row(const std::vector<PgParam>& key, const std::vector<PgParam>& values, size_t n) {
     for (const auto& v : key) value(v);
     row(values, n);
   }
-  std::string hex() { return sha_.hex(); }
+  std::string hex() const { return sha256_hex(bytes_); }
+  size_t size() const { return bytes_.size(); }
+  void truncate(size_t n) { bytes_.resize(n); }
 
  private:
-  Sha256 sha_;
+  std::string bytes_;
+};
+
+// An account's values into a digest as keyed_row(key, values,
+// account_width(values)) hashes them, without making the values: the last
+// two (the Slurm names) are taken back out when both are "".
+class AccountDigest {
+ public:
+  AccountDigest(Digest& d, size_t values) : d_(d), values_(values) {}
+  void text(std::string_view v) {
+    mark();
+    named_ = named_ || (index_ + 2 >= values_ && !v.empty());
+    d_.text(v);
+    ++index_;
+  }
+  void null() {
+    mark();
+    d_.null();
+    ++index_;
+  }
+  void end_row() {
+    if (!named_ && values_ >= 2) d_.truncate(cut_);
+    d_.end_row();
+  }
+
+ private:
+  void mark() {
+    if (index_ + 2 == values_) cut_ = d_.size();
+  }
+  Digest& d_;
+  size_t values_, index_ = 0, cut_ = 0;
+  bool named_ = false;
 };
 
 // A window's or an account's fields with a fleet column: their values, in order.
+template <class Out, class Record>
+void put_fleet_values(Out& out, const Record& record) {
+  ledger::for_each_field(
+      [&](const auto& f, auto&& v) {
+        if (f.fleet) put(out, v);
+      },
+      record);
+}
 template <class Record>
 std::vector<PgParam> fleet_values(const Record& record) {
   std::vector<PgParam> values;
-  ledger::for_each_field(
-      [&](const auto& f, auto&& v) {
-        if (f.fleet) values.push_back(param(v));
-      },
-      record);
+  Params out{values};
+  put_fleet_values(out, record);
   return values;
 }
 // ... and read back from a row's columns after the key.
@@ -159,10 +240,8 @@ Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
 }
 Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
 void Sha256::add(std::string_view bytes) { EVP_DigestUpdate(ctx_, bytes.data(), bytes.size()); }
-std::string Sha256::hex() {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_DigestFinal_ex(ctx_, md, &n);
+namespace {
+std::string hex_of(const unsigned char* md, unsigned n) {
   static const char* kHex = "0123456789abcdef";
   std::string out;
   for (unsigned i = 0; i < n; ++i) {
@@ -171,11 +250,20 @@ std::string Sha256::hex() {
   }
   return out;
 }
+}  // namespace
 
-std::string sha256_hex(const std::string& bytes) {
-  Sha256 d;
-  d.add(bytes);
-  return d.hex();
+std::string Sha256::hex() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(ctx_, md, &n);
+  return hex_of(md, n);
+}
+
+std::string sha256_hex(std::string_view bytes) {  // one call: no context to make and free
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr) != 1) throw Error("fleet: SHA-256 unavailable");
+  return hex_of(md, n);
 }
 
 uint64_t digest_part(const std::string& hex) { return std::stoull(hex.substr(0, 15), nullptr, 16); }
@@ -204,26 +292,52 @@ std::vector<PgParam> key_of(const Origin& origin, const ledger::WindowRecord& w)
 // The window's row and its digest, the children hashed as their rows would
 // be (the window's key, then their values) without making those rows: what
 // the shipper and the roll-ups need from schema 7 on.
-WindowRow to_window_row(const Origin& origin, const ledger::WindowRecord& w) {
-  const std::vector<PgParam> key = key_of(origin, w);
-  WindowRow out;
-  out.row = key;
-  for (auto& v : fleet_values(w)) out.row.push_back(std::move(v));
-  Digest d;
-  d.row(out.row, out.row.size());
+namespace {
+// The window's accounts, charges and energy parts into its digest, each as
+// its child row is hashed (the window's key, then its values), without making
+// those rows: what the shipper and the roll-ups need from schema 7 on.
+void digest_children(Digest& d, const std::vector<PgParam>& key, const ledger::WindowRecord& w) {
   for (const auto& a : w.accounts) {
-    const std::vector<PgParam> values = fleet_values(a);
-    d.keyed_row(key, values, account_width(values));  // the last two decide, key or not
+    for (const auto& v : key) d.value(v);
+    AccountDigest values(d, kAccountColumns.size());  // the last two decide, key or not
+    put_fleet_values(values, a);
+    values.end_row();
   }
   auto part = [&](const std::string& account, ledger::ChargeKind kind, int64_t amount) {  // [account, kind, amount]
-    d.keyed_row(key, {text(account), std::string(ledger::to_string(kind)), num(amount)}, 3);
+    for (const auto& v : key) d.value(v);
+    put(d, account);
+    d.text(ledger::to_string(kind));
+    d.number(amount);
+    d.end_row();
   };
   for (const auto& c : w.charges) part(c.account, c.kind, c.micros);
   if (w.energy)
     for (const auto& c : w.energy->charges) part(c.account, c.kind, c.millijoules);
+}
+}  // namespace
+
+WindowRow to_window_row(const Origin& origin, const ledger::WindowRecord& w) {
+  const std::vector<PgParam> key = key_of(origin, w);
+  WindowRow out;
+  out.row = key;
+  Params values{out.row};
+  put_fleet_values(values, w);
+  Digest d;
+  d.row(out.row, out.row.size());
+  digest_children(d, key, w);
   out.digest = d.hex();
   out.row.push_back(out.digest);
   return out;
+}
+
+std::string window_digest(const Origin& origin, const ledger::WindowRecord& w) {
+  const std::vector<PgParam> key = key_of(origin, w);
+  Digest d;
+  for (const auto& v : key) d.value(v);
+  put_fleet_values(d, w);
+  d.end_row();
+  digest_children(d, key, w);
+  return d.hex();
 }
 
 WindowRows to_rows(const Origin& origin, const ledger::WindowRecord& w) {

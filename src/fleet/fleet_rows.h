@@ -45,6 +45,8 @@ struct WindowRow {
   std::string digest;
 };
 WindowRow to_window_row(const Origin& origin, const ledger::WindowRecord& window);
+// The same digest alone, the row not made (a roll-up's sum of its windows' digests).
+std::string window_digest(const Origin& origin, const ledger::WindowRecord& window);
 // A window row's values (the key, then kWindowColumns) into w: its node
 // ("cluster/node"), slot uuid, start and fields; not its children.
 void read_window_columns(const PgResult& r, int row, ledger::WindowRecord& w);
@@ -64,7 +66,7 @@ class Sha256 {
  private:
   ::evp_md_ctx_st* ctx_;
 };
-std::string sha256_hex(const std::string& bytes);
+std::string sha256_hex(std::string_view bytes);
 
 // A window digest's first 60 bits as a number (the database's
 // gpuledger.digest_part): summed, they name a set of windows in any order.

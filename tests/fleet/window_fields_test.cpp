@@ -167,6 +167,46 @@ TEST(WindowFields, TheJsonAndTheDigestAreTheOnesFromBeforeTheTable) {
   EXPECT_EQ(fleet::to_rows({"prod", "node-1"}, unknown_window(kFleetT0)).digest, kUnknownDigest);
 }
 
+// The digest as its definition says (fleet_rows.cpp): SHA-256 over the
+// window's row and its children's rows, each value length-prefixed (NULL
+// apart from ""), each row ended by "|", an account's row without the Slurm
+// names when both are "". Made here from to_rows' rows, apart from the code
+// that streams the values into it.
+std::string digest_by_definition(const fleet::WindowRows& rows) {
+  fleet::Sha256 sha;
+  auto row = [&](const std::vector<fleet::PgParam>& values, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      sha.add(values[i] ? std::to_string(values[i]->size()) + ":" + *values[i] : std::string("N;"));
+    sha.add("|");
+  };
+  row(rows.window, rows.window.size() - 1);  // its digest last
+  for (const auto& a : rows.accounts) row(a, fleet::account_width(a));
+  for (const auto& c : rows.charges) row(c, c.size());
+  for (const auto& e : rows.energy_charges) row(e, e.size());
+  return sha.hex();
+}
+
+TEST(WindowFields, TheDigestAloneIsTheRowsDigestWhateverTheNames) {
+  const fleet::Origin origin{"prod", "node-1"};
+  std::vector<ledger::WindowRecord> ws = {full_window(kFleetT0), unknown_window(kFleetT0),
+                                          fleet_window(kFleetT0, "GPU-plain")};
+  ledger::WindowRecord odd = full_window(kFleetT0 + 60, 3);
+  odd.accounts.push_back(odd.accounts[0]);
+  odd.accounts[0].labels.slurm_user = "";  // one Slurm name: named
+  odd.accounts[1].labels.slurm_user = odd.accounts[1].labels.slurm_account = "";  // none: the pre-Slurm row
+  odd.accounts[1].account = std::string("k8s/p\0d", 7);  // a NUL: '?' in the row and the digest
+  odd.charges.push_back({odd.accounts[1].account, ledger::ChargeKind::kIdle, 1});
+  odd.slot.model = std::string("A") + '\0' + "100";
+  ws.push_back(odd);
+  for (const auto& w : ws) {
+    const std::string want = digest_by_definition(fleet::to_rows(origin, w));
+    EXPECT_EQ(fleet::to_window_row(origin, w).digest, want);
+    EXPECT_EQ(fleet::window_digest(origin, w), want);
+  }
+  EXPECT_EQ(fleet::window_digest(origin, full_window(kFleetT0)), kFullDigest);
+  EXPECT_EQ(fleet::window_digest(origin, unknown_window(kFleetT0)), kUnknownDigest);
+}
+
 TEST(WindowFields, TheBillIdHashesTheFieldsAsBefore) {
   report::BillHasher h;
   for (const auto& w : {full_window(kFleetT0, 0), full_window(kFleetT0, 1), unknown_window(kFleetT0 + 60)}) h.add(w);
