@@ -40,9 +40,19 @@ const std::vector<std::string> kEnergyChargeColumns = {"account", "kind", "milli
 // format and precision, without its locale and varargs: a tenth of the
 // shipper's CPU went to printf). WindowFields.AFloatsFleetTextIsPrintfsWhateverItsBits
 // checks the two agree.
+namespace {
+// The text in buf ("%.17g" is at most 24 characters: "-1.2345678901234567e-308").
+std::string_view exact_in(char (&buf)[32], double v) {
+  return {buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 17).ptr - buf)};
+}
+std::string_view decimal_in(char (&buf)[24], int64_t v) {
+  return {buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf)};
+}
+}  // namespace
+
 std::string exact(double v) {
-  char buf[32];  // "%.17g" is at most 24 characters ("-1.2345678901234567e-308")
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 17).ptr);
+  char buf[32];
+  return std::string(exact_in(buf, v));
 }
 
 namespace {
@@ -63,13 +73,12 @@ PgParam num(int64_t v) { return std::to_string(v); }
 template <class Out>
 void put(Out& out, int64_t v) {
   char buf[24];
-  out.text(std::string_view(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf)));
+  out.text(decimal_in(buf, v));
 }
 template <class Out>
 void put(Out& out, double v) {  // exact()'s text
   char buf[32];
-  const auto done = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 17);
-  out.text(std::string_view(buf, static_cast<size_t>(done.ptr - buf)));
+  out.text(exact_in(buf, v));
 }
 template <class Out>
 void put(Out& out, bool v) {
@@ -152,20 +161,11 @@ class Digest {
     bytes_.append(len, static_cast<size_t>(done.ptr + 1 - len));
     bytes_ += v;
   }
-  void number(int64_t v) {
-    char buf[24];
-    text(std::string_view(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf)));
-  }
   void end_row() { bytes_ += '|'; }
   // A row's first n values.
   void row(const std::vector<PgParam>& values, size_t n) {
     for (size_t i = 0; i < n && i < values.size(); ++i) value(values[i]);
     end_row();
-  }
-  // A child row: the window's key, then its first n values.
-  void keyed_row(const std::vector<PgParam>& key, const std::vector<PgParam>& values, size_t n) {
-    for (const auto& v : key) value(v);
-    row(values, n);
   }
   std::string hex() const { return sha256_hex(bytes_); }
   size_t size() const { return bytes_.size(); }
@@ -175,8 +175,8 @@ class Digest {
   std::string bytes_;
 };
 
-// An account's values into a digest as keyed_row(key, values,
-// account_width(values)) hashes them, without making the values: the last
+// An account's values into a digest as its row's first
+// account_width(values) values are hashed, without making the values: the last
 // two (the Slurm names) are taken back out when both are "".
 class AccountDigest {
  public:
@@ -307,7 +307,7 @@ void digest_children(Digest& d, const std::vector<PgParam>& key, const ledger::W
     for (const auto& v : key) d.value(v);
     put(d, account);
     d.text(ledger::to_string(kind));
-    d.number(amount);
+    put(d, amount);
     d.end_row();
   };
   for (const auto& c : w.charges) part(c.account, c.kind, c.micros);
