@@ -4,7 +4,11 @@
 #include <array>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
