@@ -1,5 +1,8 @@
 // gpuledger-fleet-db-bench: the fleet ledger at scale (docs/performance.md,
 // "The fleet ledger in PostgreSQL").
+//   0. the client's CPU a window against what it replaced, in one run
+//      (fleet_codec.h): a roll-up body's one-pass reader against the general
+//      one, a window's digest alone against its row and digest
 //   1. a real PostgreSQL server of its own (tests/fleet/pg_server.h), durable
 //      (fsync on), migrated
 //   2. --nodes nodes shipped for real: each a local store of --days of 60 s
@@ -42,7 +45,9 @@
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_shipper.h"
 #include "fleet/pg_connection.h"
+#include "fleet_codec.h"
 #include "ingest_replay.h"
+#include "ledger/hourly_rollup.h"
 #include "ledger/store.h"
 #include "pg_server.h"
 #include "server_cpu.h"
@@ -111,7 +116,7 @@ ledger::WindowRecord window(int node, int gpu, int64_t start, const Shape& s) {
     const double mine = share[static_cast<size_t>(a)];
     ledger::AccountRecord r;
     r.account = "k8s/uid-" + std::to_string(k);
-    r.labels = {"ns-" + std::to_string(k % 40), "pod-" + std::to_string(k), "main", "team-" + std::to_string(k % 12)};
+    r.labels = {"ns-" + std::to_string(k % 40), "pod-" + std::to_string(k), "main", "team-" + std::to_string(k % 12), "", ""};
     r.held_share = r.allocated_share = 1.0 / s.accounts;
     r.activity_share = mine;
     r.busy_seconds = r.gpu_busy_seconds = 36.0 * mine;
@@ -280,6 +285,11 @@ int main(int argc, char** argv) {
   }
   if (quick) s.nodes = 2, s.fleet_nodes = 4, s.days = 2;  // two days: the JSON reads hours, which the grown nodes have
   if (s.fleet_nodes < s.nodes) s.fleet_nodes = s.nodes;
+  {  // an hour roll-up of GPU 0, as reports read them by the hundred thousand
+    std::vector<ledger::WindowRecord> hour;
+    for (int i = 0; i < 60; ++i) hour.push_back(window(0, 0, s.start + 60 * i, s));
+    bench::print_codec_costs(ledger::merge_windows(hour), quick ? 2000 : 20000);
+  }
   try {
     testing::PgServer pg("-c shared_buffers=2GB -c work_mem=64MB -c max_wal_size=8GB -c checkpoint_timeout=30min");
     const std::string admin = pg.conninfo(), pw = pg.admin_password_file();
