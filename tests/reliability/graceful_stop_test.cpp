@@ -82,9 +82,13 @@ TEST(GracefulStop, SigtermStoresTheWindowAndARestartWithinItChargesTheTenant) {
   // Restarted within the window: it stays as stored, and what the new agent
   // sees in the rest of it is counted in the next window.
   auto second = std::make_unique<Agent>(agent_args(scratch));
-  EXPECT_NE(second->log().find("ledger: the window from " + std::to_string(window) + " was stored when the agent "
-                               "stopped"),
-            std::string::npos)
+  // Said at the new agent's first observation, which may come after it answers: polled.
+  EXPECT_TRUE(eventually(
+      [&] {
+        return second->log().find("ledger: the window from " + std::to_string(window) +
+                                  " was stored when the agent stopped") != std::string::npos;
+      },
+      std::chrono::milliseconds(5000)))
       << second->log();
   tenant.write_line("go");
   ASSERT_EQ(tenant.read_line().rfind("READY", 0), 0u);
