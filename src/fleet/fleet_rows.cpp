@@ -64,7 +64,10 @@ PgParam text(const std::string& s) {
     if (c == '\0') c = '?';
   return out;
 }
-PgParam num(int64_t v) { return std::to_string(v); }
+PgParam num(int64_t v) {
+  char buf[24];
+  return std::string(decimal_in(buf, v));
+}
 
 // A window's or an account's field value, as its fleet column holds it
 // (ledger/window_fields.h), to `out`: its text (out.text(string_view)) or

@@ -73,10 +73,6 @@ struct AccountPart {
 
 struct SlotPeriod {
   ledger::GpuSlot slot;
-  // The node and cluster the GPU's windows came from: a fleet read names each
-  // window's ("cluster/node", WindowRecord::node); a node's own store names
-  // none, and the bill's (its audit's) are the row's.
-  ledger::WindowOrigin origin;
   std::string currency;
   int64_t cost = 0;
   double gpu_hours = 0;  // window x gpu_fraction: the hours the slot was there, in GPU-hours
@@ -117,7 +113,6 @@ void FocusBuilder::add(const ledger::WindowRecord& w) {
   // A window belongs to the period it starts in (as to the range it starts in).
   SlotPeriod& sp = s_->slots[{period_start(w.start, s_->granularity), w.node, w.slot.uuid}];
   sp.slot = w.slot;
-  if (!w.node.empty() && sp.origin.node.empty()) sp.origin = ledger::window_origin(w.node);
   sp.currency = w.currency;
   sp.cost += w.cost_micros;
   const double len = static_cast<double>(w.end - w.start);
@@ -262,6 +257,10 @@ std::string cost_kinds(const AccountPart& part) {
 
 struct RowContext {
   const SlotPeriod& sp;
+  // The node and cluster the GPU's windows came from (its key's "cluster/node":
+  // a fleet read names each window's); a node's own store names none, and the
+  // bill's (its audit's) are the row's.
+  const ledger::WindowOrigin& origin;
   const SlotCells& c;
   const Audit& audit;
   const std::string& account_id;
@@ -272,9 +271,9 @@ void write_account_row(std::string& out, RowContext& x, const std::string& accou
                        double ratio) {
   const SlotPeriod& sp = x.sp;
   const SlotCells& c = x.c;
-  const bool own = !sp.origin.node.empty();
-  const std::string& node = own ? sp.origin.node : x.audit.node;
-  const std::string& cluster = own ? sp.origin.cluster : x.audit.cluster;
+  const bool own = !x.origin.node.empty();
+  const std::string& node = own ? x.origin.node : x.audit.node;
+  const std::string& cluster = own ? x.origin.cluster : x.audit.cluster;
   const std::string meaning = special_account_meaning(account);
   const ledger::AccountLabels& l = part.labels;
   const std::string who = !meaning.empty() ? account + " (" + meaning + ")"
@@ -327,7 +326,8 @@ void write_slots(Slots::const_iterator first, Slots::const_iterator last, const 
   for (auto it = first; it != last; ++it) {
     const auto& [key, sp] = *it;
     const SlotCells cells = slot_cells(std::get<0>(key), sp, audit, from, to, granularity, generated_at);
-    RowContext x{sp, cells, audit, account_id, {}, {}, {}};
+    const ledger::WindowOrigin origin = ledger::window_origin(std::get<1>(key));
+    RowContext x{sp, origin, cells, audit, account_id, {}, {}, {}};
     double held_total = 0;
     for (const auto& [account, part] : sp.accounts) held_total += part.held_gpu_hours;
     const size_t n = sp.accounts.size();
