@@ -2,12 +2,14 @@
 // Fleet schema migrations kept in files of their own (fleet_schema.cpp holds
 // the list and the earlier ones): migration 7, one row a window; 8, the
 // server's work a window made cheaper; 9, a window's body parsed once; 10,
-// the server's plans made once a session.
+// the server's plans made once a session; 11, the totals a merge reads
+// from an index alone.
 namespace gpuledger::fleet {
 
 extern const char* const kMigration7;
 extern const char* const kMigration8;
 extern const char* const kMigration9;
 extern const char* const kMigration10;
+extern const char* const kMigration11;
 
 }  // namespace gpuledger::fleet

@@ -35,7 +35,7 @@ namespace fs = std::filesystem;
 using fleet::Delivery;
 
 TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
-  EXPECT_EQ(fleet::schema_version(*admin_), 10);
+  EXPECT_EQ(fleet::schema_version(*admin_), 11);
   EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 10) << "a second run changes nothing";
   EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "10\n");
   // This month's and the next month's partitions, of every table.

@@ -213,7 +213,7 @@ TEST_F(FleetDb, SchemaTenGivesTheVerdictsAndChargeRowsOfNineFromPlansKeptForTheS
   ASSERT_EQ(charges_9, rows_of(db, kBodiesCharges));
   EXPECT_EQ(rows_of(db, "SELECT count(*) FROM gpuledger.rollup_charges WHERE node = 'node-1'"), "88\n");
 
-  ASSERT_EQ(fleet::migrate(db, kFleetT0), 10);
+  ASSERT_EQ(fleet::migrate(db, kFleetT0, 10), 10);
   // Every roll-up's verdict again, and its charge rows again, by schema 10's functions.
   EXPECT_EQ(rows_of(db, "SELECT count(*) FROM gpuledger.rollups r WHERE gpuledger.check_rollup(r) IS DISTINCT FROM "
                         "r.refusal"),
