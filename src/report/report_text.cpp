@@ -120,17 +120,26 @@ std::string csv_field(const std::string& raw) {
   return out;
 }
 
+// Written through a pointer into room for the worst case (every byte a
+// quote): a FOCUS row's JSON cells are quoted, ~700 bytes a row with a quote
+// every ~7, and a push_back a byte was the largest share of a fleet's FOCUS
+// export (docs/performance.md: 0.65x the time a row).
 void append_csv_field(std::string& out, std::string_view valid, bool quote) {
   if (!quote) {
     out += valid;
     return;
   }
-  out += '"';
-  for (char c : valid) {
-    if (c == '"') out += '"';
-    out += c;
+  const size_t at = out.size();
+  out.resize(at + 2 * valid.size() + 2);
+  char* p = out.data() + at;
+  *p++ = '"';
+  for (const char c : valid) {
+    *p = '"';
+    p += c == '"';  // doubled: the quote above stays
+    *p++ = c;
   }
-  out += '"';
+  *p++ = '"';
+  out.resize(static_cast<size_t>(p - out.data()));
 }
 
 }  // namespace gpuledger::report
