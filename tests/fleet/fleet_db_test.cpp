@@ -36,8 +36,8 @@ using fleet::Delivery;
 
 TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
   EXPECT_EQ(fleet::schema_version(*admin_), 11);
-  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 10) << "a second run changes nothing";
-  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "10\n");
+  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 11) << "a second run changes nothing";
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "11\n");
   // This month's and the next month's partitions, of every table.
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'windows'"),
@@ -49,12 +49,14 @@ TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'window_parts'"),
             "window_parts_2027_01,window_parts_2027_02\n");
   EXPECT_NO_THROW(fleet::check_schema(*admin_));
-  pg_->psql("INSERT INTO gpuledger.schema_migrations(version) VALUES (11)");
+  const std::string newer = std::to_string(fleet::kFleetSchemaVersion + 1);
+  pg_->psql("INSERT INTO gpuledger.schema_migrations(version) VALUES (" + newer + ")");
   try {
     fleet::check_schema(*admin_);
     FAIL() << "a newer schema was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("schema version 11 is newer than this gpuledger knows (10)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("schema version " + newer + " is newer than this gpuledger knows (" +
+                                           std::to_string(fleet::kFleetSchemaVersion) + ")"), std::string::npos)
         << e.what();
   }
   EXPECT_THROW(fleet::migrate(*admin_, kFleetT0), Error);
