@@ -305,20 +305,14 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
 // roll-ups' scan reads all of its month's roll-ups of that period.
 void merge_period(PgConnection& db, Period p, const std::string& where, std::vector<SlotSpan>& finer,
                   const std::function<void(ledger::WindowRecord&&)>& fn, std::set<std::string>& unreadable) {
-  const std::string key = "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, t.windows, "
-                          "trim_scale(t.cost_micros::numeric), trim_scale(t.digests)";
-  const std::string order = " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
   // Pages ten times the roll-ups': each of its fetches waits for the roll-ups' page asked for ahead.
-  Cursor totals(db, "gl_totals", key + " FROM gpuledger.window_totals t WHERE " + where + order, false,
-                10 * kFetchRows);
+  Cursor totals(db, "gl_totals", merged_totals_sql(where), false, 10 * kFetchRows);
   // The roll-ups' own index gives their order; the planner would sort their
   // bodies instead. For this cursor's plan only (made as it is declared; a
   // failure rolls the setting back with the snapshot). Its next page is asked
   // for while this one is parsed, and settled before the totals fetch theirs.
   db.exec("SET LOCAL enable_sort = off");
-  Cursor rollups(
-      db, "gl_rollups",
-      key + ", t.body::text FROM gpuledger.rollups t WHERE t.verified AND " + where + order + ", t.windows", true);
+  Cursor rollups(db, "gl_rollups", merged_rollups_sql(where), true);
   rollups.settle();
   db.exec("RESET enable_sort");
   std::unique_ptr<PageParser> page;  // the roll-ups' page, parsed on every core

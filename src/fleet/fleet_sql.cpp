@@ -110,6 +110,21 @@ std::string sorted_totals(const std::string& where) {
          " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start) t";
 }
 
+namespace {
+const char* const kMergedKey = "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, t.windows, "
+                               "trim_scale(t.cost_micros::numeric), trim_scale(t.digests)";
+const char* const kMergedOrder = " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
+}  // namespace
+
+std::string merged_totals_sql(const std::string& where) {
+  return kMergedKey + std::string(" FROM gpuledger.window_totals t WHERE ") + where + kMergedOrder;
+}
+
+std::string merged_rollups_sql(const std::string& where) {
+  return kMergedKey + std::string(", t.body::text FROM gpuledger.rollups t WHERE t.verified AND ") + where +
+         kMergedOrder + ", t.windows";
+}
+
 RangePlan plan_range(int64_t from, int64_t to, std::optional<Period> coarsest) {
   RangePlan plan;
   for (const auto& piece : cut_range(from, to, coarsest)) {

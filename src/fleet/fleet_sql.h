@@ -41,6 +41,15 @@ std::string whole_periods(PgConnection& db, Period p, const std::vector<std::str
 // roll-ups: a sort of the narrow rows, not of the joined bodies.
 std::string sorted_totals(const std::string& where);
 
+// The two scans a merge of whole periods reads in key order (cluster, node,
+// gpu_uuid, period_start; fleet_reader.cpp, merge_period): the window_totals
+// rows (as t) `where` picks, and the verified roll-ups it picks with their
+// bodies, each row's key then its count, cost and digest sum as equal
+// numbers print equal (trim_scale). The totals' scan is index-only from
+// schema 11 (fleet_migration_11.cpp).
+std::string merged_totals_sql(const std::string& where);
+std::string merged_rollups_sql(const std::string& where);
+
 // " LEFT JOIN gpuledger.<table> <alias> ON ...": the row of a roll-up (or of
 // what the database derived from one) that carries the same count, cost and
 // digest sum as window_totals' row t, i.e. that merged exactly the windows the

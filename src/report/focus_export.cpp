@@ -1,6 +1,7 @@
 #include "report/focus_export.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <future>
 #include <iterator>
 #include <map>

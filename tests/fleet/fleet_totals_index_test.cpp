@@ -18,11 +18,9 @@ using fleet::Period;
 
 constexpr int64_t kDay1 = kFleetDay0 + 86400;
 
-// The merge's read of the totals of whole periods, in key order (fleet_reader.cpp).
+// The merge's read of the totals of whole periods, in key order: the reader's own statement.
 std::string merge_read(fleet::PgConnection& db, const std::vector<std::string>& hours) {
-  return "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, t.windows, trim_scale(t.cost_micros::numeric), "
-         "trim_scale(t.digests) FROM gpuledger.window_totals t WHERE " + fleet::whole_periods(db, Period::kHour, hours, {}) +
-         " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
+  return fleet::merged_totals_sql(fleet::whole_periods(db, Period::kHour, hours, {}));
 }
 
 // The plan PostgreSQL runs for `sql` where its pages are all visible, with
