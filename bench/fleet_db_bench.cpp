@@ -174,12 +174,13 @@ double run_report(const std::string& binary, const std::vector<std::string>& arg
   return took;
 }
 
-// Table and index bytes of the gpuledger tables' partitions, by table.
+// Table and index bytes of the gpuledger tables' partitions, by table (the
+// root of each: a month of roll-ups is three partitions from schema 12).
 int64_t print_sizes(fleet::PgConnection& db, double node_months, const char* what) {
   fleet::PgResult sizes = db.query(
-      "SELECT p.relname, sum(pg_table_size(c.oid)), sum(pg_indexes_size(c.oid)) FROM pg_inherits i JOIN pg_class c "
-      "ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace n ON n.oid = p.relnamespace "
-      "WHERE n.nspname = 'gpuledger' AND c.relkind = 'r' GROUP BY 1 ORDER BY 1");
+      "SELECT p.relname, sum(pg_table_size(c.oid)), sum(pg_indexes_size(c.oid)) FROM pg_class c "
+      "JOIN pg_class p ON p.oid = pg_partition_root(c.oid) JOIN pg_namespace n ON n.oid = p.relnamespace "
+      "WHERE n.nspname = 'gpuledger' AND c.relkind = 'r' AND c.relispartition GROUP BY 1 ORDER BY 1");
   int64_t table_bytes = 0, index_bytes = 0;
   std::printf("%s:\n", what);
   for (int r = 0; r < sizes.rows(); ++r) {

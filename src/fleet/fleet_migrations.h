@@ -3,7 +3,7 @@
 // the list and the earlier ones): migration 7, one row a window; 8, the
 // server's work a window made cheaper; 9, a window's body parsed once; 10,
 // the server's plans made once a session; 11, the totals a merge reads
-// from an index alone.
+// from an index alone; 12, a month's roll-ups partitioned by period.
 namespace gpuledger::fleet {
 
 extern const char* const kMigration7;
@@ -11,5 +11,6 @@ extern const char* const kMigration8;
 extern const char* const kMigration9;
 extern const char* const kMigration10;
 extern const char* const kMigration11;
+extern const char* const kMigration12;
 
 }  // namespace gpuledger::fleet

@@ -670,8 +670,8 @@ REVOKE ALL ON FUNCTION gpuledger.check_rollup(gpuledger.rollups) FROM PUBLIC;
 // Migration n is kMigrations[n - 1]; append, never edit one that shipped.
 const std::vector<const char*> kMigrations = {kMigration1, kMigration2, kMigration3, kMigration4, kMigration5,
                                             kMigration6, kMigration7, kMigration8, kMigration9, kMigration10,
-                                            kMigration11};
-static_assert(kFleetSchemaVersion == 11, "a new migration goes into kMigrations");
+                                            kMigration11, kMigration12};
+static_assert(kFleetSchemaVersion == 12, "a new migration goes into kMigrations");
 
 }  // namespace
 

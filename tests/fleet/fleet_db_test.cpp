@@ -35,9 +35,9 @@ namespace fs = std::filesystem;
 using fleet::Delivery;
 
 TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
-  EXPECT_EQ(fleet::schema_version(*admin_), 11);
-  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 11) << "a second run changes nothing";
-  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "11\n");
+  EXPECT_EQ(fleet::schema_version(*admin_), 12);
+  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 12) << "a second run changes nothing";
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "12\n");
   // This month's and the next month's partitions, of every table.
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'windows'"),

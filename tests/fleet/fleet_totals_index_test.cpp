@@ -61,7 +61,7 @@ TEST_F(FleetDb, SchemaElevenMergesTheTotalsOfWholePeriodsFromAnIndexAlone) {
   for (const auto& w : ws) day_one_micros += w.start >= kDay1 && w.start < kDay1 + 86400 ? w.cost_micros : 0;
   ASSERT_EQ(read_10.substr(read_10.find(' ')), " 2880 " + std::to_string(day_one_micros));
 
-  ASSERT_EQ(fleet::migrate(db, kFleetT0), 11);
+  ASSERT_EQ(fleet::migrate(db, kFleetT0, 11), 11);
   // A partition made after the migration has the indexes too (the parent's).
   db.exec("SELECT gpuledger.create_partitions(" + std::to_string(kFleetT0 + 62 * 86400) + ")");
   EXPECT_EQ(rows_of(db, "SELECT count(*), count(*) FILTER (WHERE x.indnatts - x.indnkeyatts = 3 AND x.indnkeyatts = 5), "
