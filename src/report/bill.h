@@ -49,6 +49,9 @@ struct BillSource {
   // held whole in memory (a fleet's month is 720,000 daily rows), and a CSV
   // without a totals row bills each window once, in its period's row, the
   // whole bill (its audit) read by for_each_window at the source's coarsest.
+  // A FOCUS export calls it on a thread of its own, one call at a time,
+  // while the sink writes the last call's rows: it shares nothing with the
+  // sink but what the header's write (before the first call) reads.
   std::function<void(int64_t from, int64_t to, const std::function<void(ledger::WindowRecord&&)>&)>
       for_each_window_in;
   // The chart's costs of a part of the range (ReportBuilder::use_chart_costs),

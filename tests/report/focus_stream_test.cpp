@@ -4,6 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "report/bill.h"
@@ -92,6 +98,99 @@ TEST(FocusStream, ReadsSeveralPeriodsWhileFewFewerOnceAReadHeldManyAndWritesTheS
       {kT0, kT0 + 3600}, {kT0 + 3600, kT0 + 3 * 3600}, {kT0 + 3 * 3600, kT0 + 7 * 3600},
       {kT0 + 7 * 3600, kT0 + 9 * 3600}, {kT0 + 9 * 3600, kT0 + 12 * 3600}};
   EXPECT_EQ(reads, expected);
+}
+
+// The next read runs while this one's rows are written: the writer of the
+// first read's rows waits (with a deadline) for the second read to begin,
+// which one after the other never happens. The same bytes, the same reads.
+TEST(FocusStream, ReadsTheNextPeriodsWhileThisReadsRowsAreWritten) {
+  const std::vector<WindowRecord> all = windows();
+  BillSource source;
+  source.for_each_window = [&](const std::function<void(WindowRecord&&)>& fn) {
+    for (auto w : all) fn(std::move(w));
+  };
+  source.inputs = [] { return ledger::BillInputs{}; };
+  BillRequest q;
+  q.from = kT0;
+  q.to = kT0 + kHours * 3600;
+  q.format = Format::kFocus;
+  q.granularity = Granularity::kHour;
+  q.generated_at = q.to;
+  const std::string whole = render_bill(source, q);
+
+  std::mutex m;
+  std::condition_variable changed;
+  int reads_begun = 0;
+  source.for_each_window_in = [&](int64_t a, int64_t b, const std::function<void(WindowRecord&&)>& fn) {
+    {
+      std::lock_guard lock(m);
+      ++reads_begun;
+    }
+    changed.notify_all();
+    for (auto w : all)
+      if (w.start >= a && w.start < b) fn(std::move(w));
+  };
+  std::string text;
+  bool overlapped = false;
+  size_t pieces = 0;
+  write_bill(source, q, nullptr, [&](std::string_view piece) {
+    if (++pieces == 2) {  // the first read's rows (the header is the first piece)
+      std::unique_lock lock(m);
+      overlapped = changed.wait_for(lock, std::chrono::seconds(10), [&] { return reads_begun >= 2; });
+    }
+    text += piece;
+  });
+  EXPECT_TRUE(overlapped);
+  EXPECT_EQ(text, whole);
+}
+
+// A read that fails fails the export; a writer that fails waits for the read
+// in flight (which uses the caller's connection) before it is thrown past.
+TEST(FocusStream, AFailedReadOrWriteEndsTheExportWithNoReadLeftRunning) {
+  const std::vector<WindowRecord> all = windows();
+  BillSource source;
+  source.for_each_window = [&](const std::function<void(WindowRecord&&)>& fn) {
+    for (auto w : all) fn(std::move(w));
+  };
+  source.inputs = [] { return ledger::BillInputs{}; };
+  BillRequest q;
+  q.from = kT0;
+  q.to = kT0 + kHours * 3600;
+  q.format = Format::kFocus;
+  q.granularity = Granularity::kHour;
+  q.generated_at = q.to;
+  int reads = 0;
+  source.for_each_window_in = [&](int64_t, int64_t, const std::function<void(WindowRecord&&)>&) {
+    if (++reads == 3) throw std::runtime_error("the connection was lost");
+  };
+  EXPECT_THROW(write_bill(source, q, nullptr, [](std::string_view) {}), std::runtime_error);
+  EXPECT_EQ(reads, 3);
+
+  std::atomic<int> running{0}, finished{0};
+  std::atomic<bool> writer_failed{false};
+  source.for_each_window_in = [&](int64_t a, int64_t b, const std::function<void(WindowRecord&&)>& fn) {
+    ++running;
+    if (running.load() + finished.load() == 2) {  // the second read: still running when the writer fails
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!writer_failed && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the rest of a slow read
+    }
+    for (auto w : all)
+      if (w.start >= a && w.start < b) fn(std::move(w));
+    --running;
+    ++finished;
+  };
+  size_t pieces = 0;
+  EXPECT_THROW(write_bill(source, q, nullptr,
+                          [&](std::string_view) {
+                            if (++pieces < 2) return;  // the header
+                            writer_failed = true;
+                            throw std::runtime_error("the disk is full");
+                          }),
+               std::runtime_error);
+  EXPECT_TRUE(writer_failed);
+  EXPECT_EQ(running.load(), 0);
+  EXPECT_EQ(finished.load(), 2);  // the first read, and the one in flight when its rows failed
 }
 
 }  // namespace
