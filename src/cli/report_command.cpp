@@ -209,7 +209,14 @@ int run_report(const ReportCommand& cmd) {
     // PageParser): glibc gave each worker's freed heap back to the kernel and
     // faulted it in again, page by page (7x the page faults of a 1,000-node
     // month's CSV by day). A report is a short process: keep what it freed.
+    // Setting the trim threshold fixes glibc's mmap threshold at 128 KiB,
+    // which grew by itself before: every larger block (a FOCUS read's
+    // windows, a page's parsed bodies) was a fresh mapping faulted in and
+    // unmapped again, 48,000-65,000 faults a month's FOCUS export against
+    // 19,000-20,000 at the 32 MiB glibc would grow it to (docs/performance.md,
+    // "Huge pages").
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
     fleet::PgConnection db(fleet_db, cmd.fleet_db.password_file);
     fleet::check_schema(db);
     fleet::FleetFilter filter;
