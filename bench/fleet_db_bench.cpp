@@ -51,6 +51,7 @@
 #include "ledger/store.h"
 #include "pg_server.h"
 #include "server_cpu.h"
+#include "server_pages.h"
 
 namespace {
 
@@ -257,7 +258,7 @@ void prune_month(fleet::PgConnection& db, const Shape& s) {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress as it comes, also into a file
   Shape s;
-  std::string binary = GPULEDGER_BINARY, plans;
+  std::string binary = GPULEDGER_BINARY, plans, huge_pages;
   bool quick = false, prune = false;
   int repeat = 1, hold_seconds = 0;
   for (int i = 1; i < argc; ++i) {
@@ -275,12 +276,13 @@ int main(int argc, char** argv) {
     else if (a == "--gpuledger") binary = next();
     else if (a == "--grow-periods") s.grow_periods = next();
     else if (a == "--prune") prune = true;
+    else if (a == "--huge-pages") huge_pages = next();
     else if (a == "--varied") s.varied = true;
     else if (a == "--replay") s.replay = true;
     else {
       std::fprintf(stderr, "usage: %s [--quick] [--nodes N] [--fleet-nodes N] [--gpus N] [--days D] [--accounts N] "
                    "[--plans FILE] [--repeat N] [--hold-seconds S] [--gpuledger BINARY] [--grow-periods hour,day,month] "
-                   "[--prune] [--varied] [--replay]\n", argv[0]);
+                   "[--prune] [--varied] [--replay] [--huge-pages on|off|try]\n", argv[0]);
       return 2;
     }
   }
@@ -292,7 +294,10 @@ int main(int argc, char** argv) {
     bench::print_codec_costs(ledger::merge_windows(hour), quick ? 2000 : 20000);
   }
   try {
-    testing::PgServer pg("-c shared_buffers=2GB -c work_mem=64MB -c max_wal_size=8GB -c checkpoint_timeout=30min");
+    // Huge pages as PostgreSQL's own default (try): used where vm.nr_hugepages has room for them.
+    testing::PgServer pg("-c shared_buffers=2GB -c work_mem=64MB -c max_wal_size=8GB -c checkpoint_timeout=30min" +
+                         (huge_pages.empty() ? std::string() : " -c huge_pages=" + huge_pages));
+    std::printf("PostgreSQL's shared memory: %s\n", bench::describe_server_pages(pg.dir() + "/data").c_str());
     const std::string admin = pg.conninfo(), pw = pg.admin_password_file();
     fleet::PgConnection db(admin, pw);
     fleet::migrate(db, s.start);
