@@ -49,19 +49,30 @@ std::vector<WindowRecord> windows() {
   return out;
 }
 
-TEST(FocusStream, ReadsSeveralPeriodsWhileFewFewerOnceAReadHeldManyAndWritesTheSameBytes) {
-  const std::vector<WindowRecord> all = windows();
+// The whole range's windows (the first pass); for_each_window_in is each test's.
+BillSource whole_range_source(const std::vector<WindowRecord>& all) {
   BillSource source;
-  source.for_each_window = [&](const std::function<void(WindowRecord&&)>& fn) {
+  source.for_each_window = [&all](const std::function<void(WindowRecord&&)>& fn) {
     for (auto w : all) fn(std::move(w));
   };
   source.inputs = [] { return ledger::BillInputs{}; };
+  return source;
+}
+
+BillRequest hourly_focus() {
   BillRequest q;
   q.from = kT0;
   q.to = kT0 + kHours * 3600;
   q.format = Format::kFocus;
   q.granularity = Granularity::kHour;
   q.generated_at = q.to;
+  return q;
+}
+
+TEST(FocusStream, ReadsSeveralPeriodsWhileFewFewerOnceAReadHeldManyAndWritesTheSameBytes) {
+  const std::vector<WindowRecord> all = windows();
+  BillSource source = whole_range_source(all);
+  const BillRequest q = hourly_focus();
   const std::string whole = render_bill(source, q);  // no for_each_window_in: built in memory
 
   std::vector<std::pair<int64_t, int64_t>> reads;
@@ -105,17 +116,8 @@ TEST(FocusStream, ReadsSeveralPeriodsWhileFewFewerOnceAReadHeldManyAndWritesTheS
 // which one after the other never happens. The same bytes, the same reads.
 TEST(FocusStream, ReadsTheNextPeriodsWhileThisReadsRowsAreWritten) {
   const std::vector<WindowRecord> all = windows();
-  BillSource source;
-  source.for_each_window = [&](const std::function<void(WindowRecord&&)>& fn) {
-    for (auto w : all) fn(std::move(w));
-  };
-  source.inputs = [] { return ledger::BillInputs{}; };
-  BillRequest q;
-  q.from = kT0;
-  q.to = kT0 + kHours * 3600;
-  q.format = Format::kFocus;
-  q.granularity = Granularity::kHour;
-  q.generated_at = q.to;
+  BillSource source = whole_range_source(all);
+  const BillRequest q = hourly_focus();
   const std::string whole = render_bill(source, q);
 
   std::mutex m;
@@ -148,17 +150,8 @@ TEST(FocusStream, ReadsTheNextPeriodsWhileThisReadsRowsAreWritten) {
 // in flight (which uses the caller's connection) before it is thrown past.
 TEST(FocusStream, AFailedReadOrWriteEndsTheExportWithNoReadLeftRunning) {
   const std::vector<WindowRecord> all = windows();
-  BillSource source;
-  source.for_each_window = [&](const std::function<void(WindowRecord&&)>& fn) {
-    for (auto w : all) fn(std::move(w));
-  };
-  source.inputs = [] { return ledger::BillInputs{}; };
-  BillRequest q;
-  q.from = kT0;
-  q.to = kT0 + kHours * 3600;
-  q.format = Format::kFocus;
-  q.granularity = Granularity::kHour;
-  q.generated_at = q.to;
+  BillSource source = whole_range_source(all);
+  const BillRequest q = hourly_focus();
   int reads = 0;
   source.for_each_window_in = [&](int64_t, int64_t, const std::function<void(WindowRecord&&)>&) {
     if (++reads == 3) throw std::runtime_error("the connection was lost");
