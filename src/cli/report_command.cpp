@@ -1,6 +1,5 @@
 // `gpuledger report`: renders the chargeback from the ledger store or, with
 // --prometheus, for the whole fleet; `gpuledger rightsize`: its recommendations alone.
-#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -206,20 +205,9 @@ int run_report(const ReportCommand& cmd) {
   std::string text;
   Report whole;
   if (!fleet_db.empty()) {
-    // Before anything is read or written: the heap in huge pages from the start.
-    restart_with_huge_page_malloc();
-    // The fleet reader's workers parse the bodies the bill frees (fleet_reader.cpp,
-    // PageParser): glibc gave each worker's freed heap back to the kernel and
-    // faulted it in again, page by page (7x the page faults of a 1,000-node
-    // month's CSV by day). A report is a short process: keep what it freed.
-    // Setting the trim threshold fixes glibc's mmap threshold at 128 KiB,
-    // which grew by itself before: every larger block (a FOCUS read's
-    // windows, a page's parsed bodies) was a fresh mapping faulted in and
-    // unmapped again, 48,000-65,000 faults a month's FOCUS export against
-    // 19,000-20,000 at the 32 MiB glibc would grow it to (docs/performance.md,
-    // "Huge pages").
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    // Hundreds of thousands of bodies received, parsed and freed: malloc set
+    // for a short process, its heap in huge pages (common/huge_page_malloc.h).
+    tune_malloc_for_a_short_process(256 << 20);
     fleet::PgConnection db(fleet_db, cmd.fleet_db.password_file);
     fleet::check_schema(db);
     fleet::FleetFilter filter;

@@ -1,37 +1,33 @@
 #include "common/huge_page_malloc.h"
 
+#include <malloc.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
-#include <vector>
 
 namespace gpuledger {
 
 namespace {
-constexpr const char* kTunables = "GLIBC_TUNABLES";
+constexpr uintptr_t kHugePage = 2 << 20;
+constexpr size_t kGrowth = 16 << 20;  // a block from the heap (under the mmap threshold) that makes it grow
+constexpr size_t kDefaultTopPad = 128 << 10;  // glibc's M_TOP_PAD
 }  // namespace
 
-std::optional<std::string> huge_page_malloc_tunables(const char* current) {
-  if (current) return std::nullopt;
-  return "glibc.malloc.hugetlb=1";
-}
-
-void restart_with_huge_page_malloc() {
-  const auto tunables = huge_page_malloc_tunables(std::getenv(kTunables));
-  if (!tunables) return;
-  // The arguments as the kernel holds them: NUL-terminated, one after another.
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  const std::string cmdline{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (cmdline.empty() || cmdline.back() != '\0') return;
-  std::vector<char*> argv;
-  for (size_t at = 0; at < cmdline.size(); at = cmdline.find('\0', at) + 1)
-    argv.push_back(const_cast<char*>(cmdline.data() + at));
-  argv.push_back(nullptr);
-  if (setenv(kTunables, tunables->c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv.data());
-  unsetenv(kTunables);  // not restarted: as it was
+void tune_malloc_for_a_short_process(size_t reserve) {
+  mallopt(M_TRIM_THRESHOLD, static_cast<int>(2 * reserve + kGrowth));  // the reserve is never trimmed
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  // One growth of the heap by the block and the reserve (sbrk: address
+  // space only), then the usual padding again: later growth is not advised.
+  mallopt(M_TOP_PAD, static_cast<int>(reserve));
+  const auto before = reinterpret_cast<uintptr_t>(sbrk(0));
+  void* volatile block = malloc(kGrowth);  // volatile: the compiler may not drop the pair
+  free(block);
+  const auto after = reinterpret_cast<uintptr_t>(sbrk(0));
+  mallopt(M_TOP_PAD, kDefaultTopPad);
+  const uintptr_t from = (before + kHugePage - 1) & ~(kHugePage - 1), to = after & ~(kHugePage - 1);
+  if (to > from) madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);  // advice: a refusal changes nothing
 }
 
 }  // namespace gpuledger

@@ -1,27 +1,26 @@
 #pragma once
-// A fleet report is a short process that allocates and frees much (a
-// 10,000-node month: 80,000 roll-up bodies received, parsed and billed), and
-// faulted its heap in 4 KiB at a time: 29,000 faults, a tenth of its time on
-// a VM. glibc (2.35 and later) puts malloc's heap in transparent huge pages
-// when the tunable glibc.malloc.hugetlb=1 is set at start, which only the
-// environment can do: the process restarts itself with it (6,000-7,000
-// faults, the table of that month a median 1.98 s -> 1.72 s over seven
-// pairs; docs/performance.md, "Huge pages"). Older glibc and a kernel with
-// transparent huge pages off ignore it.
-#include <optional>
-#include <string>
+// malloc for a short process that allocates and frees much: a fleet report
+// (a 10,000-node month: 80,000 roll-up bodies received, parsed and billed).
+#include <cstddef>
 
 namespace gpuledger {
 
-// What GLIBC_TUNABLES should be for the restart, given its value now
-// (nullptr: unset); nullopt when it is set already (the caller's choice is
-// kept, glibc.malloc.hugetlb=0 turns this off).
-std::optional<std::string> huge_page_malloc_tunables(const char* current);
-
-// Executes this program again (/proc/self/exe, the same arguments, the same
-// process id) with those tunables; returns only when it does not: set
-// already, or the arguments or the executable cannot be had (then nothing
-// changed).
-void restart_with_huge_page_malloc();
+// Sets glibc's malloc for it, in the main arena (where libpq's results and
+// the bill live):
+// - keeps what it frees (M_TRIM_THRESHOLD): the reader's workers parse the
+//   bodies the bill frees, and glibc gave that heap back to the kernel and
+//   faulted it in again page by page (7x the faults of a 1,000-node month's
+//   CSV by day);
+// - keeps blocks under 32 MiB in the heap (M_MMAP_THRESHOLD): setting the
+//   trim threshold pins glibc's mmap threshold at 128 KiB, and every larger
+//   block (a FOCUS read's windows, a page's parsed bodies) was a fresh
+//   mapping faulted in and unmapped again (FOCUS daily: 48,000-65,000 faults
+//   against 19,000-20,000);
+// - grows the heap by `reserve` bytes of address space now and asks the
+//   kernel for transparent huge pages there (madvise), so it is faulted in
+//   2 MiB at a time (a 10,000-node month's table: 29,000 faults, ~10 % of its
+//   time on a VM; docs/performance.md, "Huge pages"). A kernel with THP off
+//   ignores the advice; the reserve costs memory only where it is used.
+void tune_malloc_for_a_short_process(size_t reserve);
 
 }  // namespace gpuledger
