@@ -37,10 +37,15 @@ bool read_stat(long pid, Stat& out) {
 
 }  // namespace
 
-double server_cpu_seconds(const std::string& data_dir) {
+long postmaster_pid(const std::string& data_dir) {
   std::ifstream pidfile(data_dir + "/postmaster.pid");
   long postmaster = 0;
-  if (!(pidfile >> postmaster)) return 0;
+  return pidfile >> postmaster ? postmaster : 0;
+}
+
+double server_cpu_seconds(const std::string& data_dir) {
+  const long postmaster = postmaster_pid(data_dir);
+  if (postmaster == 0) return 0;
   Stat pm;
   if (!read_stat(postmaster, pm)) return 0;
   double total = pm.own + pm.reaped;

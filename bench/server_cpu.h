@@ -7,7 +7,10 @@
 
 namespace gpuledger::bench {
 
-// The postmaster of `data_dir` (its postmaster.pid) and every live process it
+// The postmaster of `data_dir`: the first line of its postmaster.pid; 0 when
+// the server is not running.
+long postmaster_pid(const std::string& data_dir);
+// The postmaster of `data_dir` and every live process it
 // started, user + system, plus what its children that exited used (the
 // postmaster reaps them). 0 when the server is not running.
 double server_cpu_seconds(const std::string& data_dir);

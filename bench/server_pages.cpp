@@ -3,12 +3,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "server_cpu.h"
+
 namespace gpuledger::bench {
 
 long server_huge_page_mib(const std::string& data_dir) {
-  std::ifstream pidfile(data_dir + "/postmaster.pid");
-  long postmaster = 0;
-  if (!(pidfile >> postmaster)) return 0;
+  const long postmaster = postmaster_pid(data_dir);
+  if (postmaster == 0) return 0;
   std::ifstream smaps("/proc/" + std::to_string(postmaster) + "/smaps");
   long size_kib = 0, huge_kib = 0;  // the mapping being read: its Size, then its KernelPageSize
   for (std::string line; std::getline(smaps, line);) {

@@ -13,7 +13,7 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
-#include "common/huge_page_malloc.h"
+#include "common/short_process_malloc.h"
 #include "common/utf8.h"
 #include "fleet/fleet_chart.h"
 #include "fleet/fleet_reader.h"
@@ -206,7 +206,7 @@ int run_report(const ReportCommand& cmd) {
   Report whole;
   if (!fleet_db.empty()) {
     // Hundreds of thousands of bodies received, parsed and freed: malloc set
-    // for a short process, its heap in huge pages (common/huge_page_malloc.h).
+    // for a short process, its heap in huge pages (common/short_process_malloc.h).
     tune_malloc_for_a_short_process(256 << 20);
     fleet::PgConnection db(fleet_db, cmd.fleet_db.password_file);
     fleet::check_schema(db);

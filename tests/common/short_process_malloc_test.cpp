@@ -1,7 +1,7 @@
-// A short process's malloc (common/huge_page_malloc.h): the heap grown by the
+// A short process's malloc (common/short_process_malloc.h): the heap grown by the
 // reserve at once, advised for huge pages (VmFlags "hg"), and the blocks
 // allocated after it come from there.
-#include "common/huge_page_malloc.h"
+#include "common/short_process_malloc.h"
 
 #include <gtest/gtest.h>
 
@@ -41,7 +41,7 @@ std::vector<Mapping> advised_mappings() {
   return out;
 }
 
-TEST(HugePageMalloc, TheHeapIsGrownByTheReserveAdvisedForHugePagesAndUsed) {
+TEST(ShortProcessMalloc, TheHeapIsGrownByTheReserveAdvisedForHugePagesAndUsed) {
   constexpr size_t kReserve = 64 << 20;
   tune_malloc_for_a_short_process(kReserve);
   const auto advised = advised_mappings();

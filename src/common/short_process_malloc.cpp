@@ -1,4 +1,4 @@
-#include "common/huge_page_malloc.h"
+#include "common/short_process_malloc.h"
 
 #include <malloc.h>
 #include <sys/mman.h>
