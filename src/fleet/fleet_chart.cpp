@@ -68,7 +68,7 @@ bool read_periods(PgConnection& db, Period period, const std::vector<std::string
       "SELECT c.first_start, c.charged, CASE WHEN left(c.account, 2) = '__' THEN c.account ELSE '' END, c.team, "
       "sum(c.micros)::bigint, min(c.span), c.period IS NULL FROM " +
       sorted_totals(whole_periods(db, period, starts, filter)) + join_while_current("rollup_charges", "c") +
-      " GROUP BY 1, 2, 3, 4, 7");
+      joined_periods(db, "c", period, starts) + " GROUP BY 1, 2, 3, 4, 7");
   for (int i = 0; i < r.rows(); ++i) {
     if (r.text(i, 6) == "t") return false;
     add_span(costs, r.i64(i, 5));

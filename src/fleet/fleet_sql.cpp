@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 #include "fleet/pg_connection.h"
@@ -96,15 +97,31 @@ std::vector<std::string> parse_array(const std::string& text) {
   return out;
 }
 
-std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter) {
+namespace {
+// The first and last of `starts`, the bounds of their range conditions.
+std::pair<int64_t, int64_t> start_bounds(const std::vector<std::string>& starts) {
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const auto& start : starts) {
     lo = std::min<int64_t>(lo, std::stoll(start));
     hi = std::max<int64_t>(hi, std::stoll(start));
   }
+  return {lo, hi};
+}
+}  // namespace
+
+std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts,
+                          const FleetFilter& filter) {
+  const auto [lo, hi] = start_bounds(starts);
   return "t.period = " + db.literal(report::to_string(p)) + " AND t.period_start = ANY(" + array_literal(db, starts) +
          "::bigint[]) AND t.period_start >= " + std::to_string(lo) + " AND t.period_start <= " + std::to_string(hi) +
          filter_sql(db, filter, "t");
+}
+
+std::string joined_periods(PgConnection& db, const std::string& alias, Period p,
+                           const std::vector<std::string>& starts) {
+  const auto [lo, hi] = start_bounds(starts);
+  return " AND " + alias + ".period = " + db.literal(report::to_string(p)) + " AND " + alias +
+         ".period_start >= " + std::to_string(lo) + " AND " + alias + ".period_start <= " + std::to_string(hi);
 }
 
 std::string join_while_current(const std::string& table, const std::string& alias, bool by_period) {

@@ -37,6 +37,13 @@ std::vector<std::string> parse_array(const std::string& text);
 
 // The condition on window_totals rows (as t) of the period's given starts, and the filter.
 std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter);
+// The same periods' condition on a table joined to them (as `alias`, with
+// period and period_start columns), for the ON clause of a LEFT JOIN:
+// PostgreSQL does not carry t's conditions across one, and scanned and sorted
+// the whole month's rows of the joined table (docs/performance.md, "The
+// chart of a month to date").
+std::string joined_periods(PgConnection& db, const std::string& alias, Period p,
+                           const std::vector<std::string>& starts);
 // The window_totals rows (as t) `where` picks, sorted before they meet their
 // roll-ups: a sort of the narrow rows, not of the joined bodies.
 std::string sorted_totals(const std::string& where);

@@ -112,7 +112,7 @@ void LedgerMetrics::add_share_seconds_locked(const WindowRecord& w) {
   std::map<std::string, AccountLabels> labels;
   for (const auto& a : w.accounts) labels[a.account] = a.labels;
   auto key_of = [&](const std::string& account) { return SeriesKey{export_labels(account, labels[account]), w.slot.uuid}; };
-  for (const auto& [account, s] : share_seconds(w)) share_seconds_[key_of(account)] += s;
+  for (const auto& [account, s] : share_seconds(w)) share_seconds_[key_of(std::string(account))] += s;
   for (const auto& [account, grams] : carbon_grams(w)) carbon_grams_[key_of(account)] += grams;
 }
 

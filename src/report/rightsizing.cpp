@@ -238,7 +238,7 @@ struct WindowPart {
 
 void RightsizingBuilder::add(const WindowRecord& w) { add(w, ledger::share_seconds(w)); }
 
-void RightsizingBuilder::add(const WindowRecord& w, const std::map<std::string, ledger::ShareSeconds>& shares) {
+void RightsizingBuilder::add(const WindowRecord& w, const ledger::WindowShares& shares) {
   State& s = *s_;
   s.currencies.insert(w.currency);
   s.first_start = std::min(s.first_start.value_or(w.start), w.start);
@@ -263,10 +263,10 @@ void RightsizingBuilder::add(const WindowRecord& w, const std::map<std::string, 
     u.facts.held_seconds += a.held_share * len;
     if (first_in_window) u.facts.present_seconds += len;
     if (w.busy_source == "device") u.facts.device_busy = true;
-    if (auto it = shares.find(a.account); it != shares.end()) {
+    if (const ledger::ShareSeconds* found = shares.find(a.account)) {
       // A unit's window counts once however many of its accounts were on the
       // slot (as the report's allocated against used); their shares add up.
-      ledger::ShareSeconds share = it->second;
+      ledger::ShareSeconds share = *found;
       if (!first_in_window) share.share = 0, share.energy_share = 0;
       u.facts.shares += share;
     }

@@ -104,7 +104,7 @@ class RightsizingBuilder {
   void add(const ledger::WindowRecord& window);
   // The same, given the window's ledger::share_seconds (a report's builder
   // has them already: made twice, they were 8 % of a fleet report's client).
-  void add(const ledger::WindowRecord& window, const std::map<std::string, ledger::ShareSeconds>& shares);
+  void add(const ledger::WindowRecord& window, const ledger::WindowShares& shares);
   Rightsizing finish() const;
 
  private:

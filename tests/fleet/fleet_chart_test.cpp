@@ -172,6 +172,40 @@ TEST_F(FleetChart, AMonthsJsonAndHtmlReadMonthsAndShowTheSameChartAndMoneyAsItsD
   expect_same_chart_and_money(cli("json"), days);
 }
 
+// A few days' chart is by the hour (a month to date's too): the range's
+// hours' rows, found by their period and starts (a LEFT JOIN's condition on
+// the roll-ups' side, given to PostgreSQL explicitly), none left out at
+// either end, and their money the windows'.
+TEST_F(FleetChart, AFewDaysChartIsTheRangesHoursRowsAndTheirWindowsMoney) {
+  ship(kRollups);
+  const int64_t from = kFeb + 2 * 86400, to = kFeb + 5 * 86400 + 5 * 3600;  // ends mid-day
+  const auto chart = fleet::read_chart_costs(*admin_, from, to, {}, Period::kHour);
+  ASSERT_TRUE(chart.has_value());
+  EXPECT_EQ(chart->from, from);
+  EXPECT_EQ(chart->to, to);
+  std::string expected;
+  for (const auto& [start, teams] : chart->cost_by_start)
+    for (const auto& [team, micros] : teams)
+      expected += std::to_string(start) + "|" + team + "|" + std::to_string(micros) + "\n";
+  EXPECT_EQ(
+      pg_->psql("SELECT first_start, CASE WHEN left(account, 2) = '__' THEN account WHEN team = '' THEN '(no team)' "
+                "ELSE team END AS t, sum(micros) FROM gpuledger.rollup_charges WHERE period = 'hour' AND "
+                "period_start >= " +
+                std::to_string(from) + " AND period_start < " + std::to_string(to) +
+                " AND charged GROUP BY 1, 2 ORDER BY 1, 2"),
+      expected);
+  int64_t charted = 0;
+  for (const auto& [start, teams] : chart->cost_by_start)
+    for (const auto& [team, micros] : teams) charted += micros;
+  std::string cost =
+      pg_->psql("SELECT sum(cost_micros) FROM gpuledger.windows WHERE start_time >= " + std::to_string(from) +
+                " AND start_time < " + std::to_string(to));
+  cost.pop_back();
+  EXPECT_EQ(std::to_string(charted), cost);
+  EXPECT_EQ(chart->cost_by_start.size(), 2u * (3 * 8 + 2))
+      << "two GPUs, a window every 3 hours: 8 a day, 2 in the last 5 hours";
+}
+
 TEST_F(FleetChart, ADayWhoseRollUpNoLongerMatchesIsReadAtDaysAndTheChartStaysTheSame) {
   ship(kRollups);
   // A late window into February 10th, its roll-ups not sent again: that day's and the month's no longer match.

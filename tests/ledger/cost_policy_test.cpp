@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "ledger/allocation_use.h"
 #include "ledger/prices.h"
+#include "ledger/share_seconds.h"
 #include "ledger/vram_price.h"
 #include "ledger/window_split.h"
 
@@ -414,6 +415,87 @@ TEST(AllocationUse, SharesAndFlags) {
   EXPECT_EQ(share_flag(0.3, 0.4), ShareFlag::kNone);
   EXPECT_EQ(share_flag(0.5, 0.39), ShareFlag::kUnder);
   EXPECT_EQ(share_flag(0, 0.05), ShareFlag::kNone);
+}
+
+// share_seconds works the shares out in place (no map a window: every report
+// adds every window's); they must be allocation_use.h's to the bit. The
+// oracle below is those functions multiplied out as share_seconds defines it.
+std::map<std::string, ShareSeconds> shares_from_allocation_use(const WindowRecord& w) {
+  const double gpu_seconds = static_cast<double>(w.end - w.start) * w.gpu_fraction;
+  const auto used = used_shares(w);
+  bool energy_known = false;
+  for (const auto& [account, u] : used) energy_known |= u.energy.has_value();
+  const auto allocated = allocated_shares(w);
+  const auto unknown = unknown_allocated_shares(w);
+  std::map<std::string, ShareSeconds> out;
+  for (const auto& [account, u] : used) {
+    ShareSeconds& s = out[account];
+    s.share = gpu_seconds;
+    if (unknown.contains(account))
+      s.allocated_unknown = gpu_seconds;
+    else if (auto it = allocated.find(account); it != allocated.end())
+      s.allocated = it->second * gpu_seconds;
+    s.used_activity = u.activity * gpu_seconds;
+    s.used_vram = u.vram * gpu_seconds;
+    if (energy_known) {
+      s.energy_share = gpu_seconds;
+      s.used_energy = u.energy.value_or(0) * gpu_seconds;
+    }
+  }
+  return out;
+}
+
+TEST(AllocationUse, ShareSecondsAreTheSharesOfAllocationUseToTheBit) {
+  auto account = [](std::string name, double allocated, double activity, double vram, bool known = true) {
+    AccountRecord a;
+    a.account = std::move(name);
+    a.allocated_share = allocated, a.activity_share = activity, a.vram_byte_seconds = vram;
+    a.allocated_share_known = known;
+    return a;
+  };
+  std::vector<WindowRecord> windows(6);
+  for (auto& w : windows) w.start = 1'700'000'000, w.end = w.start + 60, w.gpu_fraction = 1;
+  // Over-committed (scaled by 1/S), a third of a slot, busy energy with an idle part.
+  windows[0].accounts = {account("b", 0.7, 0.1, 7), account("a", 0.9, 0.9, 3), account("__idle__", 0, 0, 0)};
+  windows[0].energy =
+      WindowEnergyRecord{10, "nvml", {{"a", K::kBusy, 7}, {"b", K::kBusy, 3}, {"b", K::kIdle, 1}}, 300.0};
+  windows[0].gpu_fraction = 1.0 / 3;
+  // Under-committed: __unallocated__ is the rest (and has no shares of its own).
+  windows[1].accounts = {account("a", 0.3, 0.6, 1), account("c", 0.1, 0.4, 0)};
+  // One share unknown: none scaled, that account's allocated unknown.
+  windows[2].accounts = {account("a", 0.8, 0.5, 2), account("b", 0.9, 0.5, 2, false)};
+  // An account named twice (the last record's used shares, the allocations summed), energy of an account with no
+  // record.
+  windows[3].accounts = {account("a", 0.25, 0.2, 1), account("b", 0.5, 0.3, 2), account("a", 0.5, 0.5, 4)};
+  windows[3].energy =
+      WindowEnergyRecord{9, "dcgm", {{"z", K::kBusy, 5}, {"a", K::kBusy, 3}, {"a", K::kBusy, 1}}, std::nullopt};
+  // Energy known but no busy energy; a user holding nothing.
+  windows[4].accounts = {account("a", 1, 0.7, 5), account("u", 0, 0.3, 0)};
+  windows[4].energy = WindowEnergyRecord{4, "nvml", {{"a", K::kIdle, 4}}, 200.0};
+  // Nobody but the special accounts.
+  windows[5].accounts = {account("__idle__", 0, 0, 0), account("__unallocated__", 1, 0, 0)};
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const auto expected = shares_from_allocation_use(windows[i]);
+    const WindowShares got = share_seconds(windows[i]);
+    ASSERT_EQ(got.size(), expected.size()) << "window " << i;
+    auto e = expected.begin();
+    for (const auto& [name, s] : got) {
+      EXPECT_EQ(name, e->first) << "window " << i;
+      EXPECT_EQ(s.share, e->second.share) << i << " " << name;
+      EXPECT_EQ(s.allocated, e->second.allocated) << i << " " << name;
+      EXPECT_EQ(s.allocated_unknown, e->second.allocated_unknown) << i << " " << name;
+      EXPECT_EQ(s.used_activity, e->second.used_activity) << i << " " << name;
+      EXPECT_EQ(s.used_vram, e->second.used_vram) << i << " " << name;
+      EXPECT_EQ(s.used_energy, e->second.used_energy) << i << " " << name;
+      EXPECT_EQ(s.energy_share, e->second.energy_share) << i << " " << name;
+      ASSERT_NE(got.find(e->first), nullptr);
+      ++e;
+    }
+    EXPECT_EQ(got.find("__idle__"), nullptr);
+    EXPECT_EQ(got.find("nobody"), nullptr);
+  }
+  // The scaled share of window 0: 0.9 / 1.6 of a third of 60 s.
+  EXPECT_EQ(share_seconds(windows[0]).find("a")->allocated, 0.9 / 1.6 * (60.0 / 3));
 }
 
 }  // namespace

@@ -253,5 +253,55 @@ TEST(ReportRange, OnlyWindowsStartingInRange) {
   EXPECT_EQ(r.total.cost_total_micros(), 175'715);  // the second minute: the MIG slot's 25'715 (51'429 over both, rounded once)
 }
 
+// The builder finds each record's groups once a window and reuses them for
+// its charges, energy and shares. A window naming one account twice with two
+// sets of labels still bills as before: each record's held time to its own
+// team, the account's charges, energy and shares to its first record's.
+TEST(ReportBuilder, AnAccountNamedTwiceInAWindowBillsItsChargesToItsFirstRecordsTeam) {
+  ledger::WindowRecord w;
+  w.start = kT0, w.end = kT0 + 60, w.gpu_fraction = 1, w.currency = "USD", w.cost_micros = 90;
+  w.slot.uuid = "GPU-1", w.slot.model = "H100";
+  ledger::AccountRecord first, second, other;
+  first.account = second.account = "k8s/x";
+  first.labels.team = "red", second.labels.team = "blue";
+  first.held_share = 0.5, second.held_share = 0.25, other.held_share = 0.25;
+  first.allocated_share = 0.5, second.allocated_share = 0.25, other.allocated_share = 0.25;
+  first.activity_share = 0.5, second.activity_share = 0.25, other.activity_share = 0.25;
+  other.account = "k8s/y", other.labels.team = "blue";
+  w.accounts = {first, second, other};
+  w.charges = {{"k8s/x", ledger::ChargeKind::kBusy, 60}, {"k8s/y", ledger::ChargeKind::kBusy, 30}};
+  w.energy = ledger::WindowEnergyRecord{
+      9000,
+      "nvml",
+      {{"k8s/x", ledger::ChargeKind::kBusy, 6000}, {"k8s/y", ledger::ChargeKind::kBusy, 3000}},
+      std::nullopt};
+  for (int repeat = 0; repeat < 2; ++repeat) {  // the second window finds the account's keys from the first
+    ReportBuilder b(kT0, kT0 + 120, GroupBy::kTeam, std::nullopt);
+    b.add(w);
+    ledger::WindowRecord later = w;
+    later.start += 60, later.end += 60;
+    if (repeat) b.add(later);
+    const Report r = b.finish();
+    ASSERT_EQ(r.rows.size(), 2u);
+    const Row& red = r.rows[0].key == "red" ? r.rows[0] : r.rows[1];
+    const Row& blue = r.rows[0].key == "red" ? r.rows[1] : r.rows[0];
+    const int n = repeat + 1;
+    EXPECT_EQ(red.cost_busy_micros, 60 * n);
+    EXPECT_EQ(blue.cost_busy_micros, 30 * n);
+    EXPECT_EQ(red.energy_millijoules, 6000 * n);
+    EXPECT_EQ(blue.energy_millijoules, 3000 * n);
+    EXPECT_DOUBLE_EQ(red.gpu_hours_held, n * 0.5 / 60);
+    EXPECT_DOUBLE_EQ(blue.gpu_hours_held, n * 0.5 / 60);  // the second record's quarter and k8s/y's
+    // k8s/x's shares (its last record's used share, its allocations summed) are red's alone.
+    EXPECT_DOUBLE_EQ(red.share_hours, n / 60.0);
+    EXPECT_DOUBLE_EQ(red.allocated_hours, n * 0.75 / 60);
+    EXPECT_DOUBLE_EQ(red.used_hours, n * 0.25 / 60);
+    EXPECT_DOUBLE_EQ(blue.allocated_hours, n * 0.25 / 60);
+    EXPECT_EQ(r.coverage.windows_by_device_quality.at("absent"), n);
+    EXPECT_EQ(r.coverage.windows_by_split_source.at("unknown"), n);
+    EXPECT_EQ(r.coverage.gpus, std::vector<std::string>{"GPU-1"});
+  }
+}
+
 }  // namespace
 }  // namespace gpuledger::report
