@@ -40,8 +40,8 @@ std::string whole_periods(PgConnection& db, Period p, const std::vector<std::str
 // The same periods' condition on a table joined to them (as `alias`, with
 // period and period_start columns), for the ON clause of a LEFT JOIN:
 // PostgreSQL does not carry t's conditions across one, and scanned and sorted
-// the whole month's rows of the joined table (docs/performance.md, "The
-// chart of a month to date").
+// the whole month's rows of the joined table (docs/performance.md, "A
+// month to date's chart").
 std::string joined_periods(PgConnection& db, const std::string& alias, Period p,
                            const std::vector<std::string>& starts);
 // The window_totals rows (as t) `where` picks, sorted before they meet their

@@ -118,9 +118,7 @@ struct ReportBuilder::State {
   int64_t min_window = 0;
   Coverage coverage;
   std::vector<std::pair<int64_t, int64_t>> spans, watched;  // windows' [start, end) in the range
-  // Per GPU, whether any window had a device reading: hashed, sorted once at
-  // finish (a map of 80,000 GPUs' names was a string comparison a level).
-  std::unordered_map<std::string, bool> gpu_has_device;
+  std::map<std::string, bool> gpu_has_device;
   std::set<std::string> gpu_suspect;
   // Coverage's windows by device quality and split source, counted here and
   // put in its maps at finish: three map lookups by a name made each window.
@@ -470,9 +468,7 @@ Report ReportBuilder::finish() {
     r.coverage.windows_by_device_quality["suspect"] += s.quality_windows.suspect;
     r.coverage.windows_by_device_quality["absent"] += s.quality_windows.absent;
   }
-  std::vector<std::pair<std::string, bool>> gpus(s.gpu_has_device.begin(), s.gpu_has_device.end());
-  std::sort(gpus.begin(), gpus.end());
-  for (const auto& [uuid, device] : gpus) {
+  for (const auto& [uuid, device] : s.gpu_has_device) {
     r.coverage.gpus.push_back(uuid);
     if (!device) r.coverage.gpus_without_device.push_back(uuid);
   }
