@@ -23,6 +23,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "ledger/store.h"
 
@@ -33,6 +35,22 @@ struct UsedShares {
   double vram = 0;
   std::optional<double> energy;
 };
+
+// One non-special account's shares in a window: what the three functions
+// below and share_seconds.h are made of, worked out once, in place.
+struct AccountShares {
+  std::string_view account;        // the window's: valid while it lives
+  double allocated = 0;            // its records' shares summed, scaled when over-committed; 0: not a holder
+  bool allocated_unknown = false;  // a record's share unknown: `allocated` means nothing
+  UsedShares used;                 // its last record's
+};
+// Every non-special account of the window, in the order it first names them.
+struct WindowAccountShares {
+  std::vector<AccountShares> accounts;
+  bool any_unknown = false;    // then no share is scaled, and nothing is __unallocated__'s
+  double allocated_total = 0;  // the known holders' shares summed, before scaling
+};
+WindowAccountShares account_shares(const WindowRecord& window);
 
 // Every holder, and __unallocated__ when part of the slot is unheld (all of it
 // when nobody holds the slot).
