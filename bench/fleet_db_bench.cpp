@@ -236,6 +236,10 @@ void other_formats(Report& report, const Shape& s, std::string& out) {
     std::vector<std::string> mtd = {"--by", "team", "--to", std::to_string(s.start + 14 * 86400 + 12 * 3600 + 1800)};
     t = report(mtd, out);
     std::printf("report --by team, month to date (14 d 12 h 30 min)  %6.2f s, %zu lines, %.0f MiB\n", t, lines(), last_mib());
+    mtd.insert(mtd.end(), {"--format", "json"});  // charted by the hour: 14 days of rows a GPU-day (schema 13)
+    t = report(mtd, out);
+    std::printf("report --by team --format json, month to date       %6.2f s, %zu bytes, %.0f MiB\n", t, out.size(),
+                last_mib());
   }
 }
 

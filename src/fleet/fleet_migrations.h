@@ -3,7 +3,8 @@
 // the list and the earlier ones): migration 7, one row a window; 8, the
 // server's work a window made cheaper; 9, a window's body parsed once; 10,
 // the server's plans made once a session; 11, the totals a merge reads
-// from an index alone; 12, a month's roll-ups partitioned by period.
+// from an index alone; 12, a month's roll-ups partitioned by period; 13, a
+// day's chart in one row a GPU.
 namespace gpuledger::fleet {
 
 extern const char* const kMigration7;
@@ -12,5 +13,6 @@ extern const char* const kMigration9;
 extern const char* const kMigration10;
 extern const char* const kMigration11;
 extern const char* const kMigration12;
+extern const char* const kMigration13;
 
 }  // namespace gpuledger::fleet

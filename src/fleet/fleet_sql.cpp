@@ -66,37 +66,6 @@ void append_array_element(std::string& text, std::string_view item) {
   text.resize(static_cast<size_t>(out - text.data()));
 }
 
-// The bounds of the starts too: the index (period, period_start) is then read for
-// those periods only, where a list alone had PostgreSQL read every hour of the
-// month through the primary key (docs/performance.md, section 6: a month to date).
-std::vector<std::string> parse_array(const std::string& text) {
-  auto bad = [&] { return Error("not a one-dimensional array without NULLs: " + text.substr(0, 80)); };
-  if (text.size() < 2 || text.front() != '{' || text.back() != '}') throw bad();
-  std::vector<std::string> out;
-  if (text.size() == 2) return out;
-  for (size_t i = 1; i < text.size();) {
-    std::string item;
-    if (text[i] == '"') {  // quoted: backslash escapes the next character
-      for (++i; i < text.size() && text[i] != '"'; ++i) {
-        if (text[i] == '\\' && i + 1 < text.size()) ++i;
-        item += text[i];
-      }
-      if (i >= text.size()) throw bad();
-      ++i;
-    } else {
-      for (; i < text.size() && text[i] != ',' && text[i] != '}'; ++i) item += text[i];
-      if (item == "NULL" || item.empty()) throw bad();
-    }
-    out.push_back(std::move(item));
-    if (i >= text.size() || (text[i] != ',' && text[i] != '}')) throw bad();
-    if (text[i++] == '}') {
-      if (i != text.size()) throw bad();  // anything after the closing brace
-      break;
-    }
-  }
-  return out;
-}
-
 namespace {
 // The first and last of `starts`, the bounds of their range conditions.
 std::pair<int64_t, int64_t> start_bounds(const std::vector<std::string>& starts) {
@@ -109,6 +78,9 @@ std::pair<int64_t, int64_t> start_bounds(const std::vector<std::string>& starts)
 }
 }  // namespace
 
+// The bounds of the starts too: the index (period, period_start) is then read for
+// those periods only, where a list alone had PostgreSQL read every hour of the
+// month through the primary key (docs/performance.md, section 6: a month to date).
 std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts,
                           const FleetFilter& filter) {
   const auto [lo, hi] = start_bounds(starts);

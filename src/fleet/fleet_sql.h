@@ -31,10 +31,6 @@ std::string array_literal(PgConnection& db, const std::vector<std::string>& item
 // One element of an array's text form appended to `text`: quoted, its quotes
 // and backslashes escaped, so any bytes (a comma, a brace, the word NULL) stay one element.
 void append_array_element(std::string& text, std::string_view item);
-// The elements of a one-dimensional array in PostgreSQL's text form ('{a,"b c",""}');
-// throws Error on anything else (a NULL element included).
-std::vector<std::string> parse_array(const std::string& text);
-
 // The condition on window_totals rows (as t) of the period's given starts, and the filter.
 std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter);
 // The same periods' condition on a table joined to them (as `alias`, with

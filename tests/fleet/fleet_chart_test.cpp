@@ -64,16 +64,36 @@ std::vector<ledger::WindowRecord> february() {
 }
 
 // The report as it was made before the server summed its chart: read at the
-// chart's period (days), every roll-up's body parsed.
-std::string read_at_days(fleet::PgConnection& db, const std::string& format) {
+// chart's period (days for a month, hours for a month to date), every
+// roll-up's body parsed.
+std::string read_at(fleet::PgConnection& db, const std::string& format, int64_t from = kFeb, int64_t to = kMar,
+                    Period period = Period::kDay) {
   std::string digest;
-  const report::BillSource source = fleet_bill_source(db, kFeb, kMar, Period::kDay, digest);
+  const report::BillSource source = fleet_bill_source(db, from, to, period, digest);
   report::BillRequest q;
-  q.from = kFeb;
-  q.to = kMar;
+  q.from = from;
+  q.to = to;
   q.format = report::parse_format(format);
   q.generated_at = kGenerated;
   return report::render_bill(source, q);
+}
+
+// A chart's sums as `start|team|micros` lines, and the same from the hour
+// rows the server keeps (rollup_charges) of [from, to): what any chart by the
+// hour must add up to.
+std::string chart_lines(const report::ChartCosts& chart) {
+  std::string lines;
+  for (const auto& [start, teams] : chart.cost_by_start)
+    for (const auto& [team, micros] : teams)
+      lines += std::to_string(start) + "|" + team + "|" + std::to_string(micros) + "\n";
+  return lines;
+}
+std::string hour_rows(PgServer& pg, int64_t from, int64_t to) {
+  return pg.psql(
+      "SELECT first_start, CASE WHEN left(account, 2) = '__' THEN account WHEN team = '' THEN '(no team)' "
+      "ELSE team END AS t, sum(micros) FROM gpuledger.rollup_charges WHERE period = 'hour' AND "
+      "period_start >= " +
+      std::to_string(from) + " AND period_start < " + std::to_string(to) + " AND charged GROUP BY 1, 2 ORDER BY 1, 2");
 }
 
 // What the chart and the money of a JSON report are: read at months with the
@@ -119,10 +139,10 @@ class FleetChart : public FleetDb {
         << shipper.status().reason << "; roll-ups: " << count("rollups");
     shipper.stop();
   }
-  std::string cli(const std::string& format) {
+  std::string cli(const std::string& format, const std::string& range = "--month 2027-02") {
     const Proc p = run("SOURCE_DATE_EPOCH=" + std::to_string(kGenerated) + " " + gpuledger() + " report --fleet-db '" +
-                           pg_->conninfo() + "' --fleet-db-password-file " + pg_->admin_password_file() +
-                           " --month 2027-02 --by team --format " + format,
+                           pg_->conninfo() + "' --fleet-db-password-file " + pg_->admin_password_file() + " " + range +
+                           " --by team --format " + format,
                        " 2>/dev/null");
     EXPECT_EQ(p.status, 0) << p.out;
     return p.out;
@@ -159,10 +179,10 @@ TEST_F(FleetChart, AMonthsJsonAndHtmlReadMonthsAndShowTheSameChartAndMoneyAsItsD
   fleet::for_each_fleet_window(*admin_, kFeb, kMar, {}, Period::kMonth, [&](ledger::WindowRecord&&) { ++months; });
   EXPECT_EQ(months, 2) << "the rows: one month roll-up a GPU";
 
-  const std::string fast = cli("json"), days = read_at_days(*admin_, "json");
+  const std::string fast = cli("json"), days = read_at(*admin_, "json");
   expect_same_chart_and_money(fast, days);
   EXPECT_NE(fast.find("\"bucket_seconds\": 86400"), std::string::npos);
-  EXPECT_EQ(chart_of(cli("html")), chart_of(read_at_days(*admin_, "html")));
+  EXPECT_EQ(chart_of(cli("html")), chart_of(read_at(*admin_, "html")));
   // Without a month's chart row (its days were not all rolled up when it came), its days' rows serve.
   pg_->psql("DELETE FROM gpuledger.month_charts WHERE gpu_uuid = 'GPU-b'");
   const auto by_days = fleet::read_chart_costs(*admin_, kFeb, kMar, {}, Period::kDay);
@@ -173,8 +193,9 @@ TEST_F(FleetChart, AMonthsJsonAndHtmlReadMonthsAndShowTheSameChartAndMoneyAsItsD
 }
 
 // A few days' chart is by the hour (a month to date's too): the range's
-// hours' rows, found by their period and starts (a LEFT JOIN's condition on
-// the roll-ups' side, given to PostgreSQL explicitly), none left out at
+// whole days from their one row a GPU-day (day_charts), the hours after them
+// from their rows, found by their period and starts (a LEFT JOIN's condition
+// on the roll-ups' side, given to PostgreSQL explicitly), none left out at
 // either end, and their money the windows'.
 TEST_F(FleetChart, AFewDaysChartIsTheRangesHoursRowsAndTheirWindowsMoney) {
   ship(kRollups);
@@ -183,17 +204,7 @@ TEST_F(FleetChart, AFewDaysChartIsTheRangesHoursRowsAndTheirWindowsMoney) {
   ASSERT_TRUE(chart.has_value());
   EXPECT_EQ(chart->from, from);
   EXPECT_EQ(chart->to, to);
-  std::string expected;
-  for (const auto& [start, teams] : chart->cost_by_start)
-    for (const auto& [team, micros] : teams)
-      expected += std::to_string(start) + "|" + team + "|" + std::to_string(micros) + "\n";
-  EXPECT_EQ(
-      pg_->psql("SELECT first_start, CASE WHEN left(account, 2) = '__' THEN account WHEN team = '' THEN '(no team)' "
-                "ELSE team END AS t, sum(micros) FROM gpuledger.rollup_charges WHERE period = 'hour' AND "
-                "period_start >= " +
-                std::to_string(from) + " AND period_start < " + std::to_string(to) +
-                " AND charged GROUP BY 1, 2 ORDER BY 1, 2"),
-      expected);
+  EXPECT_EQ(chart_lines(*chart), hour_rows(*pg_, from, to));
   int64_t charted = 0;
   for (const auto& [start, teams] : chart->cost_by_start)
     for (const auto& [team, micros] : teams) charted += micros;
@@ -206,6 +217,80 @@ TEST_F(FleetChart, AFewDaysChartIsTheRangesHoursRowsAndTheirWindowsMoney) {
       << "two GPUs, a window every 3 hours: 8 a day, 2 in the last 5 hours";
 }
 
+// A month to date: its 14 whole days from one row a GPU-day (day_charts,
+// schema 13: a day's hours by first start and team, gathered when its day
+// roll-up was verified), its 12 whole hours after them from their rows. A day
+// where a GPU has no such row (an hour not rolled up when the day came) is
+// read from its hours: the same sums, the same JSON as read at hours.
+TEST_F(FleetChart, AMonthToDatesWholeDaysAreChartedFromOneRowAGpuDay) {
+  ship(kRollups);
+  EXPECT_EQ(pg_->psql("SELECT count(*), min(cardinality(micros)), max(cardinality(micros)), min(min_span), "
+                      "max(min_span) FROM gpuledger.day_charts"),
+            std::to_string(2 * 28) + "|24|32|10800|10800\n")
+      << "8 windows of 3 hours a GPU-day, 3 teams in each; __unallocated__ too every 4th day";
+  const int64_t to = kFeb + 14 * 86400 + 12 * 3600 + 1800, hours_end = to - 1800;
+  const auto chart = fleet::read_chart_costs(*admin_, kFeb, to, {}, Period::kHour);
+  ASSERT_TRUE(chart.has_value());
+  EXPECT_EQ(chart->from, kFeb);
+  EXPECT_EQ(chart->to, hours_end) << "the last half hour is the windows'";
+  EXPECT_EQ(chart->min_window, 3 * 3600);
+  EXPECT_EQ(chart_lines(*chart), hour_rows(*pg_, kFeb, hours_end));
+  EXPECT_EQ(chart->cost_by_start.size(), 2u * (14 * 8 + 4));
+  pg_->psql("DELETE FROM gpuledger.rollup_charges WHERE period = 'hour' AND period_start >= " +
+            std::to_string(kFeb + 5 * 86400) + " AND period_start < " + std::to_string(kFeb + 6 * 86400));
+  const auto from_days = fleet::read_chart_costs(*admin_, kFeb, to, {}, Period::kHour);
+  ASSERT_TRUE(from_days.has_value());
+  EXPECT_EQ(from_days->cost_by_start, chart->cost_by_start) << "a whole day's hours are its row's, not their own";
+
+  pg_->psql("DELETE FROM gpuledger.day_charts WHERE gpu_uuid = 'GPU-b' AND period_start = " +
+            std::to_string(kFeb + 2 * 86400));
+  const auto by_hours = fleet::read_chart_costs(*admin_, kFeb, to, {}, Period::kHour);
+  ASSERT_TRUE(by_hours.has_value());
+  EXPECT_EQ(by_hours->cost_by_start, chart->cost_by_start);
+  EXPECT_EQ(by_hours->min_window, chart->min_window);
+  const std::string range = "--from " + std::to_string(kFeb) + " --to " + std::to_string(to);
+  const std::string fast = cli("json", range), hours = read_at(*admin_, "json", kFeb, to, Period::kHour);
+  expect_same_chart_and_money(fast, hours);
+  EXPECT_NE(fast.find("\"bucket_seconds\": 43200"), std::string::npos);
+  EXPECT_EQ(chart_of(cli("html", range)), chart_of(read_at(*admin_, "html", kFeb, to, Period::kHour)));
+}
+
+// Team labels are a workload's: whatever bytes they hold (commas, quotes,
+// braces, backslashes, the word NULL), the chart's keys are the labels, read
+// through the server's arrays (day_charts) and its sums.
+TEST_F(FleetChart, TeamLabelsComeBackThroughTheChartsArraysWhateverTheyHold) {
+  const std::vector<std::string> hostile = {"a,b",  "q\"uote",       "back\\slash", "NULL",      "{}",
+                                            " sp ", "\u00e9t\u00e9", "}\",{",       "(no team)x"};
+  std::vector<ledger::WindowRecord> ws;
+  for (size_t i = 0; i < hostile.size(); ++i) {  // a 2-hour window an hour a label, on March 1st
+    auto w = fleet_window(kMar + static_cast<int64_t>(i) * 7200, "GPU-h");
+    w.end = w.start + 7200;
+    auto c = w.accounts[1];
+    c.account = "k8s/pod-" + std::to_string(i);
+    c.labels = {"ml", "pod-" + std::to_string(i), "main", hostile[i]};
+    w.accounts.push_back(c);
+    w.charges.push_back({c.account, ledger::ChargeKind::kIdle, 1'000 + static_cast<int64_t>(i)});
+    w.idle_micros += 1'000 + static_cast<int64_t>(i);
+    w.cost_micros += 1'000 + static_cast<int64_t>(i);
+    ws.push_back(w);
+  }
+  ws.push_back(fleet_window(kMar + 86400 + 600, "GPU-h"));  // completes March 1st
+  const std::string path = (scratch_ / "hostile.db").string();
+  ledger::Store(path).insert_windows(ws);
+  fleet::FleetShipper shipper(shipper_options(pg_->conninfo(), pg_->admin_password_file(), path, {"prod", "node-2"}));
+  shipper.start();
+  ASSERT_TRUE(eventually([&] { return count("day_charts") == 1; }, std::chrono::seconds(120)))
+      << shipper.status().reason;
+  shipper.stop();
+  const auto chart = fleet::read_chart_costs(*admin_, kMar, kMar + 86400, {}, Period::kHour);
+  ASSERT_TRUE(chart.has_value());
+  for (size_t i = 0; i < hostile.size(); ++i) {
+    const int64_t start = kMar + static_cast<int64_t>(i) * 7200;
+    ASSERT_EQ(chart->cost_by_start.count(start), 1u) << i;
+    EXPECT_EQ(chart->cost_by_start.at(start).at(hostile[i]), 1'000 + static_cast<int64_t>(i)) << hostile[i];
+  }
+}
+
 TEST_F(FleetChart, ADayWhoseRollUpNoLongerMatchesIsReadAtDaysAndTheChartStaysTheSame) {
   ship(kRollups);
   // A late window into February 10th, its roll-ups not sent again: that day's and the month's no longer match.
@@ -213,12 +298,22 @@ TEST_F(FleetChart, ADayWhoseRollUpNoLongerMatchesIsReadAtDaysAndTheChartStaysThe
   fleet::FleetSinkPostgres sink(*admin_, {"prod", "node-1"});
   ASSERT_EQ(sink.ship({&late}), std::vector<Delivery>{Delivery::kStored});
   EXPECT_FALSE(fleet::read_chart_costs(*admin_, kFeb, kMar, {}, Period::kDay).has_value());
-  expect_same_chart_and_money(cli("json"), read_at_days(*admin_, "json"));
+  EXPECT_FALSE(fleet::read_chart_costs(*admin_, kFeb + 8 * 86400, kFeb + 11 * 86400, {}, Period::kHour).has_value())
+      << "its hour has no roll-up, its day's row no longer matches";
+  expect_same_chart_and_money(cli("json"), read_at(*admin_, "json"));
   // The window's day again, rolled up by the shipper: summed by the server again.
   store_->insert_window(late);
-  ship(kRollups + 2 + 1);  // February 10th's 06:00 hour is new; the day and the month again
+  ship(kRollups + 2 + 1);  // February 10th's 02:00 hour is new; the day and the month again
   ASSERT_TRUE(fleet::read_chart_costs(*admin_, kFeb, kMar, {}, Period::kDay).has_value());
-  expect_same_chart_and_money(cli("json"), read_at_days(*admin_, "json"));
+  expect_same_chart_and_money(cli("json"), read_at(*admin_, "json"));
+  // By the hour too: February 10th's row a GPU-day came again with its day.
+  const auto hours = fleet::read_chart_costs(*admin_, kFeb + 8 * 86400, kFeb + 11 * 86400, {}, Period::kHour);
+  ASSERT_TRUE(hours.has_value());
+  EXPECT_EQ(chart_lines(*hours), hour_rows(*pg_, kFeb + 8 * 86400, kFeb + 11 * 86400));
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.day_charts WHERE gpu_uuid = 'GPU-a' AND period_start = " +
+                      std::to_string(kFeb + 9 * 86400)),
+            "2\n")
+      << "the stale one and the current one";
 }
 
 TEST_F(FleetChart, OnlyTheServerWritesTheChartsRowsAndOnlyOfRollUpsItVerified) {
@@ -226,6 +321,7 @@ TEST_F(FleetChart, OnlyTheServerWritesTheChartsRowsAndOnlyOfRollUpsItVerified) {
   fleet::PgConnection agent(pg_->conninfo(role), pg_->set_password(role));
   EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.rollup_charges"), Error);
   EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.month_charts"), Error);
+  EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.day_charts"), Error);
   EXPECT_THROW(agent.exec("INSERT INTO gpuledger.rollup_charges VALUES ('day', " + std::to_string(kFeb) +
                           ", 'prod', 'node-1', 'GPU-a', 8, 1, 0, " + std::to_string(kFeb) +
                           ", 86400, 'k8s/pod-a', 'vision', 1000000000, true)"),
@@ -259,14 +355,17 @@ TEST_F(FleetChart, AnUpgradeFromSchemaFiveSumsTheRollUpsAlreadyVerified) {
   const std::string months = "SELECT * FROM gpuledger.month_charts ORDER BY gpu_uuid";
   const std::string before = pg_->psql(rows), months_before = pg_->psql(months), cli_before = cli("json");
   // Back to schema 5 as it was, but for migration 7's windows (migration 6 reads roll-ups and totals only).
-  pg_->psql("DELETE FROM gpuledger.schema_migrations WHERE version >= 6; "
-            "DROP TRIGGER keep_rollup_charges ON gpuledger.rollups; DROP FUNCTION gpuledger.keep_rollup_charges(); "
-            "DROP FUNCTION gpuledger.charge_rows_of(gpuledger.rollups); DROP FUNCTION gpuledger.month_chart_of(gpuledger.rollups); "
-            "DROP TABLE gpuledger.rollup_charges, gpuledger.month_charts; "
-            "DROP FUNCTION gpuledger.check_rollup(gpuledger.rollups); "
-            "ALTER FUNCTION gpuledger.check_rollup_5(gpuledger.rollups) RENAME TO check_rollup; "
-            "DROP FUNCTION gpuledger.create_partitions(bigint); DROP FUNCTION gpuledger.create_charges_partition(bigint); "
-            "ALTER FUNCTION gpuledger.create_partitions_5(bigint) RENAME TO create_partitions");
+  pg_->psql(
+      "DELETE FROM gpuledger.schema_migrations WHERE version >= 6; "
+      "DROP TRIGGER keep_rollup_charges ON gpuledger.rollups; DROP FUNCTION gpuledger.keep_rollup_charges(); "
+      "DROP FUNCTION gpuledger.charge_rows_of(gpuledger.rollups); DROP FUNCTION "
+      "gpuledger.month_chart_of(gpuledger.rollups); "
+      "DROP FUNCTION gpuledger.gathered_chart_of(gpuledger.rollups, text); "
+      "DROP TABLE gpuledger.rollup_charges, gpuledger.month_charts; "
+      "DROP FUNCTION gpuledger.check_rollup(gpuledger.rollups); "
+      "ALTER FUNCTION gpuledger.check_rollup_5(gpuledger.rollups) RENAME TO check_rollup; "
+      "DROP FUNCTION gpuledger.create_partitions(bigint); DROP FUNCTION gpuledger.create_charges_partition(bigint); "
+      "ALTER FUNCTION gpuledger.create_partitions_5(bigint) RENAME TO create_partitions");
   ASSERT_EQ(fleet::migrate(*admin_, kFeb, 6), 6);
   EXPECT_EQ(pg_->psql(rows), before);
   EXPECT_EQ(pg_->psql(months), months_before);
@@ -279,6 +378,28 @@ TEST_F(FleetChart, AnUpgradeFromSchemaFiveSumsTheRollUpsAlreadyVerified) {
   pg_->psql("INSERT INTO gpuledger.schema_migrations(version) SELECT generate_series(7, " +
             std::to_string(fleet::kFleetSchemaVersion) + ")");  // their objects are still there
   EXPECT_EQ(cli("json"), cli_before);
+}
+
+TEST_F(FleetChart, AnUpgradeFromSchemaTwelveGathersTheDaysAlreadyVerified) {
+  ship(kRollups);
+  const std::string days = "SELECT * FROM gpuledger.day_charts ORDER BY gpu_uuid, period_start";
+  const std::string before = pg_->psql(days), cli_before = cli("json", "--from " + std::to_string(kFeb) + " --to " +
+                                                                           std::to_string(kFeb + 10 * 86400 + 3600));
+  ASSERT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.day_charts"), std::to_string(2 * 28) + "\n");
+  pg_->psql(
+      "DELETE FROM gpuledger.schema_migrations WHERE version = 13; "
+      "DROP FUNCTION gpuledger.month_chart_of(gpuledger.rollups); "
+      "DROP FUNCTION gpuledger.gathered_chart_of(gpuledger.rollups, text); DROP TABLE gpuledger.day_charts; "
+      "DROP FUNCTION gpuledger.create_partitions(bigint); "
+      "DROP FUNCTION gpuledger.create_day_charts_partition(bigint); "
+      "ALTER FUNCTION gpuledger.create_partitions_12(bigint) RENAME TO create_partitions");
+  ASSERT_EQ(fleet::migrate(*admin_, kFeb), 13);
+  EXPECT_EQ(pg_->psql(days), before);
+  EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
+                      "c.oid = i.inhrelid WHERE i.inhparent = 'gpuledger.day_charts'::regclass"),
+            "day_charts_2027_01,day_charts_2027_02,day_charts_2027_03\n");
+  EXPECT_EQ(cli("json", "--from " + std::to_string(kFeb) + " --to " + std::to_string(kFeb + 10 * 86400 + 3600)),
+            cli_before);
 }
 
 }  // namespace

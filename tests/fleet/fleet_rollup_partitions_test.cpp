@@ -81,7 +81,7 @@ TEST_F(FleetDb, SchemaTwelveKeepsEachMonthsRollUpsInAPartitionAPeriod) {
   for (const auto& w : ws) day_one_micros += w.start >= kDay1 && w.start < kDay1 + 86400 ? w.cost_micros : 0;
   ASSERT_EQ(read_11.substr(read_11.find(' ')), " 2 " + std::to_string(day_one_micros) + " 1");
 
-  ASSERT_EQ(fleet::migrate(db, kFleetT0), 12);
+  ASSERT_EQ(fleet::migrate(db, kFleetT0, 12), 12);
   // Every month's roll-ups in three partitions, and each roll-up in its period's.
   EXPECT_EQ(layout(db), split("2027_01") + split("2027_02"));
   EXPECT_EQ(rows_of(db, "SELECT tableoid::regclass, period, count(*) FROM gpuledger.rollups GROUP BY 1, 2 ORDER BY 2"),

@@ -561,7 +561,8 @@ TEST_F(FleetDb, AttackAnAgentCannotCreatePartitionsForAnyMonth) {
                           std::chrono::system_clock::now().time_since_epoch()).count();
   EXPECT_EQ(refusal(*as_a, "SELECT gpuledger.ensure_month($1)", {std::to_string(now)}), "");
   EXPECT_EQ(refusal(*as_a, "SELECT gpuledger.ensure_month($1)", {std::to_string(kFleetT0)}), "") << "there already";
-  EXPECT_LE(std::stoll(pg_->psql(tables)) - before, 11) << "this month's eleven (schema 12: the roll-ups' in three), at most";
+  EXPECT_LE(std::stoll(pg_->psql(tables)) - before, 12)
+      << "this month's twelve (schema 12: the roll-ups' in three; 13: the days' charts), at most";
   // The owner may.
   EXPECT_EQ(refusal(*admin_, "SELECT gpuledger.create_month(4102444800)"), "");
 }
