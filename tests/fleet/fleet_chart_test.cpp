@@ -322,6 +322,17 @@ TEST_F(FleetChart, OnlyTheServerWritesTheChartsRowsAndOnlyOfRollUpsItVerified) {
   EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.rollup_charges"), Error);
   EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.month_charts"), Error);
   EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.day_charts"), Error);
+  for (const std::string sql :
+       {"INSERT INTO gpuledger.day_charts VALUES (" + std::to_string(kFeb) + ", 'prod', 'node-1', 'GPU-a', 8, 1, 0, "
+        "3600, '{" + std::to_string(kFeb) + "}', '{\"\"}', '{vision}', '{1000000000}')",
+        std::string("SELECT count(*) FROM gpuledger.gathered_chart_of(NULL::gpuledger.rollups, 'hour')")}) {
+    try {
+      agent.exec(sql);
+      ADD_FAILURE() << sql << " ran as a node's role";
+    } catch (const Error& e) {
+      EXPECT_EQ(fleet::sqlstate_of(e.what()), "42501") << e.what();
+    }
+  }
   EXPECT_THROW(agent.exec("INSERT INTO gpuledger.rollup_charges VALUES ('day', " + std::to_string(kFeb) +
                           ", 'prod', 'node-1', 'GPU-a', 8, 1, 0, " + std::to_string(kFeb) +
                           ", 86400, 'k8s/pod-a', 'vision', 1000000000, true)"),
