@@ -257,13 +257,19 @@ void prune_month(fleet::PgConnection& db, const Shape& s) {
                                                   "still as windows)");
 }
 
+// --server-malloc keep: glibc keeps a backend's freed heap (up to 32 MiB)
+// instead of handing it back to the kernel, so each FETCH's store of rows
+// does not fault its pages in again (docs/fleet-db.md, "The server's memory").
+const std::vector<std::string> kServerMallocKeep = {"MALLOC_MMAP_THRESHOLD_=16777216",
+                                                    "MALLOC_TRIM_THRESHOLD_=33554432"};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress as it comes, also into a file
   Shape s;
   std::string binary = GPULEDGER_BINARY, plans, huge_pages;
-  bool quick = false, prune = false;
+  bool quick = false, prune = false, keep_freed = false;
   int repeat = 1, hold_seconds = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -281,12 +287,17 @@ int main(int argc, char** argv) {
     else if (a == "--grow-periods") s.grow_periods = next();
     else if (a == "--prune") prune = true;
     else if (a == "--huge-pages") huge_pages = next();
+    else if (a == "--server-malloc")
+      keep_freed = next() == "keep";
     else if (a == "--varied") s.varied = true;
     else if (a == "--replay") s.replay = true;
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--nodes N] [--fleet-nodes N] [--gpus N] [--days D] [--accounts N] "
-                   "[--plans FILE] [--repeat N] [--hold-seconds S] [--gpuledger BINARY] [--grow-periods hour,day,month] "
-                   "[--prune] [--varied] [--replay] [--huge-pages on|off|try]\n", argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick] [--nodes N] [--fleet-nodes N] [--gpus N] [--days D] [--accounts N] "
+          "[--plans FILE] [--repeat N] [--hold-seconds S] [--gpuledger BINARY] [--grow-periods hour,day,month] "
+          "[--prune] [--varied] [--replay] [--huge-pages on|off|try] [--server-malloc keep|default]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -300,8 +311,10 @@ int main(int argc, char** argv) {
   try {
     // Huge pages as PostgreSQL's own default (try): used where vm.nr_hugepages has room for them.
     testing::PgServer pg("-c shared_buffers=2GB -c work_mem=64MB -c max_wal_size=8GB -c checkpoint_timeout=30min" +
-                         (huge_pages.empty() ? std::string() : " -c huge_pages=" + huge_pages));
+                             (huge_pages.empty() ? std::string() : " -c huge_pages=" + huge_pages),
+                         keep_freed ? kServerMallocKeep : std::vector<std::string>{});
     std::printf("PostgreSQL's shared memory: %s\n", bench::describe_server_pages(pg.dir() + "/data").c_str());
+    if (keep_freed) std::printf("PostgreSQL's malloc: a backend keeps up to 32 MiB it freed (--server-malloc keep)\n");
     const std::string admin = pg.conninfo(), pw = pg.admin_password_file();
     fleet::PgConnection db(admin, pw);
     fleet::migrate(db, s.start);

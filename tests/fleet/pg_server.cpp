@@ -29,7 +29,9 @@ std::string read_file(const fs::path& p) {
 }
 
 // Runs argv (as `postgres` when root), stdout and stderr into `log`; returns the exit status.
-int run_as_postgres(const std::vector<std::string>& argv, const std::string& log, const std::string& env_pgpass = "") {
+// `env`: NAME=VALUE settings added to the child's environment.
+int run_as_postgres(const std::vector<std::string>& argv, const std::string& log,
+                    const std::vector<std::string>& env = {}) {
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
@@ -42,7 +44,10 @@ int run_as_postgres(const std::vector<std::string>& argv, const std::string& log
       dup2(fd, 1);
       dup2(fd, 2);
     }
-    if (!env_pgpass.empty()) setenv("PGPASSFILE", env_pgpass.c_str(), 1);
+    for (const auto& setting : env) {
+      const size_t eq = setting.find('=');
+      if (eq != std::string::npos) setenv(setting.substr(0, eq).c_str(), setting.c_str() + eq + 1, 1);
+    }
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -72,7 +77,8 @@ std::string postgres_bin_dir() {
   throw std::runtime_error("no PostgreSQL server found under /usr/lib/postgresql (apt install postgresql)");
 }
 
-PgServer::PgServer(std::string settings) : settings_(std::move(settings)) {
+PgServer::PgServer(std::string settings, std::vector<std::string> environment)
+    : settings_(std::move(settings)), environment_(std::move(environment)) {
   char tmpl[] = "/tmp/gpuledger-pg-XXXXXX";
   if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -105,10 +111,11 @@ PgServer::~PgServer() {
 void PgServer::start() {
   if (running_) return;
   const std::string bin = postgres_bin_dir();
-  if (run_as_postgres({bin + "/pg_ctl", "-D", dir_ + "/data", "-w", "-t", "60", "-l", dir_ + "/server.log", "-o",
-                       "-k " + dir_ + " " + listen_ + " -c port=" + std::to_string(port_) + " -c max_connections=50 " + settings_,
-                       "start"},
-                      dir_ + "/pg_ctl.log") != 0)
+  if (run_as_postgres(
+          {bin + "/pg_ctl", "-D", dir_ + "/data", "-w", "-t", "60", "-l", dir_ + "/server.log", "-o",
+           "-k " + dir_ + " " + listen_ + " -c port=" + std::to_string(port_) + " -c max_connections=50 " + settings_,
+           "start"},
+          dir_ + "/pg_ctl.log", environment_) != 0)
     throw std::runtime_error("PostgreSQL did not start:\n" + read_file(dir_ + "/pg_ctl.log") +
                              read_file(dir_ + "/server.log"));
   running_ = true;
@@ -180,10 +187,10 @@ std::string PgServer::psql(const std::string& sql, const std::string& user) cons
   const std::string out = dir_ + "/psql.out";
   fs::remove(out);
   const std::string pgpass = dir_ + "/pgpass";
-  const int rc = run_as_postgres({fs::path(postgres_bin_dir()).parent_path().string() + "/bin/psql", "-X", "-q", "-A",
-                                  "-t", "-v", "ON_ERROR_STOP=1", "-h", dir_, "-p", std::to_string(port_), "-U", user, "-d",
-                                  "postgres", "-c", sql},
-                                 out, pgpass);
+  const int rc = run_as_postgres(
+      {fs::path(postgres_bin_dir()).parent_path().string() + "/bin/psql", "-X", "-q", "-A", "-t", "-v",
+       "ON_ERROR_STOP=1", "-h", dir_, "-p", std::to_string(port_), "-U", user, "-d", "postgres", "-c", sql},
+      out, {"PGPASSFILE=" + pgpass});
   const std::string text = read_file(out);
   if (rc != 0) throw std::runtime_error("psql failed: " + sql + "\n" + text);
   return text;

@@ -5,6 +5,7 @@
 // only (no TCP), password authentication (SCRAM) for every role. Stop and
 // start it again mid-test to play an outage. Removed with its folder.
 #include <string>
+#include <vector>
 
 namespace gpuledger::testing {
 
@@ -12,7 +13,8 @@ class PgServer {
  public:
   // Throws std::runtime_error (with initdb's or the server's log) when it cannot start.
   // `settings`: the server's -c options (tests: no fsync; a benchmark: durable).
-  explicit PgServer(std::string settings = "-c fsync=off");
+  // `environment`: NAME=VALUE settings of the server's environment (a benchmark: glibc's malloc).
+  explicit PgServer(std::string settings = "-c fsync=off", std::vector<std::string> environment = {});
   ~PgServer();
   PgServer(const PgServer&) = delete;
   PgServer& operator=(const PgServer&) = delete;
@@ -44,6 +46,7 @@ class PgServer {
  private:
   std::string dir_;
   std::string settings_;
+  std::vector<std::string> environment_;
   std::string listen_ = "-c listen_addresses=";
   int port_ = 5432;
   bool running_ = false;
