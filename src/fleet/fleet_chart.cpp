@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
 #include "fleet/fleet_sql.h"
 #include "fleet/pg_connection.h"
 #include "report/report_text.h"

@@ -5,7 +5,6 @@
 #include <string>
 #include <utility>
 
-#include "common/error.h"
 #include "fleet/pg_connection.h"
 #include "report/report_text.h"
 
