@@ -66,29 +66,22 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
   SELECT * FROM gpuledger.gathered_chart_of(r, 'day')
 $fn$;
 
--- Its month's partition, with every other table's (create_partitions), and
--- one for each month that has charts already.
-CREATE FUNCTION gpuledger.create_day_charts_partition(t bigint) RETURNS void
+-- Its partitions come with the other chart tables' (create_charges_partition,
+-- schema 6, which create_partitions calls), for the months that have them too.
+CREATE OR REPLACE FUNCTION gpuledger.create_charges_partition(t bigint) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   lo timestamp := date_trunc('month', to_timestamp(t) AT TIME ZONE 'UTC');
+  tbl text;
 BEGIN
-  EXECUTE format('CREATE TABLE IF NOT EXISTS gpuledger.%I PARTITION OF gpuledger.day_charts FOR VALUES FROM (%s) TO (%s)',
-                 'day_charts_' || to_char(lo, 'YYYY_MM'), extract(epoch FROM lo)::bigint,
-                 extract(epoch FROM lo + interval '1 month')::bigint);
+  FOREACH tbl IN ARRAY ARRAY['rollup_charges', 'month_charts', 'day_charts'] LOOP
+    EXECUTE format('CREATE TABLE IF NOT EXISTS gpuledger.%I PARTITION OF gpuledger.%I FOR VALUES FROM (%s) TO (%s)',
+                   tbl || '_' || to_char(lo, 'YYYY_MM'), tbl, extract(epoch FROM lo)::bigint,
+                   extract(epoch FROM lo + interval '1 month')::bigint);
+  END LOOP;
 END
 $fn$;
-REVOKE ALL ON FUNCTION gpuledger.create_day_charts_partition(bigint) FROM PUBLIC;
-ALTER FUNCTION gpuledger.create_partitions(bigint) RENAME TO create_partitions_12;
-CREATE FUNCTION gpuledger.create_partitions(t bigint) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
-BEGIN
-  PERFORM gpuledger.create_partitions_12(t);
-  PERFORM gpuledger.create_day_charts_partition(t);
-END
-$fn$;
-REVOKE ALL ON FUNCTION gpuledger.create_partitions(bigint) FROM PUBLIC;
-SELECT gpuledger.create_day_charts_partition(extract(epoch FROM to_date(right(c.relname, 7), 'YYYY_MM'))::bigint)
+SELECT gpuledger.create_charges_partition(extract(epoch FROM to_date(right(c.relname, 7), 'YYYY_MM'))::bigint)
 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'gpuledger.month_charts'::regclass;
 
 -- The hours first, then the days (their hours may have come in the same

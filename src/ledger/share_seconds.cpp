@@ -17,15 +17,17 @@ ShareSeconds& ShareSeconds::operator+=(const ShareSeconds& o) {
   return *this;
 }
 
+namespace {
+constexpr auto kByAccount = [](const WindowShares::Entry& e, std::string_view a) { return e.first < a; };
+}  // namespace
+
 const ShareSeconds* WindowShares::find(std::string_view account) const {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), account,
-                             [](const Entry& e, std::string_view a) { return e.first < a; });
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), account, kByAccount);
   return it != entries_.end() && it->first == account ? &it->second : nullptr;
 }
 
 ShareSeconds& WindowShares::operator[](std::string_view account) {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), account,
-                             [](const Entry& e, std::string_view a) { return e.first < a; });
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), account, kByAccount);
   if (it == entries_.end() || it->first != account) it = entries_.insert(it, Entry{account, {}});
   return it->second;
 }

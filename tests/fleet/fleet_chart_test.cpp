@@ -400,10 +400,7 @@ TEST_F(FleetChart, AnUpgradeFromSchemaTwelveGathersTheDaysAlreadyVerified) {
   pg_->psql(
       "DELETE FROM gpuledger.schema_migrations WHERE version = 13; "
       "DROP FUNCTION gpuledger.month_chart_of(gpuledger.rollups); "
-      "DROP FUNCTION gpuledger.gathered_chart_of(gpuledger.rollups, text); DROP TABLE gpuledger.day_charts; "
-      "DROP FUNCTION gpuledger.create_partitions(bigint); "
-      "DROP FUNCTION gpuledger.create_day_charts_partition(bigint); "
-      "ALTER FUNCTION gpuledger.create_partitions_12(bigint) RENAME TO create_partitions");
+      "DROP FUNCTION gpuledger.gathered_chart_of(gpuledger.rollups, text); DROP TABLE gpuledger.day_charts");
   ASSERT_EQ(fleet::migrate(*admin_, kFeb), 13);
   EXPECT_EQ(pg_->psql(days), before);
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
