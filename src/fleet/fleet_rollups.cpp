@@ -1,8 +1,11 @@
 #include "fleet/fleet_rollups.h"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <utility>
 
 #include "common/error.h"
 #include "fleet/window_json.h"
@@ -66,19 +69,26 @@ unsigned __int128 parse_decimal(const std::string& text) {
 // Per slot uuid: the period's windows (an hour) merged, or its finer periods'
 // merges (from `memo` where it kept them).
 RollupMemo::Slots merged(const ledger::Store& store, const Origin& origin, Period period, int64_t start,
-                         RollupMemo* memo) {
+                         RollupMemo* memo, ShippedDigests* shipped) {
   std::map<std::string, Piece> pieces;
   const int64_t end = report::period_end(start, period);
   if (const auto sub = finer(period)) {
     for (int64_t t = start; t < end; t = report::period_end(t, *sub)) {
       auto kept = memo ? memo->find(*sub, t) : std::nullopt;
-      for (auto& [uuid, m] : kept ? std::move(*kept) : merged(store, origin, *sub, t, nullptr))
+      for (auto& [uuid, m] : kept ? std::move(*kept) : merged(store, origin, *sub, t, nullptr, shipped))
         add_part(pieces[uuid], std::move(m.rollup.window), m.rollup.windows, m.rollup.digests, m.mergeable);
     }
   } else {
-    for (auto& w : store.windows(start, end)) {  // by (start, uuid): each slot's in start order
+    std::vector<std::pair<int64_t, ledger::WindowRecord>> windows;  // by store row id
+    store.for_each_window_with_id(
+        start, end, [&](int64_t id, ledger::WindowRecord&& w) { windows.emplace_back(id, std::move(w)); });
+    std::sort(windows.begin(), windows.end(), [](const auto& x, const auto& y) {  // each slot's in start order
+      return std::tie(x.second.start, x.second.slot.uuid) < std::tie(y.second.start, y.second.slot.uuid);
+    });
+    for (auto& [id, w] : windows) {
       const std::string uuid = w.slot.uuid;
-      const uint64_t digest = digest_part(window_digest(origin, w));
+      const auto kept = shipped ? shipped->take(id, w) : std::nullopt;
+      const uint64_t digest = kept ? *kept : digest_part(window_digest(origin, w));
       add_part(pieces[uuid], std::move(w), 1, digest, true);
     }
   }
@@ -168,9 +178,9 @@ void RollupMemo::keep(Period period, int64_t start, const Slots& slots) {
   periods_ += fresh;
 }
 
-std::vector<Rollup> build_rollups(const ledger::Store& store, const Origin& origin, Period period,
-                                  int64_t period_start, RollupMemo* memo) {
-  RollupMemo::Slots slots = merged(store, origin, period, period_start, memo);
+std::vector<Rollup> build_rollups(const ledger::Store& store, const Origin& origin, Period period, int64_t period_start,
+                                  RollupMemo* memo, ShippedDigests* shipped) {
+  RollupMemo::Slots slots = merged(store, origin, period, period_start, memo, shipped);
   if (memo && period != Period::kMonth) memo->keep(period, period_start, slots);
   std::vector<Rollup> out;
   for (auto& [uuid, m] : slots)

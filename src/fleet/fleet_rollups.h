@@ -19,6 +19,7 @@
 
 #include "fleet/fleet_periods.h"
 #include "fleet/fleet_rows.h"
+#include "fleet/shipped_digests.h"
 #include "ledger/store.h"
 
 namespace gpuledger::fleet {
@@ -76,8 +77,10 @@ class RollupMemo {
 // period, or an account's labels did) has none: a report reads its finer periods.
 // The digests are those of the windows as `origin` ships them.
 // With `memo`, the finer periods' merges kept there are used instead of
-// made again, and this period's are kept for the coarser one.
-std::vector<Rollup> build_rollups(const ledger::Store& store, const Origin& origin, Period period,
-                                  int64_t period_start, RollupMemo* memo = nullptr);
+// made again, and this period's are kept for the coarser one. With
+// `shipped`, a window's digest part kept there when it was shipped (as
+// `origin`) is taken instead of hashing it again.
+std::vector<Rollup> build_rollups(const ledger::Store& store, const Origin& origin, Period period, int64_t period_start,
+                                  RollupMemo* memo = nullptr, ShippedDigests* shipped = nullptr);
 
 }  // namespace gpuledger::fleet

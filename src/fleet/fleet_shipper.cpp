@@ -45,6 +45,7 @@ struct FleetShipper::Session {
   std::unique_ptr<FleetSinkPostgres> sink;
   std::optional<int64_t> late;  // the earliest start shipped since the roll-ups last looked
   std::unique_ptr<RollupMemo> memo;  // hours' and days' merges, for the day and month that take them
+  ShippedDigests digests;            // the windows' digest parts as shipped, for their hours' roll-ups
 };
 
 void FleetShipper::ship_rollups(Session& s) {
@@ -65,7 +66,7 @@ void FleetShipper::ship_rollups(Session& s) {
       s.store->set_meta(key, std::to_string(next));  // kept even when this round's budget is spent
     }
     for (; budget > 0 && report::period_end(next, p) <= *complete; --budget) {
-      const auto rollups = build_rollups(*s.store, options_.origin, p, next, s.memo.get());
+      const auto rollups = build_rollups(*s.store, options_.origin, p, next, s.memo.get(), &s.digests);
       const auto done = s.sink->ship_rollups(rollups);
       s.memo->release(p, next);  // committed: its hours' or days' merges are done with
       for (size_t i = 0; i < done.size(); ++i) {
@@ -169,7 +170,9 @@ bool FleetShipper::round(Session& s) {
   if (batch.empty()) s.db->query("SELECT 1");
   std::vector<const ledger::WindowRecord*> windows;
   for (const auto& p : batch) windows.push_back(&p.window);
-  const std::vector<Delivery> done = s.sink->ship(windows);  // committed when it returns
+  std::vector<uint64_t> parts;
+  const std::vector<Delivery> done = s.sink->ship(windows, &parts);  // committed when it returns
+  for (size_t i = 0; i < batch.size() && i < parts.size(); ++i) s.digests.keep(batch[i].id, batch[i].window, parts[i]);
   std::vector<int64_t> shipped, refused;
   for (size_t i = 0; i < batch.size(); ++i) {
     if (done[i] != Delivery::kConflict) {

@@ -178,7 +178,8 @@ void FleetSinkPostgres::insert_children(const std::vector<WindowRows>& rows, con
 // charges and energy parts as its JSON body, which the database checks as it
 // stores the row and reads as the views gpuledger.accounts, charges and
 // energy_charges (fleet_schema.cpp).
-std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::WindowRecord*>& windows) {
+std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::WindowRecord*>& windows,
+                                              std::vector<uint64_t>* digest_parts) {
   std::vector<Delivery> out(windows.size(), Delivery::kStored);
   if (windows.empty()) return out;
   for (const auto* w : windows) ensure_month(w->start);
@@ -196,6 +197,10 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
       legacy.push_back(to_rows(origin_, *w));
       rows.push_back({legacy.back().window, legacy.back().digest});
     }
+  }
+  if (digest_parts) {
+    digest_parts->clear();
+    for (const auto& r : rows) digest_parts->push_back(digest_part(r.digest));
   }
   static const std::vector<std::string> with_body = [] {
     std::vector<std::string> out = kWindowColumns;

@@ -34,8 +34,10 @@ class FleetSinkPostgres {
   // tables' columns are read once (a database migrated since needs a new sink).
   FleetSinkPostgres(PgConnection& db, Origin origin);
   // One transaction for the batch; per window, what became of it. Throws
-  // Error (nothing committed) when the database fails.
-  std::vector<Delivery> ship(const std::vector<const ledger::WindowRecord*>& windows);
+  // Error (nothing committed) when the database fails. `digest_parts`, when
+  // given, gets each window's digest part (fleet_rows.h), in order.
+  std::vector<Delivery> ship(const std::vector<const ledger::WindowRecord*>& windows,
+                             std::vector<uint64_t>* digest_parts = nullptr);
   // The roll-ups (fleet_rollups.h) in one transaction, keyed by period,
   // start, slot and window count: the same again is a duplicate, a different
   // one under that key a conflict (refused, never overwritten).

@@ -9,7 +9,9 @@
 // from plans kept for the session.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -128,6 +130,29 @@ const std::string kBodiesParts =
     "  FROM jsonb_array_elements(w.body::jsonb->'accounts') c) p "
     "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13";
 
+// Ten hourly windows of `gpu` from `first`, the one at `bad` with a negative
+// charge, shipped by node-1's sink: the statement is refused, the refusal
+// names that window, and nothing of it is kept (no window, no part).
+void expect_refused_whole(fleet::PgConnection& db, fleet::FleetSinkPostgres& sink, int64_t first,
+                          const std::string& gpu, size_t bad) {
+  const std::string before = rows_of(db, kKeptParts);
+  std::vector<ledger::WindowRecord> batch;
+  for (int64_t t = first; t < first + 10 * 3600; t += 3600) batch.push_back(fleet_window(t, gpu, 1));
+  batch[bad].charges[0].micros = -1;
+  try {
+    sink.ship(pointers(batch));
+    ADD_FAILURE() << "a negative charge was stored";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("the body of window prod/node-1/" + gpu + " at " + std::to_string(batch[bad].start) +
+                                   " is not accounts, charges and energy parts a report can read"),
+        std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(rows_of(db, kKeptParts), before);
+  EXPECT_EQ(rows_of(db, "SELECT count(*) FROM gpuledger.windows WHERE gpu_uuid = " + db.literal(gpu)), "0\n");
+}
+
 TEST_F(FleetDb, SchemaNineChecksRollUpsAgainstThePartsItKeptOfTheBodiesItParsed) {
   pg_->psql("CREATE DATABASE seven");
   fleet::PgConnection db(pg_->conninfo("gpuledger_admin", "seven"), pg_->admin_password_file());
@@ -160,20 +185,7 @@ TEST_F(FleetDb, SchemaNineChecksRollUpsAgainstThePartsItKeptOfTheBodiesItParsed)
   EXPECT_EQ(rows_of(db, kKeptParts), rows_of(db, kBodiesParts));
   // A body the check refuses, among good ones: the refusal names it, and its
   // statement keeps no parts.
-  const std::string before = rows_of(db, kKeptParts);
-  std::vector<ledger::WindowRecord> batch;
-  for (int64_t t = kDay1 + 45; t < kDay1 + 45 + 10 * 3600; t += 3600) batch.push_back(fleet_window(t, "GPU-c", 1));
-  batch[4].charges[0].micros = -1;
-  try {
-    sink.ship(pointers(batch));
-    ADD_FAILURE() << "a negative charge was stored";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("the body of window prod/node-1/GPU-c at " + std::to_string(batch[4].start) +
-                                         " is not accounts, charges and energy parts a report can read"),
-              std::string::npos)
-        << e.what();
-  }
-  EXPECT_EQ(rows_of(db, kKeptParts), before);
+  expect_refused_whole(db, sink, kDay1 + 45, "GPU-c", 4);
   // No agent writes or reads them: a node's role is granted nothing there
   // (add-node at the newest schema).
   ASSERT_EQ(fleet::migrate(db, kFleetT0), fleet::kFleetSchemaVersion);
@@ -189,6 +201,42 @@ TEST_F(FleetDb, SchemaNineChecksRollUpsAgainstThePartsItKeptOfTheBodiesItParsed)
       EXPECT_EQ(fleet::sqlstate_of(e.what()), "42501") << e.what();
     }
   }
+}
+
+// Schema 14 parses a statement's bodies in one pass (no second copy of them
+// past work_mem): the same parts kept, the same verdicts, the same refusal,
+// whether the windows came at 13, at 14, or at 14 from a database of 13.
+TEST_F(FleetDb, SchemaFourteenKeepsThePartsAndVerdictsOfThirteenFromOnePassOverTheBodies) {
+  std::map<int, std::string> kept, verdicts, totals;
+  for (int version : {13, 14}) {
+    const std::string name = "v" + std::to_string(version);
+    pg_->psql("CREATE DATABASE " + name);
+    fleet::PgConnection db(pg_->conninfo("gpuledger_admin", name), pg_->admin_password_file());
+    ASSERT_EQ(fleet::migrate(db, kFleetT0, version), version);
+    ship_every_verdict(db, scratch_ / name / "node-1", {"prod", "node-1"});
+    kept[version] = rows_of(db, kKeptParts);
+    verdicts[version] = rows_of(db, kVerdicts + std::string(" GROUP BY 1 ORDER BY 1"));
+    totals[version] = rows_of(db, kTotals);
+    EXPECT_EQ(kept[version], rows_of(db, kBodiesParts)) << version;
+  }
+  EXPECT_EQ(kept[14], kept[13]);
+  EXPECT_EQ(verdicts[14], verdicts[13]);
+  EXPECT_EQ(totals[14], totals[13]);
+  // 56 GPU-hours of 2 accounts, 4 charges and 4 energy parts, and the
+  // relabelled pod's second labels: no row of a body's shape is kept.
+  EXPECT_EQ(std::count(kept[14].begin(), kept[14].end(), '\n'), 56 * 10 + 1);
+
+  // The database of 13 migrated: another node's windows and late ones come in through schema 14's check.
+  fleet::PgConnection db(pg_->conninfo("gpuledger_admin", "v13"), pg_->admin_password_file());
+  ASSERT_EQ(fleet::migrate(db, kFleetT0), 14);
+  ship_more(db);
+  EXPECT_EQ(rows_of(db, kKeptParts), rows_of(db, kBodiesParts));
+  EXPECT_NE(rows_of(db, kKeptParts), kept[13]);
+  // A body it refuses, among good ones: named, its statement keeps nothing
+  // (the hostile bodies and shapes of AttackABodyNoReportCouldReadIsRefusedWhole
+  // are tried at the newest schema).
+  fleet::FleetSinkPostgres sink(db, {"prod", "node-1"});
+  expect_refused_whole(db, sink, kDay1 + 50, "GPU-d", 7);
 }
 
 // The charge rows of every verified hour and day as kept (rollup_charges),

@@ -133,6 +133,67 @@ TEST(FleetRollups, AMemoOfHoursAndDaysMakesTheRollUpsTheStoreWould) {
   std::filesystem::remove_all(dir);
 }
 
+// A shipper keeps the digest parts of the windows it shipped for their
+// hours' roll-ups (ShippedDigests): the same roll-ups as hashing the store's
+// windows again, each part taken once, and none taken for a row that is no
+// longer the window it was kept for.
+TEST(FleetRollups, TheDigestsOfShippedWindowsMakeTheRollUpsTheStoreWould) {
+  const fleet::Origin origin{"prod", "node-1"};
+  auto w = fleet_window(kDay0, "GPU-a");
+  fleet::ShippedDigests kept;
+  kept.keep(7, w, 42);
+  EXPECT_EQ(kept.take(7, w), std::optional<uint64_t>(42));
+  EXPECT_EQ(kept.take(7, w), std::nullopt) << "taken once";
+  using Change = void (*)(ledger::WindowRecord&);
+  for (Change changed : {Change([](ledger::WindowRecord& x) { x.end += 3540; }),  // merged into its hour
+                         Change([](ledger::WindowRecord& x) { x.start += 60; }),
+                         Change([](ledger::WindowRecord& x) { x.slot.uuid = "GPU-b"; })}) {
+    kept.keep(7, w, 42);
+    auto other = w;
+    changed(other);
+    EXPECT_EQ(kept.take(7, other), std::nullopt);
+    EXPECT_EQ(kept.size(), 0u);
+  }
+  for (int64_t id = 0; id <= static_cast<int64_t>(fleet::ShippedDigests::kMaxEntries); ++id) kept.keep(id, w, 1);
+  EXPECT_EQ(kept.size(), 1u) << "past its bound it starts again from empty";
+
+  char tmpl[] = "/tmp/gl_shipped_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  {
+    ledger::Store store(dir + "/ledger.db");
+    store.insert_windows(two_gpus());
+    auto text = [](const std::vector<fleet::Rollup>& rs) {
+      std::string out;
+      for (const auto& r : rs)
+        out += r.window.slot.uuid + " " + std::to_string(r.windows) + " " + fleet::decimal(r.digests) + " " +
+               fleet::window_to_json(r.window) + "\n";
+      return out;
+    };
+    fleet::ShippedDigests shipped;
+    const int64_t h0 = kDay0 + 22 * 3600;  // the windows' first hour
+    int64_t poisoned = -1;
+    store.for_each_window_with_id(h0, h0 + 2 * 3600, [&](int64_t id, ledger::WindowRecord&& x) {
+      const uint64_t part = fleet::digest_part(fleet::to_window_row(origin, x).digest);
+      const bool poison = poisoned < 0 && x.start >= h0 + 3600;  // one part of 23:00 made up
+      if (poison) poisoned = id;
+      shipped.keep(id, x, poison ? part + 1 : part);
+    });
+    ASSERT_GE(poisoned, 0);
+    EXPECT_EQ(shipped.size(), 2u * 2 * 60);
+    const std::string hour0 = text(fleet::build_rollups(store, origin, Period::kHour, h0));
+    EXPECT_EQ(text(fleet::build_rollups(store, origin, Period::kHour, h0, nullptr, &shipped)), hour0);
+    EXPECT_EQ(shipped.size(), 2u * 60) << "22:00's parts taken";
+    // The made-up part is what 23:00's roll-up sums: the kept parts are used, not hashed again.
+    const auto from_store = fleet::build_rollups(store, origin, Period::kHour, h0 + 3600);
+    const auto from_kept = fleet::build_rollups(store, origin, Period::kHour, h0 + 3600, nullptr, &shipped);
+    ASSERT_EQ(from_kept.size(), 2u);
+    EXPECT_EQ(from_kept[0].digests + from_kept[1].digests, from_store[0].digests + from_store[1].digests + 1);
+    EXPECT_EQ(shipped.size(), 0u);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // The agent merges its own windows older than rollup_after_hours (24 h by
 // default) into one window an hour. A month merged from the store at its end
 // then named those hourly windows, not the minute windows the database holds,
