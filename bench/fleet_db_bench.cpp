@@ -287,7 +287,8 @@ int main(int argc, char** argv) {
     else if (a == "--grow-periods") s.grow_periods = next();
     else if (a == "--prune") prune = true;
     else if (a == "--huge-pages") huge_pages = next();
-    else if (a == "--server-malloc")
+    else if (a == "--server-malloc" && i + 1 < argc &&
+             (std::string(argv[i + 1]) == "keep" || std::string(argv[i + 1]) == "default"))
       keep_freed = next() == "keep";
     else if (a == "--varied") s.varied = true;
     else if (a == "--replay") s.replay = true;

@@ -1,11 +1,8 @@
 #include "fleet/fleet_rollups.h"
 
-#include <algorithm>
 #include <charconv>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <tuple>
-#include <utility>
 
 #include "common/error.h"
 #include "fleet/window_json.h"
@@ -79,13 +76,7 @@ RollupMemo::Slots merged(const ledger::Store& store, const Origin& origin, Perio
         add_part(pieces[uuid], std::move(m.rollup.window), m.rollup.windows, m.rollup.digests, m.mergeable);
     }
   } else {
-    std::vector<std::pair<int64_t, ledger::WindowRecord>> windows;  // by store row id
-    store.for_each_window_with_id(
-        start, end, [&](int64_t id, ledger::WindowRecord&& w) { windows.emplace_back(id, std::move(w)); });
-    std::sort(windows.begin(), windows.end(), [](const auto& x, const auto& y) {  // each slot's in start order
-      return std::tie(x.second.start, x.second.slot.uuid) < std::tie(y.second.start, y.second.slot.uuid);
-    });
-    for (auto& [id, w] : windows) {
+    for (auto& [id, w] : store.windows_with_ids(start, end)) {  // by (start, uuid): each slot's in start order
       const std::string uuid = w.slot.uuid;
       const auto kept = shipped ? shipped->take(id, w) : std::nullopt;
       const uint64_t digest = kept ? *kept : digest_part(window_digest(origin, w));

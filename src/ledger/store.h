@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ledger/energy_split.h"
@@ -235,9 +236,9 @@ class Store {
   // The same windows, streamed in storage order (not sorted): one window in
   // memory at a time, so a month of windows costs no more memory than one.
   void for_each_window(int64_t from, int64_t to, const std::function<void(WindowRecord&&)>& fn) const;
-  // The same, each with its row id (the outbox's key, and the shipper's for
-  // the digests it kept), in id order.
-  void for_each_window_with_id(int64_t from, int64_t to, const std::function<void(int64_t, WindowRecord&&)>& fn) const;
+  // windows(from, to), each with its row id (the outbox's key, and the
+  // fleet shipper's for the digests it kept of the windows it shipped).
+  std::vector<std::pair<int64_t, WindowRecord>> windows_with_ids(int64_t from, int64_t to) const;
   // Merges the windows shorter than an hour that started before `cutoff`
   // (rounded down to the hour) into one window per GPU slot and hour
   // (hourly_rollup.h): costs, charges and held time conserved exactly per
@@ -289,6 +290,7 @@ class Store {
   void check_charges(const WindowRecord& window) const;
   void insert_energy(int64_t window_id, const WindowRecord& window);
   bool insert_window_in_transaction(const WindowRecord& window);
+  void for_each_window_with_id(int64_t from, int64_t to, const std::function<void(int64_t, WindowRecord&&)>& fn) const;
   [[noreturn]] void fail(const std::string& what) const;
   friend class Outbox;  // the fleet outbox's marker on the same connection (ledger/outbox.h)
   std::string path_;

@@ -336,12 +336,18 @@ std::optional<int64_t> Store::first_window_start() const {
   return std::nullopt;
 }
 
+std::vector<std::pair<int64_t, WindowRecord>> Store::windows_with_ids(int64_t from, int64_t to) const {
+  std::vector<std::pair<int64_t, WindowRecord>> out;
+  for_each_window_with_id(from, to, [&](int64_t id, WindowRecord&& w) { out.emplace_back(id, std::move(w)); });
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
+    return std::tie(x.second.start, x.second.slot.uuid) < std::tie(y.second.start, y.second.slot.uuid);
+  });
+  return out;
+}
+
 std::vector<WindowRecord> Store::windows(int64_t from, int64_t to) const {
   std::vector<WindowRecord> out;
-  for_each_window(from, to, [&](WindowRecord&& w) { out.push_back(std::move(w)); });
-  std::sort(out.begin(), out.end(), [](const WindowRecord& x, const WindowRecord& y) {
-    return std::tie(x.start, x.slot.uuid) < std::tie(y.start, y.slot.uuid);
-  });
+  for (auto& [id, w] : windows_with_ids(from, to)) out.push_back(std::move(w));
   return out;
 }
 

@@ -322,9 +322,11 @@ TEST_F(FleetChart, OnlyTheServerWritesTheChartsRowsAndOnlyOfRollUpsItVerified) {
   EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.rollup_charges"), Error);
   EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.month_charts"), Error);
   EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.day_charts"), Error);
-  for (const std::string sql :
-       {"INSERT INTO gpuledger.day_charts VALUES (" + std::to_string(kFeb) + ", 'prod', 'node-1', 'GPU-a', 8, 1, 0, "
-        "3600, '{" + std::to_string(kFeb) + "}', '{\"\"}', '{vision}', '{1000000000}')",
+  for (const std::string& sql :
+       {"INSERT INTO gpuledger.day_charts VALUES (" + std::to_string(kFeb) +
+            ", 'prod', 'node-1', 'GPU-a', 8, 1, 0, "
+            "3600, '{" +
+            std::to_string(kFeb) + "}', '{\"\"}', '{vision}', '{1000000000}')",
         std::string("SELECT count(*) FROM gpuledger.gathered_chart_of(NULL::gpuledger.rollups, 'hour')")}) {
     try {
       agent.exec(sql);

@@ -173,12 +173,12 @@ TEST(FleetRollups, TheDigestsOfShippedWindowsMakeTheRollUpsTheStoreWould) {
     fleet::ShippedDigests shipped;
     const int64_t h0 = kDay0 + 22 * 3600;  // the windows' first hour
     int64_t poisoned = -1;
-    store.for_each_window_with_id(h0, h0 + 2 * 3600, [&](int64_t id, ledger::WindowRecord&& x) {
+    for (const auto& [id, x] : store.windows_with_ids(h0, h0 + 2 * 3600)) {
       const uint64_t part = fleet::digest_part(fleet::to_window_row(origin, x).digest);
       const bool poison = poisoned < 0 && x.start >= h0 + 3600;  // one part of 23:00 made up
       if (poison) poisoned = id;
       shipped.keep(id, x, poison ? part + 1 : part);
-    });
+    }
     ASSERT_GE(poisoned, 0);
     EXPECT_EQ(shipped.size(), 2u * 2 * 60);
     const std::string hour0 = text(fleet::build_rollups(store, origin, Period::kHour, h0));
