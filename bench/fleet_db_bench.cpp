@@ -14,7 +14,9 @@
 //   3. --fleet-nodes: the fleet grown to that many nodes by copying the
 //      shipped nodes' roll-ups and window totals under new node and GPU names
 //      (their windows are not copied: no report of whole periods reads them,
-//      and 1,000 node-months of them would not fit this VM's disk)
+//      and 1,000 node-months of them would not fit this VM's disk; but the
+//      last 30 minutes of the month to date timed below are, which no roll-up
+//      covers: 240,000 windows at 1,000 nodes, as a real fleet's report reads)
 //   4. reports: the ingest rate, table + index bytes per node-month, and the
 //      time of a month's report by team and by namespace (`gpuledger report
 //      --fleet-db`, a separate process), the JSON and FOCUS exports of that
@@ -42,6 +44,7 @@
 #include <vector>
 
 #include "fleet/fleet_periods.h"
+#include "fleet/fleet_rows.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_shipper.h"
 #include "fleet/pg_connection.h"
@@ -57,6 +60,9 @@ namespace {
 
 using namespace gpuledger;
 namespace fs = std::filesystem;
+
+// The month to date the reports are timed at: 14 days, 12 hours and 30 minutes.
+constexpr int64_t kMonthToDate = 14 * 86400 + 12 * 3600 + 1800;
 
 struct Shape {
   int nodes = 2, fleet_nodes = 0, gpus = 8, accounts = 3;
@@ -194,13 +200,22 @@ int64_t print_sizes(fleet::PgConnection& db, double node_months, const char* wha
   return table_bytes + index_bytes;
 }
 
+// Nodes [from_node, to_node] grown from shipped node k mod n (SQL text).
+struct Grown {
+  explicit Grown(const Shape& s)
+      : from_node(std::to_string(s.nodes)),
+        to_node(std::to_string(s.fleet_nodes - 1)),
+        n(std::to_string(s.nodes)),
+        // GPU-<src>-<g> becomes GPU-<k>-<g>; src = k mod the shipped nodes.
+        uuid("'GPU-' || k || substr(x.gpu_uuid, length('GPU-' || (k % " + n + ")) + 1)") {}
+  std::string from_node, to_node, n, uuid;
+};
+
 // The shipped nodes' roll-ups and totals under the names of nodes [from, to).
 void grow_fleet(fleet::PgConnection& db, const Shape& s) {
-  const std::string from = std::to_string(s.nodes), to = std::to_string(s.fleet_nodes - 1),
-                    n = std::to_string(s.nodes);
-  // GPU-<src>-<g> becomes GPU-<k>-<g>; src = k mod the shipped nodes.
-  const std::string uuid = "'GPU-' || k || substr(x.gpu_uuid, length('GPU-' || (k % " + n + ")) + 1)";
-  const std::string pick = " FROM generate_series(" + from + ", " + to + ") k JOIN gpuledger.";
+  const Grown g(s);
+  const std::string &n = g.n, &uuid = g.uuid;
+  const std::string pick = " FROM generate_series(" + g.from_node + ", " + g.to_node + ") k JOIN gpuledger.";
   const std::string same = " x ON x.node = 'node-' || (k % " + n + ") AND x.period = ANY(string_to_array('" +
                            s.grow_periods + "', ','))";
   db.exec("INSERT INTO gpuledger.window_totals SELECT x.period, x.period_start, x.cluster, 'node-' || k, " + uuid +
@@ -215,6 +230,27 @@ void grow_fleet(fleet::PgConnection& db, const Shape& s) {
           "x.shipped_at, x.verified, x.refusal" +
           pick + "rollups" + same);
   db.exec("ALTER TABLE gpuledger.rollups ENABLE TRIGGER verify_rollup");
+}
+
+// The month to date's ragged end (its last 30 minutes, which no roll-up
+// covers) in windows under the grown nodes' names too: a real fleet's month
+// to date reads them, 240,000 at 1,000 nodes. Copied as the roll-ups are (the
+// insert's checks off: their totals are the hour's roll-up's); after the
+// sizes are taken, which are of the shipped nodes' windows.
+void grow_ragged_end(fleet::PgConnection& db, const Shape& s) {
+  if (s.grow_periods.find("hour") == std::string::npos || s.days < 15) return;
+  const Grown g(s);
+  const std::string to = std::to_string(s.start + kMonthToDate), from = std::to_string(s.start + kMonthToDate - 1800);
+  std::string columns, values;
+  for (const auto& c : fleet::kWindowColumns) columns += ", " + c, values += ", x." + c;
+  db.exec("ALTER TABLE gpuledger.windows DISABLE TRIGGER USER");
+  db.exec("INSERT INTO gpuledger.windows(cluster, node, gpu_uuid, start_time" + columns +
+          ", shipped_at, body) SELECT x.cluster, 'node-' || k, " + g.uuid + ", x.start_time" + values +
+          ", x.shipped_at, x.body FROM generate_series(" + g.from_node + ", " + g.to_node +
+          ") k JOIN gpuledger.windows x ON x.node = 'node-' || (k % " + g.n + ") AND x.start_time >= " + from +
+          " AND x.start_time < " + to);
+  db.exec("ALTER TABLE gpuledger.windows ENABLE TRIGGER USER");
+  db.exec("ANALYZE gpuledger.windows");
 }
 
 // The formats other than the table and JSON, timed: line counts as the rows written.
@@ -233,7 +269,7 @@ void other_formats(Report& report, const Shape& s, std::string& out) {
   t = report({"--by", "team", "--format", "csv", "--granularity", "day"}, out);
   std::printf("report --by team --format csv --granularity day    %6.2f s, %zu lines, %.0f MiB\n", t, lines(), last_mib());
   if (s.days >= 15) {  // month to date: 14 days, 12 hours and 30 minutes
-    std::vector<std::string> mtd = {"--by", "team", "--to", std::to_string(s.start + 14 * 86400 + 12 * 3600 + 1800)};
+    std::vector<std::string> mtd = {"--by", "team", "--to", std::to_string(s.start + kMonthToDate)};
     t = report(mtd, out);
     std::printf("report --by team, month to date (14 d 12 h 30 min)  %6.2f s, %zu lines, %.0f MiB\n", t, lines(), last_mib());
     mtd.insert(mtd.end(), {"--format", "json"});  // charted by the hour: 14 days of rows a GPU-day (schema 13)
@@ -408,6 +444,7 @@ int main(int argc, char** argv) {
       db.exec("VACUUM ANALYZE");
       std::printf("fleet grown to %d nodes in %.1f s\n", s.fleet_nodes, seconds_since(grew));
       print_sizes(db, s.fleet_nodes * s.days / 30.0, "whole fleet (windows of the shipped nodes only)");
+      grow_ragged_end(db, s);
     }
     std::printf("%s", db.query("SELECT string_agg(period || ' ' || n, ', ' ORDER BY period) FROM (SELECT period, "
                                "count(*) n FROM gpuledger.rollups GROUP BY 1) x").text(0, 0).c_str());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -458,16 +459,69 @@ ledger::WindowRecord read_window(Span text) {
   return w;
 }
 
-}  // namespace
+// A negative zero: PostgreSQL's numeric has none, so the views read "-0.0"
+// as 0.0 where this reader gives -0.0 (printed "-0.000000" in a bill).
+bool has_negative_zero(const ledger::AccountRecord& a) {
+  bool found = false;
+  auto check = [&](double v) { found = found || (v == 0.0 && std::signbit(v)); };
+  ledger::for_each_account_field(
+      [&](const ledger::AccountField&, auto&& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, double>)
+          check(v);
+        else if constexpr (std::is_same_v<T, std::optional<double>>)
+          if (v) check(*v);
+      },
+      a);
+  return found;
+}
 
-std::optional<ledger::WindowRecord> window_from_canonical_json(std::string_view text) {
+WindowChildren read_children(Span text) {
+  WindowChildren out;
+  Text t(text);
+  t.expect('{');
+  // The keys window_children_to_json writes, in its (byte) order, each once; accounts and charges always.
+  static constexpr std::array<Span, 3> kKeys = {"accounts", "charges", "energy"};
+  size_t next = 0;
+  std::array<bool, kKeys.size()> seen{};
+  do {
+    const Span key = t.key();
+    while (next < kKeys.size() && kKeys[next] != key) ++next;
+    if (next == kKeys.size()) bail();
+    seen[next] = true;
+    switch (next++) {
+      case 0: t.each([&] { out.accounts.push_back(read_account(t)); }); break;
+      case 1: read_charges(t, out.charges); break;
+      default: read_charges(t, out.energy.emplace()); break;
+    }
+  } while (t.take(','));
+  t.expect('}');
+  if (!t.done() || !seen[0] || !seen[1]) bail();
+  for (const auto& a : out.accounts)
+    if (has_negative_zero(a)) bail();
+  return out;
+}
+
+// What `read` reads of the text, or nullopt where it leaves the shape.
+template <class T>
+std::optional<T> in_shape(T (*read)(Span), Span text) {
   try {
-    return read_window(text);
+    return read(text);
   } catch (const NotCanonical&) {
     return std::nullopt;
   } catch (const Error&) {  // an unknown charge kind
     return std::nullopt;
   }
+}
+
+}  // namespace
+
+std::optional<WindowChildren> window_children_from_canonical_json(std::string_view text) {
+  return in_shape(read_children, text);
+}
+
+std::optional<ledger::WindowRecord> window_from_canonical_json(std::string_view text) {
+  return in_shape(read_window, text);
 }
 
 }  // namespace gpuledger::fleet

@@ -16,6 +16,7 @@
 // on every field's shapes and on mutated bodies).
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "ledger/store.h"
 
@@ -23,5 +24,20 @@ namespace gpuledger::fleet {
 
 // The window, or nullopt when the text is not in the one shape above.
 std::optional<ledger::WindowRecord> window_from_canonical_json(std::string_view text);
+
+// A window row's body in the fleet database (schema 7, window_json.h's
+// window_children_to_json): its accounts, charges and, when the window knows
+// its energy, energy parts, in the body's order. nullopt when the text is
+// not in that shape (keys "accounts", "charges" and "energy" in that order,
+// each once, no other; the cells as above), or where a value reads otherwise
+// through the database's views (body_accounts: a negative zero, which
+// PostgreSQL's numeric reads as 0): the reader then takes the views' reading
+// (fleet_reader.cpp, read_windows). So what this gives is what the views give.
+struct WindowChildren {
+  std::vector<ledger::AccountRecord> accounts;
+  std::vector<ledger::Charge> charges;
+  std::optional<std::vector<ledger::EnergyCharge>> energy;
+};
+std::optional<WindowChildren> window_children_from_canonical_json(std::string_view text);
 
 }  // namespace gpuledger::fleet

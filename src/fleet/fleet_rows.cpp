@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "fleet/pg_array_text.h"
 #include "ledger/device_quality.h"
 #include "ledger/window_fields.h"
 
@@ -124,24 +125,51 @@ struct Params {
   void null() { row.emplace_back(std::nullopt); }
 };
 
-void read_value(const PgResult& r, int i, int c, int64_t& v) { v = r.i64(i, c); }
-void read_value(const PgResult& r, int i, int c, double& v) { v = r.f64(i, c); }
-void read_value(const PgResult& r, int i, int c, bool& v) { v = r.text(i, c) == "t"; }
-void read_value(const PgResult& r, int i, int c, std::string& v) { v = r.text(i, c); }
-void read_value(const PgResult& r, int i, int c, std::optional<double>& v) { v = r.opt_f64(i, c); }
-void read_value(const PgResult& r, int i, int c, std::optional<std::string>& v) {
+// A column's text as its field: R is a PgResult, or a TextArrayRows whose
+// cells are the text a column of that value would hold (pg_array_text.h).
+template <class R>
+void read_value(const R& r, int i, int c, int64_t& v) {
+  v = r.i64(i, c);
+}
+template <class R>
+void read_value(const R& r, int i, int c, double& v) {
+  v = r.f64(i, c);
+}
+// "t" as a boolean column reads; "true" as one cast to text does (an array's cell).
+template <class R>
+void read_value(const R& r, int i, int c, bool& v) {
+  v = r.view(i, c) == "t" || r.view(i, c) == "true";
+}
+template <class R>
+void read_value(const R& r, int i, int c, std::string& v) {
+  v = r.text(i, c);
+}
+template <class R>
+void read_value(const R& r, int i, int c, std::optional<double>& v) {
+  v = r.opt_f64(i, c);
+}
+template <class R>
+void read_value(const R& r, int i, int c, std::optional<std::string>& v) {
   v = r.null(i, c) ? std::nullopt : std::optional<std::string>(r.text(i, c));
 }
-void read_value(const PgResult& r, int i, int c, uint64_t& v) { v = static_cast<uint64_t>(r.i64(i, c)); }
-void read_value(const PgResult& r, int i, int c, std::optional<uint64_t>& v) {
+template <class R>
+void read_value(const R& r, int i, int c, uint64_t& v) {
+  v = static_cast<uint64_t>(r.i64(i, c));
+}
+template <class R>
+void read_value(const R& r, int i, int c, std::optional<uint64_t>& v) {
   v = r.null(i, c) ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(r.i64(i, c)));
 }
-void read_value(const PgResult& r, int i, int c, std::optional<int64_t>& v) { v = r.opt_i64(i, c); }
-void read_value(const PgResult& r, int i, int c, std::map<std::string, int64_t>& v) {
+template <class R>
+void read_value(const R& r, int i, int c, std::optional<int64_t>& v) {
+  v = r.opt_i64(i, c);
+}
+template <class R>
+void read_value(const R& r, int i, int c, std::map<std::string, int64_t>& v) {
   v = ledger::decode_findings(r.text(i, c));
 }
-template <class W, class T>
-void read_value(const PgResult& r, int i, int c, ledger::Part<W, T>&& p) {  // NULL: no part
+template <class R, class W, class T>
+void read_value(const R& r, int i, int c, ledger::Part<W, T>&& p) {  // NULL: no part
   ledger::read_part(p, r.null(i, c), [&](T& v) { read_value(r, i, c, v); });
 }
 
@@ -225,10 +253,10 @@ std::vector<PgParam> fleet_values(const Record& record) {
   put_fleet_values(out, record);
   return values;
 }
-// ... and read back from a row's columns after the key.
-template <class Record>
-void read_fleet_values(const PgResult& r, int row, Record& record) {
-  int c = 4;
+// ... and read back from a row's columns from `first` on (after the key).
+template <class R, class Record>
+void read_fleet_values(const R& r, int row, Record& record, int first = 4) {
+  int c = first;
   ledger::for_each_field(
       [&](const auto& f, auto&& v) {
         if (f.fleet) read_value(r, row, c++, std::forward<decltype(v)>(v));
@@ -374,6 +402,12 @@ void read_window_columns(const PgResult& r, int row, ledger::WindowRecord& w) {
 ledger::AccountRecord read_account_columns(const PgResult& r, int row) {
   ledger::AccountRecord a;
   read_fleet_values(r, row, a);
+  return a;
+}
+
+ledger::AccountRecord read_account_cells(const TextArrayRows& accounts, int row) {
+  ledger::AccountRecord a;
+  read_fleet_values(accounts, row, a, 0);
   return a;
 }
 

@@ -15,6 +15,8 @@ struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
 
 namespace gpuledger::fleet {
 
+class TextArrayRows;
+
 // Where a window came from: its cluster and node.
 struct Origin {
   std::string cluster, node;
@@ -52,6 +54,8 @@ std::string window_digest(const Origin& origin, const ledger::WindowRecord& wind
 void read_window_columns(const PgResult& r, int row, ledger::WindowRecord& w);
 // An account row's values (the key, then kAccountColumns) as an account.
 ledger::AccountRecord read_account_columns(const PgResult& r, int row);
+// The same from an array's row of kAccountColumns' values, without the key.
+ledger::AccountRecord read_account_cells(const TextArrayRows& accounts, int row);
 
 // SHA-256, fed in parts; hex(): 64 lowercase hex digits (once).
 class Sha256 {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -166,6 +167,47 @@ TEST(CanonicalWindowJson, AgreesWithTheGeneralReaderOnDamagedBodies) {
     }
   }
   EXPECT_GT(read, 2000u) << "the damage reaches values it still reads (numbers, names)";
+}
+
+// A window row's body (window_children_to_json): read back part for part in
+// the body's order; any other form, and a negative zero (which the database's
+// views read as 0), left to the views.
+TEST(CanonicalWindowJson, ReadsAWindowRowsBodyAsWrittenAndLeavesEveryOtherForm) {
+  for (const auto& w : shapes()) {
+    const std::string text = fleet::window_children_to_json(w);
+    const auto parts = fleet::window_children_from_canonical_json(text);
+    ASSERT_TRUE(parts.has_value()) << text;
+    // What a body holds of a window's parts is what its roll-up JSON holds of them.
+    const auto whole = fleet::window_from_json(window_to_json(w));
+    EXPECT_EQ(parts->accounts, whole.accounts) << text;
+    EXPECT_EQ(parts->charges, whole.charges) << text;
+    EXPECT_EQ(parts->energy.has_value(), whole.energy.has_value()) << text;
+    if (whole.energy && parts->energy) {
+      EXPECT_EQ(*parts->energy, whole.energy->charges) << text;
+    }
+  }
+  const std::string text = fleet::window_children_to_json(full_window(kFleetT0, 0));
+  const nlohmann::json j = nlohmann::json::parse(text);
+  auto with_busy = [&](const std::string& value) {  // the first account's busy seconds written as `value`
+    std::string t = text;
+    return t.replace(t.find(",27.25,"), 7, "," + value + ",");
+  };
+  // "-0" reads as 0, as PostgreSQL's numeric reads it; "-0.0" would read -0.0 here: left.
+  const auto zero = fleet::window_children_from_canonical_json(with_busy("-0"));
+  ASSERT_TRUE(zero.has_value());
+  EXPECT_FALSE(std::signbit(zero->accounts[0].busy_seconds));
+  const std::vector<std::string> others = {
+      with_busy("-0.0"),
+      with_busy("-0e0"),
+      j.dump(1),
+      "{\"charges\":" + j["charges"].dump() + ",\"accounts\":" + j["accounts"].dump() + "}",
+      "{\"accounts\":" + j["accounts"].dump() + "}",
+      "{\"accounts\":" + j["accounts"].dump() + ",\"charges\":[],\"charges\":" + j["charges"].dump() + "}",
+      text.substr(0, text.size() - 1) + ",\"zzz\":1}",
+      text + " ",
+      "{}",
+  };
+  for (const auto& other : others) EXPECT_FALSE(fleet::window_children_from_canonical_json(other)) << other;
 }
 
 }  // namespace

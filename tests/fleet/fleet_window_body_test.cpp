@@ -10,6 +10,8 @@
 //   are verified and current, its windows elsewhere, with the same verdicts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_process.h"
@@ -17,6 +19,7 @@
 #include "fleet/fleet_reader.h"
 #include "fleet/fleet_roles.h"
 #include "fleet/fleet_rollups.h"
+#include "fleet/fleet_rows.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_sink_postgres.h"
 #include "fleet/window_json.h"
@@ -66,9 +69,17 @@ TEST_F(FleetDb, AnUpgradeToOneRowAWindowKeepsEveryRowAndTheBill) {
       "SELECT * FROM gpuledger.energy_charges ORDER BY cluster, node, gpu_uuid, start_time, account, kind";
   const std::string accounts_before = rows_of(db, accounts), charges_before = rows_of(db, charges),
                     energy_before = rows_of(db, energy);
-  const auto windows_before = read_all(db);
+  // The report reads bodies (schema 7 on; an older database it refuses): what
+  // it must read of the upgraded one is what it reads of one whose agent
+  // shipped the same windows at this schema.
+  pg_->psql("CREATE DATABASE shipped_now");
+  fleet::PgConnection now(pg_->conninfo("gpuledger_admin", "shipped_now"), pg_->admin_password_file());
+  ASSERT_EQ(fleet::migrate(now, kFleetT0), fleet::kFleetSchemaVersion);
+  fleet::FleetSinkPostgres sink_now(now, {"prod", "node-1"});
+  ASSERT_EQ(sink_now.ship(pointers(ws)), std::vector<Delivery>(ws.size(), Delivery::kStored));
+  const auto windows_before = read_all(now);
   const int64_t from = kFleetDay0 + 22 * 3600, to = kFleetDay0 + 3 * 86400;  // two_gpus(): one currency
-  const Read bill_before = read(db, from, to, std::nullopt);
+  const Read bill_before = read(now, from, to, std::nullopt);
   ASSERT_EQ(windows_before.size(), ws.size());
 
   ASSERT_EQ(fleet::migrate(db, kFleetT0), fleet::kFleetSchemaVersion);
@@ -105,9 +116,9 @@ TEST(WindowBody, IsTheRollUpJsonsChildrenValueForValue) {
                                           unknown_window(kFleetT0), fleet_window(kFleetT0, "GPU-a", 5)};
   ws.push_back(ws.back());
   ws.back().energy.reset();
-  for (const std::string name : {std::string("say \"hi\" \\ back\\slash"), std::string("tab\there\nline"),
-                                 std::string("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac"), std::string("\x01\x1f\x7f"),
-                                 std::string("bad \xff utf-8"), std::string(""), std::string("{\"json\": [1]}")}) {
+  for (const std::string& name : {std::string("say \"hi\" \\ back\\slash"), std::string("tab\there\nline"),
+                                  std::string("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac"), std::string("\x01\x1f\x7f"),
+                                  std::string("bad \xff utf-8"), std::string(""), std::string("{\"json\": [1]}")}) {
     auto w = fleet_window(kFleetT0, "GPU-a", 7);
     w.accounts[0].account = w.charges[0].account = w.energy->charges[0].account = name;
     w.accounts[1].labels.slurm_user = name;
@@ -131,18 +142,21 @@ json valid_body(bool energy = true) {
   return json::parse(fleet::window_children_to_json(w));
 }
 
+// node-a's window of GPU-a at $1 (its energy $2, NULL: unknown) with the body $3, as an agent could send it.
+const char* const kAgentWindowInsert =
+    "INSERT INTO gpuledger.windows(cluster, node, gpu_uuid, start_time, end_time, parent_uuid, model, gpu_fraction, "
+    "currency, cost_micros, busy_micros, idle_micros, memory_micros, cost_policy, allocated_total, busy_fraction, "
+    "busy_source, exclusive, observed_seconds, source, split_source, digest, energy_millijoules, body) "
+    "VALUES ('prod', 'node-a', 'GPU-a', $1::bigint, $1::bigint + 60, '', 'm', 1, 'USD', 60000, 36000, 24000, 0, "
+    "'usage', 1, 1, 'device', true, 60, 'sim', '', 'd', $2::bigint, $3::json)";
+
 // Attack: an agent's own windows with bodies no report could read, or that
 // the tables of schema 6 refused. Each insert is refused whole and nothing
 // stays; the month's reports still run.
 TEST_F(FleetDb, AttackABodyNoReportCouldReadIsRefusedWhole) {
   const std::string role = fleet::add_node_role(*admin_, "node-a", std::string("prod"));
   fleet::PgConnection agent(pg_->conninfo(role), pg_->set_password(role));
-  const std::string insert =
-      "INSERT INTO gpuledger.windows(cluster, node, gpu_uuid, start_time, end_time, parent_uuid, model, gpu_fraction, "
-      "currency, cost_micros, busy_micros, idle_micros, memory_micros, cost_policy, allocated_total, busy_fraction, "
-      "busy_source, exclusive, observed_seconds, source, split_source, digest, energy_millijoules, body) "
-      "VALUES ('prod', 'node-a', 'GPU-a', $1::bigint, $1::bigint + 60, '', 'm', 1, 'USD', 60000, 36000, 24000, 0, "
-      "'usage', 1, 1, 'device', true, 60, 'sim', '', 'd', $2::bigint, $3::json)";
+  const std::string insert = kAgentWindowInsert;
   int64_t start = kFleetT0;  // a new key each time: only the body can be refused
   auto try_body = [&](const std::string& body, bool energy) {
     start += 60;
@@ -203,6 +217,95 @@ TEST_F(FleetDb, AttackABodyNoReportCouldReadIsRefusedWhole) {
   const Proc report = run(gpuledger() + " report --fleet-db '" + pg_->conninfo() + "' --fleet-db-password-file " +
                           pg_->admin_password_file() + " --month 2027-01 --format json");
   EXPECT_EQ(report.status, 0) << report.out;
+}
+
+// The windows' parts as the views read them, in their order: what a window
+// read by the report must carry whatever form its body was written in.
+ledger::WindowRecord parts_from_views(fleet::PgConnection& db, ledger::WindowRecord w) {
+  w.accounts.clear();
+  w.charges.clear();
+  if (w.energy) w.energy->charges.clear();
+  std::string columns = "cluster, node, gpu_uuid, start_time";
+  for (const auto& c : fleet::kAccountColumns) columns += ", " + c;
+  const std::vector<fleet::PgParam> at = {std::to_string(w.start)};
+  fleet::PgResult a =
+      db.query("SELECT " + columns + " FROM gpuledger.accounts WHERE start_time = $1 ORDER BY account", at);
+  for (int i = 0; i < a.rows(); ++i) w.accounts.push_back(fleet::read_account_columns(a, i));
+  fleet::PgResult c =
+      db.query("SELECT account, kind, micros FROM gpuledger.charges WHERE start_time = $1 ORDER BY 1, 2", at);
+  for (int i = 0; i < c.rows(); ++i)
+    w.charges.push_back({c.text(i, 0), ledger::parse_charge_kind(c.text(i, 1)), c.i64(i, 2)});
+  fleet::PgResult e = db.query(
+      "SELECT account, kind, millijoules FROM gpuledger.energy_charges WHERE start_time = $1 ORDER BY 1, 2", at);
+  for (int i = 0; i < e.rows() && w.energy; ++i)
+    w.energy->charges.push_back({e.text(i, 0), ledger::parse_charge_kind(e.text(i, 1)), e.i64(i, 2)});
+  return w;
+}
+
+// The report reads a window's body itself (canonical_window_json.h) and asks
+// the views for those it leaves: whatever form an agent wrote a body in that
+// the database took - spaced, keys reordered or repeated or unknown, numbers
+// and booleans as strings, an integer as 1e3, a negative zero, an escape, an
+// account of 24 cells, parts out of order - the window the report reads holds
+// the parts the views read, in their order, to the bit.
+TEST_F(FleetDb, AWindowsPartsReadAsTheViewsReadThemWhateverFormItsBodyTook) {
+  const std::string role = fleet::add_node_role(*admin_, "node-a", std::string("prod"));
+  fleet::PgConnection agent(pg_->conninfo(role), pg_->set_password(role));
+  const std::string insert = kAgentWindowInsert;
+  auto with = [](json b, const std::function<void(json&)>& change) {
+    change(b);
+    return b.dump();
+  };
+  auto literal = [](std::string text, const std::string& value) {  // "@" in the text replaced
+    return text.replace(text.find("\"@\""), 3, value);
+  };
+  const json b = valid_body();
+  const std::string accounts = b["accounts"].dump(), charges = b["charges"].dump(), energy = b["energy"].dump();
+  const std::vector<std::pair<std::string, bool>> bodies = {
+      {b.dump(), true},
+      {valid_body(false).dump(), false},
+      {b.dump(2), true},
+      {"{\"energy\":" + energy + ",\"charges\":" + charges + ",\"accounts\":" + accounts + "}", true},
+      {"{\"accounts\":" + accounts + ",\"charges\":[],\"charges\":" + charges + ",\"energy\":" + energy + "}", true},
+      {with(b, [](json& x) { x["zzz"] = 1; }), true},
+      {with(b, [](json& x) { x["accounts"][0][5] = "0.25"; }), true},
+      {with(b, [](json& x) { x["accounts"][0][7] = "no"; }), true},
+      {literal(with(b, [](json& x) { x["accounts"][0][12] = "@"; }), "1e3"), true},
+      {literal(with(b, [](json& x) { x["accounts"][1][8] = "@"; }), "-0.0"), true},
+      {literal(with(b, [](json& x) { x["accounts"][0][2] = "@"; }), "\"pod-\\u0041\""), true},
+      {with(b, [](json& x) { x["accounts"][0].push_back("alice"); }), true},
+      {with(b,
+            [](json& x) {
+              std::reverse(x["accounts"].begin(), x["accounts"].end());
+              std::reverse(x["charges"].begin(), x["charges"].end());
+              std::reverse(x["energy"].begin(), x["energy"].end());
+            }),
+       true},
+  };
+  int64_t start = kFleetT0;
+  for (const auto& [body, has_energy] : bodies) {
+    start += 60;
+    agent.query(insert, {std::to_string(start), has_energy ? fleet::PgParam("18000000") : std::nullopt, body});
+  }
+  std::vector<ledger::WindowRecord> read;
+  fleet::for_each_fleet_window(*admin_, kFleetT0, start + 60, {},
+                               [&](ledger::WindowRecord&& w) { read.push_back(std::move(w)); });
+  ASSERT_EQ(read.size(), bodies.size());
+  for (size_t i = 0; i < read.size(); ++i) {
+    EXPECT_EQ(read[i].start, kFleetT0 + 60 * static_cast<int64_t>(i + 1));
+    EXPECT_FALSE(read[i].accounts.empty()) << bodies[i].first;
+    // window_to_json writes -0.0 and 0.0 apart.
+    EXPECT_EQ(fleet::window_to_json(read[i]), fleet::window_to_json(parts_from_views(*admin_, read[i])))
+        << bodies[i].first;
+  }
+  // The bodies whose values only the views read as they did: a share "no" is false, 1e3 launches 1000.
+  auto account = [&](size_t i) {
+    return *std::find_if(read[i].accounts.begin(), read[i].accounts.end(), [&](const ledger::AccountRecord& a) {
+      return a.account == b["accounts"][0][0].get<std::string>();
+    });
+  };
+  EXPECT_FALSE(account(7).allocated_share_known);
+  EXPECT_EQ(account(8).launches, 1000u);
 }
 
 // A day roll-up is checked against its hours' verified roll-ups where they
