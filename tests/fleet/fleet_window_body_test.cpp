@@ -308,6 +308,36 @@ TEST_F(FleetDb, AWindowsPartsReadAsTheViewsReadThemWhateverFormItsBodyTook) {
   EXPECT_EQ(account(8).launches, 1000u);
 }
 
+// Across pages: 5,500 windows read in pages of 5,000 (the next asked for
+// ahead while one is read), every seventh body rewritten by the database in
+// its own form (spaced, keys reordered: the views read those). Each page's
+// are asked of the views while the next page is on its way, and every window
+// reads as it did when all were an agent's.
+TEST_F(FleetDb, BodiesInAnotherFormOnEveryPageReadAsTheirWindowsDid) {
+  fleet::FleetSinkPostgres sink(*admin_, {"prod", "node-1"});
+  std::vector<ledger::WindowRecord> ws;
+  for (int i = 0; i < 5500; ++i) ws.push_back(fleet_window(kFleetT0 + 60 * i, "GPU-a", i % 13));
+  ASSERT_EQ(sink.ship(pointers(ws)), std::vector<Delivery>(ws.size(), Delivery::kStored));
+  const int64_t to = kFleetT0 + 60 * 5500;
+  auto read_range = [&] {
+    std::vector<ledger::WindowRecord> out;
+    fleet::for_each_fleet_window(*admin_, kFleetT0, to, {},
+                                 [&](ledger::WindowRecord&& w) { out.push_back(std::move(w)); });
+    return out;
+  };
+  const auto before = read_range();
+  ASSERT_EQ(before.size(), ws.size());
+  pg_->psql("UPDATE gpuledger.windows SET body = body::jsonb::text::json WHERE (start_time / 60) % 7 = 0");
+  int rewritten = 0;
+  for (const auto& w : ws) rewritten += (w.start / 60) % 7 == 0;
+  EXPECT_EQ(rows_of(*admin_, "SELECT count(*) FROM gpuledger.windows WHERE body::text LIKE '{\"energy\": %'"),
+            std::to_string(rewritten) + "\n");
+  const auto after = read_range();
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i)
+    EXPECT_EQ(fleet::window_to_json(after[i]), fleet::window_to_json(before[i])) << i;
+}
+
 // A day roll-up is checked against its hours' verified roll-ups where they
 // are current and its windows elsewhere: a forged hour is not believed (its
 // windows are read instead), and the day's verdict is the windows'.
