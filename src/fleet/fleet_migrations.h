@@ -4,7 +4,8 @@
 // server's work a window made cheaper; 9, a window's body parsed once; 10,
 // the server's plans made once a session; 11, the totals a merge reads
 // from an index alone; 12, a month's roll-ups partitioned by period; 13, a
-// day's chart in one row a GPU; 14, a statement's bodies parsed in one pass.
+// day's chart in one row a GPU; 14, a statement's bodies parsed in one pass;
+// 15, an agent's bodies bounded in bytes.
 namespace gpuledger::fleet {
 
 extern const char* const kMigration7;
@@ -15,5 +16,6 @@ extern const char* const kMigration11;
 extern const char* const kMigration12;
 extern const char* const kMigration13;
 extern const char* const kMigration14;
+extern const char* const kMigration15;
 
 }  // namespace gpuledger::fleet

@@ -24,6 +24,8 @@ namespace gpuledger::fleet {
 namespace {
 
 constexpr int kFetchRows = 5000;
+// The bodies one statement asks the views for (body_bounds.h).
+constexpr int64_t kViewsBodyBytes = int64_t{8} << 20;
 
 // `select` ORDER BY `order`. Fenced (OFFSET 0): PostgreSQL picks the rows by
 // their own condition first and sorts them after. A range's ragged end (an
@@ -125,10 +127,13 @@ void read_windows(PgConnection& db, const std::string& from, const std::function
   const std::string key = "x.cluster, x.node, x.gpu_uuid, x.start_time";
   std::string columns = key;
   for (const auto& c : kWindowColumns) columns += ", x." + c;
+  // The body, unless it is over kPageBodyBytes (then read from the views), and its size.
   Cursor w(db, "gl_windows",
-           fenced_order("SELECT " + columns + ", x.body FROM gpuledger.windows x" + from, key, fenced),
+           fenced_order("SELECT " + columns + ", " + page_body("x.body") + ", octet_length(x.body::text) FROM " +
+                            "gpuledger.windows x" + from,
+                        key, fenced),
            true);  // the next page made while this one is parsed
-  const int body = 4 + static_cast<int>(kWindowColumns.size());
+  const int body = 4 + static_cast<int>(kWindowColumns.size()), bytes = body + 1;
   std::unique_ptr<PartsParser> page;    // the bodies of the rows fetched, parsed on every core
   std::unique_ptr<ViewsReading> views;  // this page's bodies the reader left, as the views read them
   for (; w.valid(); w.next()) {
@@ -138,10 +143,19 @@ void read_windows(PgConnection& db, const std::string& from, const std::function
     if (auto& parts = page->at(w.row()); parts.value) {
       take_window_parts(std::move(*parts.value), rec);
     } else {
-      if (!views) {  // this row's and the page's next ones left, asked for at once
+      if (!views || !views->asked(w.row())) {
+        // This row's and the page's next ones left, asked for at once up to
+        // kViewsBodyBytes of their bodies (a few at a time when a node wrote
+        // large ones; the page's usual few, hand-written, in one statement).
         std::vector<int> left;
-        for (int k = w.row(); k < w.r().rows(); ++k)
-          if (!page->at(k).value) left.push_back(k);
+        int64_t asked = 0;
+        for (int k = w.row(); k < w.r().rows(); ++k) {
+          if (page->at(k).value) continue;
+          asked += w.r().i64(k, bytes);
+          if (!left.empty() && asked > kViewsBodyBytes) break;
+          left.push_back(k);
+        }
+        views.reset();
         w.settle();  // the connection free: the next page asked for ahead received first
         views = std::make_unique<ViewsReading>(db, w.r(), left);
       }
@@ -221,8 +235,8 @@ void take_period(const PgResult& r, int i, Period p, ParsedBody* body, std::vect
 void read_period(PgConnection& db, Period p, const std::string& totals, const std::string& where,
                  std::vector<SlotSpan>& finer, const std::function<void(ledger::WindowRecord&&)>& fn,
                  std::set<std::string>& unreadable) {
-  const std::string sql = "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, r.body::text FROM " + totals +
-                          kVerifiedRollup + (where.empty() ? "" : " WHERE " + where) +
+  const std::string sql = "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, " + page_body("r.body") + " FROM " +
+                          totals + kVerifiedRollup + (where.empty() ? "" : " WHERE " + where) +
                           " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start";
   Cursor cur(db, "gl_periods", sql, true);  // the next page made while this one is parsed
   std::unique_ptr<BodyParser> page;         // the bodies of the rows fetched, parsed on every core

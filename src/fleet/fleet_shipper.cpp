@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "fleet/body_bounds.h"
 #include "fleet/fleet_periods.h"
 #include "fleet/fleet_rollups.h"
 #include "fleet/fleet_schema.h"
@@ -76,6 +77,15 @@ void FleetShipper::ship_rollups(Session& s) {
                         to_string(p), next, rollups[i].window.slot.uuid, options_.origin.node);
           std::lock_guard lock(mu_);
           ++errors_["rollup"];
+          continue;
+        }
+        if (done[i] == Delivery::kTooLarge) {
+          spdlog::error(
+              "fleet db: did not ship the {} roll-up of {} from {} on {}: its body is over the {} bytes the "
+              "database stores; reports read its finer periods instead",
+              to_string(p), next, rollups[i].window.slot.uuid, options_.origin.node, kMaxRollupBodyBytes);
+          std::lock_guard lock(mu_);
+          ++errors_["too_large"];
           continue;
         }
         if (done[i] != Delivery::kConflict) {
@@ -174,12 +184,24 @@ bool FleetShipper::round(Session& s) {
   const std::vector<Delivery> done = s.sink->ship(windows, &parts);  // committed when it returns
   for (size_t i = 0; i < batch.size() && i < parts.size(); ++i) s.digests.keep(batch[i].id, batch[i].window, parts[i]);
   std::vector<int64_t> shipped, refused;
+  size_t too_large = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (done[i] != Delivery::kConflict) {
+    if (done[i] != Delivery::kConflict && done[i] != Delivery::kTooLarge) {
       shipped.push_back(batch[i].id);
       continue;
     }
+    // Refused for good, kept in the store (its local bill has it): pending,
+    // it would be sent and refused every round and hold the backlog's age.
     refused.push_back(batch[i].id);
+    if (done[i] == Delivery::kTooLarge) {
+      ++too_large;
+      spdlog::error(
+          "fleet db: did not ship window {} on {} of {}/{}: its accounts take over the {} bytes the "
+          "database stores for a window; kept in the store, counted as refused",
+          batch[i].window.start, batch[i].window.slot.uuid, options_.origin.cluster, options_.origin.node,
+          kMaxWindowBodyBytes);
+      continue;
+    }
     spdlog::error(
         "fleet db: refused window {} on {} of {}/{}: the database holds a different window under the same key "
         "(another node with this --node-name, or a store that was replaced); left as it is, not overwritten",
@@ -207,12 +229,14 @@ bool FleetShipper::round(Session& s) {
   status_.refused += static_cast<int64_t>(refused.size());
   status_.reason = "shipping to " + name_;
   if (status_.refused > 0)
-    status_.reason += fmt::format("; {} windows refused: the database holds others under their keys, see the log",
-                                  status_.refused);
+    status_.reason += fmt::format(
+        "; {} windows refused: the database holds others under their keys, or their bodies are too large; see the log",
+        status_.refused);
   status_.shipped += shipped.size();
   status_.pending = pending;
   status_.oldest_pending_end = oldest;
-  errors_["conflict"] += refused.size();
+  errors_["conflict"] += refused.size() - too_large;
+  errors_["too_large"] += too_large;
   return more;
 }
 
@@ -287,12 +311,15 @@ void FleetShipper::write_metrics(metrics::ExpositionWriter& out) const {
              "Windows the fleet database committed (or already held, identical) since the agent started");
   out.sample({}, st.shipped);
   out.family("gpuledger_fleet_db_refused_windows", MetricType::kGauge,
-             "Windows in the local store the fleet database refused: it holds a different window under their key");
+             "Windows in the local store the fleet database refused: it holds a different window under their key, "
+             "or their bodies are over what it stores");
   out.sample({}, static_cast<uint64_t>(std::max<int64_t>(0, st.refused)));
-  out.family("gpuledger_fleet_db_errors_total", MetricType::kCounter,
-             "Failures shipping to the fleet database by class: connect, schema, privilege, not_this_node (the role "
-             "is another node's: the batch stays pending), conflict (a refused window), rollup (a roll-up the database "
-             "found not to be its windows' merge), store, query");
+  out.family(
+      "gpuledger_fleet_db_errors_total", MetricType::kCounter,
+      "Failures shipping to the fleet database by class: connect, schema, privilege, not_this_node (the role "
+      "is another node's: the batch stays pending), conflict (a refused window), rollup (a roll-up the database "
+      "found not to be its windows' merge), too_large (a window or roll-up over the bytes the database stores: a "
+      "window is refused, a roll-up's finer periods are read), store, query");
   for (const auto& [reason, n] : errors) out.sample({{"reason", reason}}, n);
   out.family("gpuledger_fleet_db_shipped_rollups_total", MetricType::kCounter,
              "Roll-ups of complete hours, days and months (one per GPU) the fleet database committed (or already "

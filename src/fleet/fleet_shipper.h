@@ -36,10 +36,11 @@ namespace gpuledger::fleet {
 // may not do what shipping needs; not_this_node: the role is another node's
 // (row-level security refused the batch: it stays pending); conflict: a window
 // differs from the stored one (refused); rollup: a roll-up the database found
-// not to be its windows' merge; store: the local store failed; query: any
-// other database error.
-inline constexpr const char* kFleetErrorReasons[] = {"connect",  "schema", "privilege", "not_this_node",
-                                                     "conflict", "rollup", "store",     "query"};
+// not to be its windows' merge; too_large: a window (refused) or roll-up
+// (not shipped) whose body is over what the database stores (body_bounds.h);
+// store: the local store failed; query: any other database error.
+inline constexpr const char* kFleetErrorReasons[] = {"connect", "schema",    "privilege", "not_this_node", "conflict",
+                                                     "rollup",  "too_large", "store",     "query"};
 // The class of a failure, from its message (PgConnection's SQLSTATE, the schema check's words).
 std::string fleet_error_reason(const std::string& message);
 
@@ -78,7 +79,7 @@ class FleetShipper : public metrics::MetricsContributor {
     bool up = false;           // connected, schema checked, last batch committed
     std::string reason;        // why not (redacted), or where it ships
     int64_t pending = 0;       // windows not shipped yet
-    int64_t refused = 0;       // windows refused as conflicting
+    int64_t refused = 0;       // windows refused: conflicting, or too large to store
     std::optional<int64_t> oldest_pending_end;
     uint64_t shipped = 0;
   };

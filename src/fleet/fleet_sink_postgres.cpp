@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "common/error.h"
+#include "fleet/body_bounds.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_sql.h"
 #include "fleet/window_json.h"
@@ -126,9 +127,16 @@ std::vector<Delivery> FleetSinkPostgres::ship_rollups(const std::vector<Rollup>&
   std::vector<Delivery> out(rollups.size(), Delivery::kStored);
   if (rollups.empty()) return out;
   std::vector<std::vector<PgParam>> rows;
-  for (const auto& r : rollups) {
-    ensure_month(r.period_start);
+  std::vector<size_t> sent;  // the rollups' positions of `rows`
+  for (size_t i = 0; i < rollups.size(); ++i) {
+    const Rollup& r = rollups[i];
     std::string body = window_to_json(r.window);
+    if (body.size() > kMaxRollupBodyBytes) {
+      out[i] = Delivery::kTooLarge;
+      continue;
+    }
+    ensure_month(r.period_start);
+    sent.push_back(i);
     std::string digest = sha256_hex(body);
     rows.push_back({std::string(to_string(r.period)), std::to_string(r.period_start), origin_.cluster, origin_.node,
                     r.window.slot.uuid, std::to_string(r.windows), std::to_string(r.window.cost_micros),
@@ -142,14 +150,14 @@ std::vector<Delivery> FleetSinkPostgres::ship_rollups(const std::vector<Rollup>&
           "digest, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::json) ON CONFLICT DO NOTHING RETURNING verified",
           row);
       if (done.rows() == 1) {
-        if (done.text(0, 0) != "t") out[i] = Delivery::kUnverified;
+        if (done.text(0, 0) != "t") out[sent[i]] = Delivery::kUnverified;
         continue;
       }
       PgResult stored = db_.query(
           "SELECT digest FROM gpuledger.rollups WHERE period = $1 AND period_start = $2 AND cluster = $3 AND node = $4 "
           "AND gpu_uuid = $5 AND windows = $6",
           {row[0], row[1], row[2], row[3], row[4], row[5]});
-      out[i] = stored.rows() == 1 && stored.text(0, 0) == *row[8] ? Delivery::kDuplicate : Delivery::kConflict;
+      out[sent[i]] = stored.rows() == 1 && stored.text(0, 0) == *row[8] ? Delivery::kDuplicate : Delivery::kConflict;
     }
   });
   return out;
@@ -193,6 +201,7 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
     if (bodies) {
       rows.push_back(to_window_row(origin_, *w));
       rows.back().row.push_back(window_children_to_json(*w));
+      if (rows.back().row.back()->size() > kMaxWindowBodyBytes) out[rows.size() - 1] = Delivery::kTooLarge;
     } else {
       legacy.push_back(to_rows(origin_, *w));
       rows.push_back({legacy.back().window, legacy.back().digest});
@@ -210,7 +219,8 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
   in_transaction([&] {
     // Those already there come back missing from RETURNING.
     std::vector<const std::vector<PgParam>*> window_rows;
-    for (const auto& r : rows) window_rows.push_back(&r.row);
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (out[i] != Delivery::kTooLarge) window_rows.push_back(&rows[i].row);
     std::map<std::pair<std::string, int64_t>, size_t> index;  // (gpu, start) -> batch position
     for (size_t i = 0; i < windows.size(); ++i) index[{windows[i]->slot.uuid, windows[i]->start}] = i;
     std::vector<bool> inserted(windows.size(), false);
@@ -221,7 +231,7 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
     if (!bodies) insert_children(legacy, inserted);
     // The rest were there: a resend when the digests agree, else a conflict.
     for (size_t i = 0; i < rows.size(); ++i) {
-      if (inserted[i]) continue;
+      if (inserted[i] || out[i] == Delivery::kTooLarge) continue;
       const auto& row = rows[i].row;
       PgResult stored = db_.query(
           "SELECT digest FROM gpuledger.windows WHERE cluster = $1 AND node = $2 AND gpu_uuid = $3 AND start_time = $4",

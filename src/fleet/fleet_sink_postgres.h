@@ -22,7 +22,9 @@ namespace gpuledger::fleet {
 
 // kUnverified: a roll-up stored but found by the database not to be its
 // windows' merge (gpuledger.check_rollup); reports do not read it.
-enum class Delivery { kStored, kDuplicate, kConflict, kUnverified };
+// kTooLarge: not sent, its body over what the database stores
+// (body_bounds.h); the batch's others are.
+enum class Delivery { kStored, kDuplicate, kConflict, kUnverified, kTooLarge };
 
 // Said (in an Error) when the database's row-level security refused a row:
 // this role ships another node's windows or roll-ups (fleet_error_reason).

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "fleet/body_bounds.h"
 #include "fleet/pg_connection.h"
 #include "report/report_text.h"
 
@@ -118,8 +119,13 @@ std::string merged_totals_sql(const std::string& where) {
 }
 
 std::string merged_rollups_sql(const std::string& where) {
-  return kMergedKey + std::string(", t.body::text FROM gpuledger.rollups t WHERE t.verified AND ") + where +
+  return kMergedKey + (", " + page_body("t.body") + " FROM gpuledger.rollups t WHERE t.verified AND ") + where +
          kMergedOrder + ", t.windows";
+}
+
+std::string page_body(const std::string& column) {
+  return "CASE WHEN octet_length(" + column + "::text) <= " + std::to_string(kPageBodyBytes) + " THEN " + column +
+         "::text END";
 }
 
 RangePlan plan_range(int64_t from, int64_t to, std::optional<Period> coarsest) {

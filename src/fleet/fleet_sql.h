@@ -52,6 +52,11 @@ std::string sorted_totals(const std::string& where);
 // schema 11 (fleet_migration_11.cpp).
 std::string merged_totals_sql(const std::string& where);
 std::string merged_rollups_sql(const std::string& where);
+// A json column's text as a report's page carries it: NULL when it is over
+// kPageBodyBytes (body_bounds.h), read apart by the reader (the row's finer
+// periods, or the views). octet_length reads a stored value's size without
+// detoasting it.
+std::string page_body(const std::string& column);
 
 // " LEFT JOIN gpuledger.<table> <alias> ON ...": the row of a roll-up (or of
 // what the database derived from one) that carries the same count, cost and

@@ -66,7 +66,7 @@ void take_window_parts(WindowChildren&& parts, ledger::WindowRecord& window) {
   }
 }
 
-ViewsReading::ViewsReading(PgConnection& db, const PgResult& page, const std::vector<int>& rows) {
+ViewsReading::ViewsReading(PgConnection& db, const PgResult& page, const std::vector<int>& rows) : rows_(rows) {
   std::vector<std::string> at, c, n, g, s;
   for (const int row : rows) {
     at.push_back(std::to_string(row));

@@ -6,6 +6,7 @@
 // are what a window's parts are: a body the reader leaves (hand-written, a
 // negative zero) is read as they read it, and every window's parts come in
 // their order (by account, then kind: bytes, COLLATE "C").
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -26,8 +27,10 @@ class ViewsReading {
   ViewsReading(PgConnection& db, const PgResult& page, const std::vector<int>& rows);
   // Page row `row`'s parts into the window (a row not asked for: Error).
   void into(int row, ledger::WindowRecord& window) const;
+  bool asked(int row) const { return std::binary_search(rows_.begin(), rows_.end(), row); }
 
  private:
+  std::vector<int> rows_;  // asked for, ascending
   std::unique_ptr<PgResult> r_;
   std::vector<std::pair<int, int>> at_;  // page row, r_ row; sorted
 };

@@ -74,6 +74,14 @@ inline std::string rows_of(fleet::PgConnection& db, const std::string& sql) {
   return out;
 }
 
+// node-a's window of GPU-a at $1 (its energy $2, NULL: unknown) with the body $3, as an agent could send it.
+inline constexpr const char* kAgentWindowInsert =
+    "INSERT INTO gpuledger.windows(cluster, node, gpu_uuid, start_time, end_time, parent_uuid, model, gpu_fraction, "
+    "currency, cost_micros, busy_micros, idle_micros, memory_micros, cost_policy, allocated_total, busy_fraction, "
+    "busy_source, exclusive, observed_seconds, source, split_source, digest, energy_millijoules, body) "
+    "VALUES ('prod', 'node-a', 'GPU-a', $1::bigint, $1::bigint + 60, '', 'm', 1, 'USD', 60000, 36000, 24000, 0, "
+    "'usage', 1, 1, 'device', true, 60, 'sim', '', 'd', $2::bigint, $3::json)";
+
 constexpr int64_t kFleetDay0 = kFleetT0 / 86400 * 86400;  // 2027-01-15T00:00:00Z
 
 // Two GPUs, a window a minute from day 0 22:00 to day 2 01:30: hours, days and ragged ends to roll up.

@@ -35,9 +35,9 @@ namespace fs = std::filesystem;
 using fleet::Delivery;
 
 TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
-  EXPECT_EQ(fleet::schema_version(*admin_), 14);
-  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 14) << "a second run changes nothing";
-  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "14\n");
+  EXPECT_EQ(fleet::schema_version(*admin_), 15);
+  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 15) << "a second run changes nothing";
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "15\n");
   // This month's and the next month's partitions, of every table.
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'windows'"),

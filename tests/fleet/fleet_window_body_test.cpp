@@ -142,14 +142,6 @@ json valid_body(bool energy = true) {
   return json::parse(fleet::window_children_to_json(w));
 }
 
-// node-a's window of GPU-a at $1 (its energy $2, NULL: unknown) with the body $3, as an agent could send it.
-const char* const kAgentWindowInsert =
-    "INSERT INTO gpuledger.windows(cluster, node, gpu_uuid, start_time, end_time, parent_uuid, model, gpu_fraction, "
-    "currency, cost_micros, busy_micros, idle_micros, memory_micros, cost_policy, allocated_total, busy_fraction, "
-    "busy_source, exclusive, observed_seconds, source, split_source, digest, energy_millijoules, body) "
-    "VALUES ('prod', 'node-a', 'GPU-a', $1::bigint, $1::bigint + 60, '', 'm', 1, 'USD', 60000, 36000, 24000, 0, "
-    "'usage', 1, 1, 'device', true, 60, 'sim', '', 'd', $2::bigint, $3::json)";
-
 // Attack: an agent's own windows with bodies no report could read, or that
 // the tables of schema 6 refused. Each insert is refused whole and nothing
 // stays; the month's reports still run.

@@ -1,0 +1,37 @@
+#include "fleet/fleet_migrations.h"
+
+namespace gpuledger::fleet {
+
+// Issue 30, an agent's bytes bounded: one node's credentials stored a window
+// body or a roll-up body of any size up to PostgreSQL's 1 GB, and the server
+// parsed it (schema 14's check, check_rollup) into several times that in one
+// backend, then every fleet report fetched it in a page of 5,000 rows. A
+// window's body is now at most 1 MiB (kMaxWindowBodyBytes, body_bounds.h),
+// checked as each row is stored, before any trigger parses it; a roll-up's
+// at most 16 MiB (kMaxRollupBodyBytes), refused by a trigger that fires
+// before verify_rollup's check parses it. NOT VALID: rows stored before are
+// neither scanned nor refused (a report reads a body over 64 KiB through
+// the views, a few at a time: fleet_reader.cpp). Both are repeatable: an
+// upgrade test runs them again.
+const char* const kMigration15 = R"SQL(
+ALTER TABLE gpuledger.windows DROP CONSTRAINT IF EXISTS window_body_bounded;
+ALTER TABLE gpuledger.windows ADD CONSTRAINT window_body_bounded CHECK (octet_length(body::text) <= 1048576) NOT VALID;
+-- Before verify_rollup's check parses it: a table's triggers of one event fire in their names' order.
+CREATE OR REPLACE FUNCTION gpuledger.refuse_large_rollup() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  IF octet_length(NEW.body::text) > 16777216 THEN
+    RAISE EXCEPTION 'gpuledger: the body of the % roll-up of %/%/% at % is % bytes, over the 16777216 a roll-up may hold',
+      NEW.period, NEW.cluster, NEW.node, NEW.gpu_uuid, NEW.period_start, octet_length(NEW.body::text)
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.refuse_large_rollup() FROM PUBLIC;
+DROP TRIGGER IF EXISTS bound_rollup_body ON gpuledger.rollups;
+CREATE TRIGGER bound_rollup_body BEFORE INSERT ON gpuledger.rollups
+  FOR EACH ROW EXECUTE FUNCTION gpuledger.refuse_large_rollup();
+)SQL";
+
+}  // namespace gpuledger::fleet
