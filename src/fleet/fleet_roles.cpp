@@ -66,7 +66,8 @@ std::string add_node_role(PgConnection& db, const std::string& node, const std::
       throw Error("fleet-db add-node: role " + role + " exists in " + db.name() +
                   " and is not a node's role; drop or rename it first");
     }
-    if (!exists) db.exec("CREATE ROLE " + quoted_identifier(role) + " LOGIN");
+    const std::string limit = " CONNECTION LIMIT " + std::to_string(kNodeRoleConnections);
+    db.exec((exists ? "ALTER ROLE " : "CREATE ROLE ") + quoted_identifier(role) + (exists ? "" : " LOGIN") + limit);
     db.exec("GRANT gpuledger_agent TO " + quoted_identifier(role));
     if (mapped.rows() == 0)
       db.query("INSERT INTO gpuledger.node_roles(role, cluster, node) VALUES ($1, $2, $3)", {role, cluster_param, node});

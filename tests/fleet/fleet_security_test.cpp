@@ -105,8 +105,9 @@ TEST_F(FleetDb, AddNodePrintsTheRoleAndIsIdempotent) {
   EXPECT_EQ(pg_->psql("SELECT role || ' ' || coalesce(cluster, '*') || ' ' || node FROM gpuledger.node_roles ORDER BY 1"),
             "gpuledger_node_node-b * node-b\ngpuledger_node_prod/node-a prod node-a\n");
   EXPECT_EQ(pg_->psql("SELECT rolcanlogin, rolsuper, rolcreaterole, pg_has_role(oid, 'gpuledger_agent', 'MEMBER'), "
-                      "pg_has_role(oid, 'gpuledger_reader', 'MEMBER') FROM pg_roles WHERE rolname = 'gpuledger_node_node-b'"),
-            "t|f|f|t|f\n");
+                      "pg_has_role(oid, 'gpuledger_reader', 'MEMBER'), rolconnlimit FROM pg_roles WHERE rolname = "
+                      "'gpuledger_node_node-b'"),
+            "t|f|f|t|f|4\n");
   // A role of that name that is not the node's is never taken over.
   pg_->psql("CREATE ROLE \"gpuledger_node_node-c\" LOGIN");
   const Proc taken = run(gpuledger() + " fleet-db add-node node-c" + db);
@@ -565,6 +566,34 @@ TEST_F(FleetDb, AttackAnAgentCannotCreatePartitionsForAnyMonth) {
       << "this month's twelve (schema 12: the roll-ups' in three; 13: the days' charts), at most";
   // The owner may.
   EXPECT_EQ(refusal(*admin_, "SELECT gpuledger.create_month(4102444800)"), "");
+}
+
+// Attack: one node's credentials held every connection the server has
+// (max_connections): no other node shipped, no report ran. A node's role
+// holds at most kNodeRoleConnections; the next is refused (said as a failure
+// to connect), and the other nodes and the readers still connect.
+TEST_F(FleetDb, AttackANodeCannotTakeEveryConnectionOfTheServer) {
+  const NodeRole a = add_node(*pg_, *admin_, "node-a"), b = add_node(*pg_, *admin_, "node-b");
+  std::vector<std::unique_ptr<fleet::PgConnection>> held;
+  for (int i = 0; i < fleet::kNodeRoleConnections; ++i) held.push_back(login(*pg_, a));
+  try {
+    login(*pg_, a);
+    ADD_FAILURE() << "a connection past the role's limit";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("too many connections for role"), std::string::npos) << e.what();
+    EXPECT_EQ(fleet::fleet_error_reason(e.what()), "connect") << e.what();
+  }
+  auto as_b = login(*pg_, b);
+  fleet::FleetSinkPostgres sink(*as_b, {"prod", "node-b"});
+  const auto w = fleet_window(kFleetT0, "GPU-b");
+  EXPECT_EQ(sink.ship({&w}), std::vector<Delivery>{Delivery::kStored});
+  fleet::PgConnection finance(pg_->conninfo("finance"), pg_->add_login("finance", "gpuledger_reader"));
+  EXPECT_EQ(finance.query("SELECT count(*) FROM gpuledger.windows").text(0, 0), "1");
+  // A node's role made before the limit had none: add-node again gives it.
+  held.clear();
+  pg_->psql("ALTER ROLE \"gpuledger_node_prod/node-a\" CONNECTION LIMIT -1");
+  add_node(*pg_, *admin_, "node-a");
+  EXPECT_EQ(pg_->psql("SELECT rolconnlimit FROM pg_roles WHERE rolname = 'gpuledger_node_prod/node-a'"), "4\n");
 }
 
 // Migration 3 on a database of schema 2: its shared role keeps shipping (for
