@@ -17,6 +17,10 @@ inline constexpr size_t kMaxWindowBodyBytes = size_t{1} << 20;
 // A roll-up's body (window_to_json): a larger one is not shipped, and reports
 // read its finer periods.
 inline constexpr size_t kMaxRollupBodyBytes = size_t{16} << 20;
+// Any other value of a window's or a roll-up's row (names, sources, a
+// model, a digest: NVML's longest name or UUID is 96 bytes); a window with a
+// larger one is not shipped, as one whose body is too large.
+inline constexpr size_t kMaxFieldBytes = 256;
 // The largest body a report fetches in a page of rows; a larger one (never
 // an agent's usual window: a few KiB) comes apart from its page (a window's
 // from the views, up to 8 MiB a statement; a roll-up's finer periods instead),

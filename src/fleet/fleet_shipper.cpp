@@ -196,10 +196,10 @@ bool FleetShipper::round(Session& s) {
     if (done[i] == Delivery::kTooLarge) {
       ++too_large;
       spdlog::error(
-          "fleet db: did not ship window {} on {} of {}/{}: its accounts take over the {} bytes the "
-          "database stores for a window; kept in the store, counted as refused",
+          "fleet db: did not ship window {} on {} of {}/{}: it is larger than the database stores (its accounts "
+          "over {} bytes, or a name over {}); kept in the store, counted as refused",
           batch[i].window.start, batch[i].window.slot.uuid, options_.origin.cluster, options_.origin.node,
-          kMaxWindowBodyBytes);
+          kMaxWindowBodyBytes, kMaxFieldBytes);
       continue;
     }
     spdlog::error(

@@ -131,7 +131,8 @@ std::vector<Delivery> FleetSinkPostgres::ship_rollups(const std::vector<Rollup>&
   for (size_t i = 0; i < rollups.size(); ++i) {
     const Rollup& r = rollups[i];
     std::string body = window_to_json(r.window);
-    if (body.size() > kMaxRollupBodyBytes) {
+    if (body.size() > kMaxRollupBodyBytes ||
+        std::max({origin_.cluster.size(), origin_.node.size(), r.window.slot.uuid.size()}) > kMaxFieldBytes) {
       out[i] = Delivery::kTooLarge;
       continue;
     }
@@ -200,6 +201,9 @@ std::vector<Delivery> FleetSinkPostgres::ship(const std::vector<const ledger::Wi
   for (const auto* w : windows) {
     if (bodies) {
       rows.push_back(to_window_row(origin_, *w));
+      if (std::any_of(rows.back().row.begin(), rows.back().row.end(),
+                      [](const PgParam& v) { return v && v->size() > kMaxFieldBytes; }))
+        out[rows.size() - 1] = Delivery::kTooLarge;
       rows.back().row.push_back(window_children_to_json(*w));
       if (rows.back().row.back()->size() > kMaxWindowBodyBytes) out[rows.size() - 1] = Delivery::kTooLarge;
     } else {

@@ -85,6 +85,18 @@ TEST_F(FleetDb, AttackABodyOverItsBoundIsRefusedBeforeTheServerParsesIt) {
     EXPECT_NE(said.find("window_body_bounded"), std::string::npos) << said.substr(0, 300);
   }
   EXPECT_EQ(count("windows"), 1);
+  // Any other text of the row: 256 bytes taken, 257 refused (a model here).
+  std::string insert_model = kAgentWindowInsert;
+  insert_model.replace(insert_model.find("'m'"), 3, "$4");
+  auto with_model = [&](int64_t start, size_t bytes) {
+    return refusal(agent, insert_model,
+                   {std::to_string(start), std::string("18000000"), body, std::string(bytes, 'm')});
+  };
+  EXPECT_EQ(with_model(kFleetT0 + 180, fleet::kMaxFieldBytes), "");
+  const std::string long_model = with_model(kFleetT0 + 240, fleet::kMaxFieldBytes + 1);
+  EXPECT_EQ(fleet::sqlstate_of(long_model), "23514") << long_model.substr(0, 300);
+  EXPECT_NE(long_model.find("window_fields_bounded"), std::string::npos) << long_model.substr(0, 300);
+  EXPECT_EQ(count("windows"), 2);
 
   // A roll-up: its check would have stored it unverified, with a refusal.
   const std::string rollup = fleet::window_to_json(fleet_window(kHour0, "GPU-a"));
@@ -98,6 +110,11 @@ TEST_F(FleetDb, AttackABodyOverItsBoundIsRefusedBeforeTheServerParsesIt) {
     EXPECT_NE(said.find("is 16777217 bytes, over the 16777216 a roll-up may hold"), std::string::npos)
         << said.substr(0, 300);
   }
+  const std::string long_digest =
+      refusal(agent, std::string(insert_rollup).replace(std::string(insert_rollup).find("'d'"), 3, "repeat('d', 257)"),
+              {std::to_string(kHour0), rollup});
+  EXPECT_EQ(fleet::sqlstate_of(long_digest), "23514") << long_digest;
+  EXPECT_NE(long_digest.find("are at most 256 bytes each"), std::string::npos) << long_digest;
   EXPECT_EQ(count("rollups"), 0);
   // At the bound: taken, and checked as any roll-up is (not the windows': unverified).
   EXPECT_EQ(refusal(agent, insert_rollup, {std::to_string(kHour0), padded(rollup, fleet::kMaxRollupBodyBytes)}), "");
@@ -107,8 +124,9 @@ TEST_F(FleetDb, AttackABodyOverItsBoundIsRefusedBeforeTheServerParsesIt) {
 // A node's large windows, under the bound but over a page's share, shipped
 // by its shipper and read back by a report exactly, apart from their pages (a
 // few a statement); their hour's roll-up, too large for a page, is read as its
-// windows. One window too large to store is kept in the store, refused,
-// counted and said, and the rest of its batch ships.
+// windows. A window too large to store (its accounts; a model's name of 257
+// bytes) is kept in the store, refused, counted and said, and the rest of its
+// batch ships.
 TEST_F(FleetDb, LargeBodiesReadAsTheirWindowsAndOneTooLargeIsKeptAndSaid) {
   const std::string role = fleet::add_node_role(*admin_, "node-1", std::string("prod"));
   const std::string path = (scratch_ / "ledger.db").string();
@@ -126,6 +144,9 @@ TEST_F(FleetDb, LargeBodiesReadAsTheirWindowsAndOneTooLargeIsKeptAndSaid) {
     sent.push_back(fleet_window(kHour0 + 7200 + 60, "GPU-c"));
     for (const auto& w : sent) store.insert_window(w);
     store.insert_window(huge);
+    ledger::WindowRecord named = fleet_window(kHour0 + 7200 + 120, "GPU-c");  // a model NVML never names
+    named.slot.model = std::string(fleet::kMaxFieldBytes + 1, 'm');
+    store.insert_window(named);
   }
   const size_t large = fleet::window_children_to_json(sent[0]).size();
   ASSERT_GT(large, fleet::kPageBodyBytes);
@@ -137,20 +158,20 @@ TEST_F(FleetDb, LargeBodiesReadAsTheirWindowsAndOneTooLargeIsKeptAndSaid) {
   ASSERT_TRUE(eventually(
       [&] {
         const auto st = shipper.status();
-        return st.shipped == sent.size() && st.refused == 1 && st.pending == 0 &&
+        return st.shipped == sent.size() && st.refused == 2 && st.pending == 0 &&
                sample(metrics(shipper), "gpuledger_fleet_db_shipped_rollups_total{period=\"hour\"}") >= 2;
       },
       std::chrono::seconds(30)))
       << shipper.status().reason << metrics(shipper);
   shipper.stop();
   const std::string page = metrics(shipper);
-  EXPECT_TRUE(has_line(page, "gpuledger_fleet_db_errors_total{reason=\"too_large\"} 1")) << page;
+  EXPECT_TRUE(has_line(page, "gpuledger_fleet_db_errors_total{reason=\"too_large\"} 2")) << page;
   EXPECT_TRUE(has_line(page, "gpuledger_fleet_db_errors_total{reason=\"conflict\"} 0")) << page;
-  EXPECT_TRUE(has_line(page, "gpuledger_fleet_db_refused_windows 1")) << page;
-  EXPECT_NE(shipper.status().reason.find("1 windows refused"), std::string::npos) << shipper.status().reason;
+  EXPECT_TRUE(has_line(page, "gpuledger_fleet_db_refused_windows 2")) << page;
+  EXPECT_NE(shipper.status().reason.find("2 windows refused"), std::string::npos) << shipper.status().reason;
   {
     ledger::Store store(path);  // kept: the node's own bill still has it
-    EXPECT_EQ(store.windows(kHour0 + 7200, kHour0 + 7260).size(), 1u);
+    EXPECT_EQ(store.windows(kHour0 + 7200, kHour0 + 7200 + 180).size(), 3u);
   }
   EXPECT_EQ(count("windows"), static_cast<int64_t>(sent.size()));
   // GPU-a's hour roll-up holds the 300 accounts: stored and verified, over a page's share.
