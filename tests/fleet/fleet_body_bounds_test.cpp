@@ -244,5 +244,39 @@ TEST_F(FleetDb, ARollUpTooLargeToStoreIsNotSentAndItsWindowsAreRead) {
   EXPECT_EQ(hours.records, 30 + 1);
 }
 
+// A GPU's day whose roll-ups are all over a page's share (an hour's first
+// window holds 300 accounts): its day roll-up, met in the merge of a week's
+// whole days, and its hours' are read as its 1,440 windows; its other days and
+// another GPU's are their roll-ups, in the same read. The same bill either way.
+TEST_F(FleetDb, RollUpsTooLargeForAPageAreReadAsTheirFinerPeriods) {
+  const std::string role = fleet::add_node_role(*admin_, "node-1", std::string("prod"));
+  const std::string path = (scratch_ / "ledger.db").string();
+  {
+    ledger::Store store(path);
+    for (int i = 0; i <= 7 * 1440; ++i) {
+      const int64_t t = kFleetDay0 + 60 * i;
+      store.insert_window(i % 60 == 0 && i < 1440 ? crowded_window(t, "GPU-a", 300) : fleet_window(t, "GPU-a", i));
+      store.insert_window(fleet_window(t, "GPU-b", i));
+    }
+  }
+  fleet::FleetShipper shipper(shipper_options(pg_->conninfo(role), pg_->set_password(role), path, {"prod", "node-1"}));
+  shipper.start();
+  ASSERT_TRUE(eventually(
+      [&] { return sample(metrics(shipper), "gpuledger_fleet_db_shipped_rollups_total{period=\"day\"}") == 14; },
+      std::chrono::seconds(60)))
+      << shipper.status().reason << metrics(shipper);
+  shipper.stop();
+  EXPECT_EQ(pg_->psql("SELECT gpu_uuid, period, verified, octet_length(body::text) > " +
+                      std::to_string(fleet::kPageBodyBytes) +
+                      " FROM gpuledger.rollups WHERE period_start = " + std::to_string(kFleetDay0) + " ORDER BY 1, 2"),
+            "GPU-a|day|t|t\nGPU-a|hour|t|t\nGPU-b|day|t|f\nGPU-b|hour|t|f\n");
+  const Read windows = read(*admin_, kFleetDay0, kFleetDay0 + 7 * 86400, std::nullopt);
+  const Read days = read(*admin_, kFleetDay0, kFleetDay0 + 7 * 86400, fleet::Period::kMonth);
+  expect_same_bill(windows, days);
+  EXPECT_EQ(windows.records, 2 * 7 * 1440);
+  EXPECT_EQ(days.records, 1440 + 6 + 7);
+  EXPECT_EQ(days.notes.refused_rollups, 0);
+}
+
 }  // namespace
 }  // namespace gpuledger::testing
