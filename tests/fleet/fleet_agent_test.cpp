@@ -145,7 +145,8 @@ TEST(FleetAgents, ThroughAnOutageAKillAndADeletedNodeTheFleetBillIsTheSumOfTheLo
           &doctor);
   EXPECT_NE(doctor.find("fleet-db"), std::string::npos) << doctor;
   EXPECT_NE(doctor.find("cannot connect"), std::string::npos) << doctor;
-  EXPECT_NE(doctor.find(" windows pending, 0 refused as conflicting"), std::string::npos) << doctor;
+  EXPECT_NE(doctor.find(" windows pending, 0 refused (conflicting, or too large to store)"), std::string::npos)
+      << doctor;
   pg.start();
   ASSERT_TRUE(eventually(
       [&] {

@@ -150,7 +150,9 @@ TEST_F(FleetDb, ANodesRoleShipsItsOwnWindowsAndNoOtherNodes) {
   // `doctor` says which node a role ships, and that a role of no node ships nothing.
   const std::string shared_pw = pg_->add_login("shared_agent", "gpuledger_agent");
   for (const auto& [role, pw, said] :
-       {std::tuple{b.role, b.password_file, "schema " + std::to_string(fleet::kFleetSchemaVersion) + ", windows of prod/node-b may be shipped"},
+       {std::tuple{b.role, b.password_file,
+                   "schema " + std::to_string(fleet::kFleetSchemaVersion) +
+                       ", windows of prod/node-b may be shipped, at most 4 connections at once"},
         std::tuple{std::string("shared_agent"), shared_pw,
                    std::string("this role is no node's: run `gpuledger fleet-db add-node NODE` as the owner")}}) {
     const Proc doctor =
@@ -589,9 +591,15 @@ TEST_F(FleetDb, AttackANodeCannotTakeEveryConnectionOfTheServer) {
   EXPECT_EQ(sink.ship({&w}), std::vector<Delivery>{Delivery::kStored});
   fleet::PgConnection finance(pg_->conninfo("finance"), pg_->add_login("finance", "gpuledger_reader"));
   EXPECT_EQ(finance.query("SELECT count(*) FROM gpuledger.windows").text(0, 0), "1");
-  // A node's role made before the limit had none: add-node again gives it.
+  // A node's role made before the limit had none: doctor says so, add-node again gives it.
   held.clear();
   pg_->psql("ALTER ROLE \"gpuledger_node_prod/node-a\" CONNECTION LIMIT -1");
+  const Proc doctor = run(gpuledger() + " doctor --fleet-db '" + pg_->conninfo(a.role) + "' --fleet-db-password-file " +
+                          a.password_file);
+  EXPECT_NE(doctor.out.find("may be shipped; the role has no connection limit: run `gpuledger fleet-db add-node` for "
+                            "this node again as the owner"),
+            std::string::npos)
+      << doctor.out;
   add_node(*pg_, *admin_, "node-a");
   EXPECT_EQ(pg_->psql("SELECT rolconnlimit FROM pg_roles WHERE rolname = 'gpuledger_node_prod/node-a'"), "4\n");
 }
