@@ -1,7 +1,7 @@
 #pragma once
-// The bytes a node's bodies may take in the fleet database (schema 15:
-// fleet_migration_15.cpp holds the same numbers) and the bytes of a body a
-// report's page carries. Bodies are what a node writes freely (its accounts'
+// The bytes a node's bodies and other values may take in the fleet database
+// (schema 15: fleet_migration_15.cpp holds the same numbers) and the bytes of
+// a body a report's page carries. Bodies are what a node writes freely (its accounts'
 // names and how many there are); unbounded, one hostile node's single insert
 // had the server parse up to 1 GB into one backend, and every fleet report
 // then held pages of 5,000 such rows.

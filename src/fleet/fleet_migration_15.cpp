@@ -11,10 +11,10 @@ namespace gpuledger::fleet {
 // at most 16 MiB (kMaxRollupBodyBytes), refused by a trigger that fires
 // before verify_rollup's check parses it. Every other text a node writes in
 // a row (a GPU's model, a source's name: 1 GB each as well, and read with
-// every window) at most 256 bytes (kMaxFieldBytes). NOT VALID: rows stored before are
-// neither scanned nor refused (a report reads a body over 64 KiB through
-// the views, a few at a time: fleet_reader.cpp). Both are repeatable: an
-// upgrade test runs them again.
+// every window) is at most 256 bytes (kMaxFieldBytes). NOT VALID: rows
+// stored before are neither scanned nor refused (a report reads a body over
+// 64 KiB through the views, a few at a time: fleet_reader.cpp). Every
+// statement is repeatable: an upgrade test runs them again.
 const char* const kMigration15 = R"SQL(
 ALTER TABLE gpuledger.windows DROP CONSTRAINT IF EXISTS window_body_bounded;
 ALTER TABLE gpuledger.windows ADD CONSTRAINT window_body_bounded CHECK (octet_length(body::text) <= 1048576) NOT VALID;
