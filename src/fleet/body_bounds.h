@@ -23,8 +23,11 @@ inline constexpr size_t kMaxRollupBodyBytes = size_t{16} << 20;
 inline constexpr size_t kMaxFieldBytes = 256;
 // The largest body a report fetches in a page of rows; a larger one (never
 // an agent's usual window: a few KiB) comes apart from its page (a window's
-// from the views, up to 8 MiB a statement; a roll-up's finer periods instead),
-// so that a page of 5,000 rows is at most ~320 MB whatever the nodes wrote.
+// from the views, kViewsBodyBytes a statement; a roll-up's finer periods
+// instead), so that a page of 5,000 rows is at most ~320 MB whatever the
+// nodes wrote.
 inline constexpr size_t kPageBodyBytes = size_t{64} << 10;
+// The bodies one statement asks the views for (at least one body, however large).
+inline constexpr size_t kViewsBodyBytes = size_t{8} << 20;
 
 }  // namespace gpuledger::fleet

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "fleet/body_bounds.h"
 #include "fleet/fleet_rows.h"
 #include "fleet/fleet_sql.h"
 #include "fleet/page_parser.h"
@@ -24,8 +25,6 @@ namespace gpuledger::fleet {
 namespace {
 
 constexpr int kFetchRows = 5000;
-// The bodies one statement asks the views for (body_bounds.h).
-constexpr int64_t kViewsBodyBytes = int64_t{8} << 20;
 
 // `select` ORDER BY `order`. Fenced (OFFSET 0): PostgreSQL picks the rows by
 // their own condition first and sorts them after. A range's ragged end (an
@@ -115,12 +114,13 @@ using PartsParser = PageParser<WindowChildren, window_children_from_canonical_js
 
 // The windows `from` selects (it follows "FROM gpuledger.windows x": a WHERE
 // clause, or a JOIN and its WHERE), with their parts. Their bodies are read
-// here on every core; those the reader leaves, from the views, one statement a
-// page. The views gave a row a part, each in a cursor of its own with the
-// window's key again, sorted by the server after it parsed every body three
-// times: 6.9-8.3 s for a report of 80,640 windows, against 1.4 s now (3.6-3.8
-// s with every window's parts sent as the views' readings, one row a window;
-// docs/performance.md, "A window's parts read by the report").
+// here on every core; those the reader leaves (and those over
+// kPageBodyBytes, not in the page), from the views, up to kViewsBodyBytes of
+// them a statement. The views gave a row a part, each in a cursor of its own
+// with the window's key again, sorted by the server after it parsed every
+// body three times: 6.9-8.3 s for a report of 80,640 windows, against 1.4 s
+// now (3.6-3.8 s with every window's parts sent as the views' readings, one
+// row a window; docs/performance.md, "A window's parts read by the report").
 // `fenced`: a short stretch of time (fenced_order).
 void read_windows(PgConnection& db, const std::string& from, const std::function<void(ledger::WindowRecord&&)>& fn,
                   bool fenced = false) {
@@ -152,7 +152,7 @@ void read_windows(PgConnection& db, const std::string& from, const std::function
         for (int k = w.row(); k < w.r().rows(); ++k) {
           if (page->at(k).value) continue;
           asked += w.r().i64(k, bytes);
-          if (!left.empty() && asked > kViewsBodyBytes) break;
+          if (!left.empty() && asked > static_cast<int64_t>(kViewsBodyBytes)) break;
           left.push_back(k);
         }
         views.reset();

@@ -21,7 +21,8 @@ namespace gpuledger::fleet {
 void take_window_parts(WindowChildren&& parts, ledger::WindowRecord& window);
 
 // The views' reading of the parts of some windows of a page of window rows
-// (their key in columns 0-3): one statement for them all.
+// (their key in columns 0-3): one statement for them all (the reader bounds
+// how many bodies that is: kViewsBodyBytes).
 class ViewsReading {
  public:
   ViewsReading(PgConnection& db, const PgResult& page, const std::vector<int>& rows);

@@ -151,7 +151,7 @@ TEST_F(FleetDb, LargeBodiesReadAsTheirWindowsAndOneTooLargeIsKeptAndSaid) {
   const size_t large = fleet::window_children_to_json(sent[0]).size();
   ASSERT_GT(large, fleet::kPageBodyBytes);
   ASSERT_LT(large, fleet::kMaxWindowBodyBytes);
-  ASSERT_GT(15 * large, size_t{8} << 20);
+  ASSERT_GT(15 * large, fleet::kViewsBodyBytes);
 
   fleet::FleetShipper shipper(shipper_options(pg_->conninfo(role), pg_->set_password(role), path, {"prod", "node-1"}));
   shipper.start();
@@ -180,7 +180,7 @@ TEST_F(FleetDb, LargeBodiesReadAsTheirWindowsAndOneTooLargeIsKeptAndSaid) {
             "t|t\n");
 
   // Windows alone: each as it was sent, to the bit. The 15 large bodies came
-  // apart from their page, from the views: 14 (8 MiB) and then 1.
+  // apart from their page, from the views: 14 (kViewsBodyBytes) and then 1.
   int views = 0;
   admin_->log_statements(
       [&](const fleet::PgStatement& s) { views += s.sql.find("gpuledger.body_accounts(b.j)") != std::string::npos; });
