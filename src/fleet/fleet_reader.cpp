@@ -1,6 +1,7 @@
 #include "fleet/fleet_reader.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <map>
@@ -8,6 +9,7 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
@@ -25,17 +27,6 @@ namespace gpuledger::fleet {
 namespace {
 
 constexpr int kFetchRows = 5000;
-
-// `select` ORDER BY `order`. Fenced (OFFSET 0): PostgreSQL picks the rows by
-// their own condition first and sorts them after. A range's ragged end (an
-// hour or two of windows) otherwise came in the primary key's order from a
-// scan of the month's whole index for their start times: 2.3 s for 1,440
-// accounts at 2 shipped nodes, against 73 ms through the BRIN index on
-// start_time (docs/performance.md, section 6).
-std::string fenced_order(const std::string& select, const std::string& order, bool fenced) {
-  if (!fenced) return select + " ORDER BY " + order;
-  return "SELECT * FROM (" + select + " OFFSET 0) x ORDER BY " + order;
-}
 
 // A server-side cursor; where rows are compared by key (compare_key), the
 // key is their first four columns.
@@ -109,6 +100,29 @@ class Cursor {
   int64_t page_ = 0;
 };
 
+// Rows that come in key order by their query's form (key_ordered_windows),
+// checked as they are read: a row out of order fails the report rather than
+// let it sum in another order (a bill's text is the same however it is read).
+class KeyOrderCheck {
+ public:
+  void next(const PgResult& r, int row) {
+    const std::array<std::string_view, 3> key = {r.view(row, 0), r.view(row, 1), r.view(row, 2)};
+    const int64_t start = r.i64(row, 3);
+    if (any_ && std::tie(key[0], key[1], key[2], start) <= std::tie(last_[0], last_[1], last_[2], last_start_))
+      throw Error("the fleet database sent the windows of " + std::string(key[0]) + "/" + std::string(key[1]) + " " +
+                  std::string(key[2]) + " out of key order, in a plan gpuledger does not expect; no report was made");
+    for (size_t i = 0; i < key.size(); ++i)
+      if (last_[i] != key[i]) last_[i] = key[i];
+    last_start_ = start;
+    any_ = true;
+  }
+
+ private:
+  std::array<std::string, 3> last_;
+  int64_t last_start_ = 0;
+  bool any_ = false;
+};
+
 // A window row's body, read as the views read it or left to them (window_parts.h).
 using PartsParser = PageParser<WindowChildren, window_children_from_canonical_json>;
 
@@ -121,23 +135,28 @@ using PartsParser = PageParser<WindowChildren, window_children_from_canonical_js
 // body three times: 6.9-8.3 s for a report of 80,640 windows, against 1.4 s
 // now (3.6-3.8 s with every window's parts sent as the views' readings, one
 // row a window; docs/performance.md, "A window's parts read by the report").
-// `fenced`: a short stretch of time (fenced_order).
-void read_windows(PgConnection& db, const std::string& from, const std::function<void(ledger::WindowRecord&&)>& fn,
-                  bool fenced = false) {
+// `source` follows FROM and names the windows x. How their key order comes:
+enum class WindowOrder {
+  kSorted,      // sorted by the server, in the plan it picks (a long stretch of time)
+  kAsSelected,  // `source` gives them in key order by its form (key_ordered_windows); checked here
+};
+void read_windows(PgConnection& db, const std::string& source, WindowOrder order,
+                  const std::function<void(ledger::WindowRecord&&)>& fn) {
   const std::string key = "x.cluster, x.node, x.gpu_uuid, x.start_time";
   std::string columns = key;
   for (const auto& c : kWindowColumns) columns += ", x." + c;
   // The body, unless it is over kPageBodyBytes (then read from the views), and its size.
-  Cursor w(db, "gl_windows",
-           fenced_order("SELECT " + columns + ", " + page_body("x.body") + ", octet_length(x.body::text) FROM " +
-                            "gpuledger.windows x" + from,
-                        key, fenced),
+  const std::string select =
+      "SELECT " + columns + ", " + page_body("x.body") + ", octet_length(x.body::text) FROM " + source;
+  Cursor w(db, "gl_windows", order == WindowOrder::kAsSelected ? select : select + " ORDER BY " + key,
            true);  // the next page made while this one is parsed
   const int body = 4 + static_cast<int>(kWindowColumns.size()), bytes = body + 1;
   std::unique_ptr<PartsParser> page;    // the bodies of the rows fetched, parsed on every core
   std::unique_ptr<ViewsReading> views;  // this page's bodies the reader left, as the views read them
+  KeyOrderCheck in_order;
   for (; w.valid(); w.next()) {
     if (w.row() == 0) page.reset(), views.reset(), page = std::make_unique<PartsParser>(w.page_result(), body);
+    if (order == WindowOrder::kAsSelected) in_order.next(w.r(), w.row());
     ledger::WindowRecord rec;
     read_window_columns(w.r(), w.row(), rec);
     if (auto& parts = page->at(w.row()); parts.value) {
@@ -293,7 +312,9 @@ std::string digest_of_windows(PgConnection& db, int64_t from, int64_t to, const 
   Sha256 sha;
   sha.add("gpuledger fleet windows v1\n");
   auto hash_rows = [&](const std::string& sql) {
+    KeyOrderCheck in_order;
     for (Cursor cur(db, "gl_digest", sql); cur.valid(); cur.next()) {
+      in_order.next(cur.r(), cur.row());
       for (int c = 0; c < cur.r().columns(); ++c) {
         sha.add(cur.r().text(cur.row(), c));
         sha.add("\x1f");
@@ -302,10 +323,9 @@ std::string digest_of_windows(PgConnection& db, int64_t from, int64_t to, const 
     }
   };
   const RangePlan plan = plan_range(from, to, Period::kMonth);
-  for (const auto& [a, b] : plan.ragged)  // at most two hours each: fenced
-    hash_rows(fenced_order("SELECT x.cluster, x.node, x.gpu_uuid, x.start_time, x.digest FROM gpuledger.windows x" +
-                               starting_in(db, a, b, filter),
-                           "x.cluster, x.node, x.gpu_uuid, x.start_time", true));
+  for (const auto& [a, b] : plan.ragged)  // at most two hours each: a GPU at a time
+    hash_rows("SELECT x.cluster, x.node, x.gpu_uuid, x.start_time, x.digest FROM " +
+              key_ordered_windows(db, a, b, filter));
   // The whole periods' totals in (period_start, cluster, node, gpu_uuid)
   // order, as one ORDER BY gave them: a start's rows at a time (a
   // period start and a GPU are one row), asked for while the last start's
@@ -438,14 +458,20 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
     const PrunedMonths pruned(db);
     for (const auto& [a, b] : plan.ragged) pruned.refuse(a, b);
     for (const auto& s : spans) pruned.refuse(s.start, s.end);
-    // With roll-ups, a ragged end is an hour or two: fenced. Windows only, the whole range.
-    for (const auto& [a, b] : plan.ragged) read_windows(db, starting_in(db, a, b, filter), fn, coarsest.has_value());
+    // With roll-ups, a ragged end is an hour or two, read a GPU at a time.
+    // Windows only, the whole range, sorted.
+    for (const auto& [a, b] : plan.ragged) {
+      if (coarsest)
+        read_windows(db, key_ordered_windows(db, a, b, filter), WindowOrder::kAsSelected, fn);
+      else
+        read_windows(db, "gpuledger.windows x" + starting_in(db, a, b, filter), WindowOrder::kSorted, fn);
+    }
     if (!spans.empty())
       read_windows(db,
-                   " JOIN " + spans_sql(db, spans) +
+                   "gpuledger.windows x JOIN " + spans_sql(db, spans) +
                        " ON x.cluster = k.c AND x.node = k.n AND x.gpu_uuid = k.g AND x.start_time >= k.a"
                        " AND x.start_time < k.b",
-                   fn);
+                   WindowOrder::kSorted, fn);
   });
   // Each body once, however many reads of the range met it (a FOCUS or CSV
   // export reads the whole bill, then its rows' periods).

@@ -123,6 +123,20 @@ std::string merged_rollups_sql(const std::string& where) {
          kMergedOrder + ", t.windows";
 }
 
+std::string key_ordered_windows(PgConnection& db, int64_t a, int64_t b, const FleetFilter& filter) {
+  // count_windows' hour of a window: start_time - start_time % 3600 (truncated, as C++'s %).
+  const int64_t first_hour = a - a % 3600;
+  // OFFSET 0 fences both: the GPUs sorted before they are joined, and each
+  // GPU's windows read by its own index scan (a lateral subquery is run once
+  // an outer row, in the outer rows' order; a cursor's plan is never parallel).
+  return "(SELECT DISTINCT t.cluster, t.node, t.gpu_uuid FROM gpuledger.window_totals t WHERE t.period = 'hour' "
+         "AND t.period_start >= " +
+         std::to_string(first_hour) + " AND t.period_start < " + std::to_string(b) + filter_sql(db, filter, "t") +
+         " ORDER BY 1, 2, 3 OFFSET 0) g CROSS JOIN LATERAL (SELECT * FROM gpuledger.windows y WHERE "
+         "y.cluster = g.cluster AND y.node = g.node AND y.gpu_uuid = g.gpu_uuid AND y.start_time >= " +
+         std::to_string(a) + " AND y.start_time < " + std::to_string(b) + " ORDER BY y.start_time OFFSET 0) x";
+}
+
 std::string page_body(const std::string& column) {
   return "CASE WHEN octet_length(" + column + "::text) <= " + std::to_string(kPageBodyBytes) + " THEN " + column +
          "::text END";
