@@ -266,15 +266,18 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
   }
 }
 
-// Whole periods by the week or more (days, months): the same as read_period
-// over sorted_totals(where), read as two scans in key order, the totals and
-// the verified roll-ups, merged here on join_while_current's condition (their
-// count, cost and digest sum equal; trim_scale: equal numbers, equal text).
-// Joined, PostgreSQL probed the roll-ups' index once a totals row, or sorted
-// every body on disk: 1.6-1.8 s of server time for the 240,000 days of a
-// 1,000-node month, against 0.14 + 0.34 s for the two scans
-// (docs/performance.md, "The fleet read"). A shorter stretch joins: the
-// roll-ups' scan reads all of its month's roll-ups of that period.
+// Whole days and months: the same as read_period over sorted_totals(where),
+// read as two scans in key order, the totals and the verified roll-ups,
+// merged here on join_while_current's condition (their count, cost and digest
+// sum equal; trim_scale: equal numbers, equal text). Joined, PostgreSQL
+// probed the roll-ups' index once a totals row, or sorted every body on disk:
+// 1.6-1.8 s of server time for the 240,000 days of a 1,000-node month,
+// against 0.14 + 0.34 s for the two scans (docs/performance.md, "The fleet
+// read"). One day too: the roll-ups' scan walks its month's day index entries
+// (240,000 at 1,000 nodes) without their rows, where the join probed the
+// index 8,000 times and fetched each body then; a FOCUS export reads its days
+// one at a time (docs/performance.md, "A ragged end read a GPU at a time").
+// Hours join: a month holds 24 times as many hour roll-ups to walk.
 void merge_period(PgConnection& db, Period p, const std::string& where, std::vector<SlotSpan>& finer,
                   const std::function<void(ledger::WindowRecord&&)>& fn, std::set<std::string>& unreadable) {
   // Pages ten times the roll-ups': each of its fetches waits for the roll-ups' page asked for ahead.
@@ -441,7 +444,7 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
       std::vector<SlotSpan> finer;
       if (auto it = plan.whole.find(p); it != plan.whole.end()) {
         const std::string where = whole_periods(db, p, it->second, filter);
-        if (p == Period::kMonth || (p == Period::kDay && it->second.size() >= 7))
+        if (p != Period::kHour)
           merge_period(db, p, where, finer, fn, unreadable);
         else
           read_period(db, p, sorted_totals(where), "", finer, fn, unreadable);
