@@ -469,12 +469,16 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
       else
         read_windows(db, "gpuledger.windows x" + starting_in(db, a, b, filter), WindowOrder::kSorted, fn);
     }
-    if (!spans.empty())
-      read_windows(db,
-                   "gpuledger.windows x JOIN " + spans_sql(db, spans) +
-                       " ON x.cluster = k.c AND x.node = k.n AND x.gpu_uuid = k.g AND x.start_time >= k.a"
-                       " AND x.start_time < k.b",
-                   WindowOrder::kSorted, fn);
+    // The spans' windows (their roll-ups stale, refused or never sent) a
+    // span at a time, in key order as a ragged end's: no sort of their
+    // bodies, however many a node's roll-ups leave to read.
+    if (!spans.empty()) {
+      std::sort(spans.begin(), spans.end(), [](const SlotSpan& x, const SlotSpan& y) {
+        return std::tie(x.cluster, x.node, x.uuid, x.start) < std::tie(y.cluster, y.node, y.uuid, y.start);
+      });
+      read_windows(db, spans_sql(db, spans) + lateral_windows("k.c", "k.n", "k.g", "k.a", "k.b"),
+                   WindowOrder::kAsSelected, fn);
+    }
   });
   // Each body once, however many reads of the range met it (a FOCUS or CSV
   // export reads the whole bill, then its rows' periods).

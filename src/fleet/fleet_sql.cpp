@@ -123,18 +123,22 @@ std::string merged_rollups_sql(const std::string& where) {
          kMergedOrder + ", t.windows";
 }
 
+std::string lateral_windows(const std::string& cluster, const std::string& node, const std::string& gpu,
+                            const std::string& from, const std::string& to) {
+  return " CROSS JOIN LATERAL (SELECT * FROM gpuledger.windows y WHERE y.cluster = " + cluster +
+         " AND y.node = " + node + " AND y.gpu_uuid = " + gpu + " AND y.start_time >= " + from +
+         " AND y.start_time < " + to + " ORDER BY y.start_time OFFSET 0) x";
+}
+
 std::string key_ordered_windows(PgConnection& db, int64_t a, int64_t b, const FleetFilter& filter) {
   // count_windows' hour of a window: start_time - start_time % 3600 (truncated, as C++'s %).
   const int64_t first_hour = a - a % 3600;
-  // OFFSET 0 fences both: the GPUs sorted before they are joined, and each
-  // GPU's windows read by its own index scan (a lateral subquery is run once
-  // an outer row, in the outer rows' order; a cursor's plan is never parallel).
+  // OFFSET 0 fences the GPUs: sorted before they are joined.
   return "(SELECT DISTINCT t.cluster, t.node, t.gpu_uuid FROM gpuledger.window_totals t WHERE t.period = 'hour' "
          "AND t.period_start >= " +
          std::to_string(first_hour) + " AND t.period_start < " + std::to_string(b) + filter_sql(db, filter, "t") +
-         " ORDER BY 1, 2, 3 OFFSET 0) g CROSS JOIN LATERAL (SELECT * FROM gpuledger.windows y WHERE "
-         "y.cluster = g.cluster AND y.node = g.node AND y.gpu_uuid = g.gpu_uuid AND y.start_time >= " +
-         std::to_string(a) + " AND y.start_time < " + std::to_string(b) + " ORDER BY y.start_time OFFSET 0) x";
+         " ORDER BY 1, 2, 3 OFFSET 0) g" +
+         lateral_windows("g.cluster", "g.node", "g.gpu_uuid", std::to_string(a), std::to_string(b));
 }
 
 std::string page_body(const std::string& column) {

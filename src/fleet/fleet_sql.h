@@ -62,6 +62,12 @@ std::string merged_rollups_sql(const std::string& where);
 // a GPU at a time, the first page comes at once (docs/performance.md,
 // "A ragged end read a GPU at a time"). The reader checks the order.
 std::string key_ordered_windows(PgConnection& db, int64_t a, int64_t b, const FleetFilter& filter);
+// Each outer row's windows (as x) with `from` <= start_time < `to` and the
+// given key, by the primary key's index in start order (OFFSET 0: a lateral
+// subquery run once an outer row, in the outer rows' order; a cursor's plan
+// is never parallel). The arguments are SQL expressions of the outer row.
+std::string lateral_windows(const std::string& cluster, const std::string& node, const std::string& gpu,
+                            const std::string& from, const std::string& to);
 // A json column's text as a report's page carries it: NULL when it is over
 // kPageBodyBytes (body_bounds.h), read apart by the reader (the row's finer
 // periods, or the views). octet_length reads a stored value's size without

@@ -1,8 +1,9 @@
-// A range's ragged ends against a real PostgreSQL server: their windows are
-// read a GPU at a time (key_ordered_windows, no sort of their bodies), in the
-// key order a sort gives (byte order, COLLATE "C"), whatever order they were
-// stored in and whatever their names, and the bill and its id are those of
-// the same range read as windows only.
+// A range's ragged ends, and whole periods without a roll-up to read,
+// against a real PostgreSQL server: their windows are read a GPU (or a span
+// of one GPU's time) at a time (key_ordered_windows, lateral_windows: no sort
+// of their bodies), in the key order a sort gives (byte order, COLLATE "C"),
+// whatever order they were stored in and whatever their names, and the bill
+// and its id are those of the same range read as windows only.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,7 +29,7 @@ Key key_of(const ledger::WindowRecord& w) {
   return {o.cluster, o.node, w.slot.uuid, w.start};
 }
 
-TEST_F(FleetDb, ARaggedEndIsReadAGpuAtATimeInKeyOrderWhateverItsNames) {
+TEST_F(FleetDb, RaggedEndsAndSpansAreReadAGpuAtATimeInKeyOrderWhateverTheirNames) {
   const int64_t hour = kFleetDay0 + 5 * 3600;
   // Names whose byte order is not their order of storing nor a dictionary's:
   // 'B' (0x42) before 'a' (0x61), "node-10" before "node-9", "Prod" before "prod".
@@ -93,6 +94,19 @@ TEST_F(FleetDb, ARaggedEndIsReadAGpuAtATimeInKeyOrderWhateverItsNames) {
   EXPECT_EQ(bill.total.cost_total_micros(), windows_only.total);
   EXPECT_EQ(digest, windows_only.windows_digest);
   EXPECT_EQ(windows_only.records, 5 * 100);
+
+  // Whole hours without roll-ups: each GPU's hours are a span read as its
+  // windows, a span at a time, in key order (not in the order the hours
+  // were met), the same bill as the windows'.
+  std::vector<Key> spans;
+  report::ReportBuilder by_spans(hour, hour + 7200, report::GroupBy::kTeam);
+  fleet::for_each_fleet_window(*admin_, hour, hour + 7200, {}, Period::kHour, [&](ledger::WindowRecord&& w) {
+    spans.push_back(key_of(w));
+    by_spans.add(w);
+  });
+  ASSERT_EQ(spans.size(), 5u * 120);
+  EXPECT_TRUE(std::is_sorted(spans.begin(), spans.end()));
+  EXPECT_EQ(by_spans.finish().total.cost_total_micros(), read(*admin_, hour, hour + 7200, std::nullopt).total);
 
   // A filter picks its node's GPUs only, in the same order.
   std::vector<Key> one;
