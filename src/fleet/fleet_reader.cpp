@@ -100,9 +100,10 @@ class Cursor {
   int64_t page_ = 0;
 };
 
-// Rows that come in key order by their query's form (key_ordered_windows),
-// checked as they are read: a row out of order fails the report rather than
-// let it sum in another order (a bill's text is the same however it is read).
+// Rows that come in key order by their query's form (key_ordered_windows,
+// lateral_windows), checked as they are read: a row out of order fails the
+// report rather than let it sum in another order (a bill's text is the same
+// however it is read).
 class KeyOrderCheck {
  public:
   void next(const PgResult& r, int row) {
@@ -126,19 +127,19 @@ class KeyOrderCheck {
 // A window row's body, read as the views read it or left to them (window_parts.h).
 using PartsParser = PageParser<WindowChildren, window_children_from_canonical_json>;
 
-// The windows `from` selects (it follows "FROM gpuledger.windows x": a WHERE
-// clause, or a JOIN and its WHERE), with their parts. Their bodies are read
-// here on every core; those the reader leaves (and those over
-// kPageBodyBytes, not in the page), from the views, up to kViewsBodyBytes of
-// them a statement. The views gave a row a part, each in a cursor of its own
-// with the window's key again, sorted by the server after it parsed every
-// body three times: 6.9-8.3 s for a report of 80,640 windows, against 1.4 s
-// now (3.6-3.8 s with every window's parts sent as the views' readings, one
-// row a window; docs/performance.md, "A window's parts read by the report").
-// `source` follows FROM and names the windows x. How their key order comes:
+// The windows `source` selects (it follows FROM and names them x), with
+// their parts. Their bodies are read here on every core; those the reader
+// leaves (and those over kPageBodyBytes, not in the page), from the views, up
+// to kViewsBodyBytes of them a statement. The views gave a row a part, each
+// in a cursor of its own with the window's key again, sorted by the server
+// after it parsed every body three times: 6.9-8.3 s for a report of 80,640
+// windows, against 1.4 s now (3.6-3.8 s with every window's parts sent as
+// the views' readings, one row a window; docs/performance.md, "A window's
+// parts read by the report").
+// How their key order comes:
 enum class WindowOrder {
-  kSorted,      // sorted by the server, in the plan it picks (a long stretch of time)
-  kAsSelected,  // `source` gives them in key order by its form (key_ordered_windows); checked here
+  kSorted,      // sorted by the server, in the plan it picks (a report of windows only, its whole range)
+  kAsSelected,  // `source` gives them in key order by its form (lateral_windows); checked here
 };
 void read_windows(PgConnection& db, const std::string& source, WindowOrder order,
                   const std::function<void(ledger::WindowRecord&&)>& fn) {
