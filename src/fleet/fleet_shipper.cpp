@@ -149,7 +149,9 @@ bool FleetShipper::round(Session& s) {
   // backlog), then as this shipper refuses them: nothing else marks any.
   std::optional<int64_t> refused_in_store;
   if (!s.store) {
-    s.store = std::make_unique<ledger::Store>(options_.store_path, ledger::Store::Mode::kReadWriteOneThread);
+    // The agent that runs this shipper opened (and checked) the same file.
+    s.store = std::make_unique<ledger::Store>(options_.store_path, ledger::Store::Mode::kReadWriteOneThread,
+                                              ledger::Store::Check::kCheckedByOwner);
     s.outbox = std::make_unique<ledger::Outbox>(*s.store);
     s.memo = std::make_unique<RollupMemo>(*s.store, options_.origin);
     refused_in_store = s.outbox->refused_count();

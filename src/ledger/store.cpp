@@ -166,7 +166,7 @@ void Store::exec(const std::string& sql) const {
   }
 }
 
-Store::Store(const std::string& path, Mode mode) : path_(path) {
+Store::Store(const std::string& path, Mode mode, Check check) : path_(path) {
   if (mode == Mode::kReadOnly && !std::filesystem::exists(path)) fail("no such file (is --store right?)");
   int flags = mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   // A read-only store serves one reader (a report), the shipper's its one
@@ -273,7 +273,7 @@ Store::Store(const std::string& path, Mode mode) : path_(path) {
     has_energy_ = schema_version() >= 2;
     has_quality_ = schema_version() >= 9;
     exec("PRAGMA foreign_keys=ON");
-    if (mode != Mode::kReadOnly) {
+    if (mode != Mode::kReadOnly && check == Check::kQuick) {
       Stmt q(db_, "PRAGMA quick_check", *this);
       if (q.step() && q.text(0) != "ok") fail("corrupt (quick_check: " + q.text(0) + "); move it aside");
     }

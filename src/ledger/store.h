@@ -207,7 +207,13 @@ class Store {
   // used by several threads; kReadWriteOneThread is the same for one thread
   // only (the fleet shipper's own connection): no mutex around every call.
   enum class Mode { kReadWrite, kReadOnly, kReadWriteOneThread };
-  explicit Store(const std::string& path, Mode mode = Mode::kReadWrite);
+  // A writer runs PRAGMA quick_check as it opens the file (a corrupt store
+  // says so in one sentence); kCheckedByOwner skips it for a second
+  // connection to a file its owner opened and checked (the fleet shipper's,
+  // beside the agent's): the check reads every page, 15 % of the shipper's
+  // CPU through a 7-day backlog (docs/performance.md).
+  enum class Check { kQuick, kCheckedByOwner };
+  explicit Store(const std::string& path, Mode mode = Mode::kReadWrite, Check check = Check::kQuick);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;

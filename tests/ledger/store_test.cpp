@@ -78,6 +78,32 @@ TEST_F(StoreTest, RoundTripAndIdempotentInsert) {
   EXPECT_EQ(s.windows(601, 660).size(), 0u);
 }
 
+// The agent's store checks its file as it opens it (PRAGMA quick_check reads
+// every page); the shipper's second connection to the same file skips it
+// (Check::kCheckedByOwner): a damaged page is what only the check finds.
+TEST_F(StoreTest, OnlyTheOwnersOpeningChecksEveryPage) {
+  {
+    Store s(path());
+    for (int i = 0; i < 400; ++i) ASSERT_TRUE(s.insert_window(sample(60 * i)));
+  }
+  const auto size = fs::file_size(path());
+  ASSERT_GT(size, 8 * 4096u);
+  {
+    std::fstream f(path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size - 4096));  // the last page: a table's or an index's, never the schema's
+    const std::string junk(4096, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  try {
+    Store s(path());
+    ADD_FAILURE() << "a damaged page went unnoticed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("corrupt (quick_check: "), std::string::npos) << e.what();
+  }
+  Store shipper(path(), Store::Mode::kReadWriteOneThread, Store::Check::kCheckedByOwner);
+  EXPECT_EQ(shipper.schema_version(), kStoreSchemaVersion);
+}
+
 // Meta keys by exact name and by prefix (the fleet shipper's kept merges,
 // fleet_rollups.h); a store for one thread (the shipper's) reads and writes
 // the same file as the agent's.
