@@ -405,6 +405,39 @@ TEST_F(FleetDb, AShipperThatKeptItsHoursRollsUpALateWindowsHourAndDayAgain) {
   expect_same_bill(days, windows);
 }
 
+// A backlog's hours are rolled up as the batches that complete them ship,
+// while their windows' digest parts are still kept (ShippedDigests), not
+// once the whole backlog is in: a month's backlog shipped first had most of
+// them hashed again. Hour 0's roll-ups are committed before hour 2's windows.
+TEST_F(FleetDb, ABacklogsHoursAreRolledUpAsTheBatchesThatCompleteThemShip) {
+  const std::string path = (scratch_ / "ledger.db").string();
+  ledger::Store store(path);
+  std::vector<ledger::WindowRecord> ws;
+  for (int64_t t = kDay0; t < kDay0 + 3 * 3600; t += 60)
+    for (const char* gpu : {"GPU-a", "GPU-b"}) ws.push_back(fleet_window(t, gpu, (t / 60) % 97));
+  store.insert_windows(ws);
+  auto o = shipper_options(pg_->conninfo(), pg_->admin_password_file(), path, {"prod", "node-1"});
+  o.batch_windows = o.max_batch_windows = 120;  // an hour of both GPUs a round
+  fleet::FleetShipper shipper(o);
+  shipper.start();
+  // Hours 0 and 1 of each GPU; hour 2 ends after the store's last window.
+  ASSERT_TRUE(
+      eventually([&] { return shipper.status().pending == 0 && count("rollups") == 4; }, std::chrono::seconds(60)))
+      << shipper.status().reason << "; roll-ups: " << count("rollups");
+  shipper.stop();
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.rollups WHERE period = 'hour' AND period_start = " +
+                      std::to_string(kDay0) +
+                      " AND verified AND shipped_at < (SELECT min(shipped_at) FROM "
+                      "gpuledger.windows WHERE start_time >= " +
+                      std::to_string(kDay0 + 7200) + ")"),
+            "2\n");
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.rollups WHERE NOT verified"), "0\n");
+  const Read windows = read(*admin_, kDay0, kDay0 + 3 * 3600, std::nullopt);
+  const Read hours = read(*admin_, kDay0, kDay0 + 3 * 3600, Period::kMonth);
+  EXPECT_EQ(hours.records, 2 * 2 + 2 * 60);  // hours 0 and 1 a GPU, then hour 2's windows
+  expect_same_bill(hours, windows);
+}
+
 // A pod relabelled to another team within a period: one merged account would
 // carry only its last labels, so a report by team read at that roll-up would
 // bill the whole period to the new team. The agent makes no roll-up of a
