@@ -66,17 +66,19 @@ unsigned __int128 parse_decimal(const std::string& text) {
 // Per slot uuid: the period's windows (an hour) merged, or its finer periods'
 // merges (from `memo` where it kept them).
 RollupMemo::Slots merged(const ledger::Store& store, const Origin& origin, Period period, int64_t start,
-                         RollupMemo* memo, ShippedDigests* shipped) {
+                         RollupMemo* memo, ShippedDigests* shipped, ShippedBatch* batch) {
   std::map<std::string, Piece> pieces;
   const int64_t end = report::period_end(start, period);
   if (const auto sub = finer(period)) {
     for (int64_t t = start; t < end; t = report::period_end(t, *sub)) {
       auto kept = memo ? memo->find(*sub, t) : std::nullopt;
-      for (auto& [uuid, m] : kept ? std::move(*kept) : merged(store, origin, *sub, t, nullptr, shipped))
+      for (auto& [uuid, m] : kept ? std::move(*kept) : merged(store, origin, *sub, t, nullptr, shipped, batch))
         add_part(pieces[uuid], std::move(m.rollup.window), m.rollup.windows, m.rollup.digests, m.mergeable);
     }
   } else {
-    for (auto& [id, w] : store.windows_with_ids(start, end)) {  // by (start, uuid): each slot's in start order
+    auto from_batch = batch ? batch->take(store.window_keys(start, end)) : std::nullopt;
+    // By (start, uuid) either way: each slot's windows in start order.
+    for (auto& [id, w] : from_batch ? std::move(*from_batch) : store.windows_with_ids(start, end)) {
       const std::string uuid = w.slot.uuid;
       const auto kept = shipped ? shipped->take(id, w) : std::nullopt;
       const uint64_t digest = kept ? *kept : digest_part(window_digest(origin, w));
@@ -170,8 +172,8 @@ void RollupMemo::keep(Period period, int64_t start, const Slots& slots) {
 }
 
 std::vector<Rollup> build_rollups(const ledger::Store& store, const Origin& origin, Period period, int64_t period_start,
-                                  RollupMemo* memo, ShippedDigests* shipped) {
-  RollupMemo::Slots slots = merged(store, origin, period, period_start, memo, shipped);
+                                  RollupMemo* memo, ShippedDigests* shipped, ShippedBatch* batch) {
+  RollupMemo::Slots slots = merged(store, origin, period, period_start, memo, shipped, batch);
   if (memo && period != Period::kMonth) memo->keep(period, period_start, slots);
   std::vector<Rollup> out;
   for (auto& [uuid, m] : slots)

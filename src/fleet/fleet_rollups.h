@@ -19,6 +19,7 @@
 
 #include "fleet/fleet_periods.h"
 #include "fleet/fleet_rows.h"
+#include "fleet/shipped_batch.h"
 #include "fleet/shipped_digests.h"
 #include "ledger/store.h"
 
@@ -79,8 +80,10 @@ class RollupMemo {
 // With `memo`, the finer periods' merges kept there are used instead of
 // made again, and this period's are kept for the coarser one. With
 // `shipped`, a window's digest part kept there when it was shipped (as
-// `origin`) is taken instead of hashing it again.
+// `origin`) is taken instead of hashing it again. With `batch`, an hour
+// whose windows are all in it is merged from them, not read again.
 std::vector<Rollup> build_rollups(const ledger::Store& store, const Origin& origin, Period period, int64_t period_start,
-                                  RollupMemo* memo = nullptr, ShippedDigests* shipped = nullptr);
+                                  RollupMemo* memo = nullptr, ShippedDigests* shipped = nullptr,
+                                  ShippedBatch* batch = nullptr);
 
 }  // namespace gpuledger::fleet

@@ -47,6 +47,7 @@ struct FleetShipper::Session {
   std::optional<int64_t> late;  // the earliest start shipped since the roll-ups last looked
   std::unique_ptr<RollupMemo> memo;  // hours' and days' merges, for the day and month that take them
   ShippedDigests digests;            // the windows' digest parts as shipped, for their hours' roll-ups
+  ShippedBatch batch;                // this round's windows, for the hours it completed
 };
 
 void FleetShipper::ship_rollups(Session& s) {
@@ -67,7 +68,7 @@ void FleetShipper::ship_rollups(Session& s) {
       s.store->set_meta(key, std::to_string(next));  // kept even when this round's budget is spent
     }
     for (; budget > 0 && report::period_end(next, p) <= *complete; --budget) {
-      const auto rollups = build_rollups(*s.store, options_.origin, p, next, s.memo.get(), &s.digests);
+      const auto rollups = build_rollups(*s.store, options_.origin, p, next, s.memo.get(), &s.digests, &s.batch);
       const auto done = s.sink->ship_rollups(rollups);
       s.memo->release(p, next);  // committed: its hours' or days' merges are done with
       for (size_t i = 0; i < done.size(); ++i) {
@@ -177,7 +178,7 @@ bool FleetShipper::round(Session& s) {
     s.sink = std::make_unique<FleetSinkPostgres>(*s.db, options_.origin);
     spdlog::info("fleet db: shipping windows to {} as {}/{}", name_, options_.origin.cluster, options_.origin.node);
   }
-  const auto batch = s.outbox->next_batch(batch_size);
+  auto batch = s.outbox->next_batch(batch_size);
   // Nothing to send: still ask, so gpuledger_fleet_db_up says whether the database is there.
   if (batch.empty()) s.db->query("SELECT 1");
   std::vector<const ledger::WindowRecord*> windows;
@@ -221,12 +222,19 @@ bool FleetShipper::round(Session& s) {
   // The periods this batch completed, with a backlog too: their windows'
   // digest parts are still kept (ShippedDigests, bounded), where a month's
   // backlog shipped whole before any roll-up had most of them hashed again
-  // (~10 % of the shipper's CPU). Not on the way out: a month's roll-ups take
-  // seconds to merge, and the next agent sends them.
-  if (!stopping) ship_rollups(s);
+  // (~10 % of the shipper's CPU), and the hours wholly in this batch are
+  // merged from it (ShippedBatch), not read from the store again. Not on the
+  // way out: a month's roll-ups take seconds to merge, and the next agent
+  // sends them.
+  const auto shipped_now = static_cast<int64_t>(batch.size());
+  if (!stopping) {
+    s.batch.hold(std::move(batch));
+    ship_rollups(s);
+    s.batch.clear();
+  }
   // Those counted at the start less those marked (windows closed since are
   // counted at the next round's start).
-  pending = std::max<int64_t>(0, pending - static_cast<int64_t>(batch.size()));
+  pending = std::max<int64_t>(0, pending - shipped_now);
   const auto oldest = s.outbox->oldest_pending_end();
   std::lock_guard lock(mu_);
   if (!status_.up) spdlog::info("fleet db: {} works; {} windows pending", name_, pending);

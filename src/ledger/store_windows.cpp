@@ -336,6 +336,15 @@ std::optional<int64_t> Store::first_window_start() const {
   return std::nullopt;
 }
 
+std::vector<Store::WindowKey> Store::window_keys(int64_t from, int64_t to) const {
+  std::vector<WindowKey> out;
+  Stmt s(db_, "SELECT id, gpu_uuid, start, end FROM windows WHERE start >= ? AND start < ? ORDER BY start, gpu_uuid",
+         *this);
+  s.bind(1, from).bind(2, to);
+  while (s.step()) out.push_back({s.i64(0), s.text(1), s.i64(2), s.i64(3)});
+  return out;
+}
+
 std::vector<std::pair<int64_t, WindowRecord>> Store::windows_with_ids(int64_t from, int64_t to) const {
   std::vector<std::pair<int64_t, WindowRecord>> out;
   for_each_window_with_id(from, to, [&](int64_t id, WindowRecord&& w) { out.emplace_back(id, std::move(w)); });

@@ -5,6 +5,7 @@
 // make the report read finer rows, never a different bill.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -133,6 +134,15 @@ TEST(FleetRollups, AMemoOfHoursAndDaysMakesTheRollUpsTheStoreWould) {
   std::filesystem::remove_all(dir);
 }
 
+// Roll-ups as text: slot, windows, digest sum and merged body each.
+std::string text(const std::vector<fleet::Rollup>& rs) {
+  std::string out;
+  for (const auto& r : rs)
+    out += r.window.slot.uuid + " " + std::to_string(r.windows) + " " + fleet::decimal(r.digests) + " " +
+           fleet::window_to_json(r.window) + "\n";
+  return out;
+}
+
 // A shipper keeps the digest parts of the windows it shipped for their
 // hours' roll-ups (ShippedDigests): the same roll-ups as hashing the store's
 // windows again, each part taken once, and none taken for a row that is no
@@ -163,13 +173,6 @@ TEST(FleetRollups, TheDigestsOfShippedWindowsMakeTheRollUpsTheStoreWould) {
   {
     ledger::Store store(dir + "/ledger.db");
     store.insert_windows(two_gpus());
-    auto text = [](const std::vector<fleet::Rollup>& rs) {
-      std::string out;
-      for (const auto& r : rs)
-        out += r.window.slot.uuid + " " + std::to_string(r.windows) + " " + fleet::decimal(r.digests) + " " +
-               fleet::window_to_json(r.window) + "\n";
-      return out;
-    };
     fleet::ShippedDigests shipped;
     const int64_t h0 = kDay0 + 22 * 3600;  // the windows' first hour
     int64_t poisoned = -1;
@@ -190,6 +193,55 @@ TEST(FleetRollups, TheDigestsOfShippedWindowsMakeTheRollUpsTheStoreWould) {
     ASSERT_EQ(from_kept.size(), 2u);
     EXPECT_EQ(from_kept[0].digests + from_kept[1].digests, from_store[0].digests + from_store[1].digests + 1);
     EXPECT_EQ(shipped.size(), 0u);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A shipper's round merges the hours its batch completed from the batch's
+// windows (ShippedBatch) where it holds every window the store lists for the
+// hour, as stored: the roll-ups the store's windows make. Otherwise the hour
+// is read from the store, and none of the batch's windows is taken.
+TEST(FleetRollups, AnHourWhollyInTheShippedBatchIsMergedFromItAsTheStoreWould) {
+  const fleet::Origin origin{"prod", "node-1"};
+  char tmpl[] = "/tmp/gl_batch_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  {
+    ledger::Store store(dir + "/ledger.db");
+    store.insert_windows(two_gpus());
+    auto pending = [&](int64_t from, int64_t to) {
+      std::vector<ledger::Outbox::Pending> out;
+      for (auto& [id, w] : store.windows_with_ids(from, to)) out.push_back({id, std::move(w)});
+      return out;
+    };
+    auto hour = [&](int64_t start, fleet::ShippedBatch* batch) {
+      return text(fleet::build_rollups(store, origin, Period::kHour, start, nullptr, nullptr, batch));
+    };
+    const int64_t h0 = kDay0 + 22 * 3600, h1 = h0 + 3600;  // the windows' first two hours
+    const std::string hour0 = hour(h0, nullptr), hour1 = hour(h1, nullptr);
+    ASSERT_EQ(std::count(hour0.begin(), hour0.end(), '\n'), 2);
+    fleet::ShippedBatch batch;
+    batch.hold(pending(h0, h1 + 1800));  // 22:00 whole, 23:00's first half
+    EXPECT_EQ(hour(h0, &batch), hour0);
+    EXPECT_EQ(hour(h1, &batch), hour1) << "read from the store";
+    auto rest = pending(h1, h1 + 3600);
+    ASSERT_EQ(rest.size(), 2u * 60);
+    auto first_half = batch.take(store.window_keys(h1, h1 + 1800));
+    ASSERT_TRUE(first_half) << "23:00's first half was not taken";
+    EXPECT_EQ(first_half->size(), 2u * 30);
+    EXPECT_FALSE(batch.take(store.window_keys(h1, h1 + 1800))) << "taken once";
+
+    // The batch's windows are what is merged: one made different shows.
+    auto changed = pending(h0, h1);
+    changed[0].window.accounts[0].launches += 1;
+    batch.hold(std::move(changed));
+    EXPECT_NE(hour(h0, &batch), hour0);
+    // A row that no longer holds the window shipped (the store merged it into
+    // its hour since): the hour is read from the store.
+    auto merged_since = pending(h0, h1);
+    merged_since[5].window.end += 60;
+    batch.hold(std::move(merged_since));
+    EXPECT_EQ(hour(h0, &batch), hour0);
   }
   std::filesystem::remove_all(dir);
 }
