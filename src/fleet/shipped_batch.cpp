@@ -1,8 +1,5 @@
 #include "fleet/shipped_batch.h"
 
-#include <algorithm>
-#include <tuple>
-
 namespace gpuledger::fleet {
 
 void ShippedBatch::hold(std::vector<ledger::Outbox::Pending>&& batch) {
@@ -26,9 +23,7 @@ std::optional<std::vector<std::pair<int64_t, ledger::WindowRecord>>> ShippedBatc
     out.emplace_back(k.id, std::move(it->second));
     windows_.erase(it);
   }
-  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
-    return std::tie(x.second.start, x.second.slot.uuid) < std::tie(y.second.start, y.second.slot.uuid);
-  });
+  ledger::Store::sort_by_start_and_gpu(out);
   return out;
 }
 

@@ -24,8 +24,8 @@ class ShippedBatch {
   void hold(std::vector<ledger::Outbox::Pending>&& batch);
   void clear() { windows_.clear(); }
   // The windows `keys` names (as Store::window_keys lists an hour), taken
-  // from the batch by (start, slot uuid) as Store::windows_with_ids gives
-  // them; nullopt, taking none, when any of them is not here as it is stored.
+  // from the batch in Store::windows_with_ids' order; nullopt, taking none,
+  // when any of them is not here as it is stored.
   std::optional<std::vector<std::pair<int64_t, ledger::WindowRecord>>> take(
       const std::vector<ledger::Store::WindowKey>& keys);
 

@@ -245,14 +245,16 @@ class Store {
   // windows(from, to), each with its row id (the outbox's key, and the
   // fleet shipper's for the digests it kept of the windows it shipped).
   std::vector<std::pair<int64_t, WindowRecord>> windows_with_ids(int64_t from, int64_t to) const;
-  // Which windows those are (row id, slot uuid, start, end), by (start, gpu
-  // uuid), without reading their accounts and charges.
+  // Which windows those are (row id, slot uuid, start, end), in no order,
+  // without reading their accounts and charges.
   struct WindowKey {
     int64_t id = 0;
     std::string uuid;
     int64_t start = 0, end = 0;
   };
   std::vector<WindowKey> window_keys(int64_t from, int64_t to) const;
+  // Windows with their row ids in windows_with_ids' order: by (start, gpu uuid).
+  static void sort_by_start_and_gpu(std::vector<std::pair<int64_t, WindowRecord>>& windows);
   // Merges the windows shorter than an hour that started before `cutoff`
   // (rounded down to the hour) into one window per GPU slot and hour
   // (hourly_rollup.h): costs, charges and held time conserved exactly per

@@ -338,8 +338,7 @@ std::optional<int64_t> Store::first_window_start() const {
 
 std::vector<Store::WindowKey> Store::window_keys(int64_t from, int64_t to) const {
   std::vector<WindowKey> out;
-  Stmt s(db_, "SELECT id, gpu_uuid, start, end FROM windows WHERE start >= ? AND start < ? ORDER BY start, gpu_uuid",
-         *this);
+  Stmt s(db_, "SELECT id, gpu_uuid, start, end FROM windows WHERE start >= ? AND start < ?", *this);
   s.bind(1, from).bind(2, to);
   while (s.step()) out.push_back({s.i64(0), s.text(1), s.i64(2), s.i64(3)});
   return out;
@@ -348,10 +347,14 @@ std::vector<Store::WindowKey> Store::window_keys(int64_t from, int64_t to) const
 std::vector<std::pair<int64_t, WindowRecord>> Store::windows_with_ids(int64_t from, int64_t to) const {
   std::vector<std::pair<int64_t, WindowRecord>> out;
   for_each_window_with_id(from, to, [&](int64_t id, WindowRecord&& w) { out.emplace_back(id, std::move(w)); });
-  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
+  sort_by_start_and_gpu(out);
+  return out;
+}
+
+void Store::sort_by_start_and_gpu(std::vector<std::pair<int64_t, WindowRecord>>& windows) {
+  std::sort(windows.begin(), windows.end(), [](const auto& x, const auto& y) {
     return std::tie(x.second.start, x.second.slot.uuid) < std::tie(y.second.start, y.second.slot.uuid);
   });
-  return out;
 }
 
 std::vector<WindowRecord> Store::windows(int64_t from, int64_t to) const {
