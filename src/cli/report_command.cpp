@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/report_output.h"
 #include "common/error.h"
 #include "common/short_process_malloc.h"
 #include "common/utf8.h"
@@ -19,17 +20,17 @@
 #include "fleet/fleet_reader.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/pg_connection.h"
+#include "fleet/second_reader.h"
 #include "ledger/store.h"
-#include "cli/report_output.h"
 #include "report/bill.h"
 #include "report/bill_words.h"
 #include "report/chart_time.h"
-#include "report/report_text.h"
 #include "report/fleet.h"
 #include "report/report.h"
+#include "report/report_text.h"
+#include "report/report_time.h"
 #include "report/rightsizing_config.h"
 #include "report/rightsizing_render.h"
-#include "report/report_time.h"
 
 namespace gpuledger::cli {
 
@@ -215,6 +216,8 @@ int run_report(const ReportCommand& cmd) {
     if (!cmd.node.empty()) filter.node = cmd.node;
     // The same bill as a node's, from every node's windows: the builder, the
     // FOCUS rows and the audit are fed the fleet database's records.
+    // Every read of the bill in one snapshot (a second connection's too).
+    fleet::FleetSnapshot snapshot(db);
     BillSource source;
     std::set<std::string> origins;  // "cluster/node" of every window read
     std::string windows_digest;     // the same whichever roll-ups the format reads
@@ -237,15 +240,22 @@ int run_report(const ReportCommand& cmd) {
         fleet::for_each_fleet_window(db, a, b, filter, fleet_charge_period(q.granularity), fn, nullptr, nullptr,
                                      &notes);
       };
+    if (rows_read_apart(q) && q.format == Format::kCsv)
+      source.second_reader = [&]() -> BillSource::WindowsIn {
+        std::shared_ptr<fleet::SecondReader> second =
+            fleet::SecondReader::open(snapshot, fleet_db, cmd.fleet_db.password_file, notes);
+        if (!second) return nullptr;
+        return [second, &filter, &q](int64_t a, int64_t b, const std::function<void(ledger::WindowRecord &&)>& fn) {
+          second->read(a, b, filter, fleet_charge_period(q.granularity), fn);
+        };
+      };
     // The bill names a node and a cluster when all its windows came from one;
     // the price lists stay with each node's store (not in the fleet database).
     source.inputs = [&] { return fleet_bill_inputs(origins); };
     source.report_source = "fleet-db";
-    // Every read of the bill in one snapshot; the text written as it is made
-    // (a FOCUS export, period by period). What the reader should be told goes
-    // to stderr before it, as for the other sources (notes of a FOCUS
-    // export's periods, read after, at its end).
-    fleet::FleetSnapshot snapshot(db);
+    // The text written as it is made (a FOCUS export, period by period).
+    // What the reader should be told goes to stderr before it, as for the
+    // other sources (notes of a FOCUS export's periods, read after, at its end).
     int64_t told_refused = -1;
     auto tell = [&](const fleet::FleetReadNotes& n) {
       for (const auto& warning : fleet::fleet_read_warnings(n)) std::cerr << "gpuledger report: " << warning << "\n";

@@ -420,6 +420,14 @@ class PrunedMonths {
 
 FleetSnapshot::FleetSnapshot(PgConnection& db) : db_(db) { begin_snapshot(db_); }
 
+FleetSnapshot::FleetSnapshot(PgConnection& db, const std::string& shared) : db_(db) {
+  begin_snapshot(db_, shared);
+}
+
+std::string FleetSnapshot::shared() {
+  return db_.query("SELECT pg_catalog.pg_export_snapshot()").text(0, 0);
+}
+
 FleetSnapshot::~FleetSnapshot() {
   try {
     if (db_.ok() && db_.in_transaction()) db_.exec(std::uncaught_exceptions() ? "ROLLBACK" : "COMMIT");
@@ -484,9 +492,12 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
   // Each body once, however many reads of the range met it (a FOCUS or CSV
   // export reads the whole bill, then its rows' periods).
   for (FleetReadNotes* n : {notes, whole_range_notes})
-    if (n)
-      for (const auto& key : unreadable)
-        if (n->unreadable.insert(key).second) ++n->refused_rollups;
+    if (n) add_unreadable(*n, unreadable);
+}
+
+void add_unreadable(FleetReadNotes& notes, const std::set<std::string>& unreadable) {
+  for (const auto& key : unreadable)
+    if (notes.unreadable.insert(key).second) ++notes.refused_rollups;
 }
 
 std::vector<std::string> fleet_read_warnings(const FleetReadNotes& notes) {

@@ -30,6 +30,11 @@ struct FleetFilter {
 class FleetSnapshot {
  public:
   explicit FleetSnapshot(PgConnection& db);
+  // The snapshot `shared()` of another FleetSnapshot gave, joined on db: its
+  // reads see what that one's do, while that one lives.
+  FleetSnapshot(PgConnection& db, const std::string& shared);
+  // This snapshot's name for another connection to join (pg_export_snapshot).
+  std::string shared();
   ~FleetSnapshot();
   FleetSnapshot(const FleetSnapshot&) = delete;
   FleetSnapshot& operator=(const FleetSnapshot&) = delete;
@@ -73,6 +78,8 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
                            std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
                            std::string* windows_digest = nullptr, FleetReadNotes* notes = nullptr,
                            FleetReadNotes* whole_range_notes = nullptr);
+// The roll-ups whose bodies could not be read added to notes, each once.
+void add_unreadable(FleetReadNotes& notes, const std::set<std::string>& unreadable);
 // The notes as sentences for a report's stderr (none when there is nothing to say).
 std::vector<std::string> fleet_read_warnings(const FleetReadNotes& notes);
 

@@ -18,8 +18,10 @@ std::string filter_sql(PgConnection& db, const FleetFilter& filter, const std::s
   return sql;
 }
 
-void begin_snapshot(PgConnection& db) {
+void begin_snapshot(PgConnection& db, const std::string& shared) {
   db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  // Before any query of the transaction, as PostgreSQL requires.
+  if (!shared.empty()) db.exec("SET TRANSACTION SNAPSHOT " + db.literal(shared));
   // Each totals row finds its roll-up once: PostgreSQL 14's memoize cache
   // before that index probe never hits here, and at 80,000 GPU-months it
   // cost 131 MB and most of the server's time (docs/performance.md, section

@@ -21,8 +21,10 @@ class PgConnection;
 // " AND <table>.cluster = ... AND <table>.node = ..." of the filter.
 std::string filter_sql(PgConnection& db, const FleetFilter& filter, const std::string& table);
 
-// Starts the read-only snapshot (REPEATABLE READ) of a report.
-void begin_snapshot(PgConnection& db);
+// Starts the read-only snapshot (REPEATABLE READ) of a report; `shared`, when
+// not empty, is another connection's (pg_export_snapshot): this one then
+// sees exactly what that one does.
+void begin_snapshot(PgConnection& db, const std::string& shared = {});
 // fn in a snapshot: the FleetSnapshot open on db, else one of its own.
 void in_snapshot(PgConnection& db, const std::function<void()>& fn);
 

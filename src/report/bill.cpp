@@ -14,6 +14,7 @@
 #include "report/bill_audit.h"
 #include "report/focus_export.h"
 #include "report/memory_size_note.h"
+#include "report/period_reads.h"
 #include "report/probe_set_note.h"
 
 namespace gpuledger::report {
@@ -35,29 +36,6 @@ void adopt_price_list_currency(Report& r, const ledger::BillInputs& inputs) {
   r.currency = book["currency"].get<std::string>();
   if (r.rightsizing) r.rightsizing->currency = r.currency;
 }
-
-// CSV's rows: a builder per charge period, each window added to its period's.
-class PeriodBuilders {
- public:
-  explicit PeriodBuilders(const BillRequest& q) : q_(q) {}
-  void add(const ledger::WindowRecord& w) {
-    const int64_t p = period_start(w.start, q_.granularity);
-    auto& b = periods_[p];
-    if (!b)
-      b = std::make_unique<ReportBuilder>(std::max(p, q_.from), std::min(period_end(p, q_.granularity), q_.to), q_.by,
-                                          std::nullopt);
-    b->add(w);
-  }
-  std::vector<Report> finish() {
-    std::vector<Report> out;
-    for (auto& [start, b] : periods_) out.push_back(b->finish());
-    return out;
-  }
-
- private:
-  const BillRequest& q_;
-  std::map<int64_t, std::unique_ptr<ReportBuilder>> periods_;
-};
 
 // Recommendations: the table, JSON and HTML show them; CSV and FOCUS do not.
 Scan scan(const BillSource& source, const BillRequest& q, bool recommendations) {
@@ -188,9 +166,9 @@ void write_bill(const BillSource& source, const BillRequest& q, Report* whole,
     // coarsest roll-ups the source has: each window is billed once, not
     // twice (a 1,000-node month by day: 240,000 day roll-ups added to two
     // builders each). A totals row shows the whole bill's sums: read whole.
-    const Report bill = whole_bill_first(source, q, whole);
+    Report bill;
     PeriodBuilders periods(q);
-    source.for_each_window_in(q.from, q.to, [&](ledger::WindowRecord&& w) { periods.add(w); });
+    read_periods(source, q, periods, [&] { bill = whole_bill_first(source, q, whole); });
     sink(valid_utf8(render_csv_periods(bill, periods.finish(), q.csv_totals)));
     return;
   }

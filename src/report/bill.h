@@ -52,8 +52,14 @@ struct BillSource {
   // A FOCUS export calls it on a thread of its own, one call at a time,
   // while the sink writes the last call's rows: it shares nothing with the
   // sink but what the header's write (before the first call) reads.
-  std::function<void(int64_t from, int64_t to, const std::function<void(ledger::WindowRecord&&)>&)>
-      for_each_window_in;
+  using WindowsIn = std::function<void(int64_t from, int64_t to, const std::function<void(ledger::WindowRecord&&)>&)>;
+  WindowsIn for_each_window_in;
+  // Another for_each_window_in on a connection of its own, in the same
+  // snapshot, for a CSV export's rows to be read on two at once
+  // (period_reads.h). Asked for and destroyed on the thread that calls
+  // for_each_window_in, called on another while that one reads, one call at a
+  // time. Unset, or empty where the source cannot open one: one reader.
+  std::function<WindowsIn()> second_reader;
   // The chart's costs of a part of the range (ReportBuilder::use_chart_costs),
   // asked for after the windows were read; nullopt or unset: the windows'.
   std::function<std::optional<ChartCosts>()> chart_costs;

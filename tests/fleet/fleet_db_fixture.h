@@ -16,6 +16,7 @@
 #include "fleet/fleet_reader.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_shipper.h"
+#include "fleet/fleet_sink_postgres.h"
 #include "fleet/pg_connection.h"
 #include "fleet_windows.h"
 #include "ledger/store.h"
@@ -169,6 +170,43 @@ inline report::BillSource fleet_bill_source(fleet::PgConnection& db, int64_t fro
   };
   source.report_source = "fleet-db";
   return source;
+}
+
+// A CSV or FOCUS export of prod/node-1's windows as it was made before its
+// rows were read apart: every window of the range read at the charge period
+// in one pass on db, the rows built whole in memory (report/bill.cpp's scan).
+inline std::string export_in_one_read(fleet::PgConnection& db, int64_t from, int64_t to, report::Format format,
+                                      report::Granularity g, int64_t generated_at) {
+  std::string digest;
+  const report::BillSource source = fleet_bill_source(db, from, to, fleet::Period(g), digest);
+  report::BillRequest q;
+  q.from = from;
+  q.to = to;
+  q.format = format;
+  q.granularity = g;
+  q.generated_at = generated_at;
+  return report::render_bill(source, q);
+}
+
+// prod/node-1's two GPUs (two_gpus) drained by the shipper with their
+// roll-ups, then a late window into day 1's 05:00 of GPU-a whose hour's and
+// day's roll-ups are not sent again (a report reads them as hours and
+// windows; it overlaps GPU-a's window there). Callers: ASSERT_NO_FATAL_FAILURE.
+inline void ship_two_gpus_and_a_late_window(PgServer& pg, fleet::PgConnection& admin,
+                                            const std::filesystem::path& scratch) {
+  const std::string path = (scratch / "ledger.db").string();
+  ledger::Store store(path);
+  store.insert_windows(two_gpus());
+  fleet::FleetShipper shipper(shipper_options(pg.conninfo(), pg.admin_password_file(), path, {"prod", "node-1"}));
+  shipper.start();
+  ASSERT_TRUE(eventually(
+      [&] { return shipper.status().pending == 0 && pg.psql("SELECT count(*) FROM gpuledger.rollups") == "58\n"; },
+      std::chrono::seconds(60)))
+      << shipper.status().reason;  // 2 GPUs' 27 hours and 2 days
+  shipper.stop();
+  const auto late = fleet_window(kFleetDay0 + 86400 + 5 * 3600 + 30, "GPU-a", 5);
+  fleet::FleetSinkPostgres sink(admin, {"prod", "node-1"});
+  ASSERT_EQ(sink.ship({&late}), std::vector<fleet::Delivery>{fleet::Delivery::kStored});
 }
 
 }  // namespace gpuledger::testing

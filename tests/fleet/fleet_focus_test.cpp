@@ -10,8 +10,6 @@
 
 #include "cli_process.h"
 #include "fleet/fleet_reader.h"
-#include "fleet/fleet_shipper.h"
-#include "fleet/fleet_sink_postgres.h"
 #include "fleet_db_fixture.h"
 #include "report/bill.h"
 #include "report/report.h"
@@ -20,30 +18,11 @@
 namespace gpuledger::testing {
 namespace {
 
-using fleet::Delivery;
-using fleet::Period;
-
 constexpr int64_t kDay0 = kFleetDay0;  // 2027-01-15T00:00:00Z
 constexpr int64_t kGenerated = kDay0 + 86400 + 7200;  // SOURCE_DATE_EPOCH: day 1 02:00, some rows partial
 
 report::Granularity granularity(const std::string& g) {
   return g == "hour" ? report::Granularity::kHour : g == "day" ? report::Granularity::kDay : report::Granularity::kMonth;
-}
-
-// The export as it was made before it streamed: every window of the range read
-// at the charge period in one pass, the rows built whole in memory.
-std::string focus_in_memory(fleet::PgConnection& db, int64_t from, int64_t to, const std::string& g) {
-  const report::Granularity gran = granularity(g);
-  const Period period = gran;
-  std::string digest;
-  const report::BillSource source = fleet_bill_source(db, from, to, period, digest);
-  report::BillRequest q;
-  q.from = from;
-  q.to = to;
-  q.format = report::Format::kFocus;
-  q.granularity = gran;
-  q.generated_at = kGenerated;
-  return report::render_bill(source, q);
 }
 
 int64_t billed_micros(const std::string& csv) {
@@ -57,21 +36,8 @@ int64_t billed_micros(const std::string& csv) {
 }
 
 TEST_F(FleetDb, TheFleetFocusIsWrittenPeriodByPeriodAndIsTheSameBytesAsBuiltWhole) {
-  const std::string path = (scratch_ / "ledger.db").string();
-  ledger::Store store(path);
-  store.insert_windows(two_gpus());
-  {
-    fleet::FleetShipper shipper(shipper_options(pg_->conninfo(), pg_->admin_password_file(), path, {"prod", "node-1"}));
-    shipper.start();
-    ASSERT_TRUE(eventually([&] { return shipper.status().pending == 0 && count("rollups") == 2 * 27 + 2 * 2; },
-                           std::chrono::seconds(60)))
-        << shipper.status().reason;
-    shipper.stop();
-  }
-  // A late window into day 1's 05:00, its hour's and day's roll-ups not sent again: read as hours and windows.
-  const auto late = fleet_window(kDay0 + 86400 + 5 * 3600 + 30, "GPU-a", 5);
-  fleet::FleetSinkPostgres sink(*admin_, {"prod", "node-1"});
-  ASSERT_EQ(sink.ship({&late}), std::vector<Delivery>{Delivery::kStored});
+  // The late window read as hours and windows: its hour's and day's roll-ups not sent again.
+  ASSERT_NO_FATAL_FAILURE(ship_two_gpus_and_a_late_window(*pg_, *admin_, scratch_));
 
   const std::string cli = gpuledger() + " report --fleet-db '" + pg_->conninfo() + "' --fleet-db-password-file " +
                           pg_->admin_password_file() + " --format focus";
@@ -86,7 +52,8 @@ TEST_F(FleetDb, TheFleetFocusIsWrittenPeriodByPeriodAndIsTheSameBytesAsBuiltWhol
       const Proc streamed = run("SOURCE_DATE_EPOCH=" + std::to_string(kGenerated) + " " + cli + range + " -o " + file);
       ASSERT_EQ(streamed.status, 0) << streamed.out;
       const std::string text = slurp(file);
-      const std::string whole = focus_in_memory(*admin_, from, to, g);
+      const std::string whole =
+          export_in_one_read(*admin_, from, to, report::Format::kFocus, granularity(g), kGenerated);
       EXPECT_EQ(text, whole);
       EXPECT_EQ(billed_micros(text), windows) << "the rows' money is the windows', to the micro-unit";
       const Proc out = run("SOURCE_DATE_EPOCH=" + std::to_string(kGenerated) + " " + cli + range, " 2>/dev/null");

@@ -1,0 +1,138 @@
+// A fleet CSV's rows read on two connections at once (issue 30: a month by
+// day is 240,000 day roll-ups): the second joins the first's snapshot, so the
+// rows are the same bytes as one connection reads, and a server that takes no
+// second connection gets the same report from one.
+#include <gtest/gtest.h>
+
+#include "cli_process.h"
+#include "fleet/fleet_reader.h"
+#include "fleet/fleet_sink_postgres.h"
+#include "fleet/second_reader.h"
+#include "fleet_db_fixture.h"
+#include "report/bill.h"
+#include "report/report.h"
+#include "report/report_time.h"
+
+namespace gpuledger::testing {
+namespace {
+
+using fleet::Delivery;
+
+constexpr int64_t kDay0 = kFleetDay0;                 // 2027-01-15T00:00:00Z
+constexpr int64_t kGenerated = kDay0 + 86400 + 7200;  // SOURCE_DATE_EPOCH: day 1 02:00, some rows partial
+
+// The CSV as one connection reads it, in one pass.
+std::string csv_in_one_read(fleet::PgConnection& db, int64_t from, int64_t to, report::Granularity g) {
+  return export_in_one_read(db, from, to, report::Format::kCsv, g, kGenerated);
+}
+
+// The late window (ship()) is over its GPU's window at 05:00.
+constexpr const char* kOverlap =
+    "gpuledger report: 1 windows overlap another window of the same GPU, so that GPU time is billed twice (the "
+    "first: GPU-a of prod/node-1 at 2027-01-16T05:00:30Z over prod/node-1's window from 2027-01-16T05:00:00Z; see "
+    "gpuledger.overlaps)\n";
+
+int64_t windows_in(fleet::PgConnection& db) {
+  return db.query("SELECT count(*) FROM gpuledger.windows").i64(0, 0);
+}
+
+class FleetCsv : public FleetDb {
+ protected:
+  void ship() { ship_two_gpus_and_a_late_window(*pg_, *admin_, scratch_); }
+};
+
+TEST_F(FleetCsv, TheRowsReadOnTwoConnectionsAreTheBytesOneReads) {
+  ASSERT_NO_FATAL_FAILURE(ship());
+  const std::string reader_pw = pg_->add_login("finance", "gpuledger_reader");
+  const std::string cli = "SOURCE_DATE_EPOCH=" + std::to_string(kGenerated) + " " + gpuledger() +
+                          " report --fleet-db '" + pg_->conninfo("finance") + "' --fleet-db-password-file " +
+                          reader_pw + " --format csv";
+  auto check = [&](const std::string& how) {
+    for (const auto& [from, to] :
+         {std::pair{kDay0, kDay0 + 3 * 86400}, std::pair{kDay0 + 22 * 3600 + 600, kDay0 + 86400 + 5 * 3600 + 60}}) {
+      for (const auto& [name, g] :
+           {std::pair{"hour", report::Granularity::kHour}, {"day", report::Granularity::kDay}}) {
+        SCOPED_TRACE(how + ", by " + name + " from " + report::format_rfc3339(from) + " to " +
+                     report::format_rfc3339(to));
+        const std::string err = (scratch_ / "stderr").string();
+        const Proc out = run(cli + " --from " + report::format_rfc3339(from) + " --to " + report::format_rfc3339(to) +
+                                 " --granularity " + name,
+                             (" 2>" + err).c_str());
+        ASSERT_EQ(out.status, 0) << out.out << slurp(err);
+        EXPECT_EQ(out.out, csv_in_one_read(*admin_, from, to, g));
+        EXPECT_EQ(slurp(err), kOverlap) << "the late window's overlap said once, nothing else";
+      }
+    }
+  };
+  check("two connections");
+  // A role allowed one connection: the second is refused, the report read on the first.
+  pg_->psql("ALTER ROLE finance CONNECTION LIMIT 1");
+  check("one connection");
+}
+
+// Roll-ups whose bodies the owner broke after they were verified: each
+// reader skips those it meets, and the report says how many once, as one
+// reader does, whichever reader met them.
+TEST_F(FleetCsv, BodiesEitherReaderCouldNotReadAreSaidOnce) {
+  ASSERT_NO_FATAL_FAILURE(ship());
+  pg_->psql("UPDATE gpuledger.rollups SET body = '{\"start\": 1}' WHERE period = 'hour'");
+  const std::string reader_pw = pg_->add_login("finance", "gpuledger_reader");
+  const std::string err = (scratch_ / "stderr").string();
+  auto report = [&] {
+    const Proc out = run("SOURCE_DATE_EPOCH=" + std::to_string(kGenerated) + " " + gpuledger() +
+                             " report --fleet-db '" + pg_->conninfo("finance") + "' --fleet-db-password-file " +
+                             reader_pw + " --format csv --granularity hour --from " + report::format_rfc3339(kDay0) +
+                             " --to " + report::format_rfc3339(kDay0 + 3 * 86400),
+                         (" 2>" + err).c_str());
+    EXPECT_EQ(out.status, 0) << slurp(err);
+    return std::pair{out.out, slurp(err)};
+  };
+  // Every hour's but GPU-a's at 05:00 on day 1, which the late window left
+  // stale: its windows are read, its body never looked at.
+  const auto two = report();
+  pg_->psql("ALTER ROLE finance CONNECTION LIMIT 1");
+  const auto one = report();
+  EXPECT_EQ(two, one);
+  EXPECT_EQ(
+      two.second,
+      "gpuledger report: " +
+          std::to_string(std::stoll(pg_->psql("SELECT count(*) FROM gpuledger.rollups WHERE period = 'hour' AND NOT "
+                                              "(gpu_uuid = 'GPU-a' AND period_start = " +
+                                              std::to_string(kDay0 + 86400 + 5 * 3600) + ")"))) +
+          " roll-ups in the fleet database did not check out against their windows and were not read (the bill "
+          "is the windows'; see gpuledger.rollups.refusal)\n" +
+          kOverlap);
+  EXPECT_EQ(two.first, csv_in_one_read(*admin_, kDay0, kDay0 + 3 * 86400, report::Granularity::kHour));
+}
+
+TEST_F(FleetCsv, ASecondConnectionSeesTheFirstsSnapshotNotWhatCameAfter) {
+  ASSERT_NO_FATAL_FAILURE(ship());
+  const int64_t before = windows_in(*admin_);
+  fleet::PgConnection first(pg_->conninfo(), pg_->admin_password_file());
+  fleet::FleetSnapshot snapshot(first);
+  fleet::FleetReadNotes notes;
+  // Taken before the window below is stored; the second connection opened after it.
+  const auto now = fleet_window(kDay0 + 2 * 86400 + 7200, "GPU-a");
+  EXPECT_EQ(windows_in(first), before);
+  fleet::FleetSinkPostgres sink(*admin_, {"prod", "node-1"});
+  ASSERT_EQ(sink.ship({&now}), std::vector<Delivery>{Delivery::kStored});
+  const auto second = fleet::SecondReader::open(snapshot, pg_->conninfo(), pg_->admin_password_file(), notes);
+  ASSERT_NE(second, nullptr);
+  int64_t read = 0;
+  second->read(kDay0, kDay0 + 3 * 86400, {}, std::nullopt, [&](ledger::WindowRecord&&) { ++read; });
+  EXPECT_EQ(read, before) << "the second connection reads the first's snapshot";
+  EXPECT_EQ(windows_in(*admin_), before + 1) << "a connection of its own sees the new window";
+}
+
+TEST_F(FleetCsv, NoSecondConnectionWhereTheRoleIsAtItsLimit) {
+  const std::string pw = pg_->add_login("finance", "gpuledger_reader");
+  pg_->psql("ALTER ROLE finance CONNECTION LIMIT 1");
+  fleet::PgConnection first(pg_->conninfo("finance"), pw);
+  fleet::FleetSnapshot snapshot(first);
+  fleet::FleetReadNotes notes;
+  EXPECT_EQ(fleet::SecondReader::open(snapshot, pg_->conninfo("finance"), pw, notes), nullptr);
+  EXPECT_EQ(windows_in(first), 0) << "the first connection's snapshot still reads";
+}
+
+}  // namespace
+}  // namespace gpuledger::testing
