@@ -214,10 +214,10 @@ int run_report(const ReportCommand& cmd) {
     fleet::FleetFilter filter;
     if (!cmd.cluster.empty()) filter.cluster = cmd.cluster;
     if (!cmd.node.empty()) filter.node = cmd.node;
-    // The same bill as a node's, from every node's windows: the builder, the
-    // FOCUS rows and the audit are fed the fleet database's records.
     // Every read of the bill in one snapshot (a second connection's too).
     fleet::FleetSnapshot snapshot(db);
+    // The same bill as a node's, from every node's windows: the builder, the
+    // FOCUS rows and the audit are fed the fleet database's records.
     BillSource source;
     std::set<std::string> origins;  // "cluster/node" of every window read
     std::string windows_digest;     // the same whichever roll-ups the format reads

@@ -20,8 +20,9 @@ class SecondReader {
   // The second connection joined to `first`'s snapshot, or nullptr where the
   // server takes no more (a role's CONNECTION LIMIT, max_connections) or
   // cannot join it: the report then reads on its one connection, as before.
-  // `notes` (the whole range's, for_each_fleet_window's whole_range_notes)
-  // outlives this reader and is not read or written while it lives.
+  // `notes` (the whole range's, for_each_fleet_window's whole_range_notes,
+  // which the first connection's reads write meanwhile) outlives this reader,
+  // which touches it only at its end.
   static std::unique_ptr<SecondReader> open(FleetSnapshot& first, const std::string& conninfo,
                                             const std::string& password_file, FleetReadNotes& notes);
   // The bodies its reads could not read added to `notes`, each once: here,
