@@ -5,26 +5,21 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <set>
-#include <string>
-#include <tuple>
 #include <fstream>
 #include <iostream>
+#include <string>
+#include <tuple>
 
 #include "cli/commands.h"
+#include "cli/fleet_bill_source.h"
 #include "cli/report_output.h"
 #include "common/error.h"
 #include "common/short_process_malloc.h"
 #include "common/utf8.h"
-#include "fleet/fleet_chart.h"
 #include "fleet/fleet_reader.h"
-#include "fleet/fleet_schema.h"
-#include "fleet/pg_connection.h"
-#include "fleet/second_reader.h"
 #include "ledger/store.h"
 #include "report/bill.h"
 #include "report/bill_words.h"
-#include "report/chart_time.h"
 #include "report/fleet.h"
 #include "report/report.h"
 #include "report/report_text.h"
@@ -96,19 +91,6 @@ int run_rightsize(const RightsizeCommand& cmd) {
 
 namespace {
 
-ledger::BillInputs fleet_bill_inputs(const std::set<std::string>& origins) {
-  ledger::BillInputs inputs;
-  std::set<std::string> clusters, nodes;
-  for (const auto& o : origins) {
-    auto [cluster, node] = ledger::window_origin(o);
-    clusters.insert(std::move(cluster));
-    nodes.insert(std::move(node));
-  }
-  if (clusters.size() == 1) inputs.cluster = *clusters.begin();
-  if (clusters.size() == 1 && nodes.size() == 1) inputs.node = *nodes.begin();
-  return inputs;
-}
-
 // An option given for a format it does not apply to is an error, not ignored.
 void check_options_apply(const ReportCommand& cmd, report::Format format) {
   using report::Format;
@@ -134,43 +116,6 @@ void check_options_apply(const ReportCommand& cmd, report::Format format) {
   } else if (cmd.timeout_ms_given) {
     throw Error("--timeout-ms applies to --prometheus only");
   }
-}
-
-// The fleet roll-ups (fleet/fleet_reader.h) of a charge period: CSV and FOCUS rows.
-fleet::Period fleet_charge_period(report::Granularity g) {
-  if (g == report::Granularity::kMonth) return fleet::Period::kMonth;
-  return g == report::Granularity::kDay ? fleet::Period::kDay : fleet::Period::kHour;
-}
-
-// The period of the chart's bucket (cost over time) of a JSON or HTML report;
-// nullopt: shorter than an hour, or no chart.
-std::optional<fleet::Period> fleet_chart_period(const report::BillRequest& q) {
-  if (q.format != report::Format::kJson && q.format != report::Format::kHtml) return std::nullopt;
-  const int64_t bucket = report::chart_bucket_seconds(q.to - q.from, 60);
-  if (bucket % 86400 == 0) return fleet::Period::kDay;
-  if (bucket % 3600 == 0) return fleet::Period::kHour;
-  return std::nullopt;
-}
-
-// FOCUS, and CSV by hour or day without a totals row: their rows read at
-// their charge period (BillSource::for_each_window_in), apart from the whole
-// bill's first pass by month (by month, one read serves both).
-bool rows_read_apart(const report::BillRequest& q) {
-  return q.format == report::Format::kFocus ||
-         (q.format == report::Format::kCsv && !q.csv_totals && q.granularity != report::Granularity::kMonth);
-}
-
-// The coarsest fleet roll-ups a bill can be read from without showing less:
-// the charge period of CSV rows read with the whole bill, the chart's bucket of JSON
-// and HTML (cost over time) unless the server sums the chart
-// (`chart_from_server`: fleet_chart.h), a whole month for the table and for
-// the first pass of a FOCUS export or a CSV without totals (its audit; their
-// rows are read period by period: for_each_window_in, rows_read_apart).
-std::optional<fleet::Period> fleet_rollup_period(const report::BillRequest& q, bool chart_from_server) {
-  using report::Format;
-  if (q.format == Format::kCsv && !rows_read_apart(q)) return fleet_charge_period(q.granularity);
-  if ((q.format == Format::kJson || q.format == Format::kHtml) && !chart_from_server) return fleet_chart_period(q);
-  return fleet::Period::kMonth;
 }
 
 // CSV and FOCUS stay loadable (a header, no rows): the reader is told beside them.
@@ -209,50 +154,8 @@ int run_report(const ReportCommand& cmd) {
     // Hundreds of thousands of bodies received, parsed and freed: malloc set
     // for a short process, its heap in huge pages (common/short_process_malloc.h).
     tune_malloc_for_a_short_process(256 << 20);
-    fleet::PgConnection db(fleet_db, cmd.fleet_db.password_file);
-    fleet::check_schema(db);
-    fleet::FleetFilter filter;
-    if (!cmd.cluster.empty()) filter.cluster = cmd.cluster;
-    if (!cmd.node.empty()) filter.node = cmd.node;
-    // Every read of the bill in one snapshot (a second connection's too).
-    fleet::FleetSnapshot snapshot(db);
-    // The same bill as a node's, from every node's windows: the builder, the
-    // FOCUS rows and the audit are fed the fleet database's records.
-    BillSource source;
-    std::set<std::string> origins;  // "cluster/node" of every window read
-    std::string windows_digest;     // the same whichever roll-ups the format reads
-    fleet::FleetReadNotes notes;    // said on stderr, whatever the format
-    std::optional<ChartCosts> chart;  // the chart's whole periods, summed by the server
-    source.for_each_window = [&](const std::function<void(ledger::WindowRecord&&)>& fn) {
-      if (const auto period = fleet_chart_period(q)) chart = fleet::read_chart_costs(db, from, to, filter, *period);
-      fleet::for_each_fleet_window(
-          db, from, to, filter, fleet_rollup_period(q, chart.has_value()),
-          [&](ledger::WindowRecord&& w) {
-            origins.insert(w.node);
-            fn(std::move(w));
-          },
-          &windows_digest, &notes);
-    };
-    source.windows_digest = [&] { return windows_digest; };
-    source.chart_costs = [&] { return chart; };
-    if (rows_read_apart(q))
-      source.for_each_window_in = [&](int64_t a, int64_t b, const std::function<void(ledger::WindowRecord&&)>& fn) {
-        fleet::for_each_fleet_window(db, a, b, filter, fleet_charge_period(q.granularity), fn, nullptr, nullptr,
-                                     &notes);
-      };
-    if (rows_read_apart(q) && q.format == Format::kCsv)
-      source.second_reader = [&]() -> BillSource::WindowsIn {
-        std::shared_ptr<fleet::SecondReader> second =
-            fleet::SecondReader::open(snapshot, fleet_db, cmd.fleet_db.password_file, notes);
-        if (!second) return nullptr;
-        return [second, &filter, &q](int64_t a, int64_t b, const std::function<void(ledger::WindowRecord &&)>& fn) {
-          second->read(a, b, filter, fleet_charge_period(q.granularity), fn);
-        };
-      };
-    // The bill names a node and a cluster when all its windows came from one;
-    // the price lists stay with each node's store (not in the fleet database).
-    source.inputs = [&] { return fleet_bill_inputs(origins); };
-    source.report_source = "fleet-db";
+    const FleetBillSource fleet_source(cmd, q, fleet_db);
+    const fleet::FleetReadNotes& notes = fleet_source.notes();
     // The text written as it is made (a FOCUS export, period by period).
     // What the reader should be told goes to stderr before it, as for the
     // other sources (notes of a FOCUS export's periods, read after, at its end).
@@ -261,7 +164,7 @@ int run_report(const ReportCommand& cmd) {
       for (const auto& warning : fleet::fleet_read_warnings(n)) std::cerr << "gpuledger report: " << warning << "\n";
     };
     write_output(cmd.output, cmd.store, [&](const OutputSink& sink) {
-      write_bill(source, q, &whole, [&](std::string_view piece) {
+      write_bill(fleet_source.source(), q, &whole, [&](std::string_view piece) {
         if (told_refused < 0) {
           tell(notes);
           tell_no_windows(whole, q.format);

@@ -495,6 +495,15 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
     if (n) add_unreadable(*n, unreadable);
 }
 
+RangeNames read_range_names(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter) {
+  RangeNames names;
+  in_snapshot(db, [&] {
+    names.windows_digest = digest_of_windows(db, from, to, filter);
+    names.notes = read_notes(db, from, to, filter);
+  });
+  return names;
+}
+
 void add_unreadable(FleetReadNotes& notes, const std::set<std::string>& unreadable) {
   for (const auto& key : unreadable)
     if (notes.unreadable.insert(key).second) ++notes.refused_rollups;

@@ -78,6 +78,15 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
                            std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
                            std::string* windows_digest = nullptr, FleetReadNotes* notes = nullptr,
                            FleetReadNotes* whole_range_notes = nullptr);
+// What names a range's windows and what its report should be told
+// (for_each_fleet_window's windows_digest and notes, the same values), read
+// on db in its snapshot: a second connection in the report's snapshot reads
+// them while the first reads the windows (fleet/second_reader.h).
+struct RangeNames {
+  std::string windows_digest;
+  FleetReadNotes notes;
+};
+RangeNames read_range_names(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter);
 // The roll-ups whose bodies could not be read added to notes, each once.
 void add_unreadable(FleetReadNotes& notes, const std::set<std::string>& unreadable);
 // The notes as sentences for a report's stderr (none when there is nothing to say).

@@ -24,6 +24,10 @@ SecondReader::~SecondReader() {
   add_unreadable(notes_, met_.unreadable);
 }
 
+RangeNames SecondReader::names(int64_t from, int64_t to, const FleetFilter& filter) {
+  return read_range_names(db_, from, to, filter);
+}
+
 void SecondReader::read(int64_t from, int64_t to, const FleetFilter& filter, std::optional<Period> coarsest,
                         const std::function<void(ledger::WindowRecord&&)>& fn) {
   for_each_fleet_window(db_, from, to, filter, coarsest, fn, nullptr, nullptr, &met_);

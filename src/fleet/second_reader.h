@@ -3,7 +3,8 @@
 // first (FleetSnapshot::shared, PostgreSQL's pg_export_snapshot): what it
 // reads is exactly what the first would, so parts of a range can be read on
 // both at once, each on a core and a server backend of its own
-// (report/period_reads.h: a CSV's rows by day or hour).
+// (report/period_reads.h: a CSV's rows by day or hour), or a range's names
+// read while the first reads its windows (cli/fleet_bill_source.cpp).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,6 +32,8 @@ class SecondReader {
   SecondReader(const SecondReader&) = delete;
   SecondReader& operator=(const SecondReader&) = delete;
 
+  // read_range_names on this connection.
+  RangeNames names(int64_t from, int64_t to, const FleetFilter& filter);
   // for_each_fleet_window on this connection (no digest, no notes of its own).
   void read(int64_t from, int64_t to, const FleetFilter& filter, std::optional<Period> coarsest,
             const std::function<void(ledger::WindowRecord&&)>& fn);

@@ -3,7 +3,7 @@
 // once where the source has a second (BillSource::second_reader): a fleet's
 // month by day is 240,000 day roll-ups, received, parsed and billed on one
 // thread while the machine's other core and the server's second sat idle half
-// the time (docs/performance.md, "Two readers"). A period's windows are read
+// the time (docs/performance.md, "Two connections"). A period's windows are read
 // whole by one reader, in the order one read of the range gives them, so each
 // period's row is the same bytes whichever reader read it.
 #include <cstdint>
