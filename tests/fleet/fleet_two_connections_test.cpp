@@ -38,12 +38,12 @@ int64_t windows_in(fleet::PgConnection& db) {
   return db.query("SELECT count(*) FROM gpuledger.windows").i64(0, 0);
 }
 
-class FleetCsv : public FleetDb {
+class FleetTwoConnections : public FleetDb {
  protected:
   void ship() { ship_two_gpus_and_a_late_window(*pg_, *admin_, scratch_); }
 };
 
-TEST_F(FleetCsv, TheRowsReadOnTwoConnectionsAreTheBytesOneReads) {
+TEST_F(FleetTwoConnections, TheRowsReadOnTwoConnectionsAreTheBytesOneReads) {
   ASSERT_NO_FATAL_FAILURE(ship());
   const std::string reader_pw = pg_->add_login("finance", "gpuledger_reader");
   const std::string cli = "SOURCE_DATE_EPOCH=" + std::to_string(kGenerated) + " " + gpuledger() +
@@ -75,7 +75,7 @@ TEST_F(FleetCsv, TheRowsReadOnTwoConnectionsAreTheBytesOneReads) {
 // Roll-ups whose bodies the owner broke after they were verified: each
 // reader skips those it meets, and the report says how many once, as one
 // reader does, whichever reader met them.
-TEST_F(FleetCsv, BodiesEitherReaderCouldNotReadAreSaidOnce) {
+TEST_F(FleetTwoConnections, BodiesEitherReaderCouldNotReadAreSaidOnce) {
   ASSERT_NO_FATAL_FAILURE(ship());
   pg_->psql("UPDATE gpuledger.rollups SET body = '{\"start\": 1}' WHERE period = 'hour'");
   const std::string reader_pw = pg_->add_login("finance", "gpuledger_reader");
@@ -109,7 +109,7 @@ TEST_F(FleetCsv, BodiesEitherReaderCouldNotReadAreSaidOnce) {
 
 // The table, JSON and FOCUS: the bill id and the notes (refused roll-ups,
 // overlaps) read on the second connection are the ones one connection reads.
-TEST_F(FleetCsv, EveryFormatsBillIdAndNotesReadAsideAreOneConnections) {
+TEST_F(FleetTwoConnections, EveryFormatsBillIdAndNotesReadAsideAreOneConnections) {
   ASSERT_NO_FATAL_FAILURE(ship());
   pg_->psql("UPDATE gpuledger.rollups SET body = '{\"start\": 1}' WHERE period = 'hour' AND gpu_uuid = 'GPU-b'");
   const std::string reader_pw = pg_->add_login("finance", "gpuledger_reader");
@@ -138,7 +138,7 @@ TEST_F(FleetCsv, EveryFormatsBillIdAndNotesReadAsideAreOneConnections) {
   }
 }
 
-TEST_F(FleetCsv, ASecondConnectionSeesTheFirstsSnapshotNotWhatCameAfter) {
+TEST_F(FleetTwoConnections, ASecondConnectionSeesTheFirstsSnapshotNotWhatCameAfter) {
   ASSERT_NO_FATAL_FAILURE(ship());
   const int64_t before = windows_in(*admin_);
   fleet::PgConnection first(pg_->conninfo(), pg_->admin_password_file());
@@ -157,7 +157,7 @@ TEST_F(FleetCsv, ASecondConnectionSeesTheFirstsSnapshotNotWhatCameAfter) {
   EXPECT_EQ(windows_in(*admin_), before + 1) << "a connection of its own sees the new window";
 }
 
-TEST_F(FleetCsv, NoSecondConnectionWhereTheRoleIsAtItsLimit) {
+TEST_F(FleetTwoConnections, NoSecondConnectionWhereTheRoleIsAtItsLimit) {
   const std::string pw = pg_->add_login("finance", "gpuledger_reader");
   pg_->psql("ALTER ROLE finance CONNECTION LIMIT 1");
   fleet::PgConnection first(pg_->conninfo("finance"), pw);
