@@ -29,8 +29,7 @@ std::vector<std::pair<int64_t, int64_t>> period_spans(int64_t from, int64_t to, 
   std::vector<int64_t> ends;  // each period's end, the last cut at `to`
   for (int64_t p = period_start(from, g); p < to; p = period_end(p, g)) ends.push_back(std::min(period_end(p, g), to));
   std::vector<std::pair<int64_t, int64_t>> out;
-  const size_t n = ends.size(),
-               k = std::clamp<size_t>(static_cast<size_t>(std::max(parts, 1)), 1, std::max<size_t>(n, 1));
+  const size_t n = ends.size(), k = std::min(static_cast<size_t>(std::max(parts, 1)), n);
   int64_t start = from;
   for (size_t i = 0; i < k && start < to; ++i) {
     const int64_t end = ends[(i + 1) * n / k - 1];  // the parts' periods differ in number by one at most
@@ -60,15 +59,16 @@ void read_periods(const BillSource& source, const BillRequest& q, PeriodBuilders
     return;
   }
   std::atomic<size_t> next{0};
-  PeriodBuilders theirs(q);
-  auto other = std::async(std::launch::async, [&] {
+  // The spans nobody has taken yet, read by `reader` into `into`.
+  auto drain = [&](const BillSource::WindowsIn& reader, PeriodBuilders& into) {
     for (size_t i; (i = next.fetch_add(1)) < spans.size();)
-      second(spans[i].first, spans[i].second, [&](ledger::WindowRecord&& w) { theirs.add(w); });
-  });
+      reader(spans[i].first, spans[i].second, [&](ledger::WindowRecord&& w) { into.add(w); });
+  };
+  PeriodBuilders theirs(q);
+  auto other = std::async(std::launch::async, [&] { drain(second, theirs); });
   try {
     first();
-    for (size_t i; (i = next.fetch_add(1)) < spans.size();)
-      source.for_each_window_in(spans[i].first, spans[i].second, [&](ledger::WindowRecord&& w) { periods.add(w); });
+    drain(source.for_each_window_in, periods);
   } catch (...) {
     next.store(spans.size());  // the other thread stops after its read; the future's end waits for it
     throw;
