@@ -29,11 +29,18 @@ int64_t parse_micros(const std::string& text) {
   return whole * 1'000'000 + frac;
 }
 
+// Written backwards into one buffer, not joined from five strings: a fleet's
+// FOCUS export formats four or five a row, about 3 million a month.
 std::string format_micros(int64_t micros) {
-  std::string sign = micros < 0 ? "-" : "";
   uint64_t m = micros < 0 ? static_cast<uint64_t>(-(micros + 1)) + 1 : static_cast<uint64_t>(micros);
-  std::string frac = std::to_string(m % 1'000'000);
-  return sign + std::to_string(m / 1'000'000) + "." + std::string(6 - frac.size(), '0') + frac;
+  char buf[32];
+  char* p = buf + sizeof buf;
+  for (int i = 0; i < 6; ++i, m /= 10) *--p = static_cast<char>('0' + m % 10);
+  *--p = '.';
+  do *--p = static_cast<char>('0' + m % 10);
+  while (m /= 10);
+  if (micros < 0) *--p = '-';
+  return std::string(p, buf + sizeof buf);
 }
 
 }  // namespace gpuledger

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 #include "common/inert_text.h"
@@ -65,6 +66,16 @@ void append_json_string(std::string& out, std::string_view v) {
   out += nlohmann::json(std::string(v)).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
 }
 
-void append_json_number(std::string& out, double v) { out += nlohmann::json(v).dump(); }
+// nlohmann's serializer itself (dump_float): its Grisu2 digits into a
+// buffer of the serializer's size, without a json value or a string a number.
+void append_json_number(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  std::array<char, 64> buf;
+  const char* end = nlohmann::detail::to_chars(buf.data(), buf.data() + buf.size(), v);
+  out.append(buf.data(), static_cast<size_t>(end - buf.data()));
+}
 
 }  // namespace gpuledger::report

@@ -211,13 +211,30 @@ SlotCells slot_cells(const PeriodCells& period, const SlotPeriod& sp, const Audi
   return c;
 }
 
+// Cells that are the same on every row of a slot-period (its GPU, period,
+// prices, node), rendered once as the row would write them, commas between,
+// and appended as one piece: 33 of a row's 56 cells, each scanned and quoted
+// once a slot instead of once an account.
+struct CellRun {
+  size_t first_column = 0, cells = 0;
+  std::string text;
+};
+
 // One row's cells in kFocusColumns' order, each as focus_cell makes it.
 class RowCells {
  public:
-  explicit RowCells(std::string& out) : out_(out) {}
+  explicit RowCells(std::string& out, size_t first_column = 0)
+      : out_(out), first_(first_column), column_(first_column) {}
   RowCells& operator<<(std::string_view v) {
-    if (column_ > 0) out_ += ',';
+    if (column_ > first_) out_ += ',';
     (verbatim_columns().at(column_++) ? append_csv_cell : append_text_cell)(out_, v);
+    return *this;
+  }
+  RowCells& operator<<(const CellRun& run) {
+    if (run.first_column != column_) throw std::logic_error("a FOCUS row's cells out of place");
+    if (column_ > first_) out_ += ',';
+    out_ += run.text;
+    column_ += run.cells;
     return *this;
   }
   void end() {
@@ -227,8 +244,15 @@ class RowCells {
 
  private:
   std::string& out_;
-  size_t column_ = 0;
+  size_t first_, column_;
 };
+
+CellRun cell_run(size_t first_column, std::initializer_list<std::string_view> cells) {
+  CellRun run{first_column, cells.size(), {}};
+  RowCells row(run.text, first_column);
+  for (std::string_view c : cells) row << c;
+  return run;
+}
 
 // A JSON object of text values, as nlohmann's ordered_json dumps it (ASCII);
 // a Slurm job's user and account (store schema 10) only where there are some.
@@ -268,60 +292,104 @@ std::string cost_kinds(const AccountPart& part) {
   return kinds.empty() ? "none" : kinds;
 }
 
+// A slot-period's cells that every account's row repeats (CellRun), by the
+// column each run starts at, and its description's end.
+struct SlotRuns {
+  CellRun account_to_category, charge_period, provider, unit_to_frequency, consumed_unit_to_sku_price, method,
+      bill_id_to_cluster;
+  std::string description_tail;  // after the account: " on <GPU> (<uuid>), split by cost policy <policy>"
+};
+
+SlotRuns slot_runs(const SlotPeriod& sp, const SlotCells& c, const std::string& account_id, const std::string& bill_id,
+                   const std::string& node, const std::string& cluster) {
+  const PeriodCells& p = c.period;
+  return {cell_run(1, {account_id, account_id, sp.currency, p.bend, p.bstart, "Usage", ""}),
+          cell_run(9, {p.pend, p.pstart}),
+          cell_run(13, {"gpuledger"}),
+          cell_run(16, {"GPU-Hours", "gpuledger", "gpuledger", "Compute", "GPU time", "Usage-Based"}),
+          cell_run(23, {"GPU-Hours", c.unit_price, "", c.unit_price, "Standard", sp.slot.uuid, c.resource_name,
+                        c.resource_type, "Containers", c.sku, "GPU time", "", c.sku_price}),
+          cell_run(39, {c.method}),
+          cell_run(44, {bill_id, node, cluster}),
+          " on " + c.resource_name + " (" + sp.slot.uuid + "), split by cost policy " + c.policy};
+}
+
+// The text cells a row makes, their storage reused row after row.
+struct RowText {
+  std::string who, description, tags, details, allocated_tags;
+};
+
 struct RowContext {
   const SlotPeriod& sp;
   // The node and cluster the GPU's windows came from (its key's "cluster/node":
   // a fleet read names each window's); a node's own store names none, and the
   // bill's (its audit's) are the row's.
-  const ledger::WindowOrigin& origin;
+  const std::string &node, &cluster;
   const SlotCells& c;
-  const Audit& audit;
-  const std::string& account_id;
-  std::string tags, details, allocated_tags;  // the JSON cells' text, their storage reused
+  const SlotRuns& runs;
+  RowText& text;
 };
+
+// Who an account is in words: a special account's meaning, a pod's
+// namespace/pod/container, else its id.
+const std::string& account_words(std::string& out, const std::string& account, const std::string& meaning,
+                                 const ledger::AccountLabels& l) {
+  if (!meaning.empty())
+    out.assign(account).append(" (").append(meaning).append(")");
+  else if (!l.pod.empty())
+    out.assign(l.namespace_name).append("/").append(l.pod).append(l.container.empty() ? "" : "/").append(l.container);
+  else
+    out.assign(account);
+  return out;
+}
 
 void write_account_row(std::string& out, RowContext& x, const std::string& account, const AccountPart& part,
                        double ratio) {
   const SlotPeriod& sp = x.sp;
   const SlotCells& c = x.c;
-  const bool own = !x.origin.node.empty();
-  const std::string& node = own ? x.origin.node : x.audit.node;
-  const std::string& cluster = own ? x.origin.cluster : x.audit.cluster;
+  const SlotRuns& runs = x.runs;
+  const std::string &node = x.node, &cluster = x.cluster;
   const std::string meaning = special_account_meaning(account);
   const ledger::AccountLabels& l = part.labels;
-  const std::string who = !meaning.empty() ? account + " (" + meaning + ")"
-                          : !l.pod.empty() ? l.namespace_name + "/" + l.pod + (l.container.empty() ? "" : "/" + l.container)
-                                           : account;
+  RowText& t = x.text;
+  const std::string& who = account_words(t.who, account, meaning, l);
   const std::string billed = format_micros(part.total());
   // PricingQuantity in nano-GPU-hours, and the list (= contracted) cost of it to the last digit.
   const int64_t quantity = to_nanos(sp.gpu_hours * ratio);
   const std::string list_cost = micros_times_nanos(c.unit_micros, quantity);
-  const std::string subaccount = meaning.empty() ? l.team : "";
+  const std::string_view subaccount = meaning.empty() ? std::string_view(l.team) : std::string_view();
   RowCells row(out);
-  const PeriodCells& p = c.period;
-  row << billed << x.account_id << x.account_id << sp.currency << p.bend << p.bstart << "Usage" << ""
-      << "GPU time of " + who + " on " + c.resource_name + " (" + sp.slot.uuid + "), split by cost policy " + c.policy
-      << p.pend << p.pstart << list_cost << billed << "gpuledger" << list_cost << scaled_decimal(quantity, 9)
-      << "GPU-Hours" << "gpuledger" << "gpuledger" << "Compute" << "GPU time"
+  row << billed << runs.account_to_category
+      << t.description.assign("GPU time of ").append(who).append(runs.description_tail) << runs.charge_period
+      << list_cost << billed << runs.provider << list_cost << scaled_decimal(quantity, 9)
+      << runs.unit_to_frequency
       // conditional and recommended; InvoiceId null: gpuledger issues no invoice (the bill id is x_BillId)
-      << "Usage-Based" << decimal(part.held_gpu_hours, 9) << "GPU-Hours" << c.unit_price << "" << c.unit_price
-      << "Standard" << sp.slot.uuid << c.resource_name << c.resource_type << "Containers" << c.sku << "GPU time" << ""
-      << c.sku_price << subaccount << subaccount
-      << json_object(x.tags,
-                     {{"team", l.team}, {"namespace", l.namespace_name}, {"pod", l.pod}, {"container", l.container},
-                      {"node", node}, {"cluster", cluster}, {"cost_kind", cost_kinds(part)}, {"account", account},
-                      {"gpu_model", sp.slot.model}, {"cost_policy", c.policy}},
+      << decimal(part.held_gpu_hours, 9) << runs.consumed_unit_to_sku_price << subaccount << subaccount
+      << json_object(t.tags,
+                     {{"team", l.team},
+                      {"namespace", l.namespace_name},
+                      {"pod", l.pod},
+                      {"container", l.container},
+                      {"node", node},
+                      {"cluster", cluster},
+                      {"cost_kind", cost_kinds(part)},
+                      {"account", account},
+                      {"gpu_model", sp.slot.model},
+                      {"cost_policy", c.policy}},
                      l)
       // split allocation
-      << c.method << method_details(x.details, ratio, part.held_gpu_hours, c.policy) << account
+      << runs.method << method_details(t.details, ratio, part.held_gpu_hours, c.policy) << account
       << (meaning.empty() ? who : account)
-      << json_object(x.allocated_tags,
-                     {{"account", account}, {"team", l.team}, {"namespace", l.namespace_name}, {"pod", l.pod},
+      << json_object(t.allocated_tags,
+                     {{"account", account},
+                      {"team", l.team},
+                      {"namespace", l.namespace_name},
+                      {"pod", l.pod},
                       {"container", l.container}},
                      l)
       // gpuledger's own
-      << x.audit.bill_id << node << cluster << format_micros(part.busy) << format_micros(part.idle)
-      << format_micros(part.memory) << decimal(part.busy_gpu_hours, 9) << (p.partial ? "true" : "false")
+      << runs.bill_id_to_cluster << format_micros(part.busy) << format_micros(part.idle) << format_micros(part.memory)
+      << decimal(part.busy_gpu_hours, 9) << (c.period.partial ? "true" : "false")
       << (part.sm_known && part.sm_den > 0 ? decimal(part.sm_num / part.sm_den, 6) : "")
       << (part.millijoules ? scaled_decimal(*part.millijoules, 3) : "")
       << (part.vram_byte_seconds > 0 ? decimal(part.vram_byte_seconds / (1024.0 * 1024.0 * 1024.0) / 3600.0, 9) : "");
@@ -338,12 +406,17 @@ void write_slots(Slots::const_iterator first, Slots::const_iterator last, const 
   };
   const std::string account_id = !audit.cluster.empty() ? audit.cluster : !audit.node.empty() ? audit.node : "gpuledger";
   PeriodCells period;
+  RowText text;
   for (auto it = first; it != last; ++it) {
     const auto& [key, sp] = *it;
     period_cells(period, std::get<0>(key), from, to, granularity, generated_at);
     const SlotCells cells = slot_cells(period, sp, audit);
     const ledger::WindowOrigin origin = ledger::window_origin(std::get<1>(key));
-    RowContext x{sp, origin, cells, audit, account_id, {}, {}, {}};
+    const bool own = !origin.node.empty();
+    const std::string& node = own ? origin.node : audit.node;
+    const std::string& cluster = own ? origin.cluster : audit.cluster;
+    const SlotRuns runs = slot_runs(sp, cells, account_id, audit.bill_id, node, cluster);
+    RowContext x{sp, node, cluster, cells, runs, text};
     double held_total = 0;
     for (const auto& [account, part] : sp.accounts) held_total += part.held_gpu_hours;
     const size_t n = sp.accounts.size();

@@ -6,7 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -69,10 +71,20 @@ TEST(FocusCells, RandomBytesAreWhatTheGeneralFunctionsMake) {
 }
 
 TEST(FocusCells, NumbersAreNlohmannsShortestForm) {
-  for (double v : {0.0, 1.0, 0.5, 1.0 / 3.0, 0.333333333333, 123456.123456789, 1e-9, 2.5e21}) {
-    std::string out;
+  std::vector<double> values = {0.0,   -0.0,         1.0,      0.5,      1.0 / 3.0, 0.333333333333, 123456.123456789,
+                                1e-9,  2.5e21,       1e-5,     1e-4,     1e15,      1e16,           1e17,
+                                -7.25, std::nan(""), HUGE_VAL, -HUGE_VAL};
+  std::mt19937_64 rng(20261207);
+  for (int i = 0; i < 200000; ++i) {
+    uint64_t bits = rng();
+    double v;
+    std::memcpy(&v, &bits, sizeof v);
+    values.push_back(i % 2 ? v : std::stod(fixed(static_cast<double>(rng() % 1000000007) / 1e6, 12)));
+  }
+  for (double v : values) {
+    std::string out = "x";
     append_json_number(out, v);
-    EXPECT_EQ(out, nlohmann::json(v).dump());
+    ASSERT_EQ(out, "x" + nlohmann::json(v).dump()) << v;
   }
 }
 
@@ -102,6 +114,18 @@ TEST(FocusCells, DecimalsAreWhatTheyWereByteForByte) {
     if (i % 3 == 0) v = -v;
     ASSERT_EQ(scaled_decimal(v, scale), scaled_decimal_reference(v, scale)) << static_cast<long long>(v) << " " << scale;
   }
+  // Where the digits are cut into 64-bit parts (2^64, 10^19, 10^38) and the largest value.
+  const unsigned __int128 u64 = static_cast<unsigned __int128>(UINT64_MAX);
+  const unsigned __int128 p19 = static_cast<unsigned __int128>(10'000'000'000'000'000'000ULL);
+  for (unsigned __int128 edge : {u64, u64 + 1, p19, p19 * p19, (static_cast<unsigned __int128>(1) << 127) - 1})
+    for (__int128 d = -2; d <= 2; ++d)
+      for (int scale : {0, 9, 15, 19, kMaxScale}) {
+        const __int128 v = static_cast<__int128>(edge - 2) + d;
+        ASSERT_EQ(scaled_decimal(v, scale), scaled_decimal_reference(v, scale));
+        ASSERT_EQ(scaled_decimal(-v, scale), scaled_decimal_reference(-v, scale));
+      }
+  EXPECT_EQ(scaled_decimal(static_cast<__int128>(p19), 19), "1");
+  EXPECT_EQ(scaled_decimal(static_cast<__int128>(p19 * p19) + 5, 38 - 8), "100000000.000000000000000000000000000005");
   EXPECT_EQ(scaled_decimal(0, 9), "0");
   EXPECT_EQ(scaled_decimal(-20, 2), "-0.2");
   EXPECT_EQ(scaled_decimal(1500, 3), "1.5");
