@@ -118,26 +118,57 @@ FleetBillSource::FleetBillSource(const ReportCommand& cmd, const report::BillReq
 // the first window came: at 1,000 nodes 4.95-5.69 s -> 4.27-4.42 s, the same
 // text (docs/performance.md, "Two connections"). A CSV whose
 // rows the second connection reads (second_reader) reads them here, as before.
+//
+// A JSON or HTML report's chart is summed by the server there too, and the
+// windows read meanwhile at the coarsest roll-ups, as they are when it can
+// be: a month to date's chart statements were 2.6-3.1 s of server time that
+// the first connection waited for (docs/performance.md, "The chart aside").
+// Where it cannot (a roll-up no longer matches its windows), the chart is
+// read apart at its period (chart_read_at): the same chart, the same money
+// and bill id as when the rows were read at that period too.
 void FleetBillSource::read_whole(const std::function<void(ledger::WindowRecord&&)>& fn) {
   const int64_t from = q_.from, to = q_.to;
+  const std::optional<fleet::Period> chart_period = fleet_chart_period(q_);
   std::unique_ptr<fleet::SecondReader> side;
   if (!source_.second_reader) side = fleet::SecondReader::open(snapshot_, conninfo_, password_file_, notes_);
-  std::future<fleet::RangeNames> names;  // declared after `side`: ended (waited for) before it
-  if (side) names = std::async(std::launch::async, [&] { return side->names(from, to, filter_); });
-  if (const auto period = fleet_chart_period(q_)) chart_ = fleet::read_chart_costs(db_, from, to, filter_, *period);
+  struct Aside {
+    fleet::RangeNames names;
+    std::optional<report::ChartCosts> chart;
+  };
+  std::future<Aside> aside;  // declared after `side`: ended (waited for) before it
+  if (side)
+    aside = std::async(std::launch::async, [&] {
+      Aside a;
+      if (chart_period) a.chart = side->chart(from, to, filter_, *chart_period);
+      a.names = side->names(from, to, filter_);
+      return a;
+    });
+  else if (chart_period)
+    chart_ = fleet::read_chart_costs(db_, from, to, filter_, *chart_period);
   fleet::FleetReadNotes unread;  // the bodies this read could not read, when the notes are read aside
   fleet::for_each_fleet_window(
-      db_, from, to, filter_, fleet_rollup_period(q_, chart_.has_value()),
+      db_, from, to, filter_, fleet_rollup_period(q_, side ? chart_period.has_value() : chart_.has_value()),
       [&](ledger::WindowRecord&& w) {
         origins_.insert(w.node);
         fn(std::move(w));
       },
       side ? nullptr : &windows_digest_, side ? nullptr : &notes_, side ? &unread : nullptr);
   if (!side) return;
-  fleet::RangeNames read = names.get();
-  windows_digest_ = std::move(read.windows_digest);
-  notes_ = std::move(read.notes);
+  Aside read = aside.get();
+  chart_ = std::move(read.chart);
+  if (chart_period && !chart_) chart_ = chart_read_at(*chart_period, unread);
+  windows_digest_ = std::move(read.names.windows_digest);
+  notes_ = std::move(read.names.notes);
   fleet::add_unreadable(notes_, unread.unreadable);
+}
+
+// The chart the server could not sum: the range read again at the chart's
+// period, its costs counted as the report's builder counts them.
+report::ChartCosts FleetBillSource::chart_read_at(fleet::Period period, fleet::FleetReadNotes& unread) {
+  report::ReportBuilder chart(q_.from, q_.to, report::GroupBy::kTeam, std::nullopt);
+  fleet::for_each_fleet_window(
+      db_, q_.from, q_.to, filter_, period, [&](ledger::WindowRecord&& w) { chart.add(w); }, nullptr, nullptr, &unread);
+  return chart.chart_costs();
 }
 
 }  // namespace gpuledger::cli

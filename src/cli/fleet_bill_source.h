@@ -2,8 +2,8 @@
 // `gpuledger report --fleet-db`'s source of windows (report/bill.h's
 // BillSource): the fleet database read in one snapshot, at the coarsest
 // roll-ups the format allows, with the chart summed by the server, the bill
-// id's digest and the notes read on a second connection in the same snapshot
-// while the first reads the windows, and a CSV's rows read on both.
+// id's digest, the notes and the chart read on a second connection in the
+// same snapshot while the first reads the windows, and a CSV's rows read on both.
 #include <optional>
 #include <set>
 #include <string>
@@ -29,6 +29,7 @@ class FleetBillSource {
 
  private:
   void read_whole(const std::function<void(ledger::WindowRecord&&)>& fn);
+  report::ChartCosts chart_read_at(fleet::Period period, fleet::FleetReadNotes& unread);
 
   const report::BillRequest& q_;
   const std::string conninfo_, password_file_;
@@ -38,7 +39,7 @@ class FleetBillSource {
   std::set<std::string> origins_;  // "cluster/node" of every window read
   std::string windows_digest_;     // the same whichever roll-ups the format reads
   fleet::FleetReadNotes notes_;
-  std::optional<report::ChartCosts> chart_;  // the chart's whole periods, summed by the server
+  std::optional<report::ChartCosts> chart_;  // the chart's whole periods, summed by the server (or read apart)
   report::BillSource source_;
 };
 

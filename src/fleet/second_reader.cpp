@@ -28,6 +28,11 @@ RangeNames SecondReader::names(int64_t from, int64_t to, const FleetFilter& filt
   return read_range_names(db_, from, to, filter);
 }
 
+std::optional<report::ChartCosts> SecondReader::chart(int64_t from, int64_t to, const FleetFilter& filter,
+                                                      Period period) {
+  return read_chart_costs(db_, from, to, filter, period);
+}
+
 void SecondReader::read(int64_t from, int64_t to, const FleetFilter& filter, std::optional<Period> coarsest,
                         const std::function<void(ledger::WindowRecord&&)>& fn) {
   for_each_fleet_window(db_, from, to, filter, coarsest, fn, nullptr, nullptr, &met_);

@@ -4,13 +4,15 @@
 // reads is exactly what the first would, so parts of a range can be read on
 // both at once, each on a core and a server backend of its own
 // (report/period_reads.h: a CSV's rows by day or hour), or a range's names
-// read while the first reads its windows (cli/fleet_bill_source.cpp).
+// and a JSON or HTML report's chart read while the first reads its windows
+// (cli/fleet_bill_source.cpp).
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "fleet/fleet_chart.h"
 #include "fleet/fleet_reader.h"
 #include "fleet/pg_connection.h"
 
@@ -34,6 +36,8 @@ class SecondReader {
 
   // read_range_names on this connection.
   RangeNames names(int64_t from, int64_t to, const FleetFilter& filter);
+  // read_chart_costs on this connection.
+  std::optional<report::ChartCosts> chart(int64_t from, int64_t to, const FleetFilter& filter, Period period);
   // for_each_fleet_window on this connection (no digest, no notes of its own).
   void read(int64_t from, int64_t to, const FleetFilter& filter, std::optional<Period> coarsest,
             const std::function<void(ledger::WindowRecord&&)>& fn);

@@ -175,6 +175,9 @@ class ReportBuilder {
   void add(const ledger::WindowRecord& window);
   // The chart's costs in [costs.from, costs.to) are these, whatever add() saw there.
   void use_chart_costs(const ChartCosts& costs);
+  // The chart's costs add() counted, over the builder's range, as
+  // use_chart_costs takes them (a chart read apart from the bill's rows).
+  ChartCosts chart_costs() const;
   Report finish();  // throws Error when the windows mix currencies
 
  private:

@@ -428,6 +428,10 @@ void ReportBuilder::use_chart_costs(const ChartCosts& costs) {
   if (costs.min_window > 0 && (s.min_window == 0 || costs.min_window < s.min_window)) s.min_window = costs.min_window;
 }
 
+ChartCosts ReportBuilder::chart_costs() const {
+  return {s_->from, s_->to, s_->min_window, s_->cost_by_start};
+}
+
 Report ReportBuilder::finish() {
   State& s = *s_;
   Report r;
