@@ -21,25 +21,13 @@ namespace {
 
 using ledger::WindowRecord;
 using testing::kT0;
+using testing::one_pod_window;
 
 constexpr int64_t kHours = 12;
 constexpr int kBusyGpus = static_cast<int>(kFocusRowsHeld) + 2000;  // hours 5 and 6: one read's worth and more
 
 WindowRecord window(int gpu, int64_t start) {
-  WindowRecord w;
-  w.start = start;
-  w.end = start + 3600;
-  w.slot = {"GPU-" + std::to_string(gpu), "NVIDIA H100 80GB HBM3", std::nullopt, ""};
-  w.currency = "EUR";
-  w.observed_seconds = 3600;
-  ledger::AccountRecord a;
-  a.account = "k8s/pod-" + std::to_string(gpu % 7);
-  a.labels = {"ml", "pod-" + std::to_string(gpu % 7), "main", "vision"};
-  a.held_share = a.allocated_share = 1;
-  w.accounts = {a};
-  w.charges = {{a.account, ledger::ChargeKind::kBusy, 1'000 + gpu}};
-  w.cost_micros = w.busy_micros = 1'000 + gpu;
-  return w;
+  return one_pod_window(gpu, start, 3600, "pod-" + std::to_string(gpu % 7), "vision", 1'000 + gpu);
 }
 
 std::vector<WindowRecord> windows() {

@@ -20,24 +20,14 @@ namespace {
 
 using ledger::WindowRecord;
 using testing::kT0;
+using testing::one_pod_window;
 
 constexpr int64_t kDay = kT0 / 86400 * 86400;
 
 WindowRecord window(int gpu, int64_t start) {
-  WindowRecord w;
-  w.start = start;
-  w.end = start + 600;
-  w.slot = {"GPU-" + std::to_string(gpu), "NVIDIA H100 80GB HBM3", std::nullopt, ""};
-  w.currency = "EUR";
-  w.observed_seconds = 600;
-  ledger::AccountRecord a;
-  a.account = "k8s/pod-" + std::to_string((gpu + start / 600) % 5);
-  a.labels = {"ml", a.account.substr(4), "main", gpu % 2 ? "vision" : "nlp"};
-  a.held_share = a.allocated_share = 1;
-  a.gpu_busy_seconds = 0.1 * static_cast<double>(start % 7 + gpu);
-  w.accounts = {a};
-  w.charges = {{a.account, ledger::ChargeKind::kBusy, 1'000 + gpu + start % 13}};
-  w.cost_micros = w.busy_micros = 1'000 + gpu + start % 13;
+  WindowRecord w = one_pod_window(gpu, start, 600, "pod-" + std::to_string((gpu + start / 600) % 5),
+                                  gpu % 2 ? "vision" : "nlp", 1'000 + gpu + start % 13);
+  w.accounts[0].gpu_busy_seconds = 0.1 * static_cast<double>(start % 7 + gpu);
   return w;
 }
 

@@ -28,4 +28,25 @@ class FixtureStore {
   std::filesystem::path dir_;
 };
 
+// A window of one H100 ("GPU-<gpu>") held whole by one pod (namespace "ml",
+// container "main") that it bills `micros` in EUR, all busy: the streamed
+// exports' tests make thousands of them.
+inline ledger::WindowRecord one_pod_window(int gpu, int64_t start, int64_t seconds, const std::string& pod,
+                                           const std::string& team, int64_t micros) {
+  ledger::WindowRecord w;
+  w.start = start;
+  w.end = start + seconds;
+  w.slot = {"GPU-" + std::to_string(gpu), "NVIDIA H100 80GB HBM3", std::nullopt, ""};
+  w.currency = "EUR";
+  w.observed_seconds = static_cast<double>(seconds);
+  ledger::AccountRecord a;
+  a.account = "k8s/" + pod;
+  a.labels = {"ml", pod, "main", team};
+  a.held_share = a.allocated_share = 1;
+  w.accounts = {a};
+  w.charges = {{a.account, ledger::ChargeKind::kBusy, micros}};
+  w.cost_micros = w.busy_micros = micros;
+  return w;
+}
+
 }  // namespace gpuledger::testing
