@@ -7,6 +7,7 @@
 #include "fleet/fleet_chart.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/second_reader.h"
+#include "fleet/windows_digest.h"
 #include "ledger/store.h"
 #include "report/chart_time.h"
 
@@ -113,11 +114,12 @@ FleetBillSource::FleetBillSource(const ReportCommand& cmd, const report::BillReq
 
 // The whole range. What names its windows (the bill id's digest) and what the
 // reader should be told are read on a second connection in the snapshot while
-// this one reads the windows: a month to date's digest reads its ragged end's
-// 240,000 windows again, and it was all the client and the server did before
+// this one reads the windows: it was all the client and the server did before
 // the first window came: at 1,000 nodes 4.95-5.69 s -> 4.27-4.42 s, the same
-// text (docs/performance.md, "Two connections"). A CSV whose
-// rows the second connection reads (second_reader) reads them here, as before.
+// text (docs/performance.md, "Two connections"). The digest's ragged ends (a
+// month to date's last 30 minutes: 240,000 windows) are hashed here as this
+// read meets them, not read a second time there (windows_digest.h). A CSV
+// whose rows the second connection reads (second_reader) reads them here, as before.
 //
 // A JSON or HTML report's chart is summed by the server there too, and the
 // windows read meanwhile at the coarsest roll-ups, as they are when it can
@@ -140,24 +142,25 @@ void FleetBillSource::read_whole(const std::function<void(ledger::WindowRecord&&
     aside = std::async(std::launch::async, [&] {
       Aside a;
       if (chart_period) a.chart = side->chart(from, to, filter_, *chart_period);
-      a.names = side->names(from, to, filter_);
+      a.names = side->names(from, to, filter_, true);  // the ragged ends' windows hashed as read here
       return a;
     });
   else if (chart_period)
     chart_ = fleet::read_chart_costs(db_, from, to, filter_, *chart_period);
   fleet::FleetReadNotes unread;  // the bodies this read could not read, when the notes are read aside
+  fleet::WindowsDigest ragged;   // the digest's ragged ends, when its totals are read aside
   fleet::for_each_fleet_window(
       db_, from, to, filter_, fleet_rollup_period(q_, side ? chart_period.has_value() : chart_.has_value()),
       [&](ledger::WindowRecord&& w) {
         origins_.insert(w.node);
         fn(std::move(w));
       },
-      side ? nullptr : &windows_digest_, side ? nullptr : &notes_, side ? &unread : nullptr);
+      side ? nullptr : &windows_digest_, side ? nullptr : &notes_, side ? &unread : nullptr, side ? &ragged : nullptr);
   if (!side) return;
   Aside read = aside.get();
   chart_ = std::move(read.chart);
   if (chart_period && !chart_) chart_ = chart_read_at(*chart_period, unread);
-  windows_digest_ = std::move(read.names.windows_digest);
+  windows_digest_ = ragged.finish(read.names.totals);
   notes_ = std::move(read.names.notes);
   fleet::add_unreadable(notes_, unread.unreadable);
 }

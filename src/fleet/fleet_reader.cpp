@@ -6,7 +6,6 @@
 #include <exception>
 #include <map>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -20,6 +19,7 @@
 #include "fleet/pg_connection.h"
 #include "fleet/window_json.h"
 #include "fleet/window_parts.h"
+#include "fleet/windows_digest.h"
 #include "report/report_text.h"
 
 namespace gpuledger::fleet {
@@ -141,8 +141,9 @@ enum class WindowOrder {
   kSorted,      // sorted by the server, in the plan it picks (a report of windows only, its whole range)
   kAsSelected,  // `source` gives them in key order by its form (lateral_windows); checked here
 };
+// `digest`, when given, is added each row (the ragged ends' windows: WindowsDigest).
 void read_windows(PgConnection& db, const std::string& source, WindowOrder order,
-                  const std::function<void(ledger::WindowRecord&&)>& fn) {
+                  const std::function<void(ledger::WindowRecord&&)>& fn, WindowsDigest* digest = nullptr) {
   const std::string key = "x.cluster, x.node, x.gpu_uuid, x.start_time";
   std::string columns = key;
   for (const auto& c : kWindowColumns) columns += ", x." + c;
@@ -158,6 +159,7 @@ void read_windows(PgConnection& db, const std::string& source, WindowOrder order
   for (; w.valid(); w.next()) {
     if (w.row() == 0) page.reset(), views.reset(), page = std::make_unique<PartsParser>(w.page_result(), body);
     if (order == WindowOrder::kAsSelected) in_order.next(w.r(), w.row());
+    if (digest) digest->add_window(w.r(), w.row(), body - 1);  // the digest: kWindowColumns' last
     ledger::WindowRecord rec;
     read_window_columns(w.r(), w.row(), rec);
     if (auto& parts = page->at(w.row()); parts.value) {
@@ -311,65 +313,25 @@ void merge_period(PgConnection& db, Period p, const std::string& where, std::vec
   }
 }
 
-// The range's windows named (for_each_fleet_window's windows_digest).
-std::string digest_of_windows(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter) {
-  Sha256 sha;
-  sha.add("gpuledger fleet windows v1\n");
-  auto hash_rows = [&](const std::string& sql) {
+// The ragged ends' windows of [from, to) added to `digest`, a read of their own.
+void hash_ragged_windows(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter, WindowsDigest& digest) {
+  for (const auto& [a, b] : digest_ragged_ends(from, to)) {  // at most two hours each: a GPU at a time
     KeyOrderCheck in_order;
-    for (Cursor cur(db, "gl_digest", sql); cur.valid(); cur.next()) {
+    for (Cursor cur(db, "gl_digest",
+                    "SELECT x.cluster, x.node, x.gpu_uuid, x.start_time, x.digest FROM " +
+                        key_ordered_windows(db, a, b, filter));
+         cur.valid(); cur.next()) {
       in_order.next(cur.r(), cur.row());
-      for (int c = 0; c < cur.r().columns(); ++c) {
-        sha.add(cur.r().text(cur.row(), c));
-        sha.add("\x1f");
-      }
-      sha.add("\n");
+      digest.add_window(cur.r(), cur.row(), 4);
     }
-  };
-  const RangePlan plan = plan_range(from, to, Period::kMonth);
-  for (const auto& [a, b] : plan.ragged)  // at most two hours each: a GPU at a time
-    hash_rows("SELECT x.cluster, x.node, x.gpu_uuid, x.start_time, x.digest FROM " +
-              key_ordered_windows(db, a, b, filter));
-  // The whole periods' totals in (period_start, cluster, node, gpu_uuid)
-  // order, as one ORDER BY gave them: a start's rows at a time (a
-  // period start and a GPU are one row), asked for while the last start's
-  // are sorted here (COLLATE "C": byte order, as std::string_view compares)
-  // and hashed as one piece. PostgreSQL sorted a month to date's 208,000
-  // rows more slowly than it sent them, and the digest was a sixth of the
-  // report (docs/performance.md, "Where a month to date's time goes").
-  auto totals_of = [&](Period p, int64_t start) {
-    db.send("SELECT t.period, t.period_start, t.cluster, t.node, t.gpu_uuid, t.windows, t.cost_micros, t.digests "
-            "FROM gpuledger.window_totals t WHERE " + whole_periods(db, p, {std::to_string(start)}, filter));
-  };
-  std::vector<std::pair<Period, int64_t>> starts;
-  for (const auto& [p, texts] : plan.whole) {
-    const size_t first = starts.size();
-    for (const auto& t : texts) starts.emplace_back(p, std::stoll(t));
-    std::sort(starts.begin() + static_cast<long>(first), starts.end());
   }
-  if (!starts.empty()) totals_of(starts[0].first, starts[0].second);
-  std::string piece;
-  for (size_t k = 0; k < starts.size(); ++k) {
-    const PgResult r = db.receive();
-    if (k + 1 < starts.size()) totals_of(starts[k + 1].first, starts[k + 1].second);
-    std::vector<int> order(static_cast<size_t>(r.rows()));
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-      for (int c = 2; c < 5; ++c)
-        if (const int cmp = r.view(a, c).compare(r.view(b, c)); cmp != 0) return cmp < 0;
-      return false;
-    });
-    piece.clear();
-    for (const int i : order) {
-      for (int c = 0; c < r.columns(); ++c) {
-        piece += r.view(i, c);
-        piece += '\x1f';
-      }
-      piece += '\n';
-    }
-    sha.add(piece);
-  }
-  return "sha256:" + sha.hex();
+}
+
+// The range's windows named (for_each_fleet_window's windows_digest), on one connection.
+std::string digest_of_windows(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter) {
+  WindowsDigest digest;
+  hash_ragged_windows(db, from, to, filter, digest);
+  return digest.finish(whole_periods_text(db, from, to, filter));
 }
 
 // What a report of the range should be told (FleetReadNotes), from the same snapshot.
@@ -442,12 +404,22 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
 
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
                            std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
-                           std::string* windows_digest, FleetReadNotes* notes, FleetReadNotes* whole_range_notes) {
+                           std::string* windows_digest, FleetReadNotes* notes, FleetReadNotes* whole_range_notes,
+                           WindowsDigest* ragged) {
   std::set<std::string> unreadable;  // the roll-ups whose bodies could not be read
   in_snapshot(db, [&] {
-    if (windows_digest) *windows_digest = digest_of_windows(db, from, to, filter);
-    if (notes) *notes = read_notes(db, from, to, filter);
     const RangePlan plan = plan_range(from, to, coarsest);
+    // The digest's ragged ends are this read's when it reads them a GPU at a
+    // time (with roll-ups) and cuts them where the digest does.
+    const bool ragged_read_here = coarsest && plan.ragged == digest_ragged_ends(from, to);
+    std::optional<WindowsDigest> own;  // windows_digest's ragged ends
+    std::string totals;                // and its whole periods
+    if (windows_digest) {
+      totals = whole_periods_text(db, from, to, filter);
+      ragged = &own.emplace();
+    }
+    if (ragged && !ragged_read_here) hash_ragged_windows(db, from, to, filter, *ragged);
+    if (notes) *notes = read_notes(db, from, to, filter);
     std::vector<SlotSpan> spans;  // from the coarser period: to read at this one
     for (Period p : {Period::kMonth, Period::kDay, Period::kHour}) {
       std::vector<SlotSpan> finer;
@@ -474,7 +446,8 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
     // Windows only, the whole range, sorted.
     for (const auto& [a, b] : plan.ragged) {
       if (coarsest)
-        read_windows(db, key_ordered_windows(db, a, b, filter), WindowOrder::kAsSelected, fn);
+        read_windows(db, key_ordered_windows(db, a, b, filter), WindowOrder::kAsSelected, fn,
+                     ragged_read_here ? ragged : nullptr);
       else
         read_windows(db, "gpuledger.windows x" + starting_in(db, a, b, filter), WindowOrder::kSorted, fn);
     }
@@ -488,6 +461,7 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
       read_windows(db, spans_sql(db, spans) + lateral_windows("k.c", "k.n", "k.g", "k.a", "k.b"),
                    WindowOrder::kAsSelected, fn);
     }
+    if (windows_digest) *windows_digest = own->finish(totals);
   });
   // Each body once, however many reads of the range met it (a FOCUS or CSV
   // export reads the whole bill, then its rows' periods).
@@ -495,10 +469,14 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
     if (n) add_unreadable(*n, unreadable);
 }
 
-RangeNames read_range_names(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter) {
+RangeNames read_range_names(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
+                            bool ragged_read_elsewhere) {
   RangeNames names;
   in_snapshot(db, [&] {
-    names.windows_digest = digest_of_windows(db, from, to, filter);
+    if (ragged_read_elsewhere)
+      names.totals = whole_periods_text(db, from, to, filter);
+    else
+      names.windows_digest = digest_of_windows(db, from, to, filter);
     names.notes = read_notes(db, from, to, filter);
   });
   return names;

@@ -74,19 +74,31 @@ struct FleetReadNotes {
 // `whole_range_notes`, when given, is added the bodies that could not be
 // read that it does not name yet (as `notes` is): a read of a part of a range
 // whose notes were taken over the whole.
+// `ragged`, when given (and windows_digest not), is added the windows of the
+// range's ragged ends as windows_digest hashes them (windows_digest.h): from
+// this read where it reads them (a GPU at a time, cut as the digest cuts
+// them), else from a read of their own. windows_digest too hashes the ragged
+// ends this read reads, not a second read of them.
+class WindowsDigest;
 void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
                            std::optional<Period> coarsest, const std::function<void(ledger::WindowRecord&&)>& fn,
                            std::string* windows_digest = nullptr, FleetReadNotes* notes = nullptr,
-                           FleetReadNotes* whole_range_notes = nullptr);
+                           FleetReadNotes* whole_range_notes = nullptr, WindowsDigest* ragged = nullptr);
 // What names a range's windows and what its report should be told
 // (for_each_fleet_window's windows_digest and notes, the same values), read
 // on db in its snapshot: a second connection in the report's snapshot reads
 // them while the first reads the windows (fleet/second_reader.h).
+// `ragged_read_elsewhere`: the ragged ends' windows are hashed by the read on
+// the first connection (for_each_fleet_window's `ragged`), so this reads the
+// whole periods' totals only (`totals`, for WindowsDigest::finish) and
+// leaves windows_digest empty.
 struct RangeNames {
   std::string windows_digest;
+  std::string totals;
   FleetReadNotes notes;
 };
-RangeNames read_range_names(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter);
+RangeNames read_range_names(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter,
+                            bool ragged_read_elsewhere = false);
 // The roll-ups whose bodies could not be read added to notes, each once.
 void add_unreadable(FleetReadNotes& notes, const std::set<std::string>& unreadable);
 // The notes as sentences for a report's stderr (none when there is nothing to say).

@@ -24,8 +24,8 @@ SecondReader::~SecondReader() {
   add_unreadable(notes_, met_.unreadable);
 }
 
-RangeNames SecondReader::names(int64_t from, int64_t to, const FleetFilter& filter) {
-  return read_range_names(db_, from, to, filter);
+RangeNames SecondReader::names(int64_t from, int64_t to, const FleetFilter& filter, bool ragged_read_elsewhere) {
+  return read_range_names(db_, from, to, filter, ragged_read_elsewhere);
 }
 
 std::optional<report::ChartCosts> SecondReader::chart(int64_t from, int64_t to, const FleetFilter& filter,

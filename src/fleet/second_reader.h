@@ -35,7 +35,7 @@ class SecondReader {
   SecondReader& operator=(const SecondReader&) = delete;
 
   // read_range_names on this connection.
-  RangeNames names(int64_t from, int64_t to, const FleetFilter& filter);
+  RangeNames names(int64_t from, int64_t to, const FleetFilter& filter, bool ragged_read_elsewhere = false);
   // read_chart_costs on this connection.
   std::optional<report::ChartCosts> chart(int64_t from, int64_t to, const FleetFilter& filter, Period period);
   // for_each_fleet_window on this connection (no digest, no notes of its own).
