@@ -5,7 +5,7 @@
 // the server's plans made once a session; 11, the totals a merge reads
 // from an index alone; 12, a month's roll-ups partitioned by period; 13, a
 // day's chart in one row a GPU; 14, a statement's bodies parsed in one pass;
-// 15, an agent's bodies bounded in bytes.
+// 15, an agent's bodies bounded in bytes; 16, a node's day in one chart row.
 namespace gpuledger::fleet {
 
 extern const char* const kMigration7;
@@ -17,5 +17,6 @@ extern const char* const kMigration12;
 extern const char* const kMigration13;
 extern const char* const kMigration14;
 extern const char* const kMigration15;
+extern const char* const kMigration16;
 
 }  // namespace gpuledger::fleet

@@ -668,10 +668,10 @@ REVOKE ALL ON FUNCTION gpuledger.check_rollup(gpuledger.rollups) FROM PUBLIC;
 )SQL";
 
 // Migration n is kMigrations[n - 1]; append, never edit one that shipped.
-const std::vector<const char*> kMigrations = {kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,
-                                              kMigration6,  kMigration7,  kMigration8,  kMigration9,  kMigration10,
-                                              kMigration11, kMigration12, kMigration13, kMigration14, kMigration15};
-static_assert(kFleetSchemaVersion == 15, "a new migration goes into kMigrations");
+const std::vector<const char*> kMigrations = {
+    kMigration1, kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,  kMigration7,  kMigration8,
+    kMigration9, kMigration10, kMigration11, kMigration12, kMigration13, kMigration14, kMigration15, kMigration16};
+static_assert(kFleetSchemaVersion == 16, "a new migration goes into kMigrations");
 
 }  // namespace
 

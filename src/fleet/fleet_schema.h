@@ -25,6 +25,8 @@
 //                     a verified month roll-up's days by team, from those rows (schema 6)
 //   day_charts(period_start, cluster, node, gpu_uuid, windows, ..., first_starts[], teams[], micros[])
 //                     a verified day roll-up's hours by team, from those rows (schema 13)
+//   node_day_charts(period_start, cluster, node, gpus[], windows[], ..., first_starts[], teams[], micros[])
+//                     a node's day: its GPUs' day_charts rows summed (schema 16)
 //   node_roles(role, cluster, node)   which login role ships which node (schema 3)
 //   overlaps(cluster, node, gpu_uuid, start_time, other_...)
 //                     windows committed over another window of the same GPU (schema 3)
@@ -58,7 +60,7 @@ namespace gpuledger::fleet {
 class PgConnection;
 
 // The newest migration this gpuledger knows.
-inline constexpr int kFleetSchemaVersion = 15;
+inline constexpr int kFleetSchemaVersion = 16;
 
 // Applies the migrations not applied yet, each in its own transaction
 // (serialised by an advisory lock, so two runs at once are safe), and creates

@@ -255,6 +255,94 @@ TEST_F(FleetChart, AMonthToDatesWholeDaysAreChartedFromOneRowAGpuDay) {
   EXPECT_EQ(chart_of(cli("html", range)), chart_of(read_at(*admin_, "html", kFeb, to, Period::kHour)));
 }
 
+// A month to date's whole days from one row a node-day (node_day_charts,
+// schema 16: its GPUs' day rows summed, written by the database as it
+// verifies each day roll-up): the same chart as from the GPUs' rows. A
+// node's row is read only while it sums exactly the GPU-days the node has,
+// each as window_totals has it: a row missing, naming a GPU fewer, or made
+// from a count that is no longer the GPU's, leaves its day to the GPUs' rows.
+TEST_F(FleetChart, AMonthToDatesWholeDaysAreChartedFromOneRowANodeDay) {
+  ship(kRollups);
+  EXPECT_EQ(pg_->psql("SELECT count(*), min(cardinality(gpus)), max(cardinality(gpus)), min(cardinality(micros)), "
+                      "max(cardinality(micros)), min(min_span) FROM gpuledger.node_day_charts"),
+            "28|2|2|48|64|10800\n")
+      << "one row a day of node-1's two GPUs, whose days start a minute apart: 2 x 8 x 3 elements, 4 more "
+         "every 4th day";
+  const int64_t to = kFeb + 14 * 86400 + 12 * 3600 + 1800;
+  auto chart = [&] {
+    const auto c = fleet::read_chart_costs(*admin_, kFeb, to, {}, Period::kHour);
+    EXPECT_TRUE(c.has_value());
+    return c ? chart_lines(*c) : "";
+  };
+  const std::string by_node = chart();
+  EXPECT_EQ(by_node, hour_rows(*pg_, kFeb, to - 1800));
+  // The GPUs' rows are not read where the nodes' are current: emptied, the chart is the same.
+  pg_->psql("UPDATE gpuledger.day_charts SET micros = '{}', first_starts = '{}', accounts = '{}', teams = '{}'");
+  EXPECT_EQ(chart(), by_node);
+  // The nodes' rows are: one day's money changed by the owner shows.
+  const std::string day3 = std::to_string(kFeb + 3 * 86400);
+  pg_->psql("UPDATE gpuledger.node_day_charts SET micros[1] = micros[1] + 1 WHERE period_start = " + day3);
+  EXPECT_NE(chart(), by_node);
+  pg_->psql("UPDATE gpuledger.node_day_charts SET micros[1] = micros[1] - 1 WHERE period_start = " + day3);
+  EXPECT_EQ(chart(), by_node);
+  // Rows that do not sum the node's current GPU-days: their days from the GPUs' rows (put back first).
+  pg_->psql(
+      "DELETE FROM gpuledger.day_charts; DELETE FROM gpuledger.node_day_charts; INSERT INTO "
+      "gpuledger.day_charts SELECT c.* FROM gpuledger.rollups f CROSS JOIN LATERAL "
+      "gpuledger.gathered_chart_of(f, 'hour') c WHERE f.verified AND f.period = 'day'");
+  EXPECT_EQ(chart(), by_node) << "no node rows at all";
+  pg_->psql("DELETE FROM gpuledger.schema_migrations WHERE version = 16");
+  ASSERT_EQ(fleet::migrate(*admin_, kFeb), fleet::kFleetSchemaVersion);
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.node_day_charts"), "28\n") << "schema 16 gathers the days";
+  EXPECT_EQ(chart(), by_node);
+  for (const std::string& stale :
+       {"DELETE FROM gpuledger.node_day_charts WHERE period_start = " + day3,
+        "UPDATE gpuledger.node_day_charts SET gpus = gpus[1:1], windows = windows[1:1], cost_micros = "
+        "cost_micros[1:1], digests = digests[1:1], micros[1] = micros[1] + 7 WHERE period_start = " +
+            day3,
+        "UPDATE gpuledger.node_day_charts SET windows[2] = windows[2] + 1, micros[1] = micros[1] + 7 WHERE "
+        "period_start = " +
+            day3,
+        "UPDATE gpuledger.node_day_charts SET digests[1] = digests[1] + 1, micros[1] = micros[1] + 7 WHERE "
+        "period_start = " +
+            day3}) {
+    SCOPED_TRACE(stale);
+    pg_->psql("BEGIN; CREATE TABLE public.keep AS SELECT * FROM gpuledger.node_day_charts WHERE period_start = " +
+              day3 + "; " + stale + "; COMMIT");
+    EXPECT_EQ(chart(), by_node);
+    pg_->psql("BEGIN; DELETE FROM gpuledger.node_day_charts WHERE period_start = " + day3 +
+              "; INSERT INTO gpuledger.node_day_charts SELECT * FROM public.keep; DROP TABLE public.keep; COMMIT");
+  }
+}
+
+// A node that names GPUs without end: each of its day roll-ups would gather
+// its whole day again (the square of its GPUs in the server's time), so a
+// node of more than 256 GPU-days has no node row; its days are charted from
+// its GPUs' rows. Here node-1's day 3 grown by GPU-days the owner writes
+// (each with its current row): at 256 it is gathered, at 257 not.
+TEST_F(FleetChart, ANodeOfMoreThan256GpuDaysIsNotGatheredIntoOneRow) {
+  ship(kRollups);
+  const std::string day3 = std::to_string(kFeb + 3 * 86400);
+  auto grow_to = [&](int gpus) {
+    pg_->psql("INSERT INTO gpuledger.window_totals SELECT 'day', " + day3 +
+              ", 'prod', 'node-1', 'GPU-x' || i, 1, 5, 7 FROM generate_series(3, " + std::to_string(gpus) +
+              ") i ON CONFLICT DO NOTHING; INSERT INTO gpuledger.day_charts SELECT " + day3 +
+              ", 'prod', 'node-1', 'GPU-x' || i, 1, 5, 7, 60, '{" + day3 +
+              "}', '{\"\"}', '{x-team}', '{5}' FROM generate_series(3, " + std::to_string(gpus) +
+              ") i ON CONFLICT DO NOTHING");
+    return pg_->psql(
+        "SELECT count(*), coalesce(max(cardinality(gpus)), 0) FROM gpuledger.node_day_chart_of('prod', "
+        "'node-1', " +
+        day3 + ")");
+  };
+  EXPECT_EQ(grow_to(256), "1|256\n");
+  EXPECT_EQ(grow_to(257), "0|0\n");
+  pg_->psql("DELETE FROM gpuledger.node_day_charts WHERE period_start = " + day3);
+  const auto chart = fleet::read_chart_costs(*admin_, kFeb, kFeb + 7 * 86400, {}, Period::kHour);
+  ASSERT_TRUE(chart.has_value()) << "day 3 from its GPUs' rows";
+  EXPECT_EQ(chart->cost_by_start.at(kFeb + 3 * 86400).at("x-team"), 255 * 5) << "the 255 GPUs written here";
+}
+
 // Team labels are a workload's: whatever bytes they hold (commas, quotes,
 // braces, backslashes, the word NULL), the chart's keys are the labels, read
 // through the server's arrays (day_charts) and its sums.
@@ -322,12 +410,18 @@ TEST_F(FleetChart, OnlyTheServerWritesTheChartsRowsAndOnlyOfRollUpsItVerified) {
   EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.rollup_charges"), Error);
   EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.month_charts"), Error);
   EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.day_charts"), Error);
+  EXPECT_THROW(agent.query("SELECT count(*) FROM gpuledger.node_day_charts"), Error);
   for (const std::string& sql :
        {"INSERT INTO gpuledger.day_charts VALUES (" + std::to_string(kFeb) +
             ", 'prod', 'node-1', 'GPU-a', 8, 1, 0, "
             "3600, '{" +
             std::to_string(kFeb) + "}', '{\"\"}', '{vision}', '{1000000000}')",
-        std::string("SELECT count(*) FROM gpuledger.gathered_chart_of(NULL::gpuledger.rollups, 'hour')")}) {
+        "INSERT INTO gpuledger.node_day_charts VALUES (" + std::to_string(kFeb) +
+            ", 'prod', 'node-1', '{GPU-a}', '{8}', '{1}', '{0}', 3600, '{" + std::to_string(kFeb) +
+            "}', '{\"\"}', '{vision}', '{1000000000}')",
+        std::string("SELECT count(*) FROM gpuledger.gathered_chart_of(NULL::gpuledger.rollups, 'hour')"),
+        std::string("SELECT count(*) FROM gpuledger.node_day_chart_of('prod', 'node-1', 0)"),
+        std::string("SELECT gpuledger.gather_node_day('prod', 'node-1', 0)")}) {
     try {
       agent.exec(sql);
       ADD_FAILURE() << sql << " ran as a node's role";
@@ -403,7 +497,7 @@ TEST_F(FleetChart, AnUpgradeFromSchemaTwelveGathersTheDaysAlreadyVerified) {
       "DELETE FROM gpuledger.schema_migrations WHERE version >= 13; "
       "DROP FUNCTION gpuledger.month_chart_of(gpuledger.rollups); "
       "DROP FUNCTION gpuledger.gathered_chart_of(gpuledger.rollups, text); DROP TABLE gpuledger.day_charts");
-  ASSERT_EQ(fleet::migrate(*admin_, kFeb), fleet::kFleetSchemaVersion);  // 13, and 14 and 15 again (repeatable)
+  ASSERT_EQ(fleet::migrate(*admin_, kFeb), fleet::kFleetSchemaVersion);  // 13, and 14 to 16 again (repeatable)
   EXPECT_EQ(pg_->psql(days), before);
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid WHERE i.inhparent = 'gpuledger.day_charts'::regclass"),

@@ -35,9 +35,9 @@ namespace fs = std::filesystem;
 using fleet::Delivery;
 
 TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
-  EXPECT_EQ(fleet::schema_version(*admin_), 15);
-  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 15) << "a second run changes nothing";
-  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "15\n");
+  EXPECT_EQ(fleet::schema_version(*admin_), 16);
+  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 16) << "a second run changes nothing";
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "16\n");
   // This month's and the next month's partitions, of every table.
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'windows'"),
@@ -51,6 +51,9 @@ TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'day_charts'"),
             "day_charts_2027_01,day_charts_2027_02\n");
+  EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
+                      "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'node_day_charts'"),
+            "node_day_charts_2027_01,node_day_charts_2027_02\n");
   EXPECT_NO_THROW(fleet::check_schema(*admin_));
   const std::string newer = std::to_string(fleet::kFleetSchemaVersion + 1);
   pg_->psql("INSERT INTO gpuledger.schema_migrations(version) VALUES (" + newer + ")");
