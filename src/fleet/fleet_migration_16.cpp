@@ -38,9 +38,14 @@ GRANT SELECT ON gpuledger.node_day_charts TO gpuledger_reader;
 -- roll-ups gathers the node's day again, so a node that named thousands of
 -- GPUs would cost the server the square of them; its days are read from the
 -- GPUs' rows. The arrays are read only once the counts say the day is whole.
+-- Planned at every call (force_custom_plan): a plan kept for a session is
+-- made while the month's day_charts may still be a few rows, and a scan of
+-- the whole partition a call, fine then, is not once it holds 1,000 nodes'
+-- days (a bench's 1,000-node month took more than 24 minutes to gather
+-- instead of seconds).
 CREATE OR REPLACE FUNCTION gpuledger.node_day_chart_of(c text, n text, d bigint)
 RETURNS SETOF gpuledger.node_day_charts
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_generic_plan AS $fn$
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan AS $fn$
 DECLARE
   gpu_days bigint;
 BEGIN
