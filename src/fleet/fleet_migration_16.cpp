@@ -37,7 +37,7 @@ GRANT SELECT ON gpuledger.node_day_charts TO gpuledger_reader;
 -- than 256 GPU-days (8 GPUs of 7 MIG instances each are 56): each of its day
 -- roll-ups gathers the node's day again, so a node that named thousands of
 -- GPUs would cost the server the square of them; its days are read from the
--- GPUs' rows. The arrays are read only once the counts say the day is whole.
+-- GPUs' rows.
 -- Planned at every call (force_custom_plan): a plan kept for a session is
 -- made while the month's day_charts may still be a few rows, and a scan of
 -- the whole partition a call, fine then, is not once it holds 1,000 nodes'
@@ -51,14 +51,11 @@ DECLARE
 BEGIN
   SELECT count(*) INTO gpu_days FROM gpuledger.window_totals t
   WHERE t.period = 'day' AND t.cluster = c AND t.node = n AND t.period_start = d;
-  IF gpu_days = 0 OR gpu_days > 256 OR gpu_days <> (
-       SELECT count(*) FROM gpuledger.window_totals t JOIN gpuledger.day_charts x
-         ON x.cluster = t.cluster AND x.node = t.node AND x.gpu_uuid = t.gpu_uuid AND x.period_start = t.period_start
-        AND x.windows = t.windows AND x.cost_micros = t.cost_micros AND x.digests = t.digests
-       WHERE t.period = 'day' AND t.cluster = c AND t.node = n AND t.period_start = d
-         AND x.cluster = c AND x.node = n AND x.period_start = d) THEN
+  IF gpu_days = 0 OR gpu_days > 256 THEN
     RETURN;
   END IF;
+  -- The arrays unnested only when every GPU-day has its current row (g.rows,
+  -- a lateral reference: a one-time filter on the unnest).
   RETURN QUERY
   WITH current_rows AS MATERIALIZED (
     SELECT x.* FROM gpuledger.window_totals t JOIN gpuledger.day_charts x
@@ -72,14 +69,14 @@ BEGIN
                array_agg(x.cost_micros::numeric ORDER BY x.gpu_uuid) AS costs,
                array_agg(x.digests ORDER BY x.gpu_uuid) AS digests, min(x.min_span) AS min_span, count(*) AS rows
         FROM current_rows x) g
-  CROSS JOIN (
+  CROSS JOIN LATERAL (
     SELECT coalesce(array_agg(u.f ORDER BY u.f, u.a, u.t), '{}') AS first_starts,
            coalesce(array_agg(u.a ORDER BY u.f, u.a, u.t), '{}') AS accounts,
            coalesce(array_agg(u.t ORDER BY u.f, u.a, u.t), '{}') AS teams,
            coalesce(array_agg(u.m ORDER BY u.f, u.a, u.t), '{}') AS micros
     FROM (SELECT p.f, p.a, p.t, sum(p.m)::bigint AS m
           FROM current_rows x CROSS JOIN LATERAL unnest(x.first_starts, x.accounts, x.teams, x.micros) p(f, a, t, m)
-          GROUP BY 1, 2, 3) u) s
+          WHERE g.rows = gpu_days GROUP BY 1, 2, 3) u) s
   WHERE g.rows = gpu_days;
 END
 $fn$;

@@ -336,6 +336,10 @@ TEST_F(FleetChart, ANodeOfMoreThan256GpuDaysIsNotGatheredIntoOneRow) {
         day3 + ")");
   };
   EXPECT_EQ(grow_to(256), "1|256\n");
+  pg_->psql("UPDATE gpuledger.day_charts SET windows = 2 WHERE gpu_uuid = 'GPU-x9' AND period_start = " + day3);
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.node_day_chart_of('prod', 'node-1', " + day3 + ")"), "0\n")
+      << "a GPU-day whose row is not current: the day is not whole";
+  pg_->psql("UPDATE gpuledger.day_charts SET windows = 1 WHERE gpu_uuid = 'GPU-x9' AND period_start = " + day3);
   EXPECT_EQ(grow_to(257), "0|0\n");
   pg_->psql("DELETE FROM gpuledger.node_day_charts WHERE period_start = " + day3);
   const auto chart = fleet::read_chart_costs(*admin_, kFeb, kFeb + 7 * 86400, {}, Period::kHour);
