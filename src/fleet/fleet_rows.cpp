@@ -199,6 +199,8 @@ class Digest {
     end_row();
   }
   std::string hex() const { return sha256_hex(bytes_); }
+  // Another digest's bytes, as hashed there (a key that begins many rows).
+  void append(const Digest& other) { bytes_ += other.bytes_; }
   size_t size() const { return bytes_.size(); }
   void truncate(size_t n) { bytes_.resize(n); }
 
@@ -328,14 +330,16 @@ namespace {
 // its child row is hashed (the window's key, then its values), without making
 // those rows: what the shipper and the roll-ups need from schema 7 on.
 void digest_children(Digest& d, const std::vector<PgParam>& key, const ledger::WindowRecord& w) {
+  Digest keyed;  // the key's values as each child's row begins, made once
+  for (const auto& v : key) keyed.value(v);
   for (const auto& a : w.accounts) {
-    for (const auto& v : key) d.value(v);
+    d.append(keyed);
     AccountDigest values(d, kAccountColumns.size());  // the last two decide, key or not
     put_fleet_values(values, a);
     values.end_row();
   }
   auto part = [&](const std::string& account, ledger::ChargeKind kind, int64_t amount) {  // [account, kind, amount]
-    for (const auto& v : key) d.value(v);
+    d.append(keyed);
     put(d, account);
     d.text(ledger::to_string(kind));
     put(d, amount);

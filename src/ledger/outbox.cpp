@@ -57,16 +57,25 @@ std::vector<Outbox::Pending> Outbox::next_batch(size_t limit) const {
   return out;
 }
 
+// A batch's ids are mostly one run (the windows stored one after another):
+// one UPDATE a run of consecutive ids, where one a window was 9 % of a fleet
+// shipper's CPU in `perf`.
 void Outbox::mark(const std::vector<int64_t>& ids, Mark mark) {
   if (ids.empty()) return;
+  std::vector<int64_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
   store_.exec("BEGIN IMMEDIATE");
   try {
-    Query u(store_.db_, "UPDATE windows SET shipped = ? WHERE id = ?", store_);
-    for (int64_t id : ids) {
+    Query u(store_.db_, "UPDATE windows SET shipped = ? WHERE id BETWEEN ? AND ?", store_);
+    for (size_t first = 0; first < sorted.size();) {
+      size_t last = first;
+      while (last + 1 < sorted.size() && sorted[last + 1] <= sorted[last] + 1) ++last;
       sqlite3_reset(u.s);
       sqlite3_bind_int(u.s, 1, static_cast<int>(mark));
-      sqlite3_bind_int64(u.s, 2, id);
+      sqlite3_bind_int64(u.s, 2, sorted[first]);
+      sqlite3_bind_int64(u.s, 3, sorted[last]);
       u.step();
+      first = last + 1;
     }
     store_.exec("COMMIT");
   } catch (...) {
