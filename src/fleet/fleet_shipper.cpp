@@ -222,15 +222,14 @@ bool FleetShipper::round(Session& s) {
   // The periods this batch completed, with a backlog too: their windows'
   // digest parts are still kept (ShippedDigests, bounded), where a month's
   // backlog shipped whole before any roll-up had most of them hashed again
-  // (~10 % of the shipper's CPU), and the hours wholly in this batch are
-  // merged from it (ShippedBatch), not read from the store again. Not on the
-  // way out: a month's roll-ups take seconds to merge, and the next agent
-  // sends them.
+  // (~10 % of the shipper's CPU), and the hours wholly in this batch (and
+  // the last one's leftovers) are merged from it (ShippedBatch), not read
+  // from the store again. Not on the way out: a month's roll-ups take
+  // seconds to merge, and the next agent sends them.
   const auto shipped_now = static_cast<int64_t>(batch.size());
   if (!stopping) {
     s.batch.hold(std::move(batch));
     ship_rollups(s);
-    s.batch.clear();
   }
   // Those counted at the start less those marked (windows closed since are
   // counted at the next round's start).

@@ -3,25 +3,35 @@
 namespace gpuledger::fleet {
 
 void ShippedBatch::hold(std::vector<ledger::Outbox::Pending>&& batch) {
+  earlier_ = std::move(windows_);
   windows_.clear();
   for (auto& p : batch) windows_.insert_or_assign(p.id, std::move(p.window));
+}
+
+ShippedBatch::Windows::iterator ShippedBatch::find(const ledger::Store::WindowKey& k, Windows*& in) {
+  for (Windows* held : {&windows_, &earlier_}) {
+    const auto it = held->find(k.id);
+    if (it == held->end()) continue;
+    in = held;
+    const auto& w = it->second;
+    return w.slot.uuid == k.uuid && w.start == k.start && w.end == k.end ? it : held->end();
+  }
+  in = &windows_;
+  return windows_.end();
 }
 
 std::optional<std::vector<std::pair<int64_t, ledger::WindowRecord>>> ShippedBatch::take(
     const std::vector<ledger::Store::WindowKey>& keys) {
   if (keys.empty()) return std::nullopt;
-  for (const auto& k : keys) {
-    const auto it = windows_.find(k.id);
-    if (it == windows_.end() || it->second.slot.uuid != k.uuid || it->second.start != k.start ||
-        it->second.end != k.end)
-      return std::nullopt;
-  }
+  Windows* in = nullptr;
+  for (const auto& k : keys)
+    if (find(k, in) == in->end()) return std::nullopt;
   std::vector<std::pair<int64_t, ledger::WindowRecord>> out;
   out.reserve(keys.size());
   for (const auto& k : keys) {
-    const auto it = windows_.find(k.id);
+    const auto it = find(k, in);
     out.emplace_back(k.id, std::move(it->second));
-    windows_.erase(it);
+    in->erase(it);
   }
   ledger::Store::sort_by_start_and_gpu(out);
   return out;

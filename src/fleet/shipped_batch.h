@@ -7,7 +7,11 @@
 // row still holds the slot, start and end it was shipped with (the store
 // merged or replaced none of them since: ShippedDigests' rule), and only when
 // every window the store lists for the hour is here; otherwise the hour is
-// read from the store as before. Holds one batch, which the round held anyway.
+// read from the store as before. What the last round's roll-ups left (the
+// first minutes of an hour that this batch ends: with batches of 4,000
+// windows, one hour in eight of a backlog's) is kept beside this batch for
+// one more round, so those hours are not read again either (5 % of a
+// shipper's CPU in `perf`). Holds at most two batches.
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
@@ -21,8 +25,13 @@ namespace gpuledger::fleet {
 
 class ShippedBatch {
  public:
+  // This round's batch; of the last round's, what no roll-up took is kept
+  // for this round, and the rest of earlier rounds' dropped.
   void hold(std::vector<ledger::Outbox::Pending>&& batch);
-  void clear() { windows_.clear(); }
+  void clear() {
+    windows_.clear();
+    earlier_.clear();
+  }
   // The windows `keys` names (as Store::window_keys lists an hour), taken
   // from the batch in Store::windows_with_ids' order; nullopt, taking none,
   // when any of them is not here as it is stored.
@@ -30,7 +39,10 @@ class ShippedBatch {
       const std::vector<ledger::Store::WindowKey>& keys);
 
  private:
-  std::unordered_map<int64_t, ledger::WindowRecord> windows_;
+  using Windows = std::unordered_map<int64_t, ledger::WindowRecord>;
+  // The window of row `id` held as `k` names it, or none.
+  Windows::iterator find(const ledger::Store::WindowKey& k, Windows*& in);
+  Windows windows_, earlier_;  // this round's batch; what the last round's roll-ups left
 };
 
 }  // namespace gpuledger::fleet

@@ -242,6 +242,27 @@ TEST(FleetRollups, AnHourWhollyInTheShippedBatchIsMergedFromItAsTheStoreWould) {
     merged_since[5].window.end += 60;
     batch.hold(std::move(merged_since));
     EXPECT_EQ(hour(h0, &batch), hour0);
+
+    // An hour two batches split: its first half left by the last round's
+    // roll-ups, its second half this round's. Merged from both (a first half
+    // made different shows), once; left over for one round only.
+    auto split = [&](int64_t launches) {
+      auto first = pending(h1, h1 + 1800);
+      for (auto& p : first) p.window.accounts[0].launches += launches;
+      batch.hold(std::move(first));
+      EXPECT_EQ(hour(h0, &batch), hour0) << "no window of 22:00 held: read from the store";
+    };
+    split(1);
+    batch.hold(pending(h1 + 1800, h1 + 3600));
+    EXPECT_NE(hour(h1, &batch), hour1) << "the first half from the last round's batch";
+    EXPECT_FALSE(batch.take(store.window_keys(h1, h1 + 1800))) << "taken once";
+    split(0);
+    batch.hold(pending(h1 + 1800, h1 + 3600));
+    EXPECT_EQ(hour(h1, &batch), hour1);
+    split(1);
+    batch.hold({});
+    batch.hold(pending(h1 + 1800, h1 + 3600));
+    EXPECT_EQ(hour(h1, &batch), hour1) << "a leftover of two rounds ago is not held: read from the store";
   }
   std::filesystem::remove_all(dir);
 }
