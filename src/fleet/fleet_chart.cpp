@@ -1,8 +1,11 @@
 #include "fleet/fleet_chart.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fleet/fleet_sql.h"
@@ -63,13 +66,23 @@ void add_gathered(const PgResult& r, report::ChartCosts& costs, std::vector<int6
 
 // Each sum's columns: by period, start, account and team (a gathered row's
 // accounts are '' but those that may be special: gathered_chart_of); the
-// shortest part; whether a row was missing.
-const char* const kGatheredSums =
-    "SELECT t.period_start, u.first_start, u.account, u.team, sum(u.micros)::bigint, min(c.min_span), "
-    "bool_or(c.node IS NULL) FROM ";
-const char* const kGatheredArrays =
-    " LEFT JOIN LATERAL unnest(c.first_starts, c.accounts, c.teams, c.micros) u(first_start, account, team, "
-    "micros) ON true WHERE ";
+// shortest part; whether a row was missing. `from_where` joins the totals (t)
+// to their chart rows (c, NULL where missing). The arrays are unnested in the
+// select list (one row at a time), not by a lateral unnest in FROM, which
+// stored each row's elements before reading them: 14 days of 1,000 nodes'
+// node-day rows (4 million elements) summed in 1.07 s against 1.7 s. A missing
+// row, or one of no element, reads as one element of NULLs, as the lateral
+// join gave it: its missing flag and shortest part are still summed.
+std::string gathered_sums(const std::string& from_where) {
+  std::string cells;
+  for (const auto& [column, type] : {std::pair{"first_starts", "bigint"}, std::pair{"accounts", "text"},
+                                     std::pair{"teams", "text"}, std::pair{"micros", "bigint"}})
+    cells += fmt::format("unnest(CASE WHEN cardinality(c.{0}) > 0 THEN c.{0} ELSE '{{NULL}}'::{1}[] END) AS {0}, ",
+                         column, type);
+  return "SELECT x.period_start, x.first_starts, x.accounts, x.teams, sum(x.micros)::bigint, min(x.min_span), "
+         "bool_or(x.missing) FROM (SELECT t.period_start, " +
+         cells + "c.min_span, c.node IS NULL AS missing FROM " + from_where + ") x GROUP BY 1, 2, 3, 4";
+}
 
 // The chart rows gathered a GPU-period (gpuledger.month_charts: a month's
 // days; day_charts, schema 13: a day's hours) of the `outer` periods at
@@ -80,10 +93,9 @@ const char* const kGatheredArrays =
 void read_gathered(PgConnection& db, Period outer, const std::vector<std::string>& starts, const FleetFilter& filter,
                    report::ChartCosts& costs, std::vector<int64_t>& unsummed) {
   const std::string table = outer == Period::kMonth ? "month_charts" : "day_charts";
-  add_gathered(
-      hashed_sums(db, kGatheredSums + std::string("gpuledger.window_totals t") + join_while_current(table, "c", false) +
-                          kGatheredArrays + whole_periods(db, outer, starts, filter) + " GROUP BY 1, 2, 3, 4"),
-      costs, unsummed);
+  add_gathered(hashed_sums(db, gathered_sums("gpuledger.window_totals t" + join_while_current(table, "c", false) +
+                                             " WHERE " + whole_periods(db, outer, starts, filter))),
+               costs, unsummed);
 }
 
 // Whole days from one row a node-day (node_day_charts, schema 16), used where
@@ -96,16 +108,14 @@ void read_gathered(PgConnection& db, Period outer, const std::vector<std::string
 void read_node_days(PgConnection& db, const std::vector<std::string>& starts, const FleetFilter& filter,
                     report::ChartCosts& costs, std::vector<int64_t>& unsummed) {
   add_gathered(
-      hashed_sums(db, kGatheredSums +
-                          std::string("(SELECT t.cluster, t.node, t.period_start, array_agg(t.gpu_uuid ORDER BY "
-                                      "t.gpu_uuid) g, array_agg(t.windows ORDER BY t.gpu_uuid) w, "
-                                      "array_agg(t.cost_micros ORDER BY t.gpu_uuid) m, array_agg(t.digests ORDER BY "
-                                      "t.gpu_uuid) d FROM gpuledger.window_totals t WHERE ") +
+      hashed_sums(db, gathered_sums(
+                          "(SELECT t.cluster, t.node, t.period_start, array_agg(t.gpu_uuid ORDER BY t.gpu_uuid) g, "
+                          "array_agg(t.windows ORDER BY t.gpu_uuid) w, array_agg(t.cost_micros ORDER BY t.gpu_uuid) m, "
+                          "array_agg(t.digests ORDER BY t.gpu_uuid) d FROM gpuledger.window_totals t WHERE " +
                           whole_periods(db, Period::kDay, starts, filter) +
                           " GROUP BY 1, 2, 3) t LEFT JOIN gpuledger.node_day_charts c ON c.cluster = t.cluster AND "
                           "c.node = t.node AND c.period_start = t.period_start AND c.gpus = t.g AND c.windows = t.w "
-                          "AND c.cost_micros = t.m AND c.digests = t.d" +
-                          kGatheredArrays + "true GROUP BY 1, 2, 3, 4"),
+                          "AND c.cost_micros = t.m AND c.digests = t.d")),
       costs, unsummed);
 }
 
