@@ -50,15 +50,19 @@ std::vector<PgResult> FleetSinkPostgres::insert_rows(const std::string& table, c
   std::vector<PgResult> results;
   if (rows.empty()) return results;
   const std::map<std::string, std::string>& types = column_types(table);
-  std::string into = "INSERT INTO gpuledger." + table + "(", from = ") SELECT * FROM unnest(";
+  // Each array unnested in the select list (the arrays are as long as each
+  // other: their rows in step), not by unnest(...) in FROM, which stored every
+  // column's elements (a batch's bodies, ~5 MB) in a tuplestore before the
+  // insert read them back.
+  std::string into = "INSERT INTO gpuledger." + table + "(", from = ") SELECT ";
   for (size_t i = 0; i < kKey.size() + columns.size(); ++i) {
     const std::string& column = i < kKey.size() ? kKey[i] : columns[i - kKey.size()];
     const auto type = types.find(column);
     if (type == types.end()) throw Error("fleet database " + db_.name() + ": gpuledger." + table + " has no column " + column);
     into += (i ? "," : "") + column;
-    from += (i ? ",$" : "$") + std::to_string(i + 1) + "::" + type->second + "[]";
+    from += (i ? ",unnest($" : "unnest($") + std::to_string(i + 1) + "::" + type->second + "[])";
   }
-  const std::string sql = into + from + ")" + tail;
+  const std::string sql = into + from + tail;
   for (size_t first = 0; first < rows.size(); first += kRowsPerStatement) {
     const size_t last = std::min(rows.size(), first + kRowsPerStatement);
     std::vector<PgParam> params;
