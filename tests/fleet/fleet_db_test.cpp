@@ -391,6 +391,31 @@ TEST(FleetOutbox, AStoreFromBeforeSchemaEightHasEveryWindowPending) {
   fs::remove_all(tmpl, ec);
 }
 
+// Marks are made a run of consecutive ids at a time: ids out of order, with
+// gaps and named twice mark exactly the windows named, none between them.
+TEST(FleetOutbox, AMarkTouchesTheWindowsItNamesAndNoneBetweenThem) {
+  char tmpl[] = "/tmp/gpuledger-outbox-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  {
+    ledger::Store store(std::string(tmpl) + "/ledger.db");
+    ledger::Outbox outbox(store);
+    for (int i = 0; i < 7; ++i) store.insert_window(fleet_window(kFleetT0 + 60 * i, "GPU-a", i));
+    const auto all = outbox.next_batch(10);
+    ASSERT_EQ(all.size(), 7u);
+    auto id = [&](int i) { return all[static_cast<size_t>(i)].id; };
+    outbox.mark({id(5), id(0), id(1), id(5), id(3)}, ledger::Outbox::Mark::kShipped);
+    outbox.mark({id(2)}, ledger::Outbox::Mark::kRefused);
+    EXPECT_EQ(outbox.pending_count(), 2);
+    EXPECT_EQ(outbox.refused_count(), 1);
+    const auto left = outbox.next_batch(10);
+    ASSERT_EQ(left.size(), 2u);
+    EXPECT_EQ(left[0].id, id(4));
+    EXPECT_EQ(left[1].id, id(6));
+  }
+  std::error_code ec;
+  fs::remove_all(tmpl, ec);
+}
+
 // A statement sent ahead (a cursor's next page) is received once; nothing
 // else runs on the connection meanwhile, and its error is the query's.
 TEST_F(FleetDb, AStatementSentAheadIsReceivedOnceAndBlocksTheConnectionUntilThen) {
