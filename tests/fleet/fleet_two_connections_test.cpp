@@ -135,8 +135,9 @@ TEST_F(FleetTwoConnections, EveryFormatsBillIdAndNotesReadAsideAreOneConnections
     SCOPED_TRACE(formats[i]);
     EXPECT_EQ(two[i], report(formats[i]));
     EXPECT_NE(two[i].first.find("sha256:"), std::string::npos) << two[i].first;
-    if (i != 1)  // JSON of 7 hours charts in buckets under an hour: it reads windows, no roll-up
+    if (i != 1) {  // JSON of 7 hours charts in buckets under an hour: it reads windows, no roll-up
       EXPECT_NE(two[i].second.find(" roll-ups in the fleet database did not check out"), std::string::npos);
+    }
     EXPECT_NE(two[i].second.find(kOverlap), std::string::npos) << two[i].second;
   }
 }
