@@ -47,7 +47,7 @@ struct FleetShipper::Session {
   std::optional<int64_t> late;  // the earliest start shipped since the roll-ups last looked
   std::unique_ptr<RollupMemo> memo;  // hours' and days' merges, for the day and month that take them
   ShippedDigests digests;            // the windows' digest parts as shipped, for their hours' roll-ups
-  ShippedBatch batch;                // this round's windows, for the hours it completed
+  ShippedBatch batch;                // this round's windows (and the last's left), for the hours they complete
 };
 
 void FleetShipper::ship_rollups(Session& s) {

@@ -8,31 +8,24 @@ void ShippedBatch::hold(std::vector<ledger::Outbox::Pending>&& batch) {
   for (auto& p : batch) windows_.insert_or_assign(p.id, std::move(p.window));
 }
 
-ShippedBatch::Windows::iterator ShippedBatch::find(const ledger::Store::WindowKey& k, Windows*& in) {
+ShippedBatch::Windows* ShippedBatch::holder(const ledger::Store::WindowKey& k) {
   for (Windows* held : {&windows_, &earlier_}) {
     const auto it = held->find(k.id);
     if (it == held->end()) continue;
-    in = held;
     const auto& w = it->second;
-    return w.slot.uuid == k.uuid && w.start == k.start && w.end == k.end ? it : held->end();
+    return w.slot.uuid == k.uuid && w.start == k.start && w.end == k.end ? held : nullptr;
   }
-  in = &windows_;
-  return windows_.end();
+  return nullptr;
 }
 
 std::optional<std::vector<std::pair<int64_t, ledger::WindowRecord>>> ShippedBatch::take(
     const std::vector<ledger::Store::WindowKey>& keys) {
   if (keys.empty()) return std::nullopt;
-  Windows* in = nullptr;
   for (const auto& k : keys)
-    if (find(k, in) == in->end()) return std::nullopt;
+    if (!holder(k)) return std::nullopt;
   std::vector<std::pair<int64_t, ledger::WindowRecord>> out;
   out.reserve(keys.size());
-  for (const auto& k : keys) {
-    const auto it = find(k, in);
-    out.emplace_back(k.id, std::move(it->second));
-    in->erase(it);
-  }
+  for (const auto& k : keys) out.emplace_back(k.id, std::move(holder(k)->extract(k.id).mapped()));
   ledger::Store::sort_by_start_and_gpu(out);
   return out;
 }

@@ -28,10 +28,6 @@ class ShippedBatch {
   // This round's batch; of the last round's, what no roll-up took is kept
   // for this round, and the rest of earlier rounds' dropped.
   void hold(std::vector<ledger::Outbox::Pending>&& batch);
-  void clear() {
-    windows_.clear();
-    earlier_.clear();
-  }
   // The windows `keys` names (as Store::window_keys lists an hour), taken
   // from the batch in Store::windows_with_ids' order; nullopt, taking none,
   // when any of them is not here as it is stored.
@@ -40,8 +36,8 @@ class ShippedBatch {
 
  private:
   using Windows = std::unordered_map<int64_t, ledger::WindowRecord>;
-  // The window of row `id` held as `k` names it, or none.
-  Windows::iterator find(const ledger::Store::WindowKey& k, Windows*& in);
+  // Which of the two holds row k.id as `k` names it; none when neither does.
+  Windows* holder(const ledger::Store::WindowKey& k);
   Windows windows_, earlier_;  // this round's batch; what the last round's roll-ups left
 };
 
