@@ -11,14 +11,15 @@
 #include <thread>
 #include <tuple>
 
+#include "common/micros_text.h"
+#include "common/recent_map.h"
 #include "ledger/prices.h"
 #include "report/bill_audit.h"
 #include "report/focus_cells.h"
 #include "report/focus_decimal.h"
 #include "report/report_text.h"
-#include "report/special_accounts.h"
-#include "common/micros_text.h"
 #include "report/report_time.h"
+#include "report/special_accounts.h"
 
 namespace gpuledger::report {
 
@@ -92,7 +93,8 @@ std::string decimal(double v, int places) {
 
 // (period start, the windows' "cluster/node" or "", uuid): a fleet's GPUs are
 // rows of their own node, even where two nodes claim one UUID.
-using Slots = std::map<std::tuple<int64_t, std::string, std::string>, SlotPeriod>;
+using Slots = RecentMap<std::tuple<int64_t, std::string, std::string>, SlotPeriod>;
+using SlotIterator = Slots::Map::const_iterator;
 
 }  // namespace
 
@@ -397,7 +399,7 @@ void write_account_row(std::string& out, RowContext& x, const std::string& accou
 }
 
 // The rows of the slots [first, last) to `sink`, a mebibyte at a time.
-void write_slots(Slots::const_iterator first, Slots::const_iterator last, const Audit& audit, int64_t from, int64_t to,
+void write_slots(SlotIterator first, SlotIterator last, const Audit& audit, int64_t from, int64_t to,
                  Granularity granularity, int64_t generated_at, const FocusBuilder::Sink& sink) {
   std::string out;
   auto emit = [&] {
@@ -443,9 +445,9 @@ void FocusBuilder::write_rows(const State& st, const Audit& audit, int64_t gener
   constexpr size_t kSlotsPerRun = 256;
   const size_t runs = std::clamp<size_t>(std::min<size_t>(std::thread::hardware_concurrency(), 8), 1,
                                          std::max<size_t>(1, st.slots.size() / kSlotsPerRun));
-  std::vector<Slots::const_iterator> bounds = {st.slots.begin()};
+  std::vector<SlotIterator> bounds = {st.slots.all().begin()};
   for (size_t k = 1; k < runs; ++k) bounds.push_back(std::next(bounds.back(), static_cast<long>(st.slots.size() / runs)));
-  bounds.push_back(st.slots.end());
+  bounds.push_back(st.slots.all().end());
   std::vector<std::future<std::vector<std::string>>> later;
   for (size_t k = 1; k < runs; ++k)
     later.push_back(std::async(std::launch::async, [&, k] {

@@ -6,6 +6,8 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/recent_map.h"
+#include "ledger/device_quality.h"
 #include "ledger/efficiency_mean.h"
 #include "ledger/hourly_rollup.h"
 #include "ledger/prices.h"
@@ -15,7 +17,6 @@
 #include "report/probe_set_note.h"
 #include "report/report.h"
 #include "report/special_accounts.h"
-#include "ledger/device_quality.h"
 #include "report/split_sources.h"
 
 namespace gpuledger::report {
@@ -118,7 +119,7 @@ struct ReportBuilder::State {
   int64_t min_window = 0;
   Coverage coverage;
   std::vector<std::pair<int64_t, int64_t>> spans, watched;  // windows' [start, end) in the range
-  std::map<std::string, bool> gpu_has_device;
+  RecentMap<std::string, bool> gpu_has_device;              // a window's GPU is most often the last one's
   std::set<std::string> gpu_suspect;
   // Coverage's windows by device quality and split source, counted here and
   // put in its maps at finish: three map lookups by a name made each window.
@@ -472,7 +473,7 @@ Report ReportBuilder::finish() {
     r.coverage.windows_by_device_quality["suspect"] += s.quality_windows.suspect;
     r.coverage.windows_by_device_quality["absent"] += s.quality_windows.absent;
   }
-  for (const auto& [uuid, device] : s.gpu_has_device) {
+  for (const auto& [uuid, device] : s.gpu_has_device.all()) {
     r.coverage.gpus.push_back(uuid);
     if (!device) r.coverage.gpus_without_device.push_back(uuid);
   }

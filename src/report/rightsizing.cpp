@@ -8,11 +8,12 @@
 #include <set>
 #include <unordered_map>
 
-#include "report/probe_set_note.h"
 #include "common/error.h"
+#include "common/recent_map.h"
 #include "ledger/allocation_use.h"
 #include "ledger/share_seconds.h"
 #include "ledger/window_evidence.h"
+#include "report/probe_set_note.h"
 #include "report/report.h"
 #include "report/report_text.h"
 #include "report/rightsizing_decision.h"
@@ -120,11 +121,16 @@ class BytesHistogram {
   std::map<uint64_t, int64_t> counts_;
 };
 
+// What one unit did on one slot.
+struct SlotTrace {
+  std::vector<Segment> segments;                // idle runs, joined in time order at the end
+  std::pair<int64_t, std::string> last_window;  // (start, account) counted
+};
+
 // Everything one unit (a pod or a workload) did in the range.
 struct Unit {
-  std::string group;  // its row's key (the unit itself, or its namespace / team)
-  std::map<std::string, std::vector<Segment>> segments;  // by slot: idle runs, joined in time order at the end
-  std::map<std::string, std::pair<int64_t, std::string>> last_window;  // by slot: (start, account) counted
+  std::string group;                        // its row's key (the unit itself, or its namespace / team)
+  RecentMap<std::string, SlotTrace> slots;  // by slot; a window's slot is most often the last one's
   std::optional<uint64_t> vram_peak, nvml_peak;
   BytesHistogram vram, nvml;
   RatioHistogram sm, occupancy, busy, dram, tensor;
@@ -272,7 +278,7 @@ void RightsizingBuilder::add(const WindowRecord& w, const ledger::WindowShares& 
     }
     if (a.held_share > 0) {
       // A unit's several accounts on one slot in one window pay for its window once.
-      auto& last = u.last_window[w.slot.uuid];
+      auto& last = u.slots[w.slot.uuid].last_window;
       if (last.first != w.start || last.second.empty()) {
         last = {w.start, a.account};
         u.facts.held_window_cost += w.cost_micros;
@@ -287,7 +293,7 @@ void RightsizingBuilder::add(const WindowRecord& w, const ledger::WindowShares& 
   }
   for (const auto& [unit, part] : parts) {
     Unit& u = *unit;
-    append(u.segments[w.slot.uuid], {w.start, w.end, part.run});
+    append(u.slots[w.slot.uuid].segments, {w.start, w.end, part.run});
     if (!watched) continue;
     if (w.device_quality.suspect > 0) {
       u.device_suspect_windows += w.device_quality.suspect;
@@ -315,9 +321,10 @@ namespace {
 // The longest idle run per slot, its segments joined in time order (a
 // segment out of order, or after a window the unit was absent from, starts
 // a new one; nothing held in between breaks a run).
-double longest_idle(std::map<std::string, std::vector<Segment>> segments) {
+double longest_idle(const RecentMap<std::string, SlotTrace>& slots) {
   double longest = 0;
-  for (auto& [slot, segs] : segments) {
+  for (const auto& [slot, trace] : slots.all()) {
+    std::vector<Segment> segs = trace.segments;
     std::sort(segs.begin(), segs.end(), [](const Segment& x, const Segment& y) { return x.start < y.start; });
     ledger::IdleRun run;
     double covered = 0;
@@ -360,7 +367,7 @@ RightsizingEvidence evidence_of(const Unit& u) {
   e.evidence_seconds = u.evidence_held > 0 ? u.evidence_held : u.evidence_present;
   const double held = u.facts.held_seconds > 0 ? u.facts.held_seconds : u.facts.present_seconds;
   e.busy_share = held > 0 ? std::min(1.0, u.busy_seconds / held) : 0;
-  e.idle_seconds_longest = longest_idle(u.segments);
+  e.idle_seconds_longest = longest_idle(u.slots);
   e.windows = u.windows;
   e.launches = u.launches;
   if (u.vram_peak) e.sources.push_back("probes");
