@@ -106,11 +106,16 @@ class Cursor {
 // however it is read).
 class KeyOrderCheck {
  public:
+  // `strict`: each key once (windows); else a key may repeat (a GPU-period's
+  // roll-ups of several counts).
+  explicit KeyOrderCheck(bool strict = true) : strict_(strict) {}
   void next(const PgResult& r, int row) {
     const std::array<std::string_view, 3> key = {r.view(row, 0), r.view(row, 1), r.view(row, 2)};
     const int64_t start = r.i64(row, 3);
-    if (any_ && std::tie(key[0], key[1], key[2], start) <= std::tie(last_[0], last_[1], last_[2], last_start_))
-      throw Error("the fleet database sent the windows of " + std::string(key[0]) + "/" + std::string(key[1]) + " " +
+    const auto now = std::tie(key[0], key[1], key[2], start);
+    const auto last = std::tie(last_[0], last_[1], last_[2], last_start_);
+    if (any_ && (strict_ ? now <= last : now < last))
+      throw Error("the fleet database sent the rows of " + std::string(key[0]) + "/" + std::string(key[1]) + " " +
                   std::string(key[2]) + " out of key order, in a plan gpuledger does not expect; no report was made");
     for (size_t i = 0; i < key.size(); ++i)
       if (last_[i] != key[i]) last_[i] = key[i];
@@ -121,7 +126,7 @@ class KeyOrderCheck {
  private:
   std::array<std::string, 3> last_;
   int64_t last_start_ = 0;
-  bool any_ = false;
+  bool any_ = false, strict_ = true;
 };
 
 // A window row's body, read as the views read it or left to them (window_parts.h).
@@ -269,7 +274,7 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
   }
 }
 
-// Whole days and months: the same as read_period over sorted_totals(where),
+// Whole periods: the same as read_period over the totals `where` picks,
 // read as two scans in key order, the totals and the verified roll-ups,
 // merged here on join_while_current's condition (their count, cost and digest
 // sum equal; trim_scale: equal numbers, equal text). Joined, PostgreSQL
@@ -280,26 +285,39 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
 // (240,000 at 1,000 nodes) without their rows, where the join probed the
 // index 8,000 times and fetched each body then; a FOCUS export reads its days
 // one at a time (docs/performance.md, "A ragged end read a GPU at a time").
-// Hours join: a month holds 24 times as many hour roll-ups to walk.
-void merge_period(PgConnection& db, Period p, const std::string& where, std::vector<SlotSpan>& finer,
+// Hours too, their roll-ups a GPU at a time (key_ordered_rollups): a month
+// holds 24 times as many hour roll-ups to walk.
+void merge_period(PgConnection& db, Period p, const std::string& where, const std::vector<std::string>& starts,
+                  const FleetFilter& filter, std::vector<SlotSpan>& finer,
                   const std::function<void(ledger::WindowRecord&&)>& fn, std::set<std::string>& unreadable) {
+  const bool by_gpu = p == Period::kHour;
   // Pages ten times the roll-ups': each of its fetches waits for the roll-ups' page asked for ahead.
-  Cursor totals(db, "gl_totals", merged_totals_sql(where), false, 10 * kFetchRows);
-  // The roll-ups' own index gives their order; the planner would sort their
-  // bodies instead. For this cursor's plan only (made as it is declared; a
-  // failure rolls the setting back with the snapshot). Its next page is asked
-  // for while this one is parsed, and settled before the totals fetch theirs.
-  db.exec("SET LOCAL enable_sort = off");
-  Cursor rollups(db, "gl_rollups", merged_rollups_sql(where), true);
+  Cursor totals(db, "gl_totals", by_gpu ? key_ordered_totals(db, p, starts, filter) : merged_totals_sql(where), false,
+                10 * kFetchRows);
+  // Days and months: the roll-ups' own index gives their order; the planner
+  // would sort their bodies instead. For this cursor's plan only (made as it
+  // is declared; a failure rolls the setting back with the snapshot). Hours
+  // sort their GPUs. The next page is asked for while this one is parsed, and
+  // settled before the totals fetch theirs.
+  if (!by_gpu) db.exec("SET LOCAL enable_sort = off");
+  Cursor rollups(db, "gl_rollups", by_gpu ? key_ordered_rollups(db, p, starts, filter) : merged_rollups_sql(where),
+                 true);
   rollups.settle();
-  db.exec("RESET enable_sort");
+  if (!by_gpu) db.exec("RESET enable_sort");
+  KeyOrderCheck in_order(false), totals_in_order;  // by_gpu: the order is the queries' form, not a sort
   std::unique_ptr<BodyParser> page;  // the roll-ups' page, parsed on every core
   int64_t parsed = 0;                // which page `page` is
+  auto advance = [&] {
+    rollups.next();
+    if (by_gpu && rollups.valid()) in_order.next(rollups.r(), rollups.row());
+  };
+  if (by_gpu && rollups.valid()) in_order.next(rollups.r(), rollups.row());
   for (; totals.valid(); totals.next()) {
-    for (; rollups.valid() && rollups.compare_key(totals) < 0; rollups.next()) {
+    if (by_gpu) totals_in_order.next(totals.r(), totals.row());
+    for (; rollups.valid() && rollups.compare_key(totals) < 0; advance()) {
     }
     ParsedBody* body = nullptr;  // in `page`, used before the roll-ups' cursor moves on
-    for (; rollups.valid() && rollups.compare_key(totals) == 0; rollups.next()) {
+    for (; rollups.valid() && rollups.compare_key(totals) == 0; advance()) {
       const PgResult &t = totals.r(), &r = rollups.r();
       const int i = totals.row(), j = rollups.row();
       if (r.view(j, 4) != t.view(i, 4) || r.view(j, 5) != t.view(i, 5) || r.view(j, 6) != t.view(i, 6)) continue;
@@ -425,10 +443,7 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
       std::vector<SlotSpan> finer;
       if (auto it = plan.whole.find(p); it != plan.whole.end()) {
         const std::string where = whole_periods(db, p, it->second, filter);
-        if (p != Period::kHour)
-          merge_period(db, p, where, finer, fn, unreadable);
-        else
-          read_period(db, p, sorted_totals(where), "", finer, fn, unreadable);
+        merge_period(db, p, where, it->second, filter, finer, fn, unreadable);
       }
       if (!spans.empty())
         read_period(db, p,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -25,8 +26,12 @@ void begin_snapshot(PgConnection& db, const std::string& shared) {
   // Each totals row finds its roll-up once: PostgreSQL 14's memoize cache
   // before that index probe never hits here, and at 80,000 GPU-months it
   // cost 131 MB and most of the server's time (docs/performance.md, section
-  // 6). Where the setting exists (14 and later), for this transaction.
-  db.exec("SELECT set_config(name, 'off', true) FROM pg_settings WHERE name = 'enable_memoize'");
+  // 6). Where the setting exists (14 and later), for this transaction. And
+  // no JIT: a report's statements are costed past jit_above_cost by their
+  // rows, compiled (tens of milliseconds each) to save nothing on rows that
+  // are read once; a month to date 3.87-4.01 s with it, 3.63 s without
+  // (docs/performance.md, "Whole hours a GPU at a time").
+  db.exec("SELECT set_config(name, 'off', true) FROM pg_settings WHERE name IN ('enable_memoize', 'jit')");
 }
 
 void in_snapshot(PgConnection& db, const std::function<void()>& fn) {
@@ -83,12 +88,13 @@ std::pair<int64_t, int64_t> start_bounds(const std::vector<std::string>& starts)
 // The bounds of the starts too: the index (period, period_start) is then read for
 // those periods only, where a list alone had PostgreSQL read every hour of the
 // month through the primary key (docs/performance.md, section 6: a month to date).
-std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts,
-                          const FleetFilter& filter) {
+std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter,
+                          const std::string& alias) {
   const auto [lo, hi] = start_bounds(starts);
-  return "t.period = " + db.literal(report::to_string(p)) + " AND t.period_start = ANY(" + array_literal(db, starts) +
-         "::bigint[]) AND t.period_start >= " + std::to_string(lo) + " AND t.period_start <= " + std::to_string(hi) +
-         filter_sql(db, filter, "t");
+  const std::string a = alias + ".";
+  return a + "period = " + db.literal(report::to_string(p)) + " AND " + a + "period_start = ANY(" +
+         array_literal(db, starts) + "::bigint[]) AND " + a + "period_start >= " + std::to_string(lo) + " AND " + a +
+         "period_start <= " + std::to_string(hi) + filter_sql(db, filter, alias);
 }
 
 std::string joined_periods(PgConnection& db, const std::string& alias, Period p,
@@ -105,11 +111,6 @@ std::string join_while_current(const std::string& table, const std::string& alia
   return " LEFT JOIN gpuledger." + table + " " + alias + " ON " + on;
 }
 
-std::string sorted_totals(const std::string& where) {
-  return "(SELECT * FROM gpuledger.window_totals t WHERE " + where +
-         " ORDER BY t.cluster, t.node, t.gpu_uuid, t.period_start) t";
-}
-
 namespace {
 const char* const kMergedKey = "SELECT t.cluster, t.node, t.gpu_uuid, t.period_start, t.windows, "
                                "trim_scale(t.cost_micros::numeric), trim_scale(t.digests)";
@@ -123,6 +124,43 @@ std::string merged_totals_sql(const std::string& where) {
 std::string merged_rollups_sql(const std::string& where) {
   return kMergedKey + (", " + page_body("t.body") + " FROM gpuledger.rollups t WHERE t.verified AND ") + where +
          kMergedOrder + ", t.windows";
+}
+
+namespace {
+// The GPUs with windows in the months of `starts` (one totals row a GPU-month:
+// a superset of those with rows in the periods), sorted, as g; OFFSET 0
+// fences them: sorted before they are joined. Not the periods' own rows: an
+// hourly FOCUS of one node read the 2 million hour rows of the fleet to find
+// its 8 GPUs.
+std::string gpus_of_months(PgConnection& db, const std::vector<std::string>& starts, const FleetFilter& filter) {
+  std::set<std::string> months;
+  for (const auto& start : starts)
+    months.insert(std::to_string(report::period_start(std::stoll(start), Period::kMonth)));
+  return "(SELECT DISTINCT g.cluster, g.node, g.gpu_uuid FROM gpuledger.window_totals g WHERE " +
+         whole_periods(db, Period::kMonth, {months.begin(), months.end()}, filter, "g") +
+         " ORDER BY 1, 2, 3 OFFSET 0) g";
+}
+
+// Each GPU's rows of `table` (as t) in the periods, by its index on the key,
+// in period order (OFFSET 0: once a GPU, in the GPUs' order).
+std::string each_gpus(PgConnection& db, const std::string& table, const std::string& where, Period p,
+                      const std::vector<std::string>& starts) {
+  return " CROSS JOIN LATERAL (SELECT * FROM gpuledger." + table + " t WHERE " + where +
+         "t.cluster = g.cluster AND t.node = g.node AND t.gpu_uuid = g.gpu_uuid AND " +
+         whole_periods(db, p, starts, {}) + " ORDER BY t.period_start" + (table == "rollups" ? ", t.windows" : "") +
+         " OFFSET 0) t";
+}
+}  // namespace
+
+std::string key_ordered_totals(PgConnection& db, Period p, const std::vector<std::string>& starts,
+                               const FleetFilter& filter) {
+  return kMergedKey + (" FROM " + gpus_of_months(db, starts, filter)) + each_gpus(db, "window_totals", "", p, starts);
+}
+
+std::string key_ordered_rollups(PgConnection& db, Period p, const std::vector<std::string>& starts,
+                                const FleetFilter& filter) {
+  return kMergedKey + (", " + page_body("t.body")) + " FROM " + gpus_of_months(db, starts, filter) +
+         each_gpus(db, "rollups", "t.verified AND ", p, starts);
 }
 
 std::string lateral_windows(const std::string& cluster, const std::string& node, const std::string& gpu,

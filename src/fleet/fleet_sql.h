@@ -34,7 +34,8 @@ std::string array_literal(PgConnection& db, const std::vector<std::string>& item
 // and backslashes escaped, so any bytes (a comma, a brace, the word NULL) stay one element.
 void append_array_element(std::string& text, std::string_view item);
 // The condition on window_totals rows (as t) of the period's given starts, and the filter.
-std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter);
+std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter,
+                          const std::string& alias = "t");
 // The same periods' condition on a table joined to them (as `alias`, with
 // period and period_start columns), for the ON clause of a LEFT JOIN:
 // PostgreSQL does not carry t's conditions across one, and scanned and sorted
@@ -42,9 +43,6 @@ std::string whole_periods(PgConnection& db, Period p, const std::vector<std::str
 // month to date's chart").
 std::string joined_periods(PgConnection& db, const std::string& alias, Period p,
                            const std::vector<std::string>& starts);
-// The window_totals rows (as t) `where` picks, sorted before they meet their
-// roll-ups: a sort of the narrow rows, not of the joined bodies.
-std::string sorted_totals(const std::string& where);
 
 // The two scans a merge of whole periods reads in key order (cluster, node,
 // gpu_uuid, period_start; fleet_reader.cpp, merge_period): the window_totals
@@ -54,6 +52,19 @@ std::string sorted_totals(const std::string& where);
 // schema 11 (fleet_migration_11.cpp).
 std::string merged_totals_sql(const std::string& where);
 std::string merged_rollups_sql(const std::string& where);
+// merged_totals_sql's and merged_rollups_sql's rows for the given starts of
+// period p, in the same order by the queries' form rather than by a sort or
+// a walk of an index: the GPUs with windows in those months, sorted, and
+// each one's rows by the key's index, a GPU at a time. For hours: the
+// roll-ups' index holds the whole month's, 24 a GPU-day, so its walk would
+// read a month to date's every hour to keep 12, and the 96,000 probes of a
+// join took 0.66-0.68 s of the server at 1,000 nodes, these two 0.08 s and
+// 0.24-0.30 s (docs/performance.md, "Whole hours a GPU at a time"). Not for
+// days: their walk is the faster there (one day 25 ms against 50).
+std::string key_ordered_totals(PgConnection& db, Period p, const std::vector<std::string>& starts,
+                               const FleetFilter& filter);
+std::string key_ordered_rollups(PgConnection& db, Period p, const std::vector<std::string>& starts,
+                                const FleetFilter& filter);
 // The windows (as x) with a <= start_time < b and the filter, in key order
 // (cluster, node, gpu_uuid, start_time) by the query's form, not a sort: the
 // GPUs with windows in those hours (window_totals, whose hour rows

@@ -13,13 +13,16 @@
 
 #include "fleet/fleet_periods.h"
 #include "fleet/fleet_reader.h"
+#include "fleet/fleet_rollups.h"
 #include "fleet/fleet_sink_postgres.h"
 #include "fleet_db_fixture.h"
+#include "ledger/store.h"
 #include "report/report.h"
 
 namespace gpuledger::testing {
 namespace {
 
+using fleet::Delivery;
 using fleet::Period;
 
 // A window's key as the database orders it: cluster, node, GPU, start (bytes).
@@ -29,18 +32,19 @@ Key key_of(const ledger::WindowRecord& w) {
   return {o.cluster, o.node, w.slot.uuid, w.start};
 }
 
+// Names whose byte order is not their order of storing nor a dictionary's:
+// 'B' (0x42) before 'a' (0x61), "node-10" before "node-9", "Prod" before "prod".
+const std::vector<std::pair<fleet::Origin, std::vector<std::string>>> kOddlyNamedNodes = {
+    {{"prod", "node-9"}, {"GPU-b", "GPU-a"}},
+    {{"prod", "node-10"}, {"GPU-a", "GPU-B"}},
+    {{"Prod", "node-9"}, {"GPU-b"}},
+};
+
 TEST_F(FleetDb, RaggedEndsAndSpansAreReadAGpuAtATimeInKeyOrderWhateverTheirNames) {
   const int64_t hour = kFleetDay0 + 5 * 3600;
-  // Names whose byte order is not their order of storing nor a dictionary's:
-  // 'B' (0x42) before 'a' (0x61), "node-10" before "node-9", "Prod" before "prod".
-  const std::vector<std::pair<fleet::Origin, std::vector<std::string>>> nodes = {
-      {{"prod", "node-9"}, {"GPU-b", "GPU-a"}},
-      {{"prod", "node-10"}, {"GPU-a", "GPU-B"}},
-      {{"Prod", "node-9"}, {"GPU-b"}},
-  };
   int64_t seed = 0;
   int windows = 0;
-  for (const auto& [origin, gpus] : nodes) {
+  for (const auto& [origin, gpus] : kOddlyNamedNodes) {
     fleet::FleetSinkPostgres sink(*admin_, origin);
     // Two hours, the later minutes stored first: the table's order is not the key's.
     for (int64_t m = 119; m >= 0; m -= 40) {
@@ -115,6 +119,57 @@ TEST_F(FleetDb, RaggedEndsAndSpansAreReadAGpuAtATimeInKeyOrderWhateverTheirNames
   ASSERT_EQ(one.size(), 2u * 100);
   EXPECT_TRUE(std::is_sorted(one.begin(), one.begin() + 100));
   EXPECT_EQ(std::get<2>(one.front()), "GPU-B");
+}
+
+// Whole hours read at their roll-ups: each GPU's hours by the roll-ups'
+// index a GPU at a time (key_ordered_rollups), merged with the totals in the
+// key order a sort gives whatever the names; a GPU-hour whose roll-up went
+// stale (a window shipped after it) and an hour without roll-ups are read
+// as windows; the same bill and id as the windows only.
+TEST_F(FleetDb, WholeHoursRollUpsAreReadAGpuAtATimeInKeyOrderWhateverTheirNames) {
+  const int64_t hour = kFleetDay0 + 5 * 3600;
+  int64_t seed = 0;
+  ledger::WindowRecord late;  // prod/node-10's GPU-B at 05:30, shipped after its hour's roll-up
+  for (const auto& [origin, gpus] : kOddlyNamedNodes) {
+    fleet::FleetSinkPostgres sink(*admin_, origin);
+    ledger::Store store((scratch_ / (origin.cluster + "-" + origin.node + ".db")).string());
+    std::vector<ledger::WindowRecord> ws;
+    for (int64_t m = 0; m < 180; ++m)  // 05:00 to 08:00
+      for (const auto& gpu : gpus) {
+        ledger::WindowRecord w = fleet_window(hour + m * 60, gpu, ++seed);
+        if (origin.node == "node-10" && gpu == "GPU-B" && m == 30)
+          late = w;
+        else
+          ws.push_back(std::move(w));
+      }
+    store.insert_windows(ws);
+    ASSERT_EQ(sink.ship(pointers(ws)), std::vector<Delivery>(ws.size(), Delivery::kStored));
+    for (int64_t h = hour; h < hour + 2 * 3600; h += 3600)  // 07:00 is left without roll-ups
+      ASSERT_EQ(sink.ship_rollups(fleet::build_rollups(store, origin, Period::kHour, h)),
+                std::vector<Delivery>(gpus.size(), Delivery::kStored));
+    if (origin.node == "node-10") ASSERT_EQ(sink.ship({&late}), std::vector<Delivery>{Delivery::kStored});
+  }
+
+  std::vector<std::pair<Key, int64_t>> met;  // each record's key and length
+  fleet::for_each_fleet_window(*admin_, hour, hour + 3 * 3600, {}, Period::kHour,
+                               [&](ledger::WindowRecord&& w) { met.emplace_back(key_of(w), w.end - w.start); });
+  // The 9 current roll-ups first, in key order; then the spans' windows: the
+  // stale hour's 60 and every GPU's 07:00.
+  ASSERT_EQ(met.size(), 9u + 60u + 5u * 60u);
+  std::vector<Key> rollups;
+  for (size_t i = 0; i < 9; ++i) {
+    EXPECT_EQ(met[i].second, 3600);
+    rollups.push_back(met[i].first);
+  }
+  EXPECT_TRUE(std::is_sorted(rollups.begin(), rollups.end()));
+  EXPECT_EQ(rollups.front(), (Key{"Prod", "node-9", "GPU-b", hour}));
+  EXPECT_EQ(rollups[1], (Key{"Prod", "node-9", "GPU-b", hour + 3600}));
+  EXPECT_EQ(rollups[2], (Key{"prod", "node-10", "GPU-B", hour + 3600})) << "its 05:00 went stale";
+  EXPECT_TRUE(std::all_of(met.begin() + 9, met.end(), [](const auto& m) { return m.second == 60; }));
+  expect_same_bill(read(*admin_, hour, hour + 3 * 3600, Period::kHour),
+                   read(*admin_, hour, hour + 3 * 3600, std::nullopt));
+  // Days allowed: no whole day in the range, the same reads.
+  EXPECT_EQ(read(*admin_, hour, hour + 3 * 3600, Period::kDay).records, 9 + 60 + 5 * 60);
 }
 
 }  // namespace
