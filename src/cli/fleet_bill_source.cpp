@@ -4,6 +4,7 @@
 #include <memory>
 #include <utility>
 
+#include "common/handed_over.h"
 #include "fleet/fleet_chart.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/second_reader.h"
@@ -149,13 +150,17 @@ void FleetBillSource::read_whole(const std::function<void(ledger::WindowRecord&&
     chart_ = fleet::read_chart_costs(db_, from, to, filter_, *chart_period);
   fleet::FleetReadNotes unread;  // the bodies this read could not read, when the notes are read aside
   fleet::WindowsDigest ragged;   // the digest's ragged ends, when its totals are read aside
-  fleet::for_each_fleet_window(
-      db_, from, to, filter_, fleet_rollup_period(q_, side ? chart_period.has_value() : chart_.has_value()),
+  const auto period = fleet_rollup_period(q_, side ? chart_period.has_value() : chart_.has_value());
+  // Read on a thread of its own, billed on this one (common/handed_over.h).
+  hand_over<ledger::WindowRecord>(
+      [&](const std::function<void(ledger::WindowRecord &&)>& push) {
+        fleet::for_each_fleet_window(db_, from, to, filter_, period, push, side ? nullptr : &windows_digest_,
+                                     side ? nullptr : &notes_, side ? &unread : nullptr, side ? &ragged : nullptr);
+      },
       [&](ledger::WindowRecord&& w) {
         origins_.insert(w.node);
         fn(std::move(w));
-      },
-      side ? nullptr : &windows_digest_, side ? nullptr : &notes_, side ? &unread : nullptr, side ? &ragged : nullptr);
+      });
   if (!side) return;
   Aside read = aside.get();
   chart_ = std::move(read.chart);
