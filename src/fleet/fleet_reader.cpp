@@ -101,7 +101,7 @@ class Cursor {
 };
 
 // Rows that come in key order by their query's form (key_ordered_windows,
-// lateral_windows), checked as they are read: a row out of order fails the
+// lateral_windows, key_ordered_totals, key_ordered_rollups), checked as they are read: a row out of order fails the
 // report rather than let it sum in another order (a bill's text is the same
 // however it is read).
 class KeyOrderCheck {

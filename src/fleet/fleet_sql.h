@@ -33,7 +33,7 @@ std::string array_literal(PgConnection& db, const std::vector<std::string>& item
 // One element of an array's text form appended to `text`: quoted, its quotes
 // and backslashes escaped, so any bytes (a comma, a brace, the word NULL) stay one element.
 void append_array_element(std::string& text, std::string_view item);
-// The condition on window_totals rows (as t) of the period's given starts, and the filter.
+// The condition on window_totals rows (as `alias`) of the period's given starts, and the filter.
 std::string whole_periods(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter,
                           const std::string& alias = "t");
 // The same periods' condition on a table joined to them (as `alias`, with
