@@ -10,6 +10,7 @@
 //
 // Bounded: at most `batches` batches of `batch` values wait. An exception
 // in either side ends both and is thrown here (the producer's first).
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -25,7 +26,8 @@ namespace gpuledger {
 template <class T>
 void hand_over(const std::function<void(const std::function<void(T&&)>&)>& produce,
                const std::function<void(T&&)>& consume, std::size_t batch = 256, std::size_t batches = 8) {
-  struct Abandoned {};  // thrown in the producer when the consumer has failed
+  batches = std::max<std::size_t>(batches, 1);  // room for one at least, or nothing would ever be handed over
+  struct Abandoned {};                          // thrown in the producer when the consumer has failed
   std::mutex m;
   std::condition_variable changed;
   std::deque<std::vector<T>> ready;

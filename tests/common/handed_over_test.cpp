@@ -33,6 +33,9 @@ TEST(HandOver, EveryValueArrivesOnceInTheOrderItWasMadeOnTheCallersThread) {
   int none = 0;
   hand_over<std::string>([](const Push&) {}, [&](std::string&&) { ++none; });
   EXPECT_EQ(none, 0);
+  int one_at_a_time = 0;  // no room asked for: one batch of one value at a time, not a hang
+  hand_over<std::string>([](const Push& push) { push("a"), push("b"); }, [&](std::string&&) { ++one_at_a_time; }, 0, 0);
+  EXPECT_EQ(one_at_a_time, 2);
 }
 
 TEST(HandOver, AtMostTheBoundWaitsAheadOfASlowConsumer) {
