@@ -274,7 +274,7 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
   }
 }
 
-// Whole periods: the same as read_period over the totals `where` picks,
+// Whole periods: the same as read_period over the totals of `starts`,
 // read as two scans in key order, the totals and the verified roll-ups,
 // merged here on join_while_current's condition (their count, cost and digest
 // sum equal; trim_scale: equal numbers, equal text). Joined, PostgreSQL
@@ -287,10 +287,11 @@ void read_period(PgConnection& db, Period p, const std::string& totals, const st
 // one at a time (docs/performance.md, "A ragged end read a GPU at a time").
 // Hours too, their roll-ups a GPU at a time (key_ordered_rollups): a month
 // holds 24 times as many hour roll-ups to walk.
-void merge_period(PgConnection& db, Period p, const std::string& where, const std::vector<std::string>& starts,
-                  const FleetFilter& filter, std::vector<SlotSpan>& finer,
-                  const std::function<void(ledger::WindowRecord&&)>& fn, std::set<std::string>& unreadable) {
+void merge_period(PgConnection& db, Period p, const std::vector<std::string>& starts, const FleetFilter& filter,
+                  std::vector<SlotSpan>& finer, const std::function<void(ledger::WindowRecord&&)>& fn,
+                  std::set<std::string>& unreadable) {
   const bool by_gpu = p == Period::kHour;
+  const std::string where = by_gpu ? "" : whole_periods(db, p, starts, filter);
   // Pages ten times the roll-ups': each of its fetches waits for the roll-ups' page asked for ahead.
   Cursor totals(db, "gl_totals", by_gpu ? key_ordered_totals(db, p, starts, filter) : merged_totals_sql(where), false,
                 10 * kFetchRows);
@@ -441,10 +442,8 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
     std::vector<SlotSpan> spans;  // from the coarser period: to read at this one
     for (Period p : {Period::kMonth, Period::kDay, Period::kHour}) {
       std::vector<SlotSpan> finer;
-      if (auto it = plan.whole.find(p); it != plan.whole.end()) {
-        const std::string where = whole_periods(db, p, it->second, filter);
-        merge_period(db, p, where, it->second, filter, finer, fn, unreadable);
-      }
+      if (auto it = plan.whole.find(p); it != plan.whole.end())
+        merge_period(db, p, it->second, filter, finer, fn, unreadable);
       if (!spans.empty())
         read_period(db, p,
                     spans_sql(db, spans) + " JOIN gpuledger.window_totals t ON t.period = " +

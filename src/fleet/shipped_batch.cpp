@@ -21,11 +21,16 @@ ShippedBatch::Windows* ShippedBatch::holder(const ledger::Store::WindowKey& k) {
 std::optional<std::vector<std::pair<int64_t, ledger::WindowRecord>>> ShippedBatch::take(
     const std::vector<ledger::Store::WindowKey>& keys) {
   if (keys.empty()) return std::nullopt;
-  for (const auto& k : keys)
-    if (!holder(k)) return std::nullopt;
+  std::vector<Windows*> holders;  // each key's, found once
+  holders.reserve(keys.size());
+  for (const auto& k : keys) {
+    holders.push_back(holder(k));
+    if (!holders.back()) return std::nullopt;
+  }
   std::vector<std::pair<int64_t, ledger::WindowRecord>> out;
   out.reserve(keys.size());
-  for (const auto& k : keys) out.emplace_back(k.id, std::move(holder(k)->extract(k.id).mapped()));
+  for (size_t i = 0; i < keys.size(); ++i)
+    out.emplace_back(keys[i].id, std::move(holders[i]->extract(keys[i].id).mapped()));
   ledger::Store::sort_by_start_and_gpu(out);
   return out;
 }
