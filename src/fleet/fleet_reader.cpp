@@ -16,6 +16,7 @@
 #include "fleet/fleet_rows.h"
 #include "fleet/fleet_sql.h"
 #include "fleet/page_parser.h"
+#include "fleet/page_receiver.h"
 #include "fleet/pg_connection.h"
 #include "fleet/window_json.h"
 #include "fleet/window_parts.h"
@@ -33,8 +34,9 @@ constexpr int kFetchRows = 5000;
 class Cursor {
  public:
   // Any query whose rows are read in turn. `prefetch`: each page's successor
-  // is asked for as soon as the page arrives, so the server makes it while the
-  // caller reads this one (nothing else may use the connection meanwhile).
+  // is asked for as soon as the page arrives and received meanwhile
+  // (page_receiver.h), so the server makes and sends it while the caller
+  // reads this one (nothing else may use the connection meanwhile).
   Cursor(PgConnection& db, std::string name, const std::string& sql, bool prefetch = false, int page_rows = kFetchRows)
       : db_(db), name_(std::move(name)), prefetch_(prefetch), page_rows_(page_rows) {
     db_.exec("DECLARE " + name_ + " NO SCROLL CURSOR FOR " + sql);
@@ -42,7 +44,7 @@ class Cursor {
   }
   ~Cursor() {
     try {
-      if (pending_) db_.receive();
+      ahead_.reset();  // waits for a page still being received
     } catch (...) {  // the page is not wanted; the CLOSE below says what is wrong
     }
     try {
@@ -70,9 +72,7 @@ class Cursor {
   bool will_fetch() const { return row_ + 1 >= rows_ && rows_ == page_rows_; }
   // The page asked for ahead, received now (kept for next()'s fetch).
   void settle() {
-    if (!pending_) return;
-    settled_ = std::make_shared<PgResult>(db_.receive());
-    pending_ = false;
+    if (ahead_ && ahead_->pending()) settled_ = std::make_shared<PgResult>(ahead_->take());
   }
 
  private:
@@ -81,21 +81,22 @@ class Cursor {
     if (settled_)
       r_ = std::move(settled_);
     else
-      r_ = std::make_shared<PgResult>(pending_ ? db_.receive() : db_.query(next));
-    pending_ = false;
+      r_ = std::make_shared<PgResult>(ahead_ && ahead_->pending() ? ahead_->take() : db_.query(next));
     rows_ = r_->rows();
     row_ = 0;
     ++page_;
     if (prefetch_ && rows_ == page_rows_) {
+      if (!ahead_) ahead_ = std::make_unique<PageReceiver>(db_);
       db_.send(next);
-      pending_ = true;
+      ahead_->start();
     }
   }
   PgConnection& db_;
   std::string name_;
-  bool prefetch_ = false, pending_ = false;
+  bool prefetch_ = false;
   int page_rows_ = kFetchRows;
   std::shared_ptr<PgResult> r_, settled_;
+  std::unique_ptr<PageReceiver> ahead_;  // receives the next page asked for (prefetch)
   int rows_ = 0, row_ = 0;
   int64_t page_ = 0;
 };

@@ -179,7 +179,12 @@ void PgConnection::send(const std::string& sql) {
 
 PgResult PgConnection::receive() {
   if (!sent_) throw Error("fleet database " + name_ + ": nothing was sent to receive");
-  sent_ = false;
+  // Idle again only once libpq is done with the connection, error read too:
+  // a statement another thread starts before then is refused, not raced.
+  struct Received {
+    std::atomic<bool>& sent;
+    ~Received() { sent = false; }
+  } received{sent_};
   PGresult* r = PQgetResult(conn_);
   while (PGresult* more = PQgetResult(conn_)) PQclear(more);  // until libpq says the statement is done
   const auto status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;

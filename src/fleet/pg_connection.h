@@ -9,6 +9,7 @@
 // redacted(): host, port, database and user, never a password. Unless the
 // string sets them: connect_timeout 10 s, TCP keepalives (30 s idle, 3 x 10 s)
 // and tcp_user_timeout 60 s, so a database cut off fails a batch, never hangs it.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -77,7 +78,9 @@ class PgConnection {
   PgResult query(const std::string& sql, const std::vector<PgParam>& params = {});
   // One statement sent without waiting (a cursor's next page, fetched while
   // the last is read); receive() waits for its result and throws as query().
-  // Nothing else may run on the connection meanwhile: exec and query throw.
+  // Nothing else may run on the connection meanwhile: exec, query and send
+  // throw until receive() has returned or thrown, which may be on another
+  // thread (fleet_reader.cpp's Cursor receives its next page on one).
   void send(const std::string& sql);
   PgResult receive();
   bool ok() const;  // the connection is still usable
@@ -92,7 +95,7 @@ class PgConnection {
   void check_idle() const;
   pg_conn* conn_ = nullptr;
   std::string name_;  // redacted
-  bool sent_ = false;  // a send() not yet received
+  std::atomic<bool> sent_{false};  // a send() not yet received (received on any thread)
   PgStatementLog log_;
 };
 

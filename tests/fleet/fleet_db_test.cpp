@@ -14,11 +14,12 @@
 
 #include "common/error.h"
 #include "fleet/fleet_reader.h"
-#include "fleet/fleet_sql.h"
 #include "fleet/fleet_roles.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_shipper.h"
 #include "fleet/fleet_sink_postgres.h"
+#include "fleet/fleet_sql.h"
+#include "fleet/page_receiver.h"
 #include "fleet/pg_connection.h"
 #include "fleet_db_fixture.h"
 #include "fleet_windows.h"
@@ -433,6 +434,40 @@ TEST_F(FleetDb, AStatementSentAheadIsReceivedOnceAndBlocksTheConnectionUntilThen
     EXPECT_EQ(fleet::sqlstate_of(e.what()), "22012") << e.what();
   }
   EXPECT_EQ(admin_->query("SELECT 'usable'").text(0, 0), "usable");
+}
+
+// A cursor's next page received on a thread of its own (page_receiver.h):
+// the connection stays refused to this thread's statements until the page is
+// received, never shared with that thread; its error is the query's, thrown
+// where it is taken; a page never taken is waited for, not left on the wire.
+TEST_F(FleetDb, APageReceivedOnAnotherThreadKeepsTheConnectionUntilItIsReceived) {
+  {
+    fleet::PageReceiver ahead(*admin_);
+    EXPECT_FALSE(ahead.pending());
+    admin_->send("SELECT 42 FROM pg_sleep(1)");
+    ahead.start();
+    EXPECT_TRUE(ahead.pending());
+    EXPECT_THROW(admin_->query("SELECT 1"), Error) << "still received on the other thread";
+    EXPECT_THROW(admin_->send("SELECT 1"), Error);
+    EXPECT_EQ(ahead.take().text(0, 0), "42");
+    EXPECT_FALSE(ahead.pending());
+    EXPECT_EQ(admin_->query("SELECT 'usable'").text(0, 0), "usable");
+    admin_->send("SELECT 1 / 0 FROM pg_sleep(1)");
+    ahead.start();
+    EXPECT_THROW(admin_->exec("SELECT 1"), Error);
+    try {
+      ahead.take();
+      FAIL() << "division by zero was received";
+    } catch (const Error& e) {
+      EXPECT_EQ(fleet::sqlstate_of(e.what()), "22012") << e.what();
+    }
+    admin_->send("SELECT 43");  // the same thread receives again
+    ahead.start();
+    EXPECT_EQ(ahead.take().text(0, 0), "43");
+    admin_->send("SELECT 44 FROM pg_sleep(1)");
+    ahead.start();  // never taken: the receiver's end waits for it
+  }
+  EXPECT_EQ(admin_->query("SELECT 'usable again'").text(0, 0), "usable again");
 }
 
 }  // namespace
