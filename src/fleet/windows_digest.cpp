@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "fleet/fleet_sql.h"
+#include "fleet/page_receiver.h"
 #include "fleet/pg_connection.h"
 
 namespace gpuledger::fleet {
@@ -33,16 +34,19 @@ std::vector<std::pair<int64_t, int64_t>> digest_ragged_ends(int64_t from, int64_
 
 // In (period_start, cluster, node, gpu_uuid) order, as one ORDER BY gave
 // them: a start's rows at a time (a period start and a GPU are one row),
-// asked for while the last start's are sorted here (COLLATE "C": byte order,
-// as std::string_view compares). PostgreSQL sorted a month to date's 208,000
-// rows more slowly than it sent them, and the digest was a sixth of the
-// report (docs/performance.md, "Where a month to date's time goes").
+// asked for and received (page_receiver.h) while the last start's are sorted
+// here (COLLATE "C": byte order, as std::string_view compares). PostgreSQL
+// sorted a month to date's 208,000 rows more slowly than it sent them, and
+// the digest was a sixth of the report (docs/performance.md, "Where a month
+// to date's time goes").
 std::string whole_periods_text(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter) {
+  PageReceiver ahead(db);
   auto totals_of = [&](Period p, int64_t start) {
     db.send(
         "SELECT t.period, t.period_start, t.cluster, t.node, t.gpu_uuid, t.windows, t.cost_micros, t.digests "
         "FROM gpuledger.window_totals t WHERE " +
         whole_periods(db, p, {std::to_string(start)}, filter));
+    ahead.start();
   };
   std::vector<std::pair<Period, int64_t>> starts;
   for (const auto& [p, texts] : plan_range(from, to, Period::kMonth).whole) {
@@ -53,7 +57,7 @@ std::string whole_periods_text(PgConnection& db, int64_t from, int64_t to, const
   if (!starts.empty()) totals_of(starts[0].first, starts[0].second);
   std::string text;
   for (size_t k = 0; k < starts.size(); ++k) {
-    const PgResult r = db.receive();
+    const PgResult r = ahead.take();
     if (k + 1 < starts.size()) totals_of(starts[k + 1].first, starts[k + 1].second);
     std::vector<int> order(static_cast<size_t>(r.rows()));
     std::iota(order.begin(), order.end(), 0);
