@@ -23,6 +23,9 @@
 //      month, with the plans PostgreSQL ran for the table (auto_explain)
 //   5. checks the bill: the JSON total equals every charge of the fleet, exactly
 //   6. --prune: `fleet-db prune` of the month, and the sizes after it
+//   7. --pack: the shipped windows packed a GPU-hour to a row, as `fleet-db
+//      pack` packs them (hour_packs.h), and the sizes again; the reports
+//      then read the packed windows
 // The full shape: --nodes 2 --fleet-nodes 1000 --days 30. At 10,000 nodes the
 // roll-ups of every hour would not fit this VM's disk (132 GiB):
 // --fleet-nodes 10000 --grow-periods month copies the months only, which is
@@ -49,6 +52,7 @@
 #include "fleet/fleet_shipper.h"
 #include "fleet/pg_connection.h"
 #include "fleet_codec.h"
+#include "hour_packs.h"
 #include "ingest_replay.h"
 #include "ledger/hourly_rollup.h"
 #include "ledger/store.h"
@@ -309,7 +313,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress as it comes, also into a file
   Shape s;
   std::string binary = GPULEDGER_BINARY, plans, huge_pages;
-  bool quick = false, prune = false, keep_freed = false;
+  bool quick = false, prune = false, keep_freed = false, pack = false;
   int repeat = 1, hold_seconds = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -332,12 +336,14 @@ int main(int argc, char** argv) {
       keep_freed = next() == "keep";
     else if (a == "--varied") s.varied = true;
     else if (a == "--replay") s.replay = true;
+    else if (a == "--pack")
+      pack = true;
     else {
       std::fprintf(
           stderr,
           "usage: %s [--quick] [--nodes N] [--fleet-nodes N] [--gpus N] [--days D] [--accounts N] "
           "[--plans FILE] [--repeat N] [--hold-seconds S] [--gpuledger BINARY] [--grow-periods hour,day,month] "
-          "[--prune] [--varied] [--replay] [--huge-pages on|off|try] [--server-malloc keep|default]\n",
+          "[--prune] [--varied] [--replay] [--pack] [--huge-pages on|off|try] [--server-malloc keep|default]\n",
           argv[0]);
       return 2;
     }
@@ -429,6 +435,10 @@ int main(int argc, char** argv) {
                 std::thread::hardware_concurrency());
     db.exec("VACUUM ANALYZE");
     print_sizes(db, s.nodes * s.days / 30.0, "shipped nodes");
+    if (pack) {
+      bench::pack_shipped_windows(db, s.start + static_cast<int64_t>(s.days * 86400) + 3600);
+      print_sizes(db, s.nodes * s.days / 30.0, "shipped nodes, their verified hours packed");
+    }
     if (s.replay) {  // after the shipped database's VACUUM: its autovacuum is not the replay's cost
       shippers.clear();  // their threads done with the streams
       const bench::ReplayResult r = bench::replay_ingest(pg, "gl_replay", s.start, streams);

@@ -1,4 +1,4 @@
-// `gpuledger fleet-db migrate`, `add-node` and `prune`, and where the fleet database is for every command.
+// `gpuledger fleet-db migrate`, `add-node`, `prune` and `pack`, and where the fleet database is for every command.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -9,11 +9,13 @@
 #include "cli/commands.h"
 #include "cli/shared_options.h"
 #include "common/error.h"
+#include "fleet/fleet_packs.h"
 #include "fleet/fleet_roles.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/pg_connection.h"
 #include "report/calendar.h"
 #include "report/report_text.h"
+#include "report/report_time.h"
 
 namespace gpuledger::cli {
 
@@ -68,6 +70,25 @@ int run_fleet_db_prune(const PruneCommand& cmd) {
   return kept ? 1 : 0;
 }
 
+// `gpuledger fleet-db pack --before TIME`: the windows of each verified
+// GPU-hour before TIME in one compressed row (fleet_packs.h).
+struct PackCommand {
+  fleet::FleetDbOptions db;
+  std::string before;
+};
+
+int run_fleet_db_pack(const PackCommand& cmd) {
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t before = report::parse_time(cmd.before, now);
+  fleet::PgConnection db(conninfo_of(cmd.db, "pack"), cmd.db.password_file);
+  const fleet::PackResult r = fleet::pack_before(db, before);
+  std::cout << "packed " << r.windows << " windows of " << r.gpu_hours << " GPU-hours; " << r.left
+            << " GPU-hours before " << report::format_rfc3339(before - before % 3600)
+            << " keep their windows in rows (no verified roll-up of them yet)\n";
+  return 0;
+}
+
 }  // namespace
 
 int run_fleet_db_migrate(const FleetDbCommand& cmd) {
@@ -108,9 +129,24 @@ Subcommand add_fleet_db_command(CLI::App& app) {
   add_fleet_db_options(prune, p->db, "The fleet database (default: $GPULEDGER_FLEET_DB)");
   prune->footer("A month whose hours, days or month lack a verified roll-up keeps its windows (exit status 1). "
                 "Reports of a pruned month read whole UTC hours only; late windows of it are refused.");
-  return {fleet_db_cmd, [o, a, add, p, prune] {
+
+  auto k = std::make_shared<PackCommand>();
+  CLI::App* pack = fleet_db_cmd->add_subcommand(
+      "pack",
+      "Move the windows of every whole UTC hour before --before whose hour roll-up the database verified "
+      "into one compressed row a GPU-hour (as the owner; safe to repeat)");
+  pack->add_option("--before", k->before,
+                   "The first hour kept in rows: RFC 3339, a date, Unix seconds or -24h (before now)")
+      ->required();
+  add_fleet_db_options(pack, k->db, "The fleet database (default: $GPULEDGER_FLEET_DB)");
+  pack->footer(
+      "Reports read packed hours as before. A GPU then takes no window that starts before its packed windows "
+      "end (one is refused and stays in its agent's store): pack only hours older than an agent's longest "
+      "outage.");
+  return {fleet_db_cmd, [o, a, add, p, prune, k, pack] {
             if (*add) return run_fleet_db_add_node(*a);
             if (*prune) return run_fleet_db_prune(*p);
+            if (*pack) return run_fleet_db_pack(*k);
             return run_fleet_db_migrate(*o);
           }};
 }

@@ -193,10 +193,12 @@ void read_windows(PgConnection& db, const std::string& source, WindowOrder order
   }
 }
 
-// The windows with a <= start < b (and the filter), as read_windows' `from`.
+// The windows with a <= start < b (and the filter), as read_windows' `from`
+// (windows_source: the relation with them, their packs found by the hour).
 std::string starting_in(PgConnection& db, int64_t a, int64_t b, const FleetFilter& filter) {
-  return " WHERE x.start_time >= " + std::to_string(a) + " AND x.start_time < " + std::to_string(b) +
-         filter_sql(db, filter, "x");
+  const WindowsSource source = windows_source(db);
+  return source.relation + " x WHERE x.start_time >= " + std::to_string(a) + " AND x.start_time < " +
+         std::to_string(b) + source.hours("x", std::to_string(a), std::to_string(b)) + filter_sql(db, filter, "x");
 }
 
 // Spans of one GPU's time still to read at a finer period, or as windows.
@@ -464,7 +466,7 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
         read_windows(db, key_ordered_windows(db, a, b, filter), WindowOrder::kAsSelected, fn,
                      ragged_read_here ? ragged : nullptr);
       else
-        read_windows(db, "gpuledger.windows x" + starting_in(db, a, b, filter), WindowOrder::kSorted, fn);
+        read_windows(db, starting_in(db, a, b, filter), WindowOrder::kSorted, fn);
     }
     // The spans' windows (their roll-ups stale, refused or never sent) a
     // span at a time, in key order as a ragged end's: no sort of their
@@ -473,7 +475,7 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
       std::sort(spans.begin(), spans.end(), [](const SlotSpan& x, const SlotSpan& y) {
         return std::tie(x.cluster, x.node, x.uuid, x.start) < std::tie(y.cluster, y.node, y.uuid, y.start);
       });
-      read_windows(db, spans_sql(db, spans) + lateral_windows("k.c", "k.n", "k.g", "k.a", "k.b"),
+      read_windows(db, spans_sql(db, spans) + lateral_windows(db, "k.c", "k.n", "k.g", "k.a", "k.b"),
                    WindowOrder::kAsSelected, fn);
     }
     if (windows_digest) *windows_digest = own->finish(totals);

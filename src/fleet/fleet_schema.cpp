@@ -668,10 +668,11 @@ REVOKE ALL ON FUNCTION gpuledger.check_rollup(gpuledger.rollups) FROM PUBLIC;
 )SQL";
 
 // Migration n is kMigrations[n - 1]; append, never edit one that shipped.
-const std::vector<const char*> kMigrations = {
-    kMigration1, kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,  kMigration7,  kMigration8,
-    kMigration9, kMigration10, kMigration11, kMigration12, kMigration13, kMigration14, kMigration15, kMigration16};
-static_assert(kFleetSchemaVersion == 16, "a new migration goes into kMigrations");
+const std::vector<const char*> kMigrations = {kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,
+                                              kMigration6,  kMigration7,  kMigration8,  kMigration9,  kMigration10,
+                                              kMigration11, kMigration12, kMigration13, kMigration14, kMigration15,
+                                              kMigration16, kMigration17};
+static_assert(kFleetSchemaVersion == 17, "a new migration goes into kMigrations");
 
 }  // namespace
 
@@ -724,20 +725,26 @@ void check_schema(PgConnection& db) {
               std::to_string(kFleetSchemaVersion) + "; run `gpuledger fleet-db migrate` as its owner");
 }
 
-std::vector<PruneResult> prune_before(PgConnection& db, int64_t before, int64_t now) {
-  check_schema(db);
-  const int64_t this_month = report::period_start(now, report::Granularity::kMonth);
-  if (report::period_start(before, report::Granularity::kMonth) != before || before > this_month)
-    throw Error("fleet-db prune: --before must be the start of a month no later than this one (a month still "
-                "running keeps its windows)");
-  // The months that still have windows partitions (named windows_YYYY_MM by create_month).
+std::vector<int64_t> months_with_windows(PgConnection& db) {
+  // Named windows_YYYY_MM by create_month.
   PgResult months = db.query(
       "SELECT extract(epoch FROM to_date(right(c.relname, 7), 'YYYY_MM')::timestamp AT TIME ZONE 'UTC')::bigint m "
       "FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
       "WHERE i.inhparent = 'gpuledger.windows'::regclass ORDER BY 1");
+  std::vector<int64_t> out;
+  for (int r = 0; r < months.rows(); ++r) out.push_back(months.i64(r, 0));
+  return out;
+}
+
+std::vector<PruneResult> prune_before(PgConnection& db, int64_t before, int64_t now) {
+  check_schema(db);
+  const int64_t this_month = report::period_start(now, report::Granularity::kMonth);
+  if (report::period_start(before, report::Granularity::kMonth) != before || before > this_month)
+    throw Error(
+        "fleet-db prune: --before must be the start of a month no later than this one (a month still "
+        "running keeps its windows)");
   std::vector<PruneResult> out;
-  for (int r = 0; r < months.rows(); ++r) {
-    const int64_t m = months.i64(r, 0);
+  for (const int64_t m : months_with_windows(db)) {
     if (m >= before) continue;
     PruneResult result{m, std::nullopt, 0};
     db.exec("BEGIN");

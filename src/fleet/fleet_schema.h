@@ -32,6 +32,10 @@
 //                     windows committed over another window of the same GPU (schema 3)
 //   pruned_months(month_start, windows)   months whose windows were dropped once
 //                     every period there had a verified roll-up (schema 4, prune_month)
+//   window_packs(cluster, node, gpu_uuid, hour_start, windows, sums..., body)
+//                     a GPU-hour's windows in one compressed row, once its hour roll-up
+//                     was verified (schema 17, fleet_packs.h); stored_windows reads
+//                     windows and packs as one
 // Every table is partitioned by month on start_time (Unix seconds, UTC
 // months); ensure_month(t) creates the month's partitions (SECURITY DEFINER,
 // so an agent that may only insert can still start a new month; from schema 3
@@ -60,7 +64,7 @@ namespace gpuledger::fleet {
 class PgConnection;
 
 // The newest migration this gpuledger knows.
-inline constexpr int kFleetSchemaVersion = 16;
+inline constexpr int kFleetSchemaVersion = 17;
 
 // Applies the migrations not applied yet, each in its own transaction
 // (serialised by an advisory lock, so two runs at once are safe), and creates
@@ -85,5 +89,7 @@ struct PruneResult {
   int64_t windows = 0;  // the month's windows, as window_totals counted them
 };
 std::vector<PruneResult> prune_before(PgConnection& db, int64_t before, int64_t now);
+// The months that still have a windows partition (not pruned), their starts in order.
+std::vector<int64_t> months_with_windows(PgConnection& db);
 
 }  // namespace gpuledger::fleet

@@ -75,12 +75,15 @@ ViewsReading::ViewsReading(PgConnection& db, const PgResult& page, const std::ve
     g.push_back(page.text(row, 2));
     s.push_back(page.text(row, 3));
   }
+  const WindowsSource source = windows_source(db);
   r_ = std::make_unique<PgResult>(
       db.query("SELECT k.i, " + parts_arrays_sql() + " FROM unnest(" + array_literal(db, at) + "::int[], " +
                array_literal(db, c) + "::text[], " + array_literal(db, n) + "::text[], " + array_literal(db, g) +
-               "::text[], " + array_literal(db, s) +
-               "::bigint[]) AS k(i, c, n, g, s) JOIN gpuledger.windows x ON x.cluster = k.c AND "
-               "x.node = k.n AND x.gpu_uuid = k.g AND x.start_time = k.s CROSS JOIN LATERAL (SELECT x.body::jsonb AS j "
+               "::text[], " + array_literal(db, s) + "::bigint[]) AS k(i, c, n, g, s) JOIN " + source.relation +
+               " x ON x.cluster = k.c AND "
+               "x.node = k.n AND x.gpu_uuid = k.g AND x.start_time = k.s" +
+               source.hours("x", "k.s", "k.s + 1") +
+               " CROSS JOIN LATERAL (SELECT x.body::jsonb AS j "
                "OFFSET 0) b"));
   for (int i = 0; i < r_->rows(); ++i) at_.emplace_back(static_cast<int>(r_->i64(i, 0)), i);
   std::sort(at_.begin(), at_.end());
