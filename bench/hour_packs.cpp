@@ -16,6 +16,7 @@ void pack_shipped_windows(fleet::PgConnection& db, int64_t before) {
               r.windows ? 1e6 * took / static_cast<double>(r.windows) : 0.0, static_cast<long long>(r.left));
   db.exec("VACUUM FULL gpuledger.windows");
   db.exec("VACUUM FULL gpuledger.window_packs");
+  db.exec("VACUUM FULL gpuledger.window_parts");
   db.exec("ANALYZE");
 }
 

@@ -10,9 +10,10 @@
 
 namespace gpuledger::bench {
 
-// Packs every verified GPU-hour before `before`, rewrites the windows and
-// packs (VACUUM FULL: the bytes they hold, not the free space the moved rows
-// left, which new windows reuse) and says how long packing took.
+// Packs every verified GPU-hour before `before`, rewrites the windows, the
+// packs and the windows' parts (VACUUM FULL: the bytes they hold, not the
+// free space the moved rows left, which new rows reuse) and says how long
+// packing took.
 void pack_shipped_windows(fleet::PgConnection& db, int64_t before);
 
 }  // namespace gpuledger::bench

@@ -14,8 +14,9 @@ namespace gpuledger::fleet {
 // What holds a packed hour to its windows' bill:
 // - stored_windows reads windows and packs as one relation (every column as
 //   stored, hour_start to find a pack by its index); the report's window
-//   reads, the three views of schema 7 and the roll-up check (its sums of
-//   a day or a month) read it, so a packed hour reads as it did;
+//   reads and the three views of schema 7 read it, and the roll-up check
+//   takes a packed hour's sums and parts from its pack (its window_parts
+//   rows are dropped), so a packed hour reads and checks as it did;
 // - a GPU takes no window that starts before the end of its packed windows
 //   (packed_until, refuse_packed_windows): not one under a key a pack holds
 //   (a resend would count twice), not one over a packed window from any node
@@ -117,7 +118,8 @@ END
 $do$;
 
 -- Schema 9's check, its windows' sums of a period (a day's, a month's) taken
--- from rows and packs: its one statement that reads windows, edited in the
+-- from rows and packs, and a packed hour's parts from its windows' bodies:
+-- its two statements that read windows and their parts, edited in the
 -- function's own text (its settings kept), so the check is schema 9's
 -- otherwise. A pack's currencies are two rows (min and max), its sums one.
 DO $do$
@@ -140,12 +142,24 @@ DECLARE
         (NULL, NULL, NULL, NULL, NULL, NULL, NULL, p.currency_last)) pk(s, e, cost, busy, idle, memory, mj, cur)
       WHERE p.cluster = r.cluster AND p.node = r.node AND p.gpu_uuid = r.gpu_uuid
         AND p.hour_start >= r.period_start AND p.hour_start < period_end) v;$new$;
+  parts_kept text := $old$AND v.hour_start < u.b OFFSET 0) v),$old$;
+  parts_of_packs text := $new$AND v.hour_start < u.b OFFSET 0) v
+      UNION ALL
+      -- A packed hour's parts from its windows' bodies, as refuse_unreadable_bodies took them
+      -- (pack_hours drops the hour's rows of window_parts).
+      SELECT q.part, q.account, q.kind, q.namespace, q.pod, q.container, q.team, q.slurm_user, q.slurm_account,
+             q.n::numeric
+      FROM uncovered u JOIN gpuledger.window_packs p
+        ON p.cluster = r.cluster AND p.node = r.node AND p.gpu_uuid = r.gpu_uuid AND p.hour_start >= u.a
+       AND p.hour_start < u.b
+      CROSS JOIN LATERAL json_array_elements(p.body) e
+      CROSS JOIN LATERAL gpuledger.window_body_parts((e->'body')::jsonb) q),$new$;
 BEGIN
   IF position(with_packs IN def) = 0 THEN
-    IF position(rows_only IN def) = 0 THEN
+    IF position(rows_only IN def) = 0 OR position(parts_kept IN def) = 0 THEN
       RAISE EXCEPTION 'gpuledger: check_rollup is not the one of schema 9; cannot add the packed hours to it';
     END IF;
-    EXECUTE replace(def, rows_only, with_packs);
+    EXECUTE replace(replace(def, rows_only, with_packs), parts_kept, parts_of_packs);
   END IF;
 END
 $do$;
@@ -210,6 +224,10 @@ BEGIN
     WHERE w.cluster = k.cluster AND w.node = k.node AND w.gpu_uuid = k.gpu_uuid AND w.start_time >= k.h
       AND w.start_time < k.h + 3600
     RETURNING w.*),
+  -- Its parts: read from the pack by check_rollup from now on (a packed hour's totals never change).
+  parted AS (
+    DELETE FROM gpuledger.window_parts x USING ready k
+    WHERE x.cluster = k.cluster AND x.node = k.node AND x.gpu_uuid = k.gpu_uuid AND x.hour_start = k.h),
   packed AS (
     INSERT INTO gpuledger.window_packs(cluster, node, gpu_uuid, hour_start, windows, first_start, last_end,
                                        cost_micros, busy_micros, idle_micros, memory_micros, energy_millijoules,

@@ -83,6 +83,11 @@ TEST_F(FleetDb, PackMovesVerifiedHoursIntoOneRowEachAndEveryReadBillsTheSame) {
       count("windows WHERE gpu_uuid = 'GPU-a' AND start_time >= " + std::to_string(kFleetDay0 + 86400 + 5 * 3600) +
             " AND start_time < " + std::to_string(kFleetDay0 + 86400 + 6 * 3600)),
       61);
+  // A packed hour's parts are read from its pack: its rows of window_parts are gone, the others kept.
+  EXPECT_EQ(count("window_parts x WHERE EXISTS (SELECT FROM gpuledger.window_packs p WHERE p.cluster = x.cluster "
+                  "AND p.node = x.node AND p.gpu_uuid = x.gpu_uuid AND p.hour_start = x.hour_start)"),
+            0);
+  EXPECT_GT(count("window_parts"), 0);
   // Every window as it was stored, every column, in packs or rows.
   EXPECT_EQ(rows_of(*admin_, "SELECT * FROM gpuledger.stored_windows ORDER BY 1, 2, 3, 4"), json_before);
   expect_same(seen(*admin_), before);
