@@ -172,6 +172,7 @@ $do$;
 -- once its roll-up is verified, so only such windows start before it.
 CREATE TABLE IF NOT EXISTS gpuledger.packed_until(
   gpu_uuid text COLLATE "C" PRIMARY KEY, end_time bigint NOT NULL);
+GRANT SELECT ON gpuledger.packed_until TO gpuledger_reader;  -- a report reads rows alone after its latest end
 
 CREATE OR REPLACE FUNCTION gpuledger.refuse_packed_windows() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$

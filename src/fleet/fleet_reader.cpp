@@ -196,7 +196,7 @@ void read_windows(PgConnection& db, const std::string& source, WindowOrder order
 // The windows with a <= start < b (and the filter), as read_windows' `from`
 // (windows_source: the relation with them, their packs found by the hour).
 std::string starting_in(PgConnection& db, int64_t a, int64_t b, const FleetFilter& filter) {
-  const WindowsSource source = windows_source(db);
+  const WindowsSource source = windows_source(db, a);
   return source.relation + " x WHERE x.start_time >= " + std::to_string(a) + " AND x.start_time < " +
          std::to_string(b) + source.hours("x", std::to_string(a), std::to_string(b)) + filter_sql(db, filter, "x");
 }
@@ -475,7 +475,10 @@ void for_each_fleet_window(PgConnection& db, int64_t from, int64_t to, const Fle
       std::sort(spans.begin(), spans.end(), [](const SlotSpan& x, const SlotSpan& y) {
         return std::tie(x.cluster, x.node, x.uuid, x.start) < std::tie(y.cluster, y.node, y.uuid, y.start);
       });
-      read_windows(db, spans_sql(db, spans) + lateral_windows(db, "k.c", "k.n", "k.g", "k.a", "k.b"),
+      const int64_t earliest = std::min_element(spans.begin(), spans.end(), [](const SlotSpan& x, const SlotSpan& y) {
+                                 return x.start < y.start;
+                               })->start;
+      read_windows(db, spans_sql(db, spans) + lateral_windows(db, earliest, "k.c", "k.n", "k.g", "k.a", "k.b"),
                    WindowOrder::kAsSelected, fn);
     }
     if (windows_digest) *windows_digest = own->finish(totals);

@@ -163,9 +163,13 @@ std::string key_ordered_rollups(PgConnection& db, Period p, const std::vector<st
          each_gpus(db, "rollups", "t.verified AND ", p, starts);
 }
 
-WindowsSource windows_source(PgConnection& db) {
-  const bool packs = db.query("SELECT to_regclass('gpuledger.stored_windows') IS NOT NULL").text(0, 0) == "t";
-  return {packs ? "gpuledger.stored_windows" : "gpuledger.windows"};
+WindowsSource windows_source(PgConnection& db, int64_t earliest) {
+  const WindowsSource rows{"gpuledger.windows"};
+  if (db.query("SELECT to_regclass('gpuledger.stored_windows') IS NOT NULL").text(0, 0) != "t") return rows;
+  // Every packed window starts before its GPU's packed_until: none after the latest.
+  PgResult packed = db.query("SELECT max(end_time) FROM gpuledger.packed_until");
+  if (packed.null(0, 0) || packed.i64(0, 0) <= earliest) return rows;
+  return {"gpuledger.stored_windows"};
 }
 
 std::string WindowsSource::hours(const std::string& alias, const std::string& from, const std::string& to) const {
@@ -174,9 +178,9 @@ std::string WindowsSource::hours(const std::string& alias, const std::string& fr
   return " AND " + alias + ".hour_start > " + from + " - 3600 AND " + alias + ".hour_start < " + to;
 }
 
-std::string lateral_windows(PgConnection& db, const std::string& cluster, const std::string& node,
+std::string lateral_windows(PgConnection& db, int64_t earliest, const std::string& cluster, const std::string& node,
                             const std::string& gpu, const std::string& from, const std::string& to) {
-  const WindowsSource source = windows_source(db);
+  const WindowsSource source = windows_source(db, earliest);
   return " CROSS JOIN LATERAL (SELECT * FROM " + source.relation + " y WHERE y.cluster = " + cluster +
          " AND y.node = " + node + " AND y.gpu_uuid = " + gpu + " AND y.start_time >= " + from +
          " AND y.start_time < " + to + source.hours("y", from, to) + " ORDER BY y.start_time OFFSET 0) x";
@@ -190,7 +194,7 @@ std::string key_ordered_windows(PgConnection& db, int64_t a, int64_t b, const Fl
          "AND t.period_start >= " +
          std::to_string(first_hour) + " AND t.period_start < " + std::to_string(b) + filter_sql(db, filter, "t") +
          " ORDER BY 1, 2, 3 OFFSET 0) g" +
-         lateral_windows(db, "g.cluster", "g.node", "g.gpu_uuid", std::to_string(a), std::to_string(b));
+         lateral_windows(db, a, "g.cluster", "g.node", "g.gpu_uuid", std::to_string(a), std::to_string(b));
 }
 
 std::string page_body(const std::string& column) {

@@ -79,17 +79,19 @@ std::string key_ordered_windows(PgConnection& db, int64_t a, int64_t b, const Fl
 // given key, by the primary key's index in start order (OFFSET 0: a lateral
 // subquery run once an outer row, in the outer rows' order; a cursor's plan
 // is never parallel). The arguments are SQL expressions of the outer row.
-std::string lateral_windows(PgConnection& db, const std::string& cluster, const std::string& node,
+std::string lateral_windows(PgConnection& db, int64_t earliest, const std::string& cluster, const std::string& node,
                             const std::string& gpu, const std::string& from, const std::string& to);
-// Where a reader finds the windows with from <= start_time < to, as `alias`:
-// gpuledger.stored_windows (rows and packed hours, schema 17), a pack found
-// by its hour; gpuledger.windows itself on an older schema (read by the tests
-// of an upgrade). `from` and `to` are SQL expressions.
+// Where a reader finds the windows that start at or after `earliest`, as
+// `alias`: gpuledger.stored_windows (rows and packed hours, schema 17), a
+// pack found by its hour, where a packed window may start that late (before
+// the latest end in packed_until); else gpuledger.windows itself (the ragged
+// end of a month to date, never packed; and an older schema, read by the
+// tests of an upgrade). `from` and `to` are SQL expressions.
 struct WindowsSource {
   std::string relation;  // "gpuledger.stored_windows" or "gpuledger.windows"
   std::string hours(const std::string& alias, const std::string& from, const std::string& to) const;
 };
-WindowsSource windows_source(PgConnection& db);
+WindowsSource windows_source(PgConnection& db, int64_t earliest);
 // A json column's text as a report's page carries it: NULL when it is over
 // kPageBodyBytes (body_bounds.h), read apart by the reader (the row's finer
 // periods, or the views). octet_length reads a stored value's size without

@@ -1,6 +1,7 @@
 #include "fleet/window_parts.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "common/error.h"
@@ -68,14 +69,16 @@ void take_window_parts(WindowChildren&& parts, ledger::WindowRecord& window) {
 
 ViewsReading::ViewsReading(PgConnection& db, const PgResult& page, const std::vector<int>& rows) : rows_(rows) {
   std::vector<std::string> at, c, n, g, s;
+  int64_t earliest = INT64_MAX;
   for (const int row : rows) {
     at.push_back(std::to_string(row));
     c.push_back(page.text(row, 0));
     n.push_back(page.text(row, 1));
     g.push_back(page.text(row, 2));
     s.push_back(page.text(row, 3));
+    earliest = std::min(earliest, page.i64(row, 3));
   }
-  const WindowsSource source = windows_source(db);
+  const WindowsSource source = windows_source(db, earliest);
   r_ = std::make_unique<PgResult>(
       db.query("SELECT k.i, " + parts_arrays_sql() + " FROM unnest(" + array_literal(db, at) + "::int[], " +
                array_literal(db, c) + "::text[], " + array_literal(db, n) + "::text[], " + array_literal(db, g) +

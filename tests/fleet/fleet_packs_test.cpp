@@ -40,7 +40,10 @@ Seen seen(fleet::PgConnection& db) {
            {kFrom, kTo, Period::kDay},
            {a, b, std::nullopt},
            {a, b, Period::kDay},
-           {kFleetDay0 + 86400 + 5 * 3600, kFleetDay0 + 86400 + 6 * 3600, Period::kHour}})
+           {kFleetDay0 + 86400 + 5 * 3600, kFleetDay0 + 86400 + 6 * 3600, Period::kHour},
+           // after the packed windows' end (rows alone), then across it
+           {kFleetDay0 + 2 * 86400 + 1800, kTo, Period::kHour},
+           {kFleetDay0 + 86400 + 23 * 3600 + 1800, kTo, std::nullopt}})
     s.reads.push_back(read(db, from, to, coarsest));
   s.views =
       rows_of(db,
@@ -153,6 +156,7 @@ TEST_F(FleetDb, AttackAWindowIntoAPackedHourIsRefusedAndNothingCountsTwice) {
   EXPECT_EQ(finance.query("SELECT count(*) FROM gpuledger.stored_windows").i64(0, 0),
             static_cast<int64_t>(two_gpus().size()) + 2);
   EXPECT_THROW(finance.query("SELECT gpuledger.pack_hours(0, 9999999999)"), Error);
+  expect_same_bill(read(finance, kFrom, kTo, std::nullopt), bill);  // a reader's report reads the packs
 }
 
 // The command: any time a report takes; what it did in one line.
