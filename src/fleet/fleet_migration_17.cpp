@@ -8,8 +8,9 @@ namespace gpuledger::fleet {
 // `gpuledger fleet-db pack` moves the windows of each GPU-hour whose hour
 // roll-up the database verified into one row of window_packs, their rows as
 // a JSON array (lz4 where the server has it), with the sums check_rollup
-// reads. 0.08x the rows' bytes on the bench's uniform windows, 0.41x on
-// varied ones (docs/performance.md, "An hour's windows packed in one row").
+// reads: a node-month of 523.6 MiB becomes 60.0 on the bench's uniform
+// windows, one of 613.6 becomes 259.5 on varied ones (docs/performance.md,
+// "An hour's windows packed in one row").
 //
 // What holds a packed hour to its windows' bill:
 // - stored_windows reads windows and packs as one relation (every column as
@@ -49,7 +50,8 @@ BEGIN
   IF to_regclass(format('gpuledger.%I', part)) IS NOT NULL THEN RETURN; END IF;
   EXECUTE format('CREATE TABLE gpuledger.%I PARTITION OF gpuledger.window_packs FOR VALUES FROM (%s) TO (%s)', part,
                  extract(epoch FROM lo)::bigint, extract(epoch FROM lo + interval '1 month')::bigint);
-  -- lz4 where the server was built with it: smaller than pglz on the bench's windows, read faster.
+  -- lz4 where the server was built with it: 16 % smaller than pglz on windows that repeat themselves,
+  -- 9 % larger on varied ones, and faster to read.
   IF EXISTS (SELECT FROM pg_settings s WHERE s.name = 'default_toast_compression' AND 'lz4' = ANY(s.enumvals)) THEN
     EXECUTE format('ALTER TABLE gpuledger.%I ALTER COLUMN body SET COMPRESSION lz4', part);
   END IF;
