@@ -27,6 +27,10 @@ struct AddNodeCommand {
   std::string node, cluster;
 };
 
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::string conninfo_of(const fleet::FleetDbOptions& db, const std::string& command) {
   std::string conninfo = db.resolve();
   if (conninfo.empty()) throw Error("fleet-db " + command + ": give the database with --fleet-db or $GPULEDGER_FLEET_DB");
@@ -55,8 +59,7 @@ int run_fleet_db_prune(const PruneCommand& cmd) {
     throw Error("fleet-db prune: --before takes a month as YYYY-MM, not '" + cmd.before + "'");
   const int64_t before = report::days_from_civil(year, month, 1) * 86400;
   fleet::PgConnection db(conninfo_of(cmd.db, "prune"), cmd.db.password_file);
-  const int64_t now =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t now = unix_now();
   int kept = 0;
   for (const auto& r : fleet::prune_before(db, before, now)) {
     const std::string month_name = report::format_utc(r.month_start, "%Y-%m");
@@ -78,8 +81,7 @@ struct PackCommand {
 };
 
 int run_fleet_db_pack(const PackCommand& cmd) {
-  const int64_t now =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t now = unix_now();
   const int64_t before = report::parse_time(cmd.before, now);
   fleet::PgConnection db(conninfo_of(cmd.db, "pack"), cmd.db.password_file);
   const fleet::PackResult r = fleet::pack_before(db, before);
@@ -94,8 +96,7 @@ int run_fleet_db_pack(const PackCommand& cmd) {
 int run_fleet_db_migrate(const FleetDbCommand& cmd) {
   fleet::PgConnection db(conninfo_of(cmd.db, "migrate"), cmd.db.password_file);
   const int before = fleet::schema_version(db);
-  const int64_t now =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t now = unix_now();
   const int after = fleet::migrate(db, now);
   std::cout << "fleet database " << db.name() << ": schema version " << after
             << (after == before ? " (already current)" : " (was " + std::to_string(before) + ")") << "\n";

@@ -87,8 +87,7 @@ class Cursor {
     ++page_;
     if (prefetch_ && rows_ == page_rows_) {
       if (!ahead_) ahead_ = std::make_unique<PageReceiver>(db_);
-      db_.send(next);
-      ahead_->start();
+      ahead_->send(next);
     }
   }
   PgConnection& db_;
@@ -197,7 +196,7 @@ void read_windows(PgConnection& db, const std::string& source, WindowOrder order
 // (windows_source: the relation with them, their packs found by the hour).
 std::string starting_in(PgConnection& db, int64_t a, int64_t b, const FleetFilter& filter) {
   const WindowsSource source = windows_source(db, a);
-  return source.relation + " x WHERE x.start_time >= " + std::to_string(a) + " AND x.start_time < " +
+  return source.relation() + " x WHERE x.start_time >= " + std::to_string(a) + " AND x.start_time < " +
          std::to_string(b) + source.hours("x", std::to_string(a), std::to_string(b)) + filter_sql(db, filter, "x");
 }
 

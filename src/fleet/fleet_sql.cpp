@@ -164,16 +164,14 @@ std::string key_ordered_rollups(PgConnection& db, Period p, const std::vector<st
 }
 
 WindowsSource windows_source(PgConnection& db, int64_t earliest) {
-  const WindowsSource rows{"gpuledger.windows"};
-  if (db.query("SELECT to_regclass('gpuledger.stored_windows') IS NOT NULL").text(0, 0) != "t") return rows;
+  if (db.query("SELECT to_regclass('gpuledger.packed_until') IS NOT NULL").text(0, 0) != "t") return {};
   // Every packed window starts before its GPU's packed_until: none after the latest.
   PgResult packed = db.query("SELECT max(end_time) FROM gpuledger.packed_until");
-  if (packed.null(0, 0) || packed.i64(0, 0) <= earliest) return rows;
-  return {"gpuledger.stored_windows"};
+  return {!packed.null(0, 0) && packed.i64(0, 0) > earliest};
 }
 
 std::string WindowsSource::hours(const std::string& alias, const std::string& from, const std::string& to) const {
-  if (relation != "gpuledger.stored_windows") return "";
+  if (!packs) return "";
   // A window's hour is start_time - start_time % 3600: from <= start_time < to puts it in (from - 3600, to).
   return " AND " + alias + ".hour_start > " + from + " - 3600 AND " + alias + ".hour_start < " + to;
 }
@@ -181,7 +179,7 @@ std::string WindowsSource::hours(const std::string& alias, const std::string& fr
 std::string lateral_windows(PgConnection& db, int64_t earliest, const std::string& cluster, const std::string& node,
                             const std::string& gpu, const std::string& from, const std::string& to) {
   const WindowsSource source = windows_source(db, earliest);
-  return " CROSS JOIN LATERAL (SELECT * FROM " + source.relation + " y WHERE y.cluster = " + cluster +
+  return " CROSS JOIN LATERAL (SELECT * FROM " + source.relation() + " y WHERE y.cluster = " + cluster +
          " AND y.node = " + node + " AND y.gpu_uuid = " + gpu + " AND y.start_time >= " + from +
          " AND y.start_time < " + to + source.hours("y", from, to) + " ORDER BY y.start_time OFFSET 0) x";
 }

@@ -88,7 +88,9 @@ std::string lateral_windows(PgConnection& db, int64_t earliest, const std::strin
 // end of a month to date, never packed; and an older schema, read by the
 // tests of an upgrade). `from` and `to` are SQL expressions.
 struct WindowsSource {
-  std::string relation;  // "gpuledger.stored_windows" or "gpuledger.windows"
+  bool packs = false;  // a packed window may start that late: stored_windows
+  std::string relation() const { return packs ? "gpuledger.stored_windows" : "gpuledger.windows"; }
+  // The bound on stored_windows' hour_start that finds the packs ("" for rows).
   std::string hours(const std::string& alias, const std::string& from, const std::string& to) const;
 };
 WindowsSource windows_source(PgConnection& db, int64_t earliest);

@@ -20,7 +20,8 @@ PageReceiver::~PageReceiver() {
   thread_.join();
 }
 
-void PageReceiver::start() {
+void PageReceiver::send(const std::string& sql) {
+  db_.send(sql);
   {
     std::lock_guard<std::mutex> lock(m_);
     asked_ = true;

@@ -13,6 +13,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "fleet/pg_connection.h"
@@ -27,8 +28,8 @@ class PageReceiver {
   PageReceiver(const PageReceiver&) = delete;
   PageReceiver& operator=(const PageReceiver&) = delete;
 
-  // The statement just sent (PgConnection::send) is received from now on.
-  void start();
+  // Sends `sql` on the connection (PgConnection::send), received from now on.
+  void send(const std::string& sql);
   // Whether a started result has not been taken yet.
   bool pending() const { return pending_; }
   // That result once received, or its error thrown (PgConnection::receive's).

@@ -82,7 +82,7 @@ ViewsReading::ViewsReading(PgConnection& db, const PgResult& page, const std::ve
   r_ = std::make_unique<PgResult>(
       db.query("SELECT k.i, " + parts_arrays_sql() + " FROM unnest(" + array_literal(db, at) + "::int[], " +
                array_literal(db, c) + "::text[], " + array_literal(db, n) + "::text[], " + array_literal(db, g) +
-               "::text[], " + array_literal(db, s) + "::bigint[]) AS k(i, c, n, g, s) JOIN " + source.relation +
+               "::text[], " + array_literal(db, s) + "::bigint[]) AS k(i, c, n, g, s) JOIN " + source.relation() +
                " x ON x.cluster = k.c AND "
                "x.node = k.n AND x.gpu_uuid = k.g AND x.start_time = k.s" +
                source.hours("x", "k.s", "k.s + 1") +

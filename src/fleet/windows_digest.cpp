@@ -42,11 +42,10 @@ std::vector<std::pair<int64_t, int64_t>> digest_ragged_ends(int64_t from, int64_
 std::string whole_periods_text(PgConnection& db, int64_t from, int64_t to, const FleetFilter& filter) {
   PageReceiver ahead(db);
   auto totals_of = [&](Period p, int64_t start) {
-    db.send(
+    ahead.send(
         "SELECT t.period, t.period_start, t.cluster, t.node, t.gpu_uuid, t.windows, t.cost_micros, t.digests "
         "FROM gpuledger.window_totals t WHERE " +
         whole_periods(db, p, {std::to_string(start)}, filter));
-    ahead.start();
   };
   std::vector<std::pair<Period, int64_t>> starts;
   for (const auto& [p, texts] : plan_range(from, to, Period::kMonth).whole) {

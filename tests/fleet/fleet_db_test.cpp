@@ -444,16 +444,14 @@ TEST_F(FleetDb, APageReceivedOnAnotherThreadKeepsTheConnectionUntilItIsReceived)
   {
     fleet::PageReceiver ahead(*admin_);
     EXPECT_FALSE(ahead.pending());
-    admin_->send("SELECT 42 FROM pg_sleep(1)");
-    ahead.start();
+    ahead.send("SELECT 42 FROM pg_sleep(1)");
     EXPECT_TRUE(ahead.pending());
     EXPECT_THROW(admin_->query("SELECT 1"), Error) << "still received on the other thread";
     EXPECT_THROW(admin_->send("SELECT 1"), Error);
     EXPECT_EQ(ahead.take().text(0, 0), "42");
     EXPECT_FALSE(ahead.pending());
     EXPECT_EQ(admin_->query("SELECT 'usable'").text(0, 0), "usable");
-    admin_->send("SELECT 1 / 0 FROM pg_sleep(1)");
-    ahead.start();
+    ahead.send("SELECT 1 / 0 FROM pg_sleep(1)");
     EXPECT_THROW(admin_->exec("SELECT 1"), Error);
     try {
       ahead.take();
@@ -461,11 +459,9 @@ TEST_F(FleetDb, APageReceivedOnAnotherThreadKeepsTheConnectionUntilItIsReceived)
     } catch (const Error& e) {
       EXPECT_EQ(fleet::sqlstate_of(e.what()), "22012") << e.what();
     }
-    admin_->send("SELECT 43");  // the same thread receives again
-    ahead.start();
+    ahead.send("SELECT 43");  // the same thread receives again
     EXPECT_EQ(ahead.take().text(0, 0), "43");
-    admin_->send("SELECT 44 FROM pg_sleep(1)");
-    ahead.start();  // never taken: the receiver's end waits for it
+    ahead.send("SELECT 44 FROM pg_sleep(1)");  // never taken: the receiver's end waits for it
   }
   EXPECT_EQ(admin_->query("SELECT 'usable again'").text(0, 0), "usable again");
 }
