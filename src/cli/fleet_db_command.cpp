@@ -135,7 +135,7 @@ Subcommand add_fleet_db_command(CLI::App& app) {
   CLI::App* pack = fleet_db_cmd->add_subcommand(
       "pack",
       "Move the windows of every whole UTC hour before --before whose hour roll-up the database verified "
-      "into one compressed row a GPU-hour (as the owner; safe to repeat)");
+      "into one compressed row a GPU-hour (as the owner or a member of gpuledger_maintainer; safe to repeat)");
   pack->add_option("--before", k->before,
                    "The first hour kept in rows: RFC 3339, a date, Unix seconds or -24h (before now)")
       ->required();

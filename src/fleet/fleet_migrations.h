@@ -6,7 +6,8 @@
 // from an index alone; 12, a month's roll-ups partitioned by period; 13, a
 // day's chart in one row a GPU; 14, a statement's bodies parsed in one pass;
 // 15, an agent's bodies bounded in bytes; 16, a node's day in one chart row;
-// 17, an hour's windows packed in one row.
+// 17, an hour's windows packed in one row; 18, a role that may pack and
+// nothing else.
 namespace gpuledger::fleet {
 
 extern const char* const kMigration7;
@@ -20,5 +21,6 @@ extern const char* const kMigration14;
 extern const char* const kMigration15;
 extern const char* const kMigration16;
 extern const char* const kMigration17;
+extern const char* const kMigration18;
 
 }  // namespace gpuledger::fleet

@@ -5,7 +5,9 @@
 // of windows takes 0.08-0.41x its rows' bytes (docs/fleet-db.md, "Packed
 // hours"). Every report reads a packed hour as before (stored_windows); a
 // packed hour takes no window any more, so pack hours older than the longest
-// outage an agent can have.
+// outage an agent can have. Run by the owner or by a login role in
+// gpuledger_maintainer (schema 18), which may pack and nothing else: a
+// scheduled job holds no credential that could change a bill.
 #include <cstdint>
 
 namespace gpuledger::fleet {

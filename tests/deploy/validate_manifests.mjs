@@ -1,5 +1,6 @@
-// Renders every kustomize overlay under deploy/kubernetes with `kubectl
-// kustomize` and checks each object offline: against the Kubernetes and
+// Renders every kustomize overlay under deploy/kubernetes, and the fleet
+// ledger's upkeep (deploy/kubernetes/fleet-db), with `kubectl kustomize` and
+// checks each object offline: against the Kubernetes and
 // prometheus-operator schemas (npm kubernetes-models), then against what the
 // packaging promises (probes, capabilities, taints, labels that join, flags the
 // agent has, rules equal to the promtool-tested file). Exits non-zero on the
@@ -21,6 +22,7 @@ if (!version) {
 const modelModules = {
   "v1": "kubernetes-models/v1",
   "apps/v1": "kubernetes-models/apps/v1",
+  "batch/v1": "kubernetes-models/batch/v1",
   "rbac.authorization.k8s.io/v1": "kubernetes-models/rbac.authorization.k8s.io/v1",
   "monitoring.coreos.com/v1": "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1",
 };
@@ -159,17 +161,55 @@ function checkJoins(byKind, want) {
   return f;
 }
 
-let failed = false;
-for (const [name, want] of Object.entries(overlays)) {
-  const dir = join(deployDir, "kubernetes", "overlays", name);
+// The packing CronJob (deploy/kubernetes/fleet-db): a maintainer's job that
+// needs no Kubernetes API, runs as nobody, and passes only flags `fleet-db
+// pack` has, its password from a file (never on the command line).
+const packHelp = spawnSync(gpuledger, ["fleet-db", "pack", "--help"], { encoding: "utf8" });
+const packFlags = new Set(packHelp.stdout.match(/--[a-z0-9-]+/g) ?? []);
+if (!packFlags.has("--before")) throw new Error(`cannot read the pack command's flags from ${gpuledger}`);
+
+function checkPackCronJob(cj) {
+  const f = [];
+  const pod = cj.spec.jobTemplate.spec.template.spec;
+  const c = pod.containers?.[0];
+  const sc = c?.securityContext ?? {};
+  if (cj.spec.concurrencyPolicy !== "Forbid") f.push("CronJob: concurrencyPolicy must be Forbid");
+  if (pod.restartPolicy !== "Never") f.push("CronJob: restartPolicy Never (the Job retries)");
+  if (pod.automountServiceAccountToken !== false) f.push("CronJob: it needs no service account token");
+  if (pod.securityContext?.runAsNonRoot !== true) f.push("CronJob: runAsNonRoot");
+  if (pod.securityContext?.seccompProfile?.type !== "RuntimeDefault") f.push("CronJob: seccomp RuntimeDefault");
+  if (sc.readOnlyRootFilesystem !== true || sc.allowPrivilegeEscalation !== false) f.push("CronJob: read-only root, no escalation");
+  if (!isDeepStrictEqual(sc.capabilities?.drop, ["ALL"])) f.push("CronJob: must drop ALL capabilities");
+  if (c?.image !== `gpuledger:${version}`) f.push(`CronJob: image ${c?.image}, want gpuledger:${version}`);
+  if (!isDeepStrictEqual(c?.args?.slice(0, 2), ["fleet-db", "pack"])) f.push("CronJob: must run `gpuledger fleet-db pack`");
+  for (const a of c?.args?.slice(2) ?? [])
+    if (!packFlags.has(a.split("=")[0])) f.push(`CronJob: gpuledger fleet-db pack has no flag ${a.split("=")[0]}`);
+  if (!c?.args?.some((a) => a.startsWith("--before="))) f.push("CronJob: --before missing");
+  if (c?.args?.some((a) => a.startsWith("--fleet-db="))) f.push("CronJob: the connection comes from the Secret, not the command line");
+  const pwFile = c?.args?.find((a) => a.startsWith("--fleet-db-password-file="))?.split("=")[1];
+  const env = Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.valueFrom?.secretKeyRef]));
+  if (env.GPULEDGER_FLEET_DB?.name !== "gpuledger-fleet-db-maintainer" || env.GPULEDGER_FLEET_DB?.key !== "url")
+    f.push("CronJob: GPULEDGER_FLEET_DB from the Secret gpuledger-fleet-db-maintainer, key url");
+  const mount = (c?.volumeMounts ?? []).find((m) => pwFile?.startsWith(m.mountPath + "/"));
+  const vol = (pod.volumes ?? []).find((v) => v.name === mount?.name);
+  if (!mount || vol?.secret?.secretName !== "gpuledger-fleet-db-maintainer" ||
+      !vol.secret.items?.some((i) => i.key === "password" && `${mount.mountPath}/${i.path}` === pwFile))
+    f.push("CronJob: --fleet-db-password-file must be the Secret's key password, mounted");
+  if (vol?.secret?.defaultMode & 0o7 || pod.securityContext?.fsGroup === undefined)
+    f.push("CronJob: the password file readable by its group (fsGroup) alone");
+  if (!c?.resources?.requests?.cpu || !c?.resources?.limits?.memory) f.push("CronJob: a CPU request and a memory limit");
+  return f;
+}
+
+// The objects a kustomize directory renders, each checked against its schema,
+// namespace and label; findings go into `findings`.
+async function render(dir, findings) {
   const r = spawnSync(kubectl, ["kustomize", dir], { encoding: "utf8" });
   if (r.status !== 0) {
-    console.log(`FAIL ${name}: kubectl kustomize: ${r.stderr || r.error}`);
-    failed = true;
-    continue;
+    findings.push(`kubectl kustomize: ${r.stderr || r.error}`);
+    return { docs: [], byKind: {} };
   }
   const docs = parseAllDocuments(r.stdout).map((d) => d.toJS()).filter(Boolean);
-  const findings = [];
   const byKind = {};
   for (const obj of docs) {
     findings.push(...(await validateSchema(obj)));
@@ -180,17 +220,36 @@ for (const [name, want] of Object.entries(overlays)) {
     if (obj.metadata?.labels?.["app.kubernetes.io/name"] !== "gpuledger")
       findings.push(`${obj.kind}/${obj.metadata?.name}: label app.kubernetes.io/name=gpuledger missing`);
   }
+  return { docs, byKind };
+}
+
+let failed = false;
+function report(name, findings, docs) {
   const kinds = docs.map((d) => d.kind).sort();
-  if (!isDeepStrictEqual(kinds, [...want.kinds].sort())) findings.push(`kinds ${kinds.join(",")}`);
-  if (byKind.DaemonSet?.length === 1) {
-    findings.push(...checkDaemonSet(byKind.DaemonSet[0], want, byKind));
-    findings.push(...checkJoins(byKind, want));
-  }
   if (findings.length) {
     failed = true;
     for (const x of findings) console.log(`FAIL ${name}: ${x}`);
   } else {
     console.log(`ok   ${name}: ${docs.length} objects (${kinds.join(", ")}) valid`);
   }
+}
+
+for (const [name, want] of Object.entries(overlays)) {
+  const findings = [];
+  const { docs, byKind } = await render(join(deployDir, "kubernetes", "overlays", name), findings);
+  const kinds = docs.map((d) => d.kind).sort();
+  if (!isDeepStrictEqual(kinds, [...want.kinds].sort())) findings.push(`kinds ${kinds.join(",")}`);
+  if (byKind.DaemonSet?.length === 1) {
+    findings.push(...checkDaemonSet(byKind.DaemonSet[0], want, byKind));
+    findings.push(...checkJoins(byKind, want));
+  }
+  report(name, findings, docs);
+}
+{
+  const findings = [];
+  const { docs, byKind } = await render(join(deployDir, "kubernetes", "fleet-db"), findings);
+  if (!isDeepStrictEqual(docs.map((d) => d.kind), ["CronJob"])) findings.push(`kinds ${docs.map((d) => d.kind)}, want CronJob`);
+  for (const cj of byKind.CronJob ?? []) findings.push(...checkPackCronJob(cj));
+  report("fleet-db", findings, docs);
 }
 process.exit(failed ? 1 : 0);

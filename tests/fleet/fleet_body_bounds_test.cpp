@@ -57,15 +57,6 @@ std::string padded(const std::string& body, size_t size) {
   return body + std::string(size - body.size(), ' ');
 }
 
-std::string refusal(fleet::PgConnection& db, const std::string& sql, const std::vector<fleet::PgParam>& params) {
-  try {
-    db.query(sql, params);
-    return "";
-  } catch (const Error& e) {
-    return e.what();
-  }
-}
-
 // Attack: one window or roll-up of a body as large as PostgreSQL takes,
 // inserted with a node's own role, had the server parse it into several times
 // its size in one backend. Refused at the bound, before any parse: a body

@@ -291,7 +291,7 @@ TEST_F(FleetChart, AMonthToDatesWholeDaysAreChartedFromOneRowANodeDay) {
       "gpuledger.day_charts SELECT c.* FROM gpuledger.rollups f CROSS JOIN LATERAL "
       "gpuledger.gathered_chart_of(f, 'hour') c WHERE f.verified AND f.period = 'day'");
   EXPECT_EQ(chart(), by_node) << "no node rows at all";
-  pg_->psql("DELETE FROM gpuledger.schema_migrations WHERE version >= 16");  // 16, and 17 again (repeatable)
+  pg_->psql("DELETE FROM gpuledger.schema_migrations WHERE version >= 16");  // 16, and 17 and 18 again (repeatable)
   ASSERT_EQ(fleet::migrate(*admin_, kFeb), fleet::kFleetSchemaVersion);
   EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.node_day_charts"), "28\n") << "schema 16 gathers the days";
   EXPECT_EQ(chart(), by_node);
@@ -501,7 +501,7 @@ TEST_F(FleetChart, AnUpgradeFromSchemaTwelveGathersTheDaysAlreadyVerified) {
       "DELETE FROM gpuledger.schema_migrations WHERE version >= 13; "
       "DROP FUNCTION gpuledger.month_chart_of(gpuledger.rollups); "
       "DROP FUNCTION gpuledger.gathered_chart_of(gpuledger.rollups, text); DROP TABLE gpuledger.day_charts");
-  ASSERT_EQ(fleet::migrate(*admin_, kFeb), fleet::kFleetSchemaVersion);  // 13, and 14 to 17 again (repeatable)
+  ASSERT_EQ(fleet::migrate(*admin_, kFeb), fleet::kFleetSchemaVersion);  // 13, and 14 to 18 again (repeatable)
   EXPECT_EQ(pg_->psql(days), before);
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid WHERE i.inhparent = 'gpuledger.day_charts'::regclass"),

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/error.h"
 #include "fleet/fleet_reader.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/fleet_shipper.h"
@@ -73,6 +74,17 @@ inline std::string rows_of(fleet::PgConnection& db, const std::string& sql) {
     out += "\n";
   }
   return out;
+}
+
+// The error a statement ends with ("" when it ran).
+inline std::string refusal(fleet::PgConnection& db, const std::string& sql,
+                           const std::vector<fleet::PgParam>& params = {}) {
+  try {
+    db.query(sql, params);
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
 }
 
 // node-a's window of GPU-a at $1 (its energy $2, NULL: unknown) with the body $3, as an agent could send it.

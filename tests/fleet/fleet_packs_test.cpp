@@ -5,7 +5,8 @@
 // check) gives what it gave before, to the micro-unit and with the same
 // windows' digest; a packed hour takes no window any more (a resend would
 // count twice; another node's window over it would hide from the overlap
-// probes); only the owner packs; prune drops a month's packs with it.
+// probes); only the owner and the maintainer's role (schema 18) pack, and
+// that role can do nothing else; prune drops a month's packs with it.
 #include <gtest/gtest.h>
 
 #include "cli_process.h"
@@ -177,6 +178,57 @@ TEST_F(FleetDb, PackTakesATimeAndSaysWhatItPacked) {
   p = run(cmd + "yesterday-ish");
   EXPECT_EQ(p.status, 1);
   EXPECT_EQ(p.out.find('\n'), p.out.size() - 1) << "one sentence: " << p.out;
+}
+
+// A scheduled job's credential (schema 18): a login in gpuledger_maintainer
+// packs through the command what the owner would, and can do nothing else:
+// it reads no window, total, roll-up or pack (no cost, name or body), writes
+// nothing, prunes nothing, creates nothing. An agent cannot plan a pack.
+TEST_F(FleetDb, AttackTheMaintainersRolePacksAsTheOwnerWouldAndCanDoNothingElse) {
+  ASSERT_NO_FATAL_FAILURE(ship_two_gpus_and_a_late_window(*pg_, *admin_, scratch_));
+  const Seen before = seen(*admin_);
+  const std::string pw = pg_->add_login("nightly", "gpuledger_maintainer");
+  Proc p = run(gpuledger() + " fleet-db pack --fleet-db '" + pg_->conninfo("nightly") + "' --fleet-db-password-file " +
+               pw + " --before 2027-01-17");
+  EXPECT_EQ(p.status, 0) << p.out;
+  EXPECT_EQ(p.out,
+            "packed 3060 windows of 51 GPU-hours; 1 GPU-hours before 2027-01-17T00:00:00Z keep their windows in rows "
+            "(no verified roll-up of them yet)\n");
+  EXPECT_EQ(count("window_packs"), 51);
+  expect_same(seen(*admin_), before);
+
+  fleet::PgConnection nightly(pg_->conninfo("nightly"), pw);
+  EXPECT_EQ(rows_of(nightly, "SELECT * FROM gpuledger.unpacked_hours(0, 9999999999)"),
+            std::to_string(kFleetDay0 + 86400 + 5 * 3600) + "|1\n" + std::to_string(kFleetDay0 + 2 * 86400) + "|2\n" +
+                std::to_string(kFleetDay0 + 2 * 86400 + 3600) + "|2\n")
+      << "hours and counts of GPUs: all it reads";
+  const std::string hour = std::to_string(kFleetDay0 + 2 * 86400);
+  for (const std::string& sql : std::vector<std::string>{
+           "SELECT count(*) FROM gpuledger.windows", "SELECT count(*) FROM gpuledger.windows_2027_01",
+           "SELECT count(*) FROM gpuledger.stored_windows", "SELECT count(*) FROM gpuledger.window_packs",
+           "SELECT count(*) FROM gpuledger.window_totals", "SELECT count(*) FROM gpuledger.window_parts",
+           "SELECT count(*) FROM gpuledger.rollups", "SELECT count(*) FROM gpuledger.accounts",
+           "SELECT count(*) FROM gpuledger.charges", "SELECT count(*) FROM gpuledger.node_roles",
+           "SELECT count(*) FROM gpuledger.packed_until", "DELETE FROM gpuledger.window_packs",
+           "DELETE FROM gpuledger.windows", "UPDATE gpuledger.packed_until SET end_time = 0",
+           "SELECT gpuledger.prune_month(" + std::to_string(kFleetDay0) + ")",
+           "SELECT gpuledger.create_month(4102444800)", "SELECT gpuledger.create_packs_partition(4102444800)",
+           "SELECT gpuledger.check_rollup(r) FROM gpuledger.rollups r"}) {
+    const std::string said = refusal(nightly, sql);
+    EXPECT_EQ(fleet::sqlstate_of(said), "42501") << sql << ": " << said;
+  }
+  fleet::FleetSinkPostgres sink(nightly, {"prod", "node-1"});
+  const auto late = fleet_window(kTo + 60, "GPU-b", 5);
+  EXPECT_THROW(sink.ship({&late}), Error) << "a maintainer ships no window";
+  EXPECT_THROW(fleet::migrate(nightly, kFleetT0), Error);
+  // What it may call packs verified hours only, as the owner's command does: the stale hour stays in rows.
+  EXPECT_EQ(rows_of(nightly, "SELECT * FROM gpuledger.pack_hours(0, " + hour + ")"), "0|0\n");
+  EXPECT_EQ(count("window_packs"), 51);
+  expect_same(seen(*admin_), before);
+
+  const std::string role = fleet::add_node_role(*admin_, "node-x", std::string("prod"));
+  fleet::PgConnection as_x(pg_->conninfo(role), pg_->set_password(role));
+  EXPECT_EQ(fleet::sqlstate_of(refusal(as_x, "SELECT * FROM gpuledger.unpacked_hours(0, 9999999999)")), "42501");
 }
 
 TEST_F(FleetDb, PruneDropsAMonthsPacksWithItsWindows) {

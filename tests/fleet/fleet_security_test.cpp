@@ -56,16 +56,6 @@ std::vector<ledger::WindowRecord> hour_of(const std::string& gpu, int64_t hour =
   return ws;
 }
 
-// The error a statement ends with ("" when it ran).
-std::string refusal(fleet::PgConnection& db, const std::string& sql, const std::vector<fleet::PgParam>& params = {}) {
-  try {
-    db.query(sql, params);
-    return "";
-  } catch (const Error& e) {
-    return e.what();
-  }
-}
-
 // A fleet report by the CLI as finance runs it: its stdout, and its stderr in `err`.
 Proc fleet_report(PgServer& pg, const std::string& reader_pw, const std::string& args, const fs::path& err) {
   const std::string to_err = " 2>" + err.string();

@@ -1,0 +1,71 @@
+#include "fleet/fleet_migrations.h"
+
+namespace gpuledger::fleet {
+
+// Issue 30, packing on a schedule: `fleet-db pack` ran as the owner, whose
+// password or key can rewrite every bill, so a nightly job would have held
+// the fleet's most powerful credential. gpuledger_maintainer (a NOLOGIN
+// group, like gpuledger_agent and gpuledger_reader) may pack and nothing
+// else:
+// - pack_hours runs as its owner (SECURITY DEFINER): it packs only hours the
+//   database verified and that still equal their totals, whoever calls it,
+//   so a caller chooses when, never what a pack holds;
+// - unpacked_hours gives the command what it plans with (hours and counts
+//   of GPUs), so the group reads no window, total, roll-up or pack: no
+//   cost, name or body of the bill.
+// It cannot insert, delete, prune, migrate or read the bill. The worst a
+// stolen maintainer credential does is pack hours early, so that another
+// node's late window over them is refused and counted (as `--before` too
+// close to now would). Every statement is repeatable.
+const char* const kMigration18 = R"SQL(
+DO $do$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'gpuledger_maintainer') THEN
+    CREATE ROLE gpuledger_maintainer NOLOGIN;
+  END IF;
+END
+$do$;
+GRANT USAGE ON SCHEMA gpuledger TO gpuledger_maintainer;
+GRANT SELECT ON gpuledger.schema_migrations TO gpuledger_maintainer;
+
+-- The GPU-hours in [a, b) whose windows are still in rows, an hour a row
+-- with how many GPUs: what `fleet-db pack` packs, and what it says it left.
+-- A month without rows (packed whole, or pruned) is not read again.
+CREATE OR REPLACE FUNCTION gpuledger.unpacked_hours(a bigint, b bigint, OUT hour_start bigint, OUT gpu_hours bigint)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  m timestamp := date_trunc('month', to_timestamp(a) AT TIME ZONE 'UTC');
+  part text;
+  lo bigint;
+  hi bigint;
+  has_rows boolean;
+BEGIN
+  WHILE extract(epoch FROM m)::bigint < b LOOP
+    part := 'windows_' || to_char(m, 'YYYY_MM');
+    lo := greatest(a, extract(epoch FROM m)::bigint);
+    hi := least(b, extract(epoch FROM m + interval '1 month')::bigint);
+    has_rows := false;
+    IF to_regclass(format('gpuledger.%I', part)) IS NOT NULL THEN
+      EXECUTE format('SELECT EXISTS (SELECT FROM gpuledger.%I)', part) INTO has_rows;
+    END IF;
+    IF has_rows THEN
+      RETURN QUERY
+        SELECT t.period_start, count(*) FROM gpuledger.window_totals t
+        WHERE t.period = 'hour' AND t.period_start >= lo AND t.period_start < hi
+          AND NOT EXISTS (SELECT FROM gpuledger.window_packs p WHERE p.cluster = t.cluster AND p.node = t.node
+                          AND p.gpu_uuid = t.gpu_uuid AND p.hour_start = t.period_start)
+        GROUP BY 1 ORDER BY 1;
+    END IF;
+    m := m + interval '1 month';
+  END LOOP;
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.unpacked_hours(bigint, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION gpuledger.unpacked_hours(bigint, bigint) TO gpuledger_maintainer;
+
+ALTER FUNCTION gpuledger.pack_hours(bigint, bigint) SECURITY DEFINER;
+GRANT EXECUTE ON FUNCTION gpuledger.pack_hours(bigint, bigint) TO gpuledger_maintainer;
+)SQL";
+
+}  // namespace gpuledger::fleet
