@@ -9,14 +9,16 @@ namespace gpuledger::fleet {
 // else:
 // - pack_hours runs as its owner (SECURITY DEFINER): it packs only hours the
 //   database verified and that still equal their totals, whoever calls it,
-//   so a caller chooses when, never what a pack holds;
+//   so a caller chooses when, never what a pack holds, and one hour a call,
+//   so no caller holds the agents' inserts for longer than an hour's pack;
 // - unpacked_hours gives the command what it plans with (hours and counts
 //   of GPUs), so the group reads no window, total, roll-up or pack: no
 //   cost, name or body of the bill.
 // It cannot insert, delete, prune, migrate or read the bill. The worst a
 // stolen maintainer credential does is pack hours early, so that another
 // node's late window over them is refused and counted (as `--before` too
-// close to now would). Every statement is repeatable.
+// close to now would). Every statement is repeatable (a second run of 17
+// puts its pack_hours back; this one wraps it again).
 const char* const kMigration18 = R"SQL(
 DO $do$
 BEGIN
@@ -64,7 +66,28 @@ $fn$;
 REVOKE ALL ON FUNCTION gpuledger.unpacked_hours(bigint, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION gpuledger.unpacked_hours(bigint, bigint) TO gpuledger_maintainer;
 
-ALTER FUNCTION gpuledger.pack_hours(bigint, bigint) SECURITY DEFINER;
+-- pack_hours of schema 17, run as its owner, one hour a call: the SHARE lock
+-- on windows that holds every agent's insert lasts one hour's pack, however
+-- it is called (`fleet-db pack` calls it an hour a transaction).
+DO $do$
+BEGIN
+  IF to_regprocedure('gpuledger.pack_hours_17(bigint, bigint)') IS NULL THEN
+    ALTER FUNCTION gpuledger.pack_hours(bigint, bigint) RENAME TO pack_hours_17;
+  END IF;
+END
+$do$;
+CREATE OR REPLACE FUNCTION gpuledger.pack_hours(a bigint, b bigint, OUT packed_windows bigint,
+                                               OUT packed_gpu_hours bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  IF b - a > 3600 THEN
+    RAISE EXCEPTION 'pack_hours packs one hour a call, not % seconds', b - a USING ERRCODE = '22023';
+  END IF;
+  SELECT p.packed_windows, p.packed_gpu_hours INTO packed_windows, packed_gpu_hours
+  FROM gpuledger.pack_hours_17(a, b) p;
+END
+$fn$;
+REVOKE ALL ON FUNCTION gpuledger.pack_hours(bigint, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION gpuledger.pack_hours(bigint, bigint) TO gpuledger_maintainer;
 )SQL";
 

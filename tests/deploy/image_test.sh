@@ -6,6 +6,8 @@
 # cgroups; privileged here for the demo's own cgroups. The container storage is
 # mounted read-only so that the agent resolves its image's overlay layers
 # without the host's /proc/1/root (unreadable on some CI sandboxes).
+# Last, the fleet ledger's packing job as deploy/kubernetes/fleet-db runs it,
+# against a real PostgreSQL.
 # Usage: image_test.sh REPO_ROOT BUILD_DIR VERSION
 set -euo pipefail
 [[ ${GPULEDGER_SKIP_IMAGE_TEST:-} == 1 ]] && { echo "skipped: GPULEDGER_SKIP_IMAGE_TEST=1"; exit 77; }
@@ -72,3 +74,39 @@ if ! grep -q "pins after: none" <<<"$out" || ! grep -q "^removed [0-9]* BPF pins
   exit 1
 fi
 echo "ok: dpkg -r gpuledger removed the pins a killed agent left ($(grep '^pins before' <<<"$out"))"
+
+# The packing CronJob (deploy/kubernetes/fleet-db/pack-cronjob.yaml) as its pod
+# runs: its args, as nobody (65534), a read-only root, no capabilities, no new
+# privileges, the connection from GPULEDGER_FLEET_DB and the password from a
+# file readable by its group alone, as a login in gpuledger_maintainer, against
+# a real PostgreSQL whose unix socket is mounted in.
+pgbin=$(find /usr/lib/postgresql -maxdepth 2 -name bin | sort -V | tail -1)
+pg=$(mktemp -d /tmp/gpuledger-image-pg-XXXXXX)
+trap 'runuser -u postgres -- "$pgbin/pg_ctl" -D "$pg/data" -m fast stop >/dev/null 2>&1 || true; rm -rf "$pg"' EXIT
+mkdir -p "$pg/sock" "$pg/secret"
+chmod 755 "$pg" "$pg/sock"
+chown postgres "$pg" "$pg/sock"
+echo owner-secret >"$pg/owner.pw"
+chown postgres "$pg/owner.pw"
+runuser -u postgres -- "$pgbin/initdb" -D "$pg/data" -U gpuledger_admin --pwfile="$pg/owner.pw" \
+  --auth=scram-sha-256 -E UTF8 --no-sync --locale=C >/dev/null
+runuser -u postgres -- "$pgbin/pg_ctl" -D "$pg/data" -w -l "$pg/server.log" -o "-k $pg/sock -c listen_addresses=''" \
+  start >/dev/null
+owner=(--fleet-db "host=$pg/sock dbname=postgres user=gpuledger_admin" --fleet-db-password-file "$pg/owner.pw")
+"$build/gpuledger" fleet-db migrate "${owner[@]}" >/dev/null
+PGPASSWORD=owner-secret psql -qX -h "$pg/sock" -U gpuledger_admin -d postgres \
+  -c "CREATE ROLE gpuledger_pack LOGIN PASSWORD 'pack-secret' IN ROLE gpuledger_maintainer"
+echo pack-secret >"$pg/secret/password"
+chown 0:65534 "$pg/secret/password"
+chmod 0440 "$pg/secret/password"
+mapfile -t args < <(sed -n '/^ *args:/,/^ *env:/s/^ *- //p' "$repo/deploy/kubernetes/fleet-db/pack-cronjob.yaml")
+[[ ${args[0]:-} == fleet-db && ${args[1]:-} == pack ]] || { echo "FAIL: cannot read the CronJob's args: ${args[*]}"; exit 1; }
+out=$("${podman[@]}" run --rm "${limits[@]}" --user 65534:65534 --read-only --cap-drop ALL \
+  --security-opt no-new-privileges -v "$pg/sock:$pg/sock" -v "$pg/secret:/etc/gpuledger/fleet-db-maintainer:ro" \
+  -e GPULEDGER_FLEET_DB="host=$pg/sock dbname=postgres user=gpuledger_pack" "gpuledger:$version" "${args[@]}" 2>&1) ||
+  { echo "$out"; echo "FAIL: the packing job's command in the image"; exit 1; }
+if ! grep -Eq '^packed 0 windows of 0 GPU-hours; 0 GPU-hours before [0-9T:-]+Z keep their windows in rows' <<<"$out"; then
+  echo "FAIL: the packing job said: $out"
+  exit 1
+fi
+echo "ok: the packing job ran in gpuledger:$version as 65534, read-only, as gpuledger_maintainer: $out"

@@ -222,7 +222,11 @@ TEST_F(FleetDb, AttackTheMaintainersRolePacksAsTheOwnerWouldAndCanDoNothingElse)
   EXPECT_THROW(sink.ship({&late}), Error) << "a maintainer ships no window";
   EXPECT_THROW(fleet::migrate(nightly, kFleetT0), Error);
   // What it may call packs verified hours only, as the owner's command does: the stale hour stays in rows.
-  EXPECT_EQ(rows_of(nightly, "SELECT * FROM gpuledger.pack_hours(0, " + hour + ")"), "0|0\n");
+  const std::string stale = std::to_string(kFleetDay0 + 86400 + 5 * 3600);
+  EXPECT_EQ(rows_of(nightly, "SELECT * FROM gpuledger.pack_hours(" + stale + ", " + stale + " + 3600)"), "0|0\n");
+  // One hour a call: no caller holds the agents' inserts for a month's pack.
+  EXPECT_EQ(fleet::sqlstate_of(refusal(nightly, "SELECT gpuledger.pack_hours(0, " + hour + ")")), "22023");
+  EXPECT_EQ(fleet::sqlstate_of(refusal(*admin_, "SELECT gpuledger.pack_hours(0, " + hour + ")")), "22023");
   EXPECT_EQ(count("window_packs"), 51);
   expect_same(seen(*admin_), before);
 
