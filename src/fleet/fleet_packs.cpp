@@ -15,9 +15,10 @@ PackResult pack_before(PgConnection& db, int64_t before) {
   const std::vector<int64_t> months = months_with_windows(db);
   if (months.empty() || months.front() >= end) return out;
   // What to pack and what is left, from gpuledger.unpacked_hours (hours and
-  // counts only): the maintainer's role reads nothing of the bill.
+  // counts only): the maintainer's role reads nothing of the bill, and an
+  // hour with nothing to pack (no verified roll-up yet) is not read again.
   const std::vector<PgParam> range = {std::to_string(months.front()), std::to_string(end)};
-  PgResult hours = db.query("SELECT hour_start FROM gpuledger.unpacked_hours($1, $2)", range);
+  PgResult hours = db.query("SELECT hour_start FROM gpuledger.unpacked_hours($1, $2) WHERE packable > 0", range);
   for (int r = 0; r < hours.rows(); ++r) {
     const std::string h = std::to_string(hours.i64(r, 0)), next = std::to_string(hours.i64(r, 0) + 3600);
     db.exec("BEGIN");
