@@ -37,9 +37,8 @@ GRANT SELECT ON gpuledger.schema_migrations TO gpuledger_maintainer;
 -- otherwise have every run read each of its hours again, 8,000 GPUs' rows an
 -- hour at 1,000 nodes. The roll-ups are probed for rows not packed only. A
 -- month without rows (packed whole, or pruned) is not read again.
-DROP FUNCTION IF EXISTS gpuledger.unpacked_hours(bigint, bigint);
-CREATE FUNCTION gpuledger.unpacked_hours(a bigint, b bigint, OUT hour_start bigint, OUT gpu_hours bigint,
-                                         OUT packable bigint)
+CREATE OR REPLACE FUNCTION gpuledger.unpacked_hours(a bigint, b bigint, OUT hour_start bigint,
+                                                    OUT gpu_hours bigint, OUT packable bigint)
 RETURNS SETOF record
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE

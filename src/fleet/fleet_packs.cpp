@@ -1,5 +1,6 @@
 #include "fleet/fleet_packs.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -14,12 +15,16 @@ PackResult pack_before(PgConnection& db, int64_t before) {
   PackResult out;
   const std::vector<int64_t> months = months_with_windows(db);
   if (months.empty() || months.front() >= end) return out;
-  // What to pack and what is left, from gpuledger.unpacked_hours (hours and
-  // counts only): the maintainer's role reads nothing of the bill, and an
-  // hour with nothing to pack (no verified roll-up yet) is not read again.
-  const std::vector<PgParam> range = {std::to_string(months.front()), std::to_string(end)};
-  PgResult hours = db.query("SELECT hour_start FROM gpuledger.unpacked_hours($1, $2) WHERE packable > 0", range);
+  // What to pack and what is left, from one read of gpuledger.unpacked_hours
+  // (hours and counts only): the maintainer's role reads nothing of the
+  // bill, and an hour with nothing to pack (no verified roll-up yet) is not
+  // read again. What is left is what was in rows less what this run packed.
+  PgResult hours = db.query("SELECT hour_start, gpu_hours, packable FROM gpuledger.unpacked_hours($1, $2)",
+                            {std::to_string(months.front()), std::to_string(end)});
+  int64_t in_rows = 0;
   for (int r = 0; r < hours.rows(); ++r) {
+    in_rows += hours.i64(r, 1);
+    if (hours.i64(r, 2) == 0) continue;
     const std::string h = std::to_string(hours.i64(r, 0)), next = std::to_string(hours.i64(r, 0) + 3600);
     db.exec("BEGIN");
     try {
@@ -32,8 +37,7 @@ PackResult pack_before(PgConnection& db, int64_t before) {
       throw;
     }
   }
-  out.left =
-      db.query("SELECT coalesce(sum(gpu_hours), 0)::bigint FROM gpuledger.unpacked_hours($1, $2)", range).i64(0, 0);
+  out.left = std::max<int64_t>(0, in_rows - out.gpu_hours);  // 0 where an hour became packable meanwhile
   return out;
 }
 
