@@ -280,6 +280,13 @@ void other_formats(Report& report, const Shape& s, std::string& out) {
     std::vector<std::string> mtd = {"--by", "team", "--to", std::to_string(s.start + kMonthToDate)};
     t = report(mtd, out);
     std::printf("report --by team, month to date (14 d 12 h 30 min)  %6.2f s, %zu lines, %.0f MiB\n", t, lines(), last_mib());
+    // The same range cut at its whole days and at its whole hours: what each
+    // part of it costs (day roll-ups, hour roll-ups, the last 30 minutes' windows).
+    for (const auto& [cut, words] : {std::pair{int64_t{14 * 86400}, "14 d, day roll-ups only"},
+                                     std::pair{int64_t{14 * 86400 + 12 * 3600}, "14 d 12 h, no window"}}) {
+      t = report({"--by", "team", "--to", std::to_string(s.start + cut)}, out);
+      std::printf("report --by team, month to date cut at %-24s %6.2f s\n", words, t);
+    }
     mtd.insert(mtd.end(), {"--format", "json"});  // charted by the hour: 14 days of rows a GPU-day (schema 13)
     t = report(mtd, out);
     std::printf("report --by team --format json, month to date       %6.2f s, %zu bytes, %.0f MiB\n", t, out.size(),
