@@ -37,7 +37,8 @@ PackResult pack_before(PgConnection& db, int64_t before) {
       throw;
     }
   }
-  out.left = std::max<int64_t>(0, in_rows - out.gpu_hours);  // 0 where an hour became packable meanwhile
+  // At least 0: an hour may pack GPU-hours whose windows came into rows after the read.
+  out.left = std::max<int64_t>(0, in_rows - out.gpu_hours);
   return out;
 }
 
