@@ -7,7 +7,7 @@
 // day's chart in one row a GPU; 14, a statement's bodies parsed in one pass;
 // 15, an agent's bodies bounded in bytes; 16, a node's day in one chart row;
 // 17, an hour's windows packed in one row; 18, a role that may pack and
-// nothing else.
+// nothing else; 19, a roll-up's sums from its finer roll-ups' bodies.
 namespace gpuledger::fleet {
 
 extern const char* const kMigration7;
@@ -22,5 +22,6 @@ extern const char* const kMigration15;
 extern const char* const kMigration16;
 extern const char* const kMigration17;
 extern const char* const kMigration18;
+extern const char* const kMigration19;
 
 }  // namespace gpuledger::fleet

@@ -671,8 +671,8 @@ REVOKE ALL ON FUNCTION gpuledger.check_rollup(gpuledger.rollups) FROM PUBLIC;
 const std::vector<const char*> kMigrations = {kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,
                                               kMigration6,  kMigration7,  kMigration8,  kMigration9,  kMigration10,
                                               kMigration11, kMigration12, kMigration13, kMigration14, kMigration15,
-                                              kMigration16, kMigration17, kMigration18};
-static_assert(kFleetSchemaVersion == 18, "a new migration goes into kMigrations");
+                                              kMigration16, kMigration17, kMigration18, kMigration19};
+static_assert(kFleetSchemaVersion == 19, "a new migration goes into kMigrations");
 
 }  // namespace
 

@@ -64,7 +64,7 @@ namespace gpuledger::fleet {
 class PgConnection;
 
 // The newest migration this gpuledger knows.
-inline constexpr int kFleetSchemaVersion = 18;
+inline constexpr int kFleetSchemaVersion = 19;
 
 // Applies the migrations not applied yet, each in its own transaction
 // (serialised by an advisory lock, so two runs at once are safe), and creates

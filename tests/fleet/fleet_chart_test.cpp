@@ -501,7 +501,7 @@ TEST_F(FleetChart, AnUpgradeFromSchemaTwelveGathersTheDaysAlreadyVerified) {
       "DELETE FROM gpuledger.schema_migrations WHERE version >= 13; "
       "DROP FUNCTION gpuledger.month_chart_of(gpuledger.rollups); "
       "DROP FUNCTION gpuledger.gathered_chart_of(gpuledger.rollups, text); DROP TABLE gpuledger.day_charts");
-  ASSERT_EQ(fleet::migrate(*admin_, kFeb), fleet::kFleetSchemaVersion);  // 13, and 14 to 18 again (repeatable)
+  ASSERT_EQ(fleet::migrate(*admin_, kFeb), fleet::kFleetSchemaVersion);  // 13, and 14 to 19 again (repeatable)
   EXPECT_EQ(pg_->psql(days), before);
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid WHERE i.inhparent = 'gpuledger.day_charts'::regclass"),

@@ -36,9 +36,9 @@ namespace fs = std::filesystem;
 using fleet::Delivery;
 
 TEST_F(FleetDb, MigrationsAreVersionedRepeatableAndANewerSchemaIsRefused) {
-  EXPECT_EQ(fleet::schema_version(*admin_), 18);
-  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 18) << "a second run changes nothing";
-  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "18\n");
+  EXPECT_EQ(fleet::schema_version(*admin_), 19);
+  EXPECT_EQ(fleet::migrate(*admin_, kFleetT0), 19) << "a second run changes nothing";
+  EXPECT_EQ(pg_->psql("SELECT count(*) FROM gpuledger.schema_migrations"), "19\n");
   // This month's and the next month's partitions, of every table.
   EXPECT_EQ(pg_->psql("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON "
                       "c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'windows'"),

@@ -343,5 +343,78 @@ TEST_F(FleetDb, SchemaTenFlagsTheOverlapsSchemaNineFlaggedFromOneReadARun) {
   EXPECT_EQ(count("NOT (other_start < end_time AND other_end > start_time)"), 0);
 }
 
+// Each roll-up's body and forgeries of it that only its sums or parts show
+// (a busy micro-unit more, a start a minute late, an end a second early,
+// another currency, a millijoule more, money moved between charges, another
+// team), each checked by schema 18's check_rollup and schema 19's: the
+// roll-ups where the two disagree, and the forgeries of a verified roll-up
+// that schema 19 verified.
+const std::string kBothChecks = R"SQL(
+WITH forged AS (
+  SELECT r.verified, v.name, v.b = r.body::jsonb AS unchanged,
+         ROW(r.period, r.period_start, r.cluster, r.node, r.gpu_uuid, r.windows, r.cost_micros, r.digests, r.digest,
+             v.b::json, r.shipped_at, r.verified, r.refusal)::gpuledger.rollups AS f
+  FROM gpuledger.rollups r CROSS JOIN LATERAL (SELECT r.body::jsonb AS j) x CROSS JOIN LATERAL (VALUES
+    ('true', x.j),
+    ('busy', jsonb_set(x.j, '{micros,1}', to_jsonb((x.j->'micros'->>1)::bigint + 1))),
+    ('start', jsonb_set(x.j, '{start}', to_jsonb((x.j->>'start')::bigint + 60))),
+    ('end', jsonb_set(x.j, '{end}', to_jsonb((x.j->>'end')::bigint - 1))),
+    ('currency', jsonb_set(x.j, '{currency}', '"EUR"')),
+    ('energy', jsonb_set(x.j, '{energy,mj}', to_jsonb((x.j->'energy'->>'mj')::bigint + 1))),
+    ('moved', jsonb_set(jsonb_set(x.j, '{charges,0,2}', to_jsonb((x.j->'charges'->0->>2)::bigint - 5)),
+                        '{charges,1,2}', to_jsonb((x.j->'charges'->1->>2)::bigint + 5))),
+    ('team', jsonb_set(x.j, '{accounts,0,4}', '"forged"'))) v(name, b))
+SELECT count(*) FILTER (WHERE gpuledger.check_rollup(f) IS DISTINCT FROM gpuledger.check_rollup_19(f)) || ' ' ||
+       count(*) FILTER (WHERE verified AND name <> 'true' AND NOT unchanged AND gpuledger.check_rollup_19(f) IS NULL)
+       || ' of ' || count(*)
+FROM forged
+)SQL";
+
+// Schema 19 takes a day's or a month's sums from its finer roll-ups' bodies
+// (and from the windows of its hours or days without a current one), and
+// parses each body once: schema 18's verdict for every roll-up, true or
+// forged, whether its hours are verified, refused (GPU-b's 01:00 to 04:00,
+// GPU-a's 06:00: read from windows) or packed, and whether the roll-up came
+// before the migration or after.
+TEST_F(FleetDb, SchemaNineteenGivesEveryRollUpTheVerdictOfEighteenFromItsFinerRollUps) {
+  pg_->psql("CREATE DATABASE eighteen");
+  fleet::PgConnection db(pg_->conninfo("gpuledger_admin", "eighteen"), pg_->admin_password_file());
+  ASSERT_EQ(fleet::migrate(db, kFleetT0, 18), 18);
+  const fleet::Origin origin{"prod", "node-1"};
+  ship_every_verdict(db, scratch_ / "node-1", origin);
+  ledger::Store store((scratch_ / "node-1" / "ledger.db").string());
+  fleet::FleetSinkPostgres sink(db, origin);
+  auto ship = [&](Period p, int64_t start) { return sink.ship_rollups(fleet::build_rollups(store, origin, p, start)); };
+  ship(Period::kHour, kFleetDay0 + 22 * 3600), ship(Period::kHour, kFleetDay0 + 23 * 3600),
+      ship(Period::kDay, kFleetDay0);
+  EXPECT_EQ(ship(Period::kMonth, kFleetDay0 - 14 * 86400), std::vector<Delivery>{Delivery::kStored})
+      << "GPU-b's month (GPU-a's relabelled pod merges into none)";
+  const std::string verdicts_18 = rows_of(db, kVerdicts + std::string(" GROUP BY 1 ORDER BY 1"));
+
+  ASSERT_EQ(fleet::migrate(db, kFleetT0), fleet::kFleetSchemaVersion);
+  EXPECT_EQ(rows_of(db,
+                    "SELECT count(*) FROM gpuledger.rollups r WHERE gpuledger.check_rollup_19(r) IS DISTINCT FROM "
+                    "r.refusal"),
+            "0\n");
+  EXPECT_EQ(rows_of(db, kBothChecks), "0 0 of 448\n");
+  // Shipped at 19: the verdicts ship_every_verdict expects, by the trigger's check.
+  ship_every_verdict(db, scratch_ / "node-2", {"prod", "node-2"});
+  EXPECT_EQ(rows_of(db, "SELECT count(*) FROM gpuledger.rollups WHERE node = 'node-2'"), "49\n");
+  // Node-1's verified hours packed; one of them, 23:00 of GPU-b, then taken
+  // for refused, so that its day and month read its windows from the pack.
+  int64_t packed = 0;
+  for (int64_t h = kFleetDay0 + 22 * 3600; h < kDay1 + 86400; h += 3600)
+    packed += std::stoll(rows_of(db, "SELECT packed_windows FROM gpuledger.pack_hours(" + std::to_string(h) + ", " +
+                                         std::to_string(h + 3600) + ")"));
+  // Of two nodes' 26 hours of two GPUs: all but each node's five refused and node-2's four never rolled up.
+  EXPECT_EQ(packed, 2 * 26 * 2 * 60 - (5 + 5 + 4) * 60);
+  db.exec(
+      "UPDATE gpuledger.rollups SET verified = false WHERE period = 'hour' AND node = 'node-1' AND "
+      "gpu_uuid = 'GPU-b' AND period_start = " +
+      std::to_string(kFleetDay0 + 23 * 3600));
+  EXPECT_EQ(rows_of(db, kBothChecks), "0 0 of 840\n");
+  EXPECT_EQ(rows_of(db, kVerdicts + std::string(" WHERE node = 'node-1' GROUP BY 1 ORDER BY 1")), verdicts_18);
+}
+
 }  // namespace
 }  // namespace gpuledger::testing

@@ -52,7 +52,8 @@ Seen seen(fleet::PgConnection& db) {
               "FROM gpuledger.accounts), (SELECT count(*) || ' ' || sum(micros) FROM gpuledger.charges), "
               "(SELECT count(*) || ' ' || sum(millijoules) FROM gpuledger.energy_charges)");
   s.checks = rows_of(db,
-                     "SELECT r.period, count(*), count(gpuledger.check_rollup(r)) FROM gpuledger.rollups r "
+                     "SELECT r.period, count(*), count(gpuledger.check_rollup(r)), count(gpuledger.check_rollup_19(r)) "
+                     "FROM gpuledger.rollups r "
                      "GROUP BY 1 ORDER BY 1");
   return s;
 }
@@ -71,7 +72,7 @@ void expect_same(const Seen& after, const Seen& before) {
 TEST_F(FleetDb, PackMovesVerifiedHoursIntoOneRowEachAndEveryReadBillsTheSame) {
   ASSERT_NO_FATAL_FAILURE(ship_two_gpus_and_a_late_window(*pg_, *admin_, scratch_));
   const Seen before = seen(*admin_);
-  EXPECT_EQ(before.checks, "day|4|1\nhour|54|1\n") << "GPU-a's hour and day of the late window are stale";
+  EXPECT_EQ(before.checks, "day|4|1|1\nhour|54|1|1\n") << "GPU-a's hour and day of the late window are stale";
   const std::string json_before = rows_of(*admin_, "SELECT * FROM gpuledger.stored_windows ORDER BY 1, 2, 3, 4");
   const int64_t windows = count("windows");
   ASSERT_EQ(windows, static_cast<int64_t>(two_gpus().size()) + 1);
@@ -214,7 +215,8 @@ TEST_F(FleetDb, AttackTheMaintainersRolePacksAsTheOwnerWouldAndCanDoNothingElse)
            "DELETE FROM gpuledger.windows", "UPDATE gpuledger.packed_until SET end_time = 0",
            "SELECT gpuledger.prune_month(" + std::to_string(kFleetDay0) + ")",
            "SELECT gpuledger.create_month(4102444800)", "SELECT gpuledger.create_packs_partition(4102444800)",
-           "SELECT gpuledger.check_rollup(r) FROM gpuledger.rollups r"}) {
+           "SELECT gpuledger.check_rollup(r) FROM gpuledger.rollups r",
+           "SELECT gpuledger.check_rollup_19(r) FROM gpuledger.rollups r"}) {
     const std::string said = refusal(nightly, sql);
     EXPECT_EQ(fleet::sqlstate_of(said), "42501") << sql << ": " << said;
   }
