@@ -1,4 +1,4 @@
-// Fleet schemas 8, 9 and 10 (issue 30, ingest), against a real PostgreSQL server
+// Fleet schemas 8, 9, 10 and 19 (issue 30, ingest), against a real PostgreSQL server
 // (pg_server.h). 8: count_windows sums a statement's windows by hour first,
 // check_rollup takes each part's own fields only. 9: the body's check keeps
 // each GPU-hour's parts (window_parts) and check_rollup reads them instead
@@ -6,7 +6,8 @@
 // the verdict schema 7 gave it (true ones and forged ones of every reason),
 // the window totals are the windows' sums, and the kept parts are the
 // bodies' after more windows come in. 10: the same verdicts and charge rows
-// from plans kept for the session.
+// from plans kept for the session. 19: the same verdicts from the finer
+// roll-ups' sums and each body parsed once.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -400,8 +401,8 @@ TEST_F(FleetDb, SchemaNineteenGivesEveryRollUpTheVerdictOfEighteenFromItsFinerRo
   // Shipped at 19: the verdicts ship_every_verdict expects, by the trigger's check.
   ship_every_verdict(db, scratch_ / "node-2", {"prod", "node-2"});
   EXPECT_EQ(rows_of(db, "SELECT count(*) FROM gpuledger.rollups WHERE node = 'node-2'"), "49\n");
-  // Node-1's verified hours packed; one of them, 23:00 of GPU-b, then taken
-  // for refused, so that its day and month read its windows from the pack.
+  // Both nodes' verified hours packed; one of node-1's, 23:00 of GPU-b, then
+  // taken for refused, so that its day and month read its windows from the pack.
   int64_t packed = 0;
   for (int64_t h = kFleetDay0 + 22 * 3600; h < kDay1 + 86400; h += 3600)
     packed += std::stoll(rows_of(db, "SELECT packed_windows FROM gpuledger.pack_hours(" + std::to_string(h) + ", " +
