@@ -34,11 +34,11 @@ DECLARE
   b jsonb;
   period_end bigint;
   finer text := CASE r.period WHEN 'day' THEN 'hour' WHEN 'month' THEN 'day' END;
-  finer_len bigint := CASE r.period WHEN 'day' THEN 3600 ELSE 86400 END;
-  bodies jsonb[];    -- the verified, current finer roll-ups' bodies, each parsed once
-  covered bigint[];  -- and their starts
-  lo bigint[];       -- the stretches read from windows: [lo, hi)
-  hi bigint[];
+  -- The stretches read from windows start at `uncovered`, each `len` long:
+  -- an hour whole, or a day's hours and a month's days without a current roll-up.
+  len bigint := CASE r.period WHEN 'month' THEN 86400 ELSE 3600 END;
+  uncovered bigint[];
+  bodies jsonb[];  -- the verified, current finer roll-ups' bodies, each parsed once
   w record;
   x record;
 BEGIN
@@ -56,27 +56,19 @@ BEGIN
     b := r.body::jsonb;
     IF finer IS NULL THEN
       bodies := '{}';
-      covered := '{}';
-      lo := ARRAY[r.period_start];
-      hi := ARRAY[period_end];
+      uncovered := ARRAY[r.period_start];
     ELSE
-      SELECT coalesce(array_agg(f.body::jsonb ORDER BY f.period_start), '{}'),
-             coalesce(array_agg(f.period_start ORDER BY f.period_start), '{}')
-      INTO bodies, covered
-      FROM gpuledger.window_totals t JOIN gpuledger.rollups f
+      SELECT coalesce(array_agg(f.body::jsonb ORDER BY t.period_start) FILTER (WHERE f.verified), '{}'),
+             coalesce(array_agg(t.period_start ORDER BY t.period_start) FILTER (WHERE f.verified IS NULL), '{}')
+      INTO bodies, uncovered
+      FROM gpuledger.window_totals t LEFT JOIN gpuledger.rollups f
         ON f.period = t.period AND f.cluster = t.cluster AND f.node = t.node AND f.gpu_uuid = t.gpu_uuid
        AND f.period_start = t.period_start AND f.windows = t.windows AND f.cost_micros = t.cost_micros
        AND f.digests = t.digests AND f.verified
+       AND f.period = finer AND f.cluster = r.cluster AND f.node = r.node AND f.gpu_uuid = r.gpu_uuid
+       AND f.period_start >= r.period_start AND f.period_start < period_end
       WHERE t.period = finer AND t.cluster = r.cluster AND t.node = r.node AND t.gpu_uuid = r.gpu_uuid
-        AND t.period_start >= r.period_start AND t.period_start < period_end
-        AND f.period = finer AND f.cluster = r.cluster AND f.node = r.node AND f.gpu_uuid = r.gpu_uuid
-        AND f.period_start >= r.period_start AND f.period_start < period_end;
-      SELECT coalesce(array_agg(t.period_start ORDER BY t.period_start), '{}'),
-             coalesce(array_agg(t.period_start + finer_len ORDER BY t.period_start), '{}')
-      INTO lo, hi
-      FROM gpuledger.window_totals t
-      WHERE t.period = finer AND t.cluster = r.cluster AND t.node = r.node AND t.gpu_uuid = r.gpu_uuid
-        AND t.period_start >= r.period_start AND t.period_start < period_end AND t.period_start <> ALL (covered);
+        AND t.period_start >= r.period_start AND t.period_start < period_end;
     END IF;
     -- The period's sums: its finer roll-ups' bodies where they are current
     -- (each verified against its windows by this rule: sums of sums are the
@@ -89,16 +81,16 @@ BEGIN
              (j->'micros'->>3)::numeric AS memory, (j->'energy'->>'mj')::numeric AS mj, j->>'currency' AS cur
       FROM unnest(bodies) j
       UNION ALL
-      SELECT v.* FROM unnest(lo, hi) u(a, b) CROSS JOIN LATERAL (
+      SELECT v.* FROM unnest(uncovered) u(a) CROSS JOIN LATERAL (
         SELECT v.start_time, v.end_time, v.cost_micros, v.busy_micros, v.idle_micros, v.memory_micros,
                v.energy_millijoules, v.currency
         FROM gpuledger.windows v
         WHERE v.cluster = r.cluster AND v.node = r.node AND v.gpu_uuid = r.gpu_uuid
-          AND v.start_time >= u.a AND v.start_time < u.b OFFSET 0) v
+          AND v.start_time >= u.a AND v.start_time < u.a + len OFFSET 0) v
       UNION ALL
-      SELECT pk.* FROM unnest(lo, hi) u(a, b) JOIN gpuledger.window_packs p
+      SELECT pk.* FROM unnest(uncovered) u(a) JOIN gpuledger.window_packs p
         ON p.cluster = r.cluster AND p.node = r.node AND p.gpu_uuid = r.gpu_uuid AND p.hour_start >= u.a
-       AND p.hour_start < u.b
+       AND p.hour_start < u.a + len
       CROSS JOIN LATERAL (VALUES
         (p.first_start, p.last_end, p.cost_micros, p.busy_micros, p.idle_micros, p.memory_micros,
          p.energy_millijoules, p.currency),
@@ -128,18 +120,18 @@ BEGIN
         FROM jsonb_array_elements(j->'accounts') c) p
       UNION ALL
       -- OFFSET 0: each stretch's parts by the index, one stretch at a time.
-      SELECT v.* FROM unnest(lo, hi) u(a, b) CROSS JOIN LATERAL (
+      SELECT v.* FROM unnest(uncovered) u(a) CROSS JOIN LATERAL (
         SELECT v.part, v.account, v.kind, v.namespace, v.pod, v.container, v.team, v.slurm_user, v.slurm_account, v.n
         FROM gpuledger.window_parts v
         WHERE v.cluster = r.cluster AND v.node = r.node AND v.gpu_uuid = r.gpu_uuid AND v.hour_start >= u.a
-          AND v.hour_start < u.b OFFSET 0) v
+          AND v.hour_start < u.a + len OFFSET 0) v
       UNION ALL
       -- A packed hour's parts from its windows' bodies (pack_hours dropped its window_parts rows).
       SELECT q.part, q.account, q.kind, q.namespace, q.pod, q.container, q.team, q.slurm_user, q.slurm_account,
              q.n::numeric
-      FROM unnest(lo, hi) u(a, b) JOIN gpuledger.window_packs p
+      FROM unnest(uncovered) u(a) JOIN gpuledger.window_packs p
         ON p.cluster = r.cluster AND p.node = r.node AND p.gpu_uuid = r.gpu_uuid AND p.hour_start >= u.a
-       AND p.hour_start < u.b
+       AND p.hour_start < u.a + len
       CROSS JOIN LATERAL json_array_elements(p.body) e
       CROSS JOIN LATERAL gpuledger.window_body_parts((e->'body')::jsonb) q),
     -- Charges and parts summed by account and kind; accounts by name and labels.
